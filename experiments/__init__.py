@@ -1,0 +1,1 @@
+"""Experiment engine: trials, scoring, statistics and tracking (grows with issues B-D)."""

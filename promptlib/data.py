@@ -1,0 +1,279 @@
+"""Where task data comes from: a LegalBench-layout directory, or the Hugging Face archive.
+
+Both sources yield the same thing per task: its TSV splits (every column kept, as strings)
+and, where available, its prompt files. The Hugging Face dataset `nguha/legalbench` carries
+no prompt files, so that source takes an optional prompts directory and says clearly when
+prompts are missing instead of inventing them.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from promptlib.errors import DataError, UnknownTaskError, did_you_mean
+
+SPLITS = ("train", "test")
+PROMPT_SUFFIX = ".txt"
+HF_REPO_ID = "nguha/legalbench"
+HF_ARCHIVE = "data.tar.gz"
+
+
+def is_prompt_file(filename: str) -> bool:
+    """LegalBench names its templates *_prompt.txt, icl_N.txt and zero_shot_*.txt."""
+    return filename.endswith(PROMPT_SUFFIX) and (
+        filename.endswith("_prompt.txt") or filename.startswith(("icl_", "zero_shot_"))
+    )
+
+
+def read_tsv(path: Path) -> pd.DataFrame:
+    """Read a LegalBench TSV with every column as a string; name the file on failure."""
+    try:
+        df = pd.read_csv(
+            path,
+            sep="\t",
+            dtype=str,
+            keep_default_na=False,
+            quoting=csv.QUOTE_MINIMAL,
+            engine="c",
+        )
+    except pd.errors.ParserError as e:
+        where = _locate_tsv_error(path) or str(e)
+        raise DataError(
+            f"{path}: not a valid LegalBench TSV ({where}); fix or re-download that file"
+        ) from e
+    except pd.errors.EmptyDataError as e:
+        raise DataError(f"{path}: file is empty; re-download the task's data") from e
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text ({e}); re-download that file") from e
+    if "answer" not in df.columns:
+        raise DataError(
+            f"{path}: no 'answer' column (columns: {', '.join(df.columns)}); LegalBench "
+            "splits need one — if the file labels it 'label', rename that column to 'answer'"
+        )
+    if "index" not in df.columns:
+        df.insert(0, "index", [str(i) for i in range(len(df))])
+    return df
+
+
+def _locate_tsv_error(path: Path) -> str | None:
+    """The first bad record's file line (pandas reports data rows, not file lines)."""
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t", strict=True)
+        next_start = 1
+        try:
+            header = next(reader, None)
+            if header is None:
+                return None
+            next_start = reader.line_num + 1
+            for record in reader:
+                start, next_start = next_start, reader.line_num + 1
+                if len(record) != len(header):
+                    return f"line {start}: expected {len(header)} fields, found {len(record)}"
+        except csv.Error as e:
+            return f"line {next_start}: {e}; is a quote opened there and never closed?"
+    return None
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """The files of one task, wherever they live."""
+
+    name: str
+    data_dir: Path
+    prompt_dir: Path | None
+
+    def split_path(self, split: str) -> Path:
+        return self.data_dir / f"{split}.tsv"
+
+    def has_split(self, split: str) -> bool:
+        return self.split_path(split).is_file()
+
+    def _prompt_paths(self) -> list[Path]:
+        if self.prompt_dir is None or not self.prompt_dir.is_dir():
+            return []
+        return sorted(p for p in self.prompt_dir.iterdir() if is_prompt_file(p.name))
+
+    def prompt_files(self) -> tuple[str, ...]:
+        """Non-empty prompt template files, sorted by name."""
+        return tuple(p.name for p in self._prompt_paths() if p.stat().st_size > 0)
+
+    def empty_prompt_files(self) -> tuple[str, ...]:
+        """Prompt files that exist but are empty (LegalBench ships a few)."""
+        return tuple(p.name for p in self._prompt_paths() if p.stat().st_size == 0)
+
+    def require_prompts(self) -> Path:
+        if self.prompt_dir is None:
+            raise DataError(
+                f"task {self.name!r}: this data source has no prompt files (the Hugging Face "
+                "archive holds only TSVs); pass --prompts-dir pointing at the 'tasks/' folder "
+                "of a LegalBench checkout"
+            )
+        return self.prompt_dir
+
+    def read_prompt(self, filename: str) -> str:
+        path = self.require_prompts() / filename
+        if not path.is_file():
+            raise DataError(f"task {self.name!r}: prompt file {path} does not exist")
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            raise DataError(f"task {self.name!r}: prompt file {path} is empty")
+        return text
+
+    def readme(self) -> str | None:
+        for d in (self.prompt_dir, self.data_dir):
+            if d is None:
+                continue
+            for name in ("README.md", "README.MD"):
+                if (d / name).is_file():
+                    return (d / name).read_text(encoding="utf-8")
+        return None
+
+
+def _is_task_dir(p: Path) -> bool:
+    """A task folder holds a split, or (scalr has no train split) a base prompt."""
+    return p.is_dir() and any(
+        (p / f).is_file() for f in ("train.tsv", "test.tsv", "base_prompt.txt")
+    )
+
+
+class DataSource:
+    """A set of LegalBench tasks, each with its TSVs and (maybe) prompt files."""
+
+    description: str = ""
+
+    def __init__(self, tasks_dir: Path, prompts_dir: Path | None) -> None:
+        self.tasks_dir = tasks_dir
+        self.prompts_dir = prompts_dir
+        names = sorted(p.name for p in tasks_dir.iterdir() if _is_task_dir(p))
+        if not names:
+            raise DataError(
+                f"{tasks_dir}: no task folders found; expected the LegalBench layout "
+                "tasks/<task>/{train,test}.tsv"
+            )
+        self._names = tuple(names)
+
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    def task(self, name: str) -> TaskFiles:
+        if name not in self._names:
+            raise UnknownTaskError(
+                f"unknown task {name!r}{did_you_mean(name, self._names)} "
+                f"(run 'workbench tasks' for the {len(self._names)} known tasks)"
+            )
+        prompt_dir = self.prompts_dir / name if self.prompts_dir is not None else None
+        return TaskFiles(name, self.tasks_dir / name, prompt_dir)
+
+
+class LocalSource(DataSource):
+    """A directory in LegalBench's layout: `<root>/tasks/<task>/{train,test}.tsv` + prompts."""
+
+    def __init__(self, root: Path | str) -> None:
+        root = Path(root).expanduser()
+        if not root.is_dir():
+            raise DataError(
+                f"data directory {root} does not exist; set LEGALBENCH_DIR or --data-dir to a "
+                "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)"
+            )
+        tasks_dir = root / "tasks" if (root / "tasks").is_dir() else root
+        super().__init__(tasks_dir, tasks_dir)
+        self.description = f"local directory {tasks_dir}"
+
+
+Downloader = Callable[[], str]
+
+
+def _hf_download() -> str:
+    """Fetch nguha/legalbench's data.tar.gz (the only network call in this module)."""
+    from huggingface_hub import hf_hub_download
+
+    return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
+
+
+class HuggingFaceSource(DataSource):
+    """The Hugging Face dataset `nguha/legalbench`, read from its data.tar.gz TSVs.
+
+    The dataset's loading script does not run on `datasets` >= 4, so the archive is fetched
+    once with huggingface_hub, extracted atomically into the cache, and read as TSVs.
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path | str,
+        prompts_dir: Path | str | None = None,
+        download: Downloader | None = None,
+    ) -> None:
+        cache = Path(cache_dir).expanduser()
+        extracted = cache / "legalbench-hf"
+        if not extracted.is_dir():
+            archive = (download or _hf_download)()
+            _extract_atomically(Path(archive), extracted)
+        tasks_dir = _find_tasks_dir(extracted)
+        prompts = None
+        if prompts_dir is not None:
+            p = Path(prompts_dir).expanduser()
+            if not p.is_dir():
+                raise DataError(
+                    f"prompts directory {p} does not exist; point --prompts-dir at the "
+                    "'tasks/' folder of a LegalBench checkout"
+                )
+            prompts = p / "tasks" if (p / "tasks").is_dir() else p
+        super().__init__(tasks_dir, prompts)
+        self.description = f"Hugging Face {HF_REPO_ID} (cached at {extracted})" + (
+            f", prompts from {prompts}" if prompts else ", no prompt files"
+        )
+
+
+def _extract_atomically(archive: Path, dest: Path) -> None:
+    """Extract into a temporary sibling and rename, so a crash leaves no half-extracted cache."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+    try:
+        try:
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            raise DataError(
+                f"{archive}: cannot extract the LegalBench archive ({e}); delete it from the "
+                "Hugging Face cache and try again"
+            ) from e
+        os.replace(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _find_tasks_dir(root: Path) -> Path:
+    """The folder whose subfolders are tasks (the archive nests them as data/<task>/)."""
+    hits = sorted(root.rglob("*.tsv"), key=lambda p: len(p.parts))
+    if not hits:
+        raise DataError(f"{root}: the extracted archive holds no <task>/<split>.tsv files")
+    return hits[0].parent.parent
+
+
+def default_source(
+    data_dir: str | None = None,
+    hf: bool = False,
+    prompts_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> DataSource:
+    """Pick the data source from CLI options and the environment."""
+    if hf:
+        cache = cache_dir or os.environ.get("WORKBENCH_CACHE_DIR") or "~/.cache/workbench"
+        return HuggingFaceSource(cache, prompts_dir or os.environ.get("LEGALBENCH_PROMPTS_DIR"))
+    root = data_dir or os.environ.get("LEGALBENCH_DIR")
+    if not root:
+        raise DataError(
+            "no LegalBench data configured: set LEGALBENCH_DIR (or pass --data-dir) to a folder "
+            "in LegalBench's layout, or pass --hf to download nguha/legalbench"
+        )
+    return LocalSource(root)

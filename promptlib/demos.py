@@ -1,0 +1,155 @@
+"""Resampled demonstrations: class-balanced, seeded, and never the evaluated example.
+
+The paper's protocol (Section on in-context demonstrations): merge train and test, draw four
+demonstrations, two from each class, five times with different seeds, and evaluate each prompt
+on the rows no draw used. `sample_demos` draws one set; `bind` records the drawn rows on the
+variant; `evaluation_rows` gives the rows a variant may be evaluated on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from promptlib.errors import LeakageError, VariantError
+from promptlib.tasks import Task
+from promptlib.templates import Demo
+from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
+
+Row = dict[str, str]
+
+
+def pool_rows(task: Task, pool: str) -> list[tuple[DemoRef, Row]]:
+    """The candidate rows, in a fixed order (train then test, file order)."""
+    splits = ("train",) if pool == "train" else ("train", "test")
+    out: list[tuple[DemoRef, Row]] = []
+    for split in splits:
+        if split == "test" and not task.has_split("test"):
+            raise VariantError(
+                f"pool=train+test needs a test split, which task {task.name!r} lacks here; "
+                "use pool=train"
+            )
+        out.extend((DemoRef(split, r["index"]), r) for r in task.rows(split))
+    return out
+
+
+def sample_demos(
+    candidates: Sequence[tuple[DemoRef, Row]],
+    k: int,
+    seed: int,
+    *,
+    balanced: bool = True,
+    what: str = "task",
+) -> tuple[DemoRef, ...]:
+    """Draw k rows; with `balanced`, k is split evenly over the answers present.
+
+    When k is not a multiple of the number of classes, the remainder goes to classes
+    picked by the same seeded generator. The result's order is shuffled too, so a prompt's
+    demonstrations do not come grouped by class.
+    """
+    if k > len(candidates):
+        raise VariantError(
+            f"{what}: asked for k={k} demonstrations but the pool has only {len(candidates)} rows; "
+            "lower k or use pool=train+test"
+        )
+    rng = np.random.default_rng(seed)
+    if not balanced:
+        picks = rng.choice(len(candidates), size=k, replace=False)
+        return tuple(candidates[int(i)][0] for i in picks)
+    by_class: dict[str, list[int]] = {}
+    for i, (_, row) in enumerate(candidates):
+        by_class.setdefault(row["answer"], []).append(i)
+    classes = sorted(by_class)
+    quota = {c: k // len(classes) for c in classes}
+    for c in rng.permutation(classes)[: k % len(classes)]:
+        quota[str(c)] += 1
+    chosen: list[int] = []
+    for c in classes:
+        if quota[c] > len(by_class[c]):
+            raise VariantError(
+                f"{what}: class {c!r} has {len(by_class[c])} rows in the pool but a balanced draw "
+                f"of k={k} over {len(classes)} classes needs {quota[c]}; lower k or use "
+                "pool=train+test"
+            )
+        chosen.extend(int(i) for i in rng.choice(by_class[c], size=quota[c], replace=False))
+    order = rng.permutation(len(chosen))
+    return tuple(candidates[chosen[int(j)]][0] for j in order)
+
+
+def bind(variant: PromptVariant, task: Task) -> PromptVariant:
+    """Resolve a variant against a task: for resampled demos, record the drawn rows."""
+    if variant.task not in (None, task.name):
+        raise VariantError(f"variant is bound to task {variant.task!r}, not {task.name!r}")
+    if variant.demos != "sample":
+        return variant.bound(task.name, None)
+    if variant.demo_rows is not None:
+        return variant.bound(task.name, variant.demo_rows)
+    assert variant.k is not None and variant.seed is not None
+    rows = sample_demos(
+        pool_rows(task, variant.pool),
+        variant.k,
+        variant.seed,
+        balanced=task.spec.task_type in ("binary", "multi-class"),
+        what=f"task {task.name!r}",
+    )
+    return variant.bound(task.name, rows)
+
+
+def demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
+    """The variant's demonstrations as (fields, answer) pairs."""
+    if variant.demos == "none":
+        return ()
+    if variant.demos == "base":
+        return _file_demos(task, BASE_FILE)
+    if variant.demos.startswith("icl:"):
+        return _file_demos(task, f"icl_{variant.demos.split(':', 1)[1]}.txt")
+    bound = bind(variant, task)
+    assert bound.demo_rows is not None
+    lookup: dict[DemoRef, Row] = dict(pool_rows(task, variant.pool))
+    return tuple(Demo.of(lookup[ref], lookup[ref]["answer"]) for ref in bound.demo_rows)
+
+
+def _file_demos(task: Task, filename: str) -> tuple[Demo, ...]:
+    if filename not in task.spec.prompt_files:
+        raise VariantError(
+            f"task {task.name!r} has no {filename} (its prompt files: "
+            f"{', '.join(task.spec.prompt_files) or 'none'})"
+        )
+    return task.prompt(filename).demos
+
+
+def _key(values: dict[str, str], columns: Sequence[str]) -> tuple[str, ...]:
+    return tuple(" ".join(str(values.get(c, "")).split()) for c in columns)
+
+
+def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[list[Row], list[str]]:
+    """Rows of `split` the variant may be evaluated on, and the indices left out as demos.
+
+    A row is left out if it is one of the drawn demonstration rows, or if its content equals
+    a demonstration's (file demos are text, so they are matched by content).
+    """
+    rows = task.rows(split)
+    bound = bind(variant, task)
+    taken = {r.index for r in (bound.demo_rows or ()) if r.split == split}
+    demos = demonstrations(bound, task)
+    keys = {(tuple(sorted(d.values)), _key(d.values, sorted(d.values))) for d in demos}
+    kept: list[Row] = []
+    excluded: list[str] = []
+    for row in rows:
+        if row["index"] in taken or any(_key(row, cols) == key for cols, key in keys):
+            excluded.append(row["index"])
+        else:
+            kept.append(row)
+    return kept, excluded
+
+
+def check_no_leak(demos: Sequence[Demo], example: Row, task: str) -> None:
+    """Raise if the example to render is one of its own demonstrations."""
+    for d in demos:
+        cols = sorted(d.values)
+        if _key(d.values, cols) == _key(example, cols):
+            raise LeakageError(
+                f"task {task!r}: example index={example.get('index')} is one of the prompt's "
+                "demonstrations; evaluate on promptlib.evaluation_rows(...) instead"
+            )

@@ -1,0 +1,44 @@
+"""Errors that carry a message a user can act on.
+
+Every error the workbench raises on bad input derives from `WorkbenchError`; the CLI turns
+it into a message on stderr and exit code 2, so callers never see a traceback for a typo.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class WorkbenchError(Exception):
+    """Bad input or an impossible request; the message says what to do next."""
+
+    exit_code = 2
+
+
+class UnknownTaskError(WorkbenchError):
+    pass
+
+
+class DataError(WorkbenchError):
+    """A data directory, TSV file or archive is missing or malformed."""
+
+
+class TemplateError(WorkbenchError):
+    """A prompt file cannot be parsed, or names a column the data lacks."""
+
+
+class VariantError(WorkbenchError):
+    """A variant spec is malformed or asks for something the task cannot supply."""
+
+
+class LeakageError(WorkbenchError):
+    """An evaluated example would appear among its own demonstrations."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A ' — did you mean …?' suffix, or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " — did you mean " + " or ".join(repr(c) for c in close) + "?"

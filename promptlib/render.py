@@ -1,0 +1,174 @@
+"""Rendering: (variant, example) -> prompt text, or chat messages.
+
+`compile_prompt` resolves a variant against a task once (which file frames the prompt, which
+demonstrations, which separators); the resulting `CompiledPrompt` renders each example
+cheaply. The frame file is chosen by the instruction/register axes:
+
+=========================  ==============================
+axis level                 frame file
+=========================  ==============================
+instruction=reference      rule_reference_prompt.txt
+instruction=description    rule_description_prompt.txt
+register=plain             zero_shot_simple.txt
+register=technical         zero_shot_jargon.txt
+otherwise                  base_prompt.txt
+=========================  ==============================
+
+Demonstrations are rendered through the frame's query template, so the same demos can be
+shown in any register or format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from promptlib.demos import bind, check_no_leak, demonstrations
+from promptlib.errors import TemplateError, VariantError
+from promptlib.tasks import Task
+from promptlib.templates import Demo, ParsedPrompt, fill, placeholders
+from promptlib.variants import BASE_FILE, INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class CompiledPrompt:
+    """A variant resolved against one task: everything needed to render any example."""
+
+    task: str
+    variant: PromptVariant
+    instruction: str
+    instruction_sep: str
+    demos: tuple[Demo, ...]
+    demo_sep: str
+    query: str
+    answer_join: str
+    format: str
+    labels: tuple[str, ...] | None
+    source: str
+
+    def _query(self) -> str:
+        if self.format != "claude":
+            return self.query
+        assert self.labels is not None
+        reply = "Reply with either: " + ", ".join(self.labels)
+        head, sep, prefix = self.query.rpartition("\n")
+        if not sep:
+            return f"{reply}\n{self.query}"
+        return f"{head} {reply}\n{prefix}"
+
+    def demo_block(self, demo: Demo) -> str:
+        block = fill(self.query, demo.values, where=f"{self.source} (demonstration)")
+        block = block + self.answer_join + demo.answer
+        return f"<example>\n{block}\n</example>" if self.format == "claude" else block
+
+    def prefix(self) -> str:
+        """Everything before the query: identical for every example (the KV-cache prefix)."""
+        out = ""
+        if self.instruction:
+            out += self.instruction + self.instruction_sep
+        if self.demos:
+            out += self.demo_sep.join(self.demo_block(d) for d in self.demos) + self.demo_sep
+        return out
+
+    def render(self, example: Mapping[str, str]) -> str:
+        check_no_leak(self.demos, dict(example), self.task)
+        return self.prefix() + fill(self._query(), example, where=self.source)
+
+    def messages(self, example: Mapping[str, str]) -> list[Message]:
+        """Chat form: the whole prompt as one user turn, as the paper's chat runs used it."""
+        return [{"role": "user", "content": self.render(example)}]
+
+
+def _frame_file(variant: PromptVariant) -> str:
+    return (
+        INSTRUCTION_FILES.get(variant.instruction)
+        or REGISTER_FILES.get(variant.register)
+        or BASE_FILE
+    )
+
+
+def _need(task: Task, filename: str, why: str) -> ParsedPrompt:
+    task.files.require_prompts()
+    if filename in task.files.empty_prompt_files():
+        raise VariantError(
+            f"{why} needs {filename}, which is empty for task {task.name!r} in this data "
+            "(LegalBench ships it empty); pick another task or level"
+        )
+    if filename not in task.spec.prompt_files:
+        raise VariantError(
+            f"{why} needs {filename}, which task {task.name!r} lacks (its prompt files: "
+            f"{', '.join(task.spec.prompt_files) or 'none'}); pick a task that has it"
+        )
+    return task.prompt(filename)
+
+
+def compile_prompt(
+    variant: PromptVariant, task: Task, split: str | None = "test"
+) -> CompiledPrompt:
+    """Resolve `variant` for `task`; check the template's columns against `split` if given."""
+    variant = bind(variant, task)
+    frame_name = _frame_file(variant)
+    why = (
+        f"instruction={variant.instruction}"
+        if variant.instruction in INSTRUCTION_FILES
+        else f"register={variant.register}"
+        if variant.register in REGISTER_FILES
+        else "the base prompt"
+    )
+    frame = _need(task, frame_name, why)
+    base = task.prompt(BASE_FILE) if BASE_FILE in task.spec.prompt_files else frame
+
+    instruction = frame.instruction
+    if variant.instruction_text is not None:
+        instruction = variant.instruction_text.strip()
+    query = frame.query
+    source = f"{task.name}/{frame_name}"
+    if variant.register_text is not None:
+        query = variant.register_text.rstrip()
+        source = f"{task.name}/register_text"
+        if not placeholders(query):
+            raise TemplateError(
+                "register_text is a query template and needs at least one {{column}} "
+                f"placeholder (columns of {task.name}: {', '.join(task.spec.columns)})"
+            )
+    if split is not None:
+        task.check_columns(query, split, where=source)
+
+    demos = demonstrations(variant, task)
+    demo_file: ParsedPrompt = frame
+    if variant.demos == "base":
+        demo_file = base
+    elif variant.demos.startswith("icl:"):
+        demo_file = task.prompt(f"icl_{variant.demos.split(':', 1)[1]}.txt")
+    if not demo_file.demos:
+        demo_file = frame if frame.demos else base
+    # A frame without instruction (zero-shot files) borrows the base prompt's separator.
+    instruction_sep = frame.instruction_sep if frame.instruction else base.instruction_sep
+
+    if variant.format == "claude" and not task.spec.labels:
+        raise VariantError(
+            f"format=claude lists the label set, but task {task.name!r} is "
+            f"{task.spec.task_type} and has none; use format=base"
+        )
+    return CompiledPrompt(
+        task=task.name,
+        variant=variant,
+        instruction=instruction,
+        instruction_sep=instruction_sep,
+        demos=demos,
+        demo_sep=demo_file.demo_sep,
+        query=query,
+        answer_join=demo_file.answer_join,
+        format=variant.format,
+        labels=task.spec.labels,
+        source=source,
+    )
+
+
+def render(
+    variant: PromptVariant, task: Task, example: Mapping[str, str], split: str = "test"
+) -> str:
+    """Render one example (convenience; compile once with `compile_prompt` for many)."""
+    return compile_prompt(variant, task, split).render(example)

@@ -1,0 +1,263 @@
+"""`PromptVariant`: a frozen, content-hashed spec of one way of prompting a task.
+
+The axes follow the LegalBench paper's prompt studies:
+
+- ``instruction``: ``base`` | ``reference`` | ``description`` | ``custom`` (``instruction_text``)
+- ``register``: ``default`` | ``plain`` | ``technical`` | ``custom`` (``register_text``, a query
+  template in the user's own words)
+- ``demos``: ``base`` | ``none`` | ``icl:N`` | ``sample`` (``k`` class-balanced rows drawn with
+  ``seed`` from ``pool`` = ``train`` or ``train+test``)
+- ``format``: ``base`` | ``claude``
+
+A variant's id is the sha256 of its canonical JSON, so the same spec means the same prompt in
+any process. Variants are never mutated: `with_demos`, `with_instruction`... return new ones.
+Binding a sampled variant to a task (`promptlib.demos.bind`) records the chosen rows in
+``demo_rows``, so the id of a bound variant pins the exact demonstrations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from promptlib.errors import VariantError, did_you_mean
+
+INSTRUCTIONS = ("base", "reference", "description", "custom")
+REGISTERS = ("default", "plain", "technical", "custom")
+FORMATS = ("base", "claude")
+POOLS = ("train", "train+test")
+_ICL = re.compile(r"icl:(\d+)$")
+
+#: Prompt file that supplies each built-in level.
+INSTRUCTION_FILES = {
+    "reference": "rule_reference_prompt.txt",
+    "description": "rule_description_prompt.txt",
+}
+REGISTER_FILES = {"plain": "zero_shot_simple.txt", "technical": "zero_shot_jargon.txt"}
+BASE_FILE = "base_prompt.txt"
+
+
+@dataclass(frozen=True, order=True)
+class DemoRef:
+    """A demonstration row, by split and the row's `index` column."""
+
+    split: str
+    index: str
+
+
+@dataclass(frozen=True)
+class PromptVariant:
+    instruction: str = "base"
+    instruction_text: str | None = None
+    register: str = "default"
+    register_text: str | None = None
+    demos: str = "base"
+    k: int | None = None
+    seed: int | None = None
+    pool: str = "train"
+    format: str = "base"
+    task: str | None = None
+    demo_rows: tuple[DemoRef, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_level("instruction", self.instruction, INSTRUCTIONS)
+        _check_level("register", self.register, REGISTERS)
+        _check_level("format", self.format, FORMATS)
+        _check_level("pool", self.pool, POOLS)
+        if (self.instruction == "custom") != (self.instruction_text is not None):
+            raise VariantError("instruction=custom needs instruction_text, and only it does")
+        if (self.register == "custom") != (self.register_text is not None):
+            raise VariantError("register=custom needs register_text, and only it does")
+        if self.instruction in INSTRUCTION_FILES and self.register in REGISTER_FILES:
+            raise VariantError(
+                f"no LegalBench prompt combines instruction={self.instruction} with "
+                f"register={self.register}; set one of them to its default"
+            )
+        if self.demos == "sample":
+            if self.k is None or self.k < 1:
+                raise VariantError("resampled demos need k >= 1 (e.g. demos=4,seed=0)")
+            if self.seed is None:
+                raise VariantError("resampled demos need a seed (e.g. demos=4,seed=0)")
+        elif self.demos in ("base", "none") or _ICL.match(self.demos):
+            if self.k is not None or self.seed is not None or self.pool != "train":
+                raise VariantError(
+                    f"k, seed and pool apply to resampled demos only, not demos={self.demos}"
+                )
+        else:
+            raise VariantError(
+                f"unknown demos level {self.demos!r}: use base, none, icl:N, or a number k "
+                "with a seed (demos=4,seed=0)"
+            )
+        if self.demo_rows is not None and self.demos != "sample":
+            raise VariantError("demo_rows are recorded for resampled demos only")
+
+    # ---- identity -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if self.demo_rows is not None:
+            d["demo_rows"] = [[r.split, r.index] for r in self.demo_rows]
+        return d
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PromptVariant:
+        d = dict(d)
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise VariantError(f"unknown variant field(s): {', '.join(sorted(unknown))}")
+        rows = d.pop("demo_rows", None)
+        if rows is not None:
+            d["demo_rows"] = tuple(DemoRef(str(s), str(i)) for s, i in rows)
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> PromptVariant:
+        return cls.from_dict(json.loads(text))
+
+    # ---- transformations --------------------------------------------------------------
+    def with_demos(
+        self, demos: str | int, *, seed: int | None = None, pool: str = "train"
+    ) -> PromptVariant:
+        """Same variant with other demonstrations; an int means k resampled rows."""
+        if isinstance(demos, int) or str(demos).isdigit():
+            return dataclasses.replace(
+                self, demos="sample", k=int(demos), seed=seed, pool=pool, demo_rows=None
+            )
+        return dataclasses.replace(
+            self, demos=demos, k=None, seed=None, pool="train", demo_rows=None
+        )
+
+    def with_instruction(self, instruction: str, text: str | None = None) -> PromptVariant:
+        return dataclasses.replace(
+            self,
+            instruction="custom" if text is not None else instruction,
+            instruction_text=text,
+        )
+
+    def with_register(self, register: str, text: str | None = None) -> PromptVariant:
+        return dataclasses.replace(
+            self, register="custom" if text is not None else register, register_text=text
+        )
+
+    def with_format(self, fmt: str) -> PromptVariant:
+        return dataclasses.replace(self, format=fmt)
+
+    def bound(self, task: str, demo_rows: tuple[DemoRef, ...] | None) -> PromptVariant:
+        return dataclasses.replace(self, task=task, demo_rows=demo_rows)
+
+    # ---- display -----------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """A short human name, e.g. 'instruction=description,demos=none'."""
+        parts = []
+        if self.instruction != "base":
+            parts.append(f"instruction={self.instruction}")
+        if self.register != "default":
+            parts.append(f"register={self.register}")
+        if self.demos == "sample":
+            parts.append(f"demos={self.k},seed={self.seed},pool={self.pool}")
+        elif self.demos != "base":
+            parts.append(f"demos={self.demos}")
+        if self.format != "base":
+            parts.append(f"format={self.format}")
+        return ",".join(parts) or "base"
+
+
+def _check_level(axis: str, value: str, levels: tuple[str, ...]) -> None:
+    if value not in levels:
+        raise VariantError(
+            f"unknown {axis} level {value!r}{did_you_mean(value, levels)} "
+            f"(levels: {', '.join(levels)})"
+        )
+
+
+_SPEC_KEYS = (
+    "instruction",
+    "register",
+    "demos",
+    "seed",
+    "pool",
+    "format",
+    "instruction_file",
+    "register_file",
+)
+
+
+def _read_text_file(path: str, key: str) -> str:
+    """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise VariantError(f"{key}: file {p} does not exist") from e
+    except yaml.YAMLError as e:
+        raise VariantError(f"{p}: malformed YAML ({e})") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
+        raise VariantError(f"{p}: expected a YAML mapping with a string field 'text'")
+    text: str = doc["text"]
+    return text
+
+
+def parse_spec(spec: str | None) -> PromptVariant:
+    """Parse 'key=value,...' (e.g. 'demos=4,seed=3,pool=train+test'); 'base' is the base prompt."""
+    if spec is None or spec.strip() in ("", "base"):
+        return PromptVariant()
+    kv: dict[str, str] = {}
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" not in item:
+            raise VariantError(
+                f"variant spec item {item!r} is not key=value; e.g. "
+                "'instruction=description,demos=none' or 'demos=4,seed=3,pool=train+test'"
+            )
+        key, value = (x.strip() for x in item.split("=", 1))
+        if key not in _SPEC_KEYS:
+            raise VariantError(
+                f"unknown variant key {key!r}{did_you_mean(key, _SPEC_KEYS)} "
+                f"(keys: {', '.join(_SPEC_KEYS)})"
+            )
+        if key in kv:
+            raise VariantError(f"variant key {key!r} given twice")
+        kv[key] = value
+    fields: dict[str, Any] = {}
+    if "instruction_file" in kv:
+        fields["instruction"] = "custom"
+        fields["instruction_text"] = _read_text_file(kv.pop("instruction_file"), "instruction_file")
+    if "register_file" in kv:
+        fields["register"] = "custom"
+        fields["register_text"] = _read_text_file(kv.pop("register_file"), "register_file")
+    for key in ("instruction", "register", "format", "pool"):
+        if key in kv:
+            fields[key] = kv.pop(key)
+    if "seed" in kv:
+        fields["seed"] = _int(kv.pop("seed"), "seed")
+    demos = kv.pop("demos", None)
+    if demos is not None:
+        if demos.isdigit():
+            fields["demos"] = "sample"
+            fields["k"] = int(demos)
+        else:
+            fields["demos"] = demos
+    return PromptVariant(**fields)
+
+
+def _int(value: str, key: str) -> int:
+    try:
+        return int(value)
+    except ValueError as e:
+        raise VariantError(f"{key} must be an integer, got {value!r}") from e

@@ -1,0 +1,107 @@
+"""The `workbench` CLI: JSON outputs, and bad input -> message on stderr, exit 2, no stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def workbench(*args: str, data_dir: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LEGALBENCH_DIR"}
+    if data_dir is not None:
+        env["LEGALBENCH_DIR"] = str(data_dir)
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.mark.data
+def test_tasks_json(lb_dir: Path) -> None:
+    r = workbench("tasks", "--json", data_dir=lb_dir)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 162
+    hearsay = next(x for x in rows if x["name"] == "hearsay")
+    for key in ("name", "labels", "metric", "task_type", "n_train", "n_test"):
+        assert key in hearsay
+    assert hearsay["n_test"] == 95 and hearsay["task_type"] == "binary"
+    text = workbench("tasks", data_dir=lb_dir)
+    assert len(text.stdout.strip().splitlines()) == 162
+
+
+@pytest.mark.data
+def test_render_json(lb_dir: Path) -> None:
+    r = workbench(
+        "render", "hearsay", "--variant", "instruction=description,demos=none", "--limit", "3",
+        "--json", data_dir=lb_dir,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    items = json.loads(r.stdout)
+    assert [set(i) >= {"index", "prompt", "answer"} for i in items] == [True] * 3
+    assert items[0]["prompt"].startswith("Hearsay is an out-of-court statement")
+    assert items[0]["prompt"].endswith('Answer "Yes" or "No".\nA:')
+
+
+@pytest.mark.data
+def test_render_resampled_reports_left_out_rows(lb_dir: Path) -> None:
+    r = workbench(
+        "render", "hearsay", "--variant", "demos=4,seed=3,pool=train+test", "--json",
+        data_dir=lb_dir,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)) == 91
+    assert "4 test row(s) left out" in r.stderr
+
+
+def _bad_data(tmp_path: Path) -> Path:
+    for name, test_tsv, prompt in [
+        ("badtsv", 'index\tanswer\ttext\n0\tNo\tfine\n1\tYes\t"unterminated\n', "Q: {{text}}\nA:"),
+        ("badcol", "index\tanswer\ttext\n0\tYes\tok\n", "Q: {{question}}\nA:"),
+    ]:
+        d = tmp_path / "tasks" / name
+        d.mkdir(parents=True)
+        (d / "train.tsv").write_text("index\tanswer\ttext\n0\tYes\tok\n")
+        (d / "test.tsv").write_text(test_tsv)
+        (d / "base_prompt.txt").write_text(prompt)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "needs_lb", "message"),
+    [
+        (("render", "hearsey"), True, "unknown task 'hearsey' — did you mean 'hearsay'?"),
+        (("render", "hearsay", "--variant", "demos=9,seed=1"), True, "pool has only 5 rows"),
+        (("render", "hearsay", "--variant", "register=plain"), True, "lacks"),
+        (("render", "badcol"), False, "uses {{question}} but"),
+        (("render", "badtsv"), False, "badtsv/test.tsv: not a valid LegalBench TSV (line 3"),
+        (("tasks", "--data-dir", "/does/not/exist"), False, "does not exist"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message_and_no_output(
+    tmp_path: Path,
+    args: tuple[str, ...],
+    needs_lb: bool,
+    message: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    data = request.getfixturevalue("lb_dir") if needs_lb else _bad_data(tmp_path)
+    r = workbench(*args, data_dir=data)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert r.stdout == ""
+    assert "Traceback" not in r.stderr
+
+
+def test_no_data_configured_says_what_to_do() -> None:
+    r = workbench("tasks")
+    assert r.returncode == 2
+    assert "set LEGALBENCH_DIR" in r.stderr
