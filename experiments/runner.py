@@ -1,0 +1,354 @@
+"""Trials: one variant of one task through one model, cached, scored and saved.
+
+A `TrialSpec` (task, variant, model, split, limit, seed, scoring) is content-hashed into a
+trial id. `run_trial` renders the evaluation rows (demonstration rows left out), answers them
+from the response cache or the model, maps generations to labels the LegalBench way, and
+scores them with the task's official metric. A row whose call failed is kept as an error and
+makes the trial *incomplete*: its score is withheld rather than computed as if the model had
+answered. Rerunning the same trial retries only those rows; the rest come from the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from experiments.cache import ResponseCache, cache_key
+from experiments.metrics import (
+    METRICS,
+    ClassReport,
+    class_report,
+    normalize,
+    parse_label,
+    scorable_metric,
+    score,
+)
+from experiments.models import LM, Completion, Decoding, label_logprobs
+from promptlib.demos import evaluation_rows
+from promptlib.errors import WorkbenchError
+from promptlib.render import CompiledPrompt, compile_prompt
+from promptlib.tasks import Catalog, Task, TaskSpec
+from promptlib.variants import PromptVariant
+
+Scoring = Literal["generate", "loglik"]
+Progress = Callable[[int, int], None]
+
+# Generation budgets, following the paper: short for classification, 150 tokens for
+# rule_qa (answered in prose, graded by hand).
+_LONG_FORM = {"rule_qa": 150}
+
+
+def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decoding:
+    """Temperature 0; classification and extraction stop at the first newline."""
+    if spec.name in _LONG_FORM:
+        return Decoding(max_tokens=_LONG_FORM[spec.name], stop=(), mode=mode)
+    if spec.is_classification:
+        longest = max((len(x) for x in spec.labels or ()), default=8)
+        return Decoding(max_tokens=max(8, longest // 2 + 8), stop=("\n",), mode=mode)
+    return Decoding(max_tokens=64, stop=("\n",), mode=mode)
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    task: str
+    variant: PromptVariant
+    model: str
+    split: str = "test"
+    limit: int | None = None
+    seed: int = 0
+    scoring: Scoring = "generate"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["variant"] = self.variant.to_dict()
+        return d
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Prediction:
+    index: str
+    prompt_hash: str
+    answer: str
+    generation: str | None
+    parsed: str | None
+    correct: bool | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency: float = 0.0
+    cache_hit: bool = False
+    error: str | None = None
+    attempts: int = 0
+
+
+@dataclass
+class TrialResult:
+    spec: TrialSpec
+    variant_id: str
+    metric: str
+    predictions: list[Prediction]
+    score: float | None
+    score_on_answered: float | None
+    report: ClassReport | None
+    model_calls: int
+    cache_hits: int
+    wall_time: float
+    cost: float | None
+    excluded_rows: list[str] = field(default_factory=list)
+
+    @property
+    def n_errors(self) -> int:
+        return sum(p.error is not None for p in self.predictions)
+
+    @property
+    def complete(self) -> bool:
+        return self.n_errors == 0
+
+    def summary(self) -> dict[str, Any]:
+        preds = self.predictions
+        return {
+            "trial_id": self.spec.id,
+            "task": self.spec.task,
+            "model": self.spec.model,
+            "variant": self.spec.variant.label,
+            "variant_id": self.variant_id,
+            "split": self.spec.split,
+            "limit": self.spec.limit,
+            "seed": self.spec.seed,
+            "scoring": self.spec.scoring,
+            "status": "complete" if self.complete else "incomplete",
+            "metric": self.metric,
+            "score": self.score,
+            "score_on_answered": self.score_on_answered,
+            "n": len(preds),
+            "n_errors": self.n_errors,
+            "invalid_rate": self.report.invalid_rate if self.report else None,
+            "accuracy": self.report.accuracy if self.report else None,
+            "recall": self.report.recall if self.report else None,
+            "model_calls": self.model_calls,
+            "cache_hits": self.cache_hits,
+            "tokens_in": sum(p.tokens_in for p in preds),
+            "tokens_out": sum(p.tokens_out for p in preds),
+            "cost": self.cost,
+            "mean_latency": (sum(p.latency for p in preds) / len(preds)) if preds else None,
+            "wall_time": round(self.wall_time, 3),
+            "excluded_rows": self.excluded_rows,
+        }
+
+
+def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> list[dict[str, str]]:
+    """A seeded random subset of `limit` rows, kept in file order (prefix reuse stays high)."""
+    if limit is None or limit >= len(rows):
+        return rows
+    import numpy as np
+
+    picks = sorted(np.random.default_rng(seed).choice(len(rows), size=limit, replace=False))
+    return [rows[int(i)] for i in picks]
+
+
+def _correct(metric: str, generation: str, answer: str) -> bool:
+    if metric == "balanced_accuracy":
+        return normalize(generation) == normalize(answer)
+    return METRICS[metric]([generation], [answer]) == 1.0
+
+
+def run_trial(
+    spec: TrialSpec,
+    catalog: Catalog,
+    lm: LM,
+    *,
+    cache: ResponseCache | None = None,
+    progress: Progress | None = None,
+    definition: Literal["code", "paper"] = "code",
+) -> TrialResult:
+    """Run one trial; never raises for a provider failure (those rows carry the error)."""
+    start = time.perf_counter()
+    task = catalog.task(spec.task)
+    compiled = compile_prompt(spec.variant, task, spec.split)
+    rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
+    rows = select_rows(rows, spec.limit, spec.seed)
+    if not rows:
+        raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
+    metric = scorable_metric(spec.task, definition)
+    prompts = [compiled.render(r) for r in rows]
+    labels = task.spec.labels
+    if spec.scoring == "loglik":
+        completions, hits = _loglik(spec, task, compiled, prompts, cache, progress)
+    else:
+        decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
+        completions, hits = _generate(lm, prompts, decoding, cache, progress)
+
+    preds: list[Prediction] = []
+    for row, prompt, (comp, hit) in zip(
+        rows, prompts, zip(completions, hits, strict=True), strict=True
+    ):
+        gen = comp.text
+        parsed = parse_label(gen, labels) if (gen is not None and labels) else None
+        preds.append(
+            Prediction(
+                index=row["index"],
+                prompt_hash=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
+                answer=row["answer"],
+                generation=gen,
+                parsed=parsed,
+                correct=None if gen is None else _correct(metric, gen, row["answer"]),
+                tokens_in=comp.tokens_in,
+                tokens_out=comp.tokens_out,
+                latency=round(comp.latency, 4),
+                cache_hit=hit,
+                error=comp.error,
+                attempts=comp.attempts,
+            )
+        )
+    answered = [p for p in preds if p.generation is not None]
+    gens = [p.generation or "" for p in answered]
+    answers = [p.answer for p in answered]
+    on_answered = score(spec.task, gens, answers, definition) if answered else None
+    report = class_report(gens, answers, labels) if (labels and answered) else None
+    costs = [c.cost for c in completions if c.cost is not None]
+    complete = len(answered) == len(preds)
+    return TrialResult(
+        spec=spec,
+        variant_id=compiled.variant.id,
+        metric=metric,
+        predictions=preds,
+        score=on_answered if complete else None,
+        score_on_answered=on_answered,
+        report=report,
+        model_calls=sum(not h for h in hits),
+        cache_hits=sum(hits),
+        wall_time=time.perf_counter() - start,
+        cost=sum(costs) if costs else None,
+        excluded_rows=excluded,
+    )
+
+
+def _generate(
+    lm: LM,
+    prompts: Sequence[str],
+    decoding: Decoding,
+    cache: ResponseCache | None,
+    progress: Progress | None,
+) -> tuple[list[Completion], list[bool]]:
+    identity = lm.cache_identity()
+    keys = [cache_key(identity, p, decoding) for p in prompts]
+    results: list[Completion | None] = [None] * len(prompts)
+    hits = [False] * len(prompts)
+    done = 0
+    if cache is not None:
+        for i, k in enumerate(keys):
+            cached = cache.get(k)
+            if cached is not None:
+                results[i], hits[i] = cached, True
+                done += 1
+    if progress:
+        progress(done, len(prompts))
+    todo = [i for i, r in enumerate(results) if r is None]
+
+    def call(i: int) -> tuple[int, Completion]:
+        comp = lm.complete(prompts[i], decoding)
+        if cache is not None:
+            cache.put(keys[i], comp)
+        return i, comp
+
+    if lm.concurrency <= 1:
+        for i in todo:  # in order: consecutive prompts share the KV-cache prefix
+            _, results[i] = call(i)
+            done += 1
+            if progress:
+                progress(done, len(prompts))
+    else:
+        with ThreadPoolExecutor(max_workers=lm.concurrency) as pool:
+            for i, comp in pool.map(call, todo):
+                results[i] = comp
+                done += 1
+                if progress:
+                    progress(done, len(prompts))
+    return [r for r in results if r is not None], hits
+
+
+def _loglik(
+    spec: TrialSpec,
+    task: Task,
+    compiled: CompiledPrompt,
+    prompts: Sequence[str],
+    cache: ResponseCache | None,
+    progress: Progress | None,
+) -> tuple[list[Completion], list[bool]]:
+    """Pick the label with the highest log-likelihood as a continuation of the prompt."""
+    labels = task.spec.labels
+    if not labels:
+        raise WorkbenchError(
+            f"log-likelihood scoring needs a label set; task {task.name!r} is "
+            f"{task.spec.task_type}: use --scoring generate"
+        )
+    conts = [compiled.answer_join + label for label in labels]
+    identity = {"model": spec.model, "mode": "loglik", "continuations": conts}
+    decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
+    out: list[Completion] = []
+    hits: list[bool] = []
+    for n, prompt in enumerate(prompts, 1):
+        key = cache_key(identity, prompt, decoding)
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            out.append(cached)
+            hits.append(True)
+        else:
+            t0 = time.perf_counter()
+            scores = label_logprobs(spec.model, prompt, conts)
+            best = max(range(len(labels)), key=lambda j: scores[j])
+            comp = Completion(
+                text=labels[best],
+                tokens_in=0,
+                latency=time.perf_counter() - t0,
+                extra={"logprobs": dict(zip(labels, scores, strict=True))},
+            )
+            if cache is not None:
+                cache.put(key, comp)
+            out.append(comp)
+            hits.append(False)
+        if progress:
+            progress(n, len(prompts))
+    return out, hits
+
+
+# ---- saving --------------------------------------------------------------------------------
+def runs_dir() -> Path:
+    return Path(os.environ.get("WORKBENCH_RUNS_DIR") or "runs")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_trial(result: TrialResult, root: Path | None = None) -> Path:
+    """Write predictions.jsonl and summary.json under runs/<trial_id>/, each atomically."""
+    out = (root or runs_dir()) / result.spec.id
+    lines = "".join(
+        json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
+    )
+    _atomic_write(out / "predictions.jsonl", lines)
+    summary = {**result.summary(), "spec": result.spec.to_dict()}
+    _atomic_write(out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
+    return out
