@@ -142,8 +142,16 @@ def load_local(name: str) -> Any:
         return _LOADED[name]
 
 
-def _register_local_provider() -> None:
+def _litellm() -> Any:
+    """litellm, imported on first use (it is slow to import) and told to stay quiet."""
     import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _register_local_provider() -> None:
+    litellm = _litellm()
     from litellm.llms.custom_llm import CustomLLM
     from litellm.types.utils import Usage
 
@@ -200,6 +208,8 @@ def _status(exc: BaseException) -> int | None:
 def _retryable(exc: BaseException) -> bool:
     from litellm.exceptions import APIConnectionError, RateLimitError, Timeout
 
+    if "missing credentials" in str(exc).lower():
+        return False  # no key in the environment: retrying cannot help
     if isinstance(exc, Timeout | APIConnectionError | RateLimitError):
         return True
     status = _status(exc)
@@ -260,7 +270,7 @@ class LiteLLMModel:
         return {"model": self.name, "api_base": self.api_base, "mode": self.mode}
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:
-        import litellm
+        litellm = _litellm()
 
         if self.is_local:
             _register_local_provider()
@@ -344,7 +354,7 @@ class LiteLLMModel:
 
 
 def _cost(response: Any) -> float | None:
-    import litellm
+    litellm = _litellm()
 
     try:
         return float(litellm.completion_cost(completion_response=response))

@@ -176,13 +176,13 @@ def run_trial(
 ) -> TrialResult:
     """Run one trial; never raises for a provider failure (those rows carry the error)."""
     start = time.perf_counter()
+    metric = scorable_metric(spec.task, definition)  # a hand-graded task fails here, early
     task = catalog.task(spec.task)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
     rows = select_rows(rows, spec.limit, spec.seed)
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
-    metric = scorable_metric(spec.task, definition)
     prompts = [compiled.render(r) for r in rows]
     labels = task.spec.labels
     if spec.scoring == "loglik":

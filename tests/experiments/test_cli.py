@@ -105,3 +105,81 @@ def test_no_data_configured_says_what_to_do() -> None:
     r = workbench("tasks")
     assert r.returncode == 2
     assert "set LEGALBENCH_DIR" in r.stderr
+
+
+@pytest.mark.data
+def test_score_json_and_bad_lines(lb_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "preds.jsonl"
+    lines = [
+        {"generation": "Yes", "answer": "Yes"},
+        {"generation": "no.", "answer": "Yes"},
+        {"generation": " No", "answer": "No"},
+    ]
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    r = workbench("score", "hearsay", str(f), "--json", data_dir=lb_dir)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {
+        "task": "hearsay", "metric": "balanced_accuracy", "score": 0.75, "n": 3,
+    }  # fmt: skip
+    f.write_text('{"generation": "Yes", "answer": "Yes"}\n{"generation": "No"}\n')
+    bad = workbench("score", "hearsay", str(f), data_dir=lb_dir)
+    assert bad.returncode == 2 and "preds.jsonl:2: missing field 'answer'" in bad.stderr
+    f.write_text("{not json\n")
+    bad = workbench("score", "hearsay", str(f), data_dir=lb_dir)
+    assert bad.returncode == 2 and "preds.jsonl:1: not valid JSON" in bad.stderr
+    typo = workbench("score", "hearsey", str(f), data_dir=lb_dir)
+    assert typo.returncode == 2 and "did you mean 'hearsay'" in typo.stderr
+
+
+@pytest.mark.data
+def test_run_bad_input(lb_dir: Path) -> None:
+    r = workbench("run", "hearsey", data_dir=lb_dir)
+    assert r.returncode == 2 and "did you mean 'hearsay'" in r.stderr and r.stdout == ""
+    r = workbench("run", "hearsay", "--model", "local/gpt5", data_dir=lb_dir)
+    assert r.returncode == 2 and "unknown local model 'local/gpt5'" in r.stderr
+    r = workbench("run", "hearsay", "--model", "gpt-4o", data_dir=lb_dir)
+    assert r.returncode == 2 and "no provider prefix" in r.stderr
+    r = workbench("run", "rule_qa", "--split", "train", data_dir=lb_dir)
+    assert r.returncode == 2 and "graded by hand" in r.stderr
+
+
+@pytest.mark.data
+def test_run_with_failing_provider_is_incomplete_exit_1(lb_dir: Path, tmp_path: Path) -> None:
+    from experiments.stub_server import StubOpenAI
+
+    with StubOpenAI(fault_rate=1.0, faults=("500",)) as stub:
+        env_extra = {"OPENAI_API_KEY": "sk-dummy-key-for-the-local-stub"}
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "experiments.cli",
+                "run",
+                "hearsay",
+                "--model",
+                "openai/stub",
+                "--api-base",
+                stub.url,
+                "--limit",
+                "3",
+                "--retries",
+                "1",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                **os.environ,
+                **env_extra,
+                "LEGALBENCH_DIR": str(lb_dir),
+                "WORKBENCH_CACHE_DIR": str(tmp_path / "c"),
+                "WORKBENCH_RUNS_DIR": str(tmp_path / "r"),
+            },
+        )
+    assert r.returncode == 1
+    summary = json.loads(r.stdout)
+    assert summary["status"] == "incomplete" and summary["score"] is None
+    assert summary["n_errors"] == 3 and "incomplete and has no score" in r.stderr
+    saved = Path(summary["predictions"]).read_text().splitlines()
+    assert len(saved) == 3 and all(json.loads(x)["error"] for x in saved)

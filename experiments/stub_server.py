@@ -1,0 +1,178 @@
+"""A local OpenAI-compatible HTTP server with injected latency and faults.
+
+It answers ``/v1/chat/completions`` and ``/v1/completions`` with a scripted reply, after a
+configurable delay, and fails a configurable share of requests with 429 (with Retry-After),
+500, or a stall longer than the client's timeout. Used by the tests and benchmarks to
+exercise the litellm path, concurrency and retries for real, on loopback only.
+
+    python -m experiments.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class StubOpenAI:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        faults: tuple[str, ...] = ("429", "500", "timeout"),
+        retry_after: float = 0.05,
+        stall: float = 3.0,
+        reply: str = "Yes",
+        seed: int = 0,
+        script: list[str] | None = None,
+        port: int = 0,
+    ) -> None:
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.faults = faults
+        self.retry_after = retry_after
+        self.stall = stall
+        self.reply = reply
+        self.script = list(script or [])  # explicit per-request outcomes, consumed first
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> StubOpenAI:
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> StubOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _outcome(self) -> str:
+        with self._lock:
+            if self.script:
+                return self.script.pop(0)
+            if self._rng.random() < self.fault_rate:
+                return self._rng.choice(self.faults)
+            return "ok"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with stub._lock:
+                    stub.times.append(time.monotonic())
+                    stub.requests.append(body)
+                    stub.headers_seen.append(dict(self.headers))
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
+                outcome = stub._outcome()
+                with stub._lock:
+                    stub.counts[outcome] += 1
+                time.sleep(stub.latency)
+                if outcome == "timeout":
+                    time.sleep(stub.stall)
+                    return self._send(504, {"error": {"message": "stalled"}})
+                if outcome == "429":
+                    return self._send(
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit_exceeded"}},
+                        {"Retry-After": f"{stub.retry_after:g}"},
+                    )
+                if outcome == "500":
+                    return self._send(500, {"error": {"message": "internal error"}})
+                usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+                if self.path.endswith("/chat/completions"):
+                    choice: dict[str, Any] = {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": stub.reply},
+                        "finish_reason": "stop",
+                    }
+                    obj = "chat.completion"
+                else:
+                    choice = {"index": 0, "text": stub.reply, "finish_reason": "stop"}
+                    obj = "text_completion"
+                return self._send(
+                    200,
+                    {
+                        "id": "stub",
+                        "object": obj,
+                        "created": int(time.time()),
+                        "model": body.get("model", "stub"),
+                        "choices": [choice],
+                        "usage": usage,
+                    },
+                )
+
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
+
+        return Handler
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--latency", type=float, default=0.0)
+    p.add_argument("--fault-rate", type=float, default=0.0)
+    p.add_argument("--reply", default="Yes")
+    args = p.parse_args()
+    stub = StubOpenAI(
+        latency=args.latency, fault_rate=args.fault_rate, reply=args.reply, port=args.port
+    )
+    print(f"serving {stub.url}", flush=True)
+    stub.server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
