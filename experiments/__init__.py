@@ -1,1 +1,24 @@
-"""Experiment engine: trials, scoring, statistics and tracking (grows with issues B-D)."""
+"""Experiment engine: Trial -> Predictions -> Scores (statistics and tracking grow here)."""
+
+from experiments.cache import ResponseCache
+from experiments.metrics import ManualEvaluationRequired, class_report, normalize, score
+from experiments.models import LM, Completion, Decoding, LiteLLMModel, get_model
+from experiments.runner import Prediction, TrialResult, TrialSpec, run_trial, save_trial
+
+__all__ = [
+    "LM",
+    "Completion",
+    "Decoding",
+    "LiteLLMModel",
+    "ManualEvaluationRequired",
+    "Prediction",
+    "ResponseCache",
+    "TrialResult",
+    "TrialSpec",
+    "class_report",
+    "get_model",
+    "normalize",
+    "run_trial",
+    "save_trial",
+    "score",
+]

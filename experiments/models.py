@@ -14,6 +14,7 @@ honours a server's Retry-After header. A call that still fails is returned as a
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import re
@@ -121,9 +122,18 @@ def local_model_path(name: str) -> str:
     return str(path)
 
 
+def _close_local_models() -> None:
+    """Free llama.cpp models before interpreter teardown (their __del__ fails late)."""
+    for llm in _LOADED.values():
+        llm.close()
+    _LOADED.clear()
+
+
 def load_local(name: str) -> Any:
     """The llama.cpp model for `name`, loaded once per process."""
     with _LOCK:
+        if not _LOADED:
+            atexit.register(_close_local_models)
         if name not in _LOADED:
             try:
                 from llama_cpp import Llama

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from promptlib.data import SPLITS, DataSource, TaskFiles, read_tsv
+from promptlib.data import SPLITS, DataSource, Table, TaskFiles, read_tsv
 from promptlib.errors import DataError, TemplateError
 from promptlib.templates import ParsedPrompt, parse_prompt, placeholders
 
 if TYPE_CHECKING:
     import datasets
+    import pandas as pd
 
 # Official metric names, as LegalBench's evaluation code (evaluation.py) assigns them:
 # every task uses exact-match balanced accuracy except these. successor_liability is in the
@@ -136,15 +135,14 @@ class Task:
     def __init__(self, files: TaskFiles) -> None:
         self.files = files
         self.name = files.name
-        self._frames: dict[str, pd.DataFrame] = {}
+        self._tables: dict[str, Table] = {}
         self._prompts: dict[str, ParsedPrompt] = {}
-        self._rows: dict[str, list[dict[str, str]]] = {}
 
-    def frame(self, split: str) -> pd.DataFrame:
-        """A split as a DataFrame of strings (every column kept)."""
+    def table(self, split: str) -> Table:
+        """A split as read from its TSV (every column kept, values as strings)."""
         if split not in SPLITS:
             raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-        if split not in self._frames:
+        if split not in self._tables:
             path = self.files.split_path(split)
             if not path.is_file():
                 raise DataError(
@@ -155,23 +153,29 @@ class Task:
                         else "re-download the task's data"
                     )
                 )
-            self._frames[split] = read_tsv(path)
-        return self._frames[split]
+            self._tables[split] = read_tsv(path)
+        return self._tables[split]
 
     def has_split(self, split: str) -> bool:
         return self.files.has_split(split)
+
+    def rows(self, split: str) -> list[dict[str, str]]:
+        """A split as a list of row dicts (a fresh list; the rows are shared, do not mutate)."""
+        return list(self.table(split).rows)
 
     def dataset(self, split: str) -> datasets.Dataset:
         """A split as a `datasets.Dataset`, every column kept as a string."""
         import datasets
 
-        return datasets.Dataset.from_pandas(self.frame(split), preserve_index=False)
+        t = self.table(split)
+        return datasets.Dataset.from_dict({c: t.column(c) for c in t.columns})
 
-    def rows(self, split: str) -> list[dict[str, str]]:
-        """A split as a list of row dicts (a fresh list; the rows are shared, do not mutate)."""
-        if split not in self._rows:
-            self._rows[split] = self.frame(split).to_dict("records")  # type: ignore[assignment]
-        return list(self._rows[split])
+    def frame(self, split: str) -> pd.DataFrame:
+        """A split as a pandas DataFrame of strings, for analysis."""
+        import pandas as pd
+
+        t = self.table(split)
+        return pd.DataFrame(list(t.rows), columns=list(t.columns), dtype=str)
 
     def prompt(self, filename: str) -> ParsedPrompt:
         if filename not in self._prompts:
@@ -181,7 +185,7 @@ class Task:
 
     def check_columns(self, template: str, split: str, where: str) -> None:
         """Fail early, naming the file, if a template needs a column the split lacks."""
-        cols = set(self.frame(split).columns)
+        cols = set(self.table(split).columns)
         missing = [c for c in placeholders(template) if c not in cols]
         if missing:
             raise TemplateError(
@@ -198,12 +202,12 @@ class Task:
         task_type = _task_type(self.name, readme)
         if self.name in _TYPE_OVERRIDES:
             notes.append(f"task type set to {task_type}: {_TYPE_OVERRIDES[self.name][1]}")
-        train = self.frame("train") if self.has_split("train") else None
-        test = self.frame("test") if self.has_split("test") else None
+        train = self.table("train") if self.has_split("train") else None
+        test = self.table("test") if self.has_split("test") else None
         frames = [f for f in (train, test) if f is not None]
         labels: tuple[str, ...] | None = None
         if task_type in CLASSIFICATION_TYPES and frames:
-            answers = [a for f in frames for a in f["answer"]]
+            answers = [a for f in frames for a in f.column("answer")]
             if task_type == "multi-label":
                 answers = [a.strip() for ans in answers for a in ans.split(",")]
             seen = dict.fromkeys(a for a in answers)

@@ -130,3 +130,23 @@ def test_corrupt_archive_leaves_no_cache(tmp_path: Path, monkeypatch: pytest.Mon
         HuggingFaceSource(tmp_path / "cache")
     assert not (tmp_path / "cache" / "legalbench-hf").exists()
     assert [p.name for p in (tmp_path / "cache").iterdir()] == []
+
+
+@pytest.mark.data
+def test_tsv_reader_agrees_with_pandas_on_every_legalbench_file(lb_dir: Path) -> None:
+    """The stdlib reader must parse every shipped TSV exactly as pandas does."""
+    import csv
+
+    import pandas as pd
+
+    from promptlib.data import read_tsv
+
+    files = sorted((lb_dir / "tasks").glob("*/*.tsv"))
+    assert len(files) > 200
+    for path in files:
+        ours = read_tsv(path)
+        theirs = pd.read_csv(
+            path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_MINIMAL
+        )
+        assert list(ours.columns) == list(theirs.columns), path
+        assert [list(r.values()) for r in ours.rows] == theirs.values.tolist(), path

