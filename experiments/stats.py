@@ -307,4 +307,4 @@ def minimum_detectable_effect(
     d = n * w * delta
     sd = float(np.std(d, ddof=1)) if n > 1 and np.any(delta != 0) else float(np.sqrt(0.5))
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
-    return z * sd / np.sqrt(n)
+    return float(z * sd / np.sqrt(n))
