@@ -341,6 +341,206 @@ def _read_predictions(path: Path) -> tuple[list[str], list[str]]:
     return gens, answers
 
 
+@app.command()
+@friendly
+def sweep(
+    spec_path: Annotated[
+        Path, typer.Argument(help="A sweep spec, e.g. ablations/plain_vs_technical.yaml.")
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Run on this model instead of the spec's.")
+    ] = None,
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help="Comma-separated subset of the spec's tasks.")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows per task."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List trials and estimates; call no model.")
+    ] = False,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ignore the response cache.")
+    ] = False,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+) -> None:
+    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
+    from experiments.sweeps import load_spec, plan_tasks, trial_plan
+
+    spec = load_spec(spec_path)
+    catalog = _catalog(data_dir, hf, prompts_dir)
+    models = (model,) if model else spec.models
+    only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
+    if dry_run:
+        planned = plan_tasks(spec, catalog, only=only, limit=limit)
+        typer.echo(_dry_run(spec, catalog, planned, trial_plan(spec, planned, models), as_json))
+        return
+
+    from experiments.cache import ResponseCache
+    from experiments.models import get_model
+    from experiments.sweeps import run_sweep
+    from experiments.tracking import Tracker
+
+    def lm_factory(name: str) -> Any:
+        return get_model(name, api_base=api_base, concurrency=concurrency)
+
+    tracker = Tracker()
+    cache = None if no_cache else ResponseCache()
+
+    def go(progress: Any) -> Any:
+        def step(done: int, total: int, what: str) -> None:
+            progress(done, total)
+
+        return run_sweep(
+            spec,
+            catalog,
+            models=models,
+            only=only,
+            limit=limit,
+            tracker=tracker,
+            lm_factory=lm_factory,
+            cache=cache,
+            progress=step,
+            reports_dir=Path("reports"),
+        )
+
+    result = _with_progress(go, f"sweep {spec.name}")
+    if as_json:
+        typer.echo(json.dumps(result, default=str))
+        return
+    lines = [
+        f"sweep {result['sweep']}: {result['trials']} trials "
+        f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
+    ]
+    lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
+    lines.append(_comparison_table(result["comparisons"]))
+    lines.append(
+        f"figures and table: reports/{result['sweep']}/ ; MLflow: {tracker.config.tracking_uri}"
+    )
+    typer.echo("\n".join(lines))
+
+
+def _comparison_table(table: list[dict[str, Any]]) -> str:
+    if not table:
+        return "no comparisons (nothing to compare)"
+    head = (
+        f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} {'diff':>7} "
+        f"{'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
+    )
+    out = [head]
+    for r in table:
+        sa = "-" if r["score_a"] is None else f"{r['score_a']:.3f}"
+        sb = "-" if r["score_b"] is None else f"{r['score_b']:.3f}"
+        out.append(
+            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} {sa:>8} {sb:>8} "
+            f"{r['statistic']:>+7.3f} [{r['ci_low']:+.3f},{r['ci_high']:+.3f}] "
+            f"{r['p_value']:>7.4f} {r['p_corrected']:>7.4f} {r['n']:>5} {r['mde_80']:>6.3f}"
+        )
+    first = table[0]
+    out.append(
+        f"test: {first['test']} on {first['metric']}, "
+        f"{'exact or ' if any(r['exact'] for r in table) else ''}{first['n_resamples']} resamples "
+        "(exact where few examples differ); CI: paired bootstrap (BCa, 2000 resamples) of the "
+        "difference; p corr: corrected across this sweep's comparisons."
+    )
+    return "\n".join(out)
+
+
+def _dry_run(spec: Any, catalog: Any, planned: Any, trials: Any, as_json: bool) -> str:
+    from experiments.runner import decoding_for
+    from promptlib.render import compile_prompt
+
+    items = []
+    for model, pt, nv, ts in trials:
+        task = catalog.task(pt.task)
+        compiled = compile_prompt(nv.variant, task, spec.split)
+        by_id = {r["index"]: r for r in task.rows(spec.split)}
+        chars = sum(len(compiled.render(by_id[i])) for i in pt.rows)
+        tokens = chars // 4
+        out_tokens = len(pt.rows) * decoding_for(task.spec, "chat").max_tokens
+        items.append(
+            {
+                "trial_id": ts.id,
+                "task": pt.task,
+                "variant": nv.name,
+                "model": model,
+                "n": len(pt.rows),
+                "prompt_tokens_est": tokens,
+                "cost_est": _cost_estimate(model, tokens, out_tokens),
+            }
+        )
+    skipped = [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped]
+    if as_json:
+        return json.dumps({"trials": items, "skipped": skipped})
+    lines = [f"{'task':<40} {'variant':<28} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
+    for it in items:
+        cost = "?" if it["cost_est"] is None else f"${it['cost_est']:.4f}"
+        lines.append(
+            f"{it['task'][:40]:<40} {it['variant'][:28]:<28} {it['model'][:20]:<20} "
+            f"{it['n']:>5} {it['prompt_tokens_est']:>9} {cost:>9}"
+        )
+    total = sum(it["prompt_tokens_est"] for it in items)
+    costs = [it["cost_est"] for it in items]
+    known = all(c is not None for c in costs)
+    lines.append(
+        f"{len(items)} trials, ~{total} prompt tokens (4 characters per token), cost "
+        + (f"~${sum(c for c in costs if c is not None):.4f}" if known else "unknown for this model")
+        + "; no model was called"
+    )
+    lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]
+    return "\n".join(lines)
+
+
+def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    if model.startswith("local/"):
+        return 0.0
+    from experiments.models import estimate_cost
+
+    return estimate_cost(model, prompt_tokens, completion_tokens)
+
+
+@app.command()
+@friendly
+def report(
+    sweep_name: Annotated[str, typer.Argument(help="Sweep name, e.g. plain_vs_technical.")],
+    as_json: JSON = False,
+) -> None:
+    """Print a sweep's comparison table again, from MLflow."""
+    from experiments.tracking import Tracker
+
+    info, table = Tracker().sweep_report(sweep_name)
+    if as_json:
+        typer.echo(json.dumps({"run": info, "comparisons": table}, default=str))
+    else:
+        typer.echo(f"sweep {sweep_name} (run {info['run_id']}, {info['status']})")
+        typer.echo(_comparison_table(table))
+
+
+@app.command()
+@friendly
+def ui(
+    port: Annotated[int, typer.Option("--port", help="Port for the MLflow UI.")] = 5000,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+) -> None:
+    """Start the MLflow UI on the configured tracking store."""
+    import os
+    import subprocess
+
+    from experiments.tracking import load_config, ui_command
+
+    cmd = ui_command(load_config(), port, host)
+    typer.echo(f"MLflow UI on http://{host}:{port}  ({' '.join(cmd[3:])})", err=True)
+    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+
+
 def main() -> None:
     app()
 

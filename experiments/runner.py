@@ -66,10 +66,15 @@ class TrialSpec:
     limit: int | None = None
     seed: int = 0
     scoring: Scoring = "generate"
+    rows: tuple[str, ...] | None = None  # explicit row indices (sweeps pair variants on these)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["variant"] = self.variant.to_dict()
+        if self.rows is None:
+            del d["rows"]  # keeps ids of plain trials stable
+        else:
+            d["rows"] = list(self.rows)
         return d
 
     @property
@@ -180,7 +185,17 @@ def run_trial(
     task = catalog.task(spec.task)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
-    rows = select_rows(rows, spec.limit, spec.seed)
+    if spec.rows is not None:
+        allowed = {r["index"]: r for r in rows}
+        leaked = [i for i in spec.rows if i not in allowed]
+        if leaked:
+            raise WorkbenchError(
+                f"task {spec.task!r}: rows {', '.join(leaked[:5])} cannot be evaluated with "
+                f"variant {spec.variant.label} (they are its demonstrations or do not exist)"
+            )
+        rows = [allowed[i] for i in spec.rows]
+    else:
+        rows = select_rows(rows, spec.limit, spec.seed)
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
     prompts = [compiled.render(r) for r in rows]

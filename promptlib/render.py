@@ -72,6 +72,10 @@ class CompiledPrompt:
             out += self.demo_sep.join(self.demo_block(d) for d in self.demos) + self.demo_sep
         return out
 
+    def template(self) -> str:
+        """The whole prompt with the query's {{column}} placeholders left in (for registries)."""
+        return self.prefix() + self._query()
+
     def render(self, example: Mapping[str, str]) -> str:
         check_no_leak(self.demos, dict(example), self.task)
         return self.prefix() + fill(self._query(), example, where=self.source)
