@@ -445,11 +445,17 @@ def _comparison_table(table: list[dict[str, Any]]) -> str:
             f"{r['p_value']:>7.4f} {r['p_corrected']:>7.4f} {r['n']:>5} {r['mde_80']:>6.3f}"
         )
     first = table[0]
+    mc = sorted({r["n_resamples"] for r in table if not r["exact"]})
+    how = []
+    if any(r["exact"] for r in table):
+        how.append("exact over all 2^d swaps where d (discordant examples) <= 16")
+    if mc:
+        how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
     out.append(
-        f"test: {first['test']} on {first['metric']}, "
-        f"{'exact or ' if any(r['exact'] for r in table) else ''}{first['n_resamples']} resamples "
-        "(exact where few examples differ); CI: paired bootstrap (BCa, 2000 resamples) of the "
-        "difference; p corr: corrected across this sweep's comparisons."
+        f"test: {first['test']}, two-sided, on {first['metric']}; p: {'; '.join(how)}. "
+        "95% CI: paired bootstrap (BCa, 2000 resamples) of A - B. p corr: "
+        f"{'Holm' if first['p_corrected'] == first['p_holm'] else 'Benjamini-Hochberg'} "
+        "across this sweep's comparisons. MDE80: smallest difference detectable at 80% power."
     )
     return "\n".join(out)
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -213,16 +214,21 @@ def bootstrap_ci(
 
     data = (y_idx, ca) if cb is None else (y_idx, ca, cb)
     estimate = float(stat(*data))
-    res = bootstrap(
-        data,
-        stat,
-        paired=True,
-        vectorized=True,
-        n_resamples=n_resamples,
-        confidence_level=level,
-        method="BCa",
-        random_state=np.random.default_rng(seed),
-    )
+    constant = np.all(ca == ca[0]) if cb is None else np.all(ca == cb)
+    if constant:  # every resample gives the same value: the interval is that point
+        return Interval(estimate, estimate, estimate, level, 0, "degenerate (no variation)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BCa on a near-degenerate sample: handled below
+        res = bootstrap(
+            data,
+            stat,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=level,
+            method="BCa",
+            random_state=np.random.default_rng(seed),
+        )
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if np.isnan(low) or np.isnan(high):  # degenerate (e.g. all correct): fall back to percentile
         dist = res.bootstrap_distribution

@@ -11,13 +11,20 @@ exercise the litellm path, concurrency and retries for real, on loopback only.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def hashed_yes_no(prompt: str) -> str:
+    """A deterministic, prompt-dependent Yes/No: different prompts score differently."""
+    return "Yes" if hashlib.sha256(prompt.encode()).digest()[0] % 2 else "No"
 
 
 class StubOpenAI:
@@ -30,6 +37,7 @@ class StubOpenAI:
         retry_after: float = 0.05,
         stall: float = 3.0,
         reply: str = "Yes",
+        reply_fn: Callable[[str], str] | None = None,
         seed: int = 0,
         script: list[str] | None = None,
         port: int = 0,
@@ -40,6 +48,7 @@ class StubOpenAI:
         self.retry_after = retry_after
         self.stall = stall
         self.reply = reply
+        self.reply_fn = reply_fn  # reply computed from the prompt, e.g. hashed_yes_no
         self.script = list(script or [])  # explicit per-request outcomes, consumed first
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -119,16 +128,22 @@ class StubOpenAI:
                     )
                 if outcome == "500":
                     return self._send(500, {"error": {"message": "internal error"}})
+                prompt = body.get("prompt")
+                if prompt is None:
+                    prompt = (body.get("messages") or [{}])[-1].get("content", "")
+                if isinstance(prompt, list):
+                    prompt = "".join(map(str, prompt))
+                reply = stub.reply_fn(prompt) if stub.reply_fn else stub.reply
                 usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
                 if self.path.endswith("/chat/completions"):
                     choice: dict[str, Any] = {
                         "index": 0,
-                        "message": {"role": "assistant", "content": stub.reply},
+                        "message": {"role": "assistant", "content": reply},
                         "finish_reason": "stop",
                     }
                     obj = "chat.completion"
                 else:
-                    choice = {"index": 0, "text": stub.reply, "finish_reason": "stop"}
+                    choice = {"index": 0, "text": reply, "finish_reason": "stop"}
                     obj = "text_completion"
                 return self._send(
                     200,
@@ -165,10 +180,14 @@ def main() -> None:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--fault-rate", type=float, default=0.0)
-    p.add_argument("--reply", default="Yes")
+    p.add_argument("--reply", default="Yes", help="fixed reply, or 'hash' for hashed_yes_no")
     args = p.parse_args()
     stub = StubOpenAI(
-        latency=args.latency, fault_rate=args.fault_rate, reply=args.reply, port=args.port
+        latency=args.latency,
+        fault_rate=args.fault_rate,
+        reply=args.reply,
+        reply_fn=hashed_yes_no if args.reply == "hash" else None,
+        port=args.port,
     )
     print(f"serving {stub.url}", flush=True)
     stub.server.serve_forever()

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import subprocess
+import warnings
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -283,9 +284,11 @@ class Tracker:
         import pandas as pd
 
         df = pd.DataFrame(rows)
-        ds = self.mlflow.data.from_pandas(
-            df, source=source or f"{task}/{split}.tsv", targets="answer", name=f"{task}/{split}"
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "source can be interpreted in multiple ways"
+            ds = self.mlflow.data.from_pandas(
+                df, source=source or f"{task}/{split}.tsv", targets="answer", name=f"{task}/{split}"
+            )
         self.mlflow.log_input(ds, context="evaluation")
 
     def _register_prompt(
