@@ -71,7 +71,7 @@ def draws_figure(
     ax.set_ylim(0, 1.1)
     ax.set_ylabel("balanced accuracy")
     ax.axhline(0.5, color="grey", lw=0.6, ls=":")
-    ax.set_title(f"{name} — {model}: 5 draws of 4 demonstrations", fontsize=10)
+    ax.set_title(f"{name} — {model}\nscore of each demonstration draw", fontsize=9)
     if tasks:
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
