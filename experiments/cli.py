@@ -515,6 +515,78 @@ def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
 
 @app.command()
 @friendly
+def optimize(
+    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
+    model: Annotated[str, typer.Option("--model", help="litellm model.")] = "local/smollm2",
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials for this worker.")] = 8,
+    method: Annotated[
+        str,
+        typer.Option("--method", help="optuna, dspy-labeled, dspy-bootstrap or dspy-mipro."),
+    ] = "optuna",
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage",
+            help="Optuna storage URL (default sqlite:///optuna.db); "
+            "a PostgreSQL URL shares the study between processes.",
+        ),
+    ] = None,
+    study: Annotated[str | None, typer.Option("--study", help="Study name.")] = None,
+    sampler: Annotated[str, typer.Option("--sampler", help="tpe, random or grid.")] = "tpe",
+    seed: Annotated[int, typer.Option("--seed", help="Sampler / DSPy seed.")] = 0,
+    split_seed: Annotated[
+        int, typer.Option("--split-seed", help="Seed of the dev/held-out split.")
+    ] = 0,
+    heldout: Annotated[float, typer.Option("--heldout", help="Held-out fraction.")] = 0.5,
+    dev_limit: Annotated[
+        int | None, typer.Option("--dev-limit", min=2, help="Use only the first N dev rows.")
+    ] = None,
+    scoring: Annotated[str, typer.Option("--scoring", help="generate or loglik.")] = "generate",
+    api_base: Annotated[str | None, typer.Option("--api-base")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+) -> None:
+    """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
+    from experiments.cache import ResponseCache
+    from experiments.models import get_model
+    from experiments.optimize import OptimizeConfig, dumps, report_text
+    from experiments.optimize import optimize as run_optimize
+    from experiments.tracking import Tracker
+
+    if method not in ("optuna", "dspy-labeled", "dspy-bootstrap", "dspy-mipro"):
+        raise WorkbenchError(
+            f"--method must be optuna, dspy-labeled, dspy-bootstrap or dspy-mipro, not {method!r}"
+        )
+    if scoring not in ("generate", "loglik"):
+        raise WorkbenchError(f"--scoring must be generate or loglik, not {scoring!r}")
+    if not 0.05 <= heldout <= 0.95:
+        raise WorkbenchError("--heldout must be a fraction between 0.05 and 0.95")
+    catalog = _catalog(data_dir, hf, prompts_dir)
+    catalog.task(task)
+    cfg = OptimizeConfig(
+        task=task,
+        model=model,
+        n_trials=trials,
+        method=method,
+        sampler=sampler,
+        seed=seed,
+        storage=storage,
+        study_name=study,
+        heldout_fraction=heldout,
+        split_seed=split_seed,
+        dev_limit=dev_limit,
+        scoring=scoring,  # type: ignore[arg-type]
+    )
+    lm = get_model(model, api_base=api_base, concurrency=concurrency)
+    report = run_optimize(cfg, catalog, lm, Tracker(), cache=ResponseCache())
+    typer.echo(dumps(report) if as_json else report_text(report))
+
+
+@app.command()
+@friendly
 def report(
     sweep_name: Annotated[str, typer.Argument(help="Sweep name, e.g. plain_vs_technical.")],
     as_json: JSON = False,

@@ -60,10 +60,24 @@ def draws_figure(
         rows = [r for r in table if r["task"] == t]
         if rows:
             r = rows[0]
-            ax.scatter([i], [r["score_a"]], color="#55A868", marker="^", s=70, zorder=3,
-                       label="best" if i == 0 else None)  # fmt: skip
-            ax.scatter([i], [r["score_b"]], color="#C44E52", marker="v", s=70, zorder=3,
-                       label="worst" if i == 0 else None)  # fmt: skip
+            ax.scatter(
+                [i],
+                [r["score_a"]],
+                color="#55A868",
+                marker="^",
+                s=70,
+                zorder=3,
+                label="best" if i == 0 else None,
+            )
+            ax.scatter(
+                [i],
+                [r["score_b"]],
+                color="#C44E52",
+                marker="v",
+                s=70,
+                zorder=3,
+                label="worst" if i == 0 else None,
+            )
             ax.text(
                 i, min(r["score_a"] + 0.04, 1.04), _p_label(r["p_value"]), ha="center", fontsize=7
             )

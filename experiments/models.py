@@ -206,7 +206,12 @@ def _register_local_provider() -> None:
             messages: list[dict[str, str]] = kwargs["messages"]
             params: dict[str, Any] = kwargs.get("optional_params") or {}
             response = kwargs["model_response"]
-            text_completion = bool((kwargs.get("litellm_params") or {}).get("text_completion"))
+            # Raw text for litellm.text_completion, or when a caller (the DSPy adapter) asks
+            # for it with raw_prompt=True; the model's chat template otherwise.
+            text_completion = bool(
+                (kwargs.get("litellm_params") or {}).get("text_completion")
+                or params.get("raw_prompt")
+            )
             llm = load_local(model)
             gen = {
                 "max_tokens": params.get("max_tokens", 32),

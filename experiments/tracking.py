@@ -175,6 +175,38 @@ class Tracker:
             self.client.log_param(run.info.run_id, key, _param(value))
         return str(run.info.run_id)
 
+    def study_parent(self, study_name: str, params: dict[str, Any]) -> str:
+        """A new parent run for an optimisation study (one per study, made by its creator)."""
+        exp = self.experiment_id(f"optimize/{study_name}")
+        run = self.client.create_run(
+            exp,
+            run_name=study_name,
+            tags={
+                KIND: "study",
+                "workbench.study": study_name,
+                "git.commit": self.commit,
+                **_versions(),
+            },
+        )
+        for key, value in params.items():
+            self.client.log_param(run.info.run_id, key, _param(value))
+        return str(run.info.run_id)
+
+    def log_study_summary(self, parent_id: str, report: dict[str, Any]) -> None:
+        """The held-out verdict on the study's parent run (metrics + report.json)."""
+        with self.mlflow.start_run(run_id=parent_id):
+            self.mlflow.log_dict(report, "report.json")
+            metrics = {
+                "dev_score": report.get("dev_score"),
+                "heldout_score": report["heldout"]["score"],
+                "heldout_ci_low": report["heldout"]["ci_low"],
+                "heldout_ci_high": report["heldout"]["ci_high"],
+                "base_heldout_score": report["base_heldout"]["score"],
+                "p_value.best_vs_base": report["p_value"],
+            }
+            self.mlflow.log_metrics({k: float(v) for k, v in metrics.items() if v is not None})
+        self.client.set_terminated(parent_id, status="FINISHED")
+
     def finish(self, run_id: str, ok: bool = True) -> None:
         self.client.set_terminated(run_id, status="FINISHED" if ok else "FAILED")
 

@@ -81,6 +81,8 @@ def bind(variant: PromptVariant, task: Task) -> PromptVariant:
     """Resolve a variant against a task: for resampled demos, record the drawn rows."""
     if variant.task not in (None, task.name):
         raise VariantError(f"variant is bound to task {variant.task!r}, not {task.name!r}")
+    if variant.demos == "rows":
+        return variant.bound(task.name, variant.demo_rows)
     if variant.demos != "sample":
         return variant.bound(task.name, None)
     if variant.demo_rows is not None:
@@ -106,7 +108,13 @@ def demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
         return _file_demos(task, f"icl_{variant.demos.split(':', 1)[1]}.txt")
     bound = bind(variant, task)
     assert bound.demo_rows is not None
-    lookup: dict[DemoRef, Row] = dict(pool_rows(task, variant.pool))
+    pool = "train+test" if variant.demos == "rows" and task.has_split("test") else variant.pool
+    lookup: dict[DemoRef, Row] = dict(pool_rows(task, pool))
+    missing = [r for r in bound.demo_rows if r not in lookup]
+    if missing:
+        raise VariantError(
+            f"task {task.name!r}: demonstration rows {missing[:3]} do not exist in its data"
+        )
     return tuple(Demo.of(lookup[ref], lookup[ref]["answer"]) for ref in bound.demo_rows)
 
 

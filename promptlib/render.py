@@ -20,11 +20,13 @@ shown in any register or format.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from promptlib.demos import bind, check_no_leak, demonstrations
-from promptlib.errors import TemplateError, VariantError
+from promptlib.errors import LeakageError, TemplateError, VariantError
 from promptlib.tasks import Task
 from promptlib.templates import Demo, ParsedPrompt, fill, placeholders
 from promptlib.variants import BASE_FILE, INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
@@ -78,11 +80,59 @@ class CompiledPrompt:
 
     def render(self, example: Mapping[str, str]) -> str:
         check_no_leak(self.demos, dict(example), self.task)
+        _check_guard(self.task, example)
         return self.prefix() + fill(self._query(), example, where=self.source)
 
     def messages(self, example: Mapping[str, str]) -> list[Message]:
         """Chat form: the whole prompt as one user turn, as the paper's chat runs used it."""
         return [{"role": "user", "content": self.render(example)}]
+
+
+# ---- the held-out guard -------------------------------------------------------------------
+_GUARD_LOCK = threading.Lock()
+_GUARDED: dict[str, set[tuple[str, ...]]] = {}
+
+
+def _content_key(row: Mapping[str, str]) -> tuple[str, ...]:
+    """A row's identity by content (its text fields), so renders without an index are caught."""
+    return tuple(
+        f"{k}={' '.join(str(v).split())}"
+        for k, v in sorted(row.items())
+        if k not in ("index", "answer")
+    )
+
+
+@contextmanager
+def heldout_guard(task: str, rows: Sequence[Mapping[str, str]]) -> Iterator[None]:
+    """While active, rendering any of `rows` for `task` raises `LeakageError`.
+
+    An optimiser runs its search inside this guard, so no model call during the search can
+    ever see a held-out row. Process-wide (threads included), matched by content.
+    """
+    keys = {_content_key(r) for r in rows}
+    with _GUARD_LOCK:
+        _GUARDED.setdefault(task, set()).update(keys)
+    try:
+        yield
+    finally:
+        with _GUARD_LOCK:
+            _GUARDED[task].difference_update(keys)
+
+
+def _check_guard(task: str, example: Mapping[str, str]) -> None:
+    guarded = _GUARDED.get(task)
+    if not guarded:
+        return
+    key = _content_key(example)
+    # The example may carry only the template's columns: compare on the columns it has.
+    cols = {part.split("=", 1)[0] for part in key}
+    for g in guarded:
+        sub = tuple(part for part in g if part.split("=", 1)[0] in cols)
+        if sub == key:
+            raise LeakageError(
+                f"task {task!r}: a held-out row was rendered during the search "
+                f"(index {example.get('index', '?')}); the search may only see dev rows"
+            )
 
 
 def _frame_file(variant: PromptVariant) -> str:
@@ -127,6 +177,14 @@ def compile_prompt(
     instruction = frame.instruction
     if variant.instruction_text is not None:
         instruction = variant.instruction_text.strip()
+    if variant.answer_hint:
+        if not task.spec.labels:
+            raise VariantError(
+                f"answer_hint lists the label set, but task {task.name!r} is "
+                f"{task.spec.task_type} and has none"
+            )
+        hint = "Answer with one of: " + ", ".join(task.spec.labels) + "."
+        instruction = f"{instruction}\n{hint}" if instruction else hint
     query = frame.query
     source = f"{task.name}/{frame_name}"
     if variant.register_text is not None:

@@ -63,6 +63,7 @@ class PromptVariant:
     seed: int | None = None
     pool: str = "train"
     format: str = "base"
+    answer_hint: bool = False
     task: str | None = None
     demo_rows: tuple[DemoRef, ...] | None = None
 
@@ -80,7 +81,10 @@ class PromptVariant:
                 f"no LegalBench prompt combines instruction={self.instruction} with "
                 f"register={self.register}; set one of them to its default"
             )
-        if self.demos == "sample":
+        if self.demos == "rows":
+            if not self.demo_rows or self.k is not None or self.seed is not None:
+                raise VariantError("demos=rows needs explicit demo_rows (and no k or seed)")
+        elif self.demos == "sample":
             if self.k is None or self.k < 1:
                 raise VariantError("resampled demos need k >= 1 (e.g. demos=4,seed=0)")
             if self.seed is None:
@@ -95,12 +99,14 @@ class PromptVariant:
                 f"unknown demos level {self.demos!r}: use base, none, icl:N, or a number k "
                 "with a seed (demos=4,seed=0)"
             )
-        if self.demo_rows is not None and self.demos != "sample":
-            raise VariantError("demo_rows are recorded for resampled demos only")
+        if self.demo_rows is not None and self.demos not in ("sample", "rows"):
+            raise VariantError("demo_rows are recorded for resampled or explicit demos only")
 
     # ---- identity -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        if not self.answer_hint:
+            del d["answer_hint"]  # keeps the ids of variants without it unchanged
         if self.demo_rows is not None:
             d["demo_rows"] = [[r.split, r.index] for r in self.demo_rows]
         return d
@@ -155,6 +161,13 @@ class PromptVariant:
     def with_format(self, fmt: str) -> PromptVariant:
         return dataclasses.replace(self, format=fmt)
 
+    def with_answer_hint(self, on: bool = True) -> PromptVariant:
+        return dataclasses.replace(self, answer_hint=on)
+
+    def with_demo_rows(self, rows: tuple[DemoRef, ...]) -> PromptVariant:
+        """Explicit demonstrations (e.g. chosen by an optimiser), by split and row index."""
+        return dataclasses.replace(self, demos="rows", k=None, seed=None, demo_rows=rows)
+
     def bound(self, task: str, demo_rows: tuple[DemoRef, ...] | None) -> PromptVariant:
         return dataclasses.replace(self, task=task, demo_rows=demo_rows)
 
@@ -169,10 +182,15 @@ class PromptVariant:
             parts.append(f"register={self.register}")
         if self.demos == "sample":
             parts.append(f"demos={self.k},seed={self.seed},pool={self.pool}")
+        elif self.demos == "rows":
+            refs = "+".join(f"{r.split}:{r.index}" for r in self.demo_rows or ())
+            parts.append(f"demos=rows[{refs}]")
         elif self.demos != "base":
             parts.append(f"demos={self.demos}")
         if self.format != "base":
             parts.append(f"format={self.format}")
+        if self.answer_hint:
+            parts.append("answer_hint=on")
         return ",".join(parts) or "base"
 
 
@@ -191,6 +209,7 @@ _SPEC_KEYS = (
     "seed",
     "pool",
     "format",
+    "answer_hint",
     "instruction_file",
     "register_file",
 )
@@ -244,6 +263,11 @@ def parse_spec(spec: str | None) -> PromptVariant:
     for key in ("instruction", "register", "format", "pool"):
         if key in kv:
             fields[key] = kv.pop(key)
+    if "answer_hint" in kv:
+        hint = kv.pop("answer_hint").lower()
+        if hint not in ("on", "off", "true", "false"):
+            raise VariantError(f"answer_hint must be on or off, not {hint!r}")
+        fields["answer_hint"] = hint in ("on", "true")
     if "seed" in kv:
         fields["seed"] = _int(kv.pop("seed"), "seed")
     demos = kv.pop("demos", None)

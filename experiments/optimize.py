@@ -1,0 +1,490 @@
+"""Per-task prompt optimisation with Optuna (and DSPy), honest on held-out data.
+
+The task's evaluation rows are split, stratified and seeded, into *dev* (the search may use
+it) and *held-out* (it must not: the whole search runs inside `heldout_guard`, so rendering a
+held-out row raises). Demonstrations come from train, never from held-out. The best variant
+found on dev is evaluated once on held-out and compared with the base prompt there with the
+paired permutation test; the report states both, with a bootstrap CI.
+
+The Optuna search space covers instruction, register, number of demonstrations and their
+seed, format and an answer hint — each only where the task supports it (the log says which
+axes are left out and why). Trials are evaluated on growing chunks of dev and pruned by a
+median pruner, so a hopeless trial stops calling the model. Storage is a SQLite file by
+default; a PostgreSQL URL lets several processes share one study.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.runner import Scoring, TrialResult, TrialSpec, run_trial
+from promptlib.errors import WorkbenchError
+from promptlib.render import compile_prompt, heldout_guard
+from promptlib.tasks import Catalog, Task
+from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
+
+log = logging.getLogger("workbench.optimize")
+PARENT_ATTR = "mlflow_parent_run_id"
+SPLIT_ATTR = "heldout_indices"
+
+
+@dataclass(frozen=True)
+class DevHeldout:
+    dev: tuple[str, ...]
+    heldout: tuple[str, ...]
+    seed: int
+    fraction: float
+
+
+def split_dev_heldout(
+    task: Task, split: str = "test", heldout_fraction: float = 0.5, seed: int = 0
+) -> DevHeldout:
+    """Stratified (by answer), seeded split of a task's rows into dev and held-out."""
+    from sklearn.model_selection import train_test_split
+
+    rows = task.rows(split)
+    if len(rows) < 4:
+        raise WorkbenchError(
+            f"task {task.name!r} has {len(rows)} {split} rows; optimisation needs at least 4 "
+            "(dev and held-out each need some)"
+        )
+    idx = [r["index"] for r in rows]
+    answers = [r["answer"] for r in rows]
+    counts = {a: answers.count(a) for a in set(answers)}
+    stratify = answers if min(counts.values()) >= 2 else None
+    dev, held = train_test_split(
+        idx, test_size=heldout_fraction, random_state=seed, stratify=stratify
+    )
+    order = {i: n for n, i in enumerate(idx)}
+    return DevHeldout(
+        tuple(sorted(dev, key=order.__getitem__)),
+        tuple(sorted(held, key=order.__getitem__)),
+        seed,
+        heldout_fraction,
+    )
+
+
+@dataclass
+class SearchSpace:
+    instruction: list[str]
+    register: list[str]
+    demos: list[str]  # "base", "none", "k2", "k4", ...
+    formats: list[str]
+    answer_hint: list[bool]
+    demo_seeds: int = 10
+    notes: list[str] = field(default_factory=list)
+
+    def grid(self) -> dict[str, list[Any]]:
+        return {
+            "instruction": self.instruction,
+            "register": self.register,
+            "demos": self.demos,
+            "demo_seed": [0],
+            "format": self.formats,
+            "answer_hint": self.answer_hint,
+        }
+
+
+def search_space(task: Task) -> SearchSpace:
+    """The axes this task supports; the notes say what was left out and why."""
+    files = set(task.spec.prompt_files)
+    notes = []
+    instruction = ["base"] + [k for k, f in INSTRUCTION_FILES.items() if f in files]
+    if len(instruction) == 1:
+        notes.append("instruction: only base (no rule_reference/description prompt files)")
+    register = ["default"] + [k for k, f in REGISTER_FILES.items() if f in files]
+    if len(register) == 1:
+        notes.append("register: only default (no zero_shot_simple/jargon prompt files)")
+    labels = task.spec.labels or ()
+    demos = ["none"] + (["base"] if "base_prompt.txt" in files else [])
+    train = task.rows("train") if task.has_split("train") else []
+    if labels and task.spec.task_type in ("binary", "multi-class"):
+        per_class = {label: sum(r["answer"] == label for r in train) for label in labels}
+        most = min(per_class.values()) if per_class else 0
+        ks = [len(labels) * m for m in range(1, most + 1)]
+        demos += [f"k{k}" for k in ks]
+        if not ks:
+            notes.append("demos: no resampled k (train has a class with no row)")
+    else:
+        notes.append("demos: no resampled k (class-balanced draws need a label set)")
+    notes.append("pool: train only (train+test would draw held-out rows)")
+    formats = ["base", "claude"] if labels else ["base"]
+    hints = [False, True] if labels else [False]
+    if not labels:
+        notes.append("format/answer_hint: left out (no label set)")
+    return SearchSpace(instruction, register, demos, formats, hints, notes=notes)
+
+
+def variant_from_params(params: dict[str, Any]) -> PromptVariant:
+    demos = str(params.get("demos", "base"))
+    v = PromptVariant(
+        instruction=str(params.get("instruction", "base")),
+        register=str(params.get("register", "default")),
+        format=str(params.get("format", "base")),
+        answer_hint=bool(params.get("answer_hint", False)),
+    )
+    if demos.startswith("k"):
+        return v.with_demos(int(demos[1:]), seed=int(params.get("demo_seed", 0)), pool="train")
+    return v.with_demos(demos)
+
+
+# ---- the study -----------------------------------------------------------------------------
+@dataclass
+class OptimizeConfig:
+    task: str
+    model: str
+    n_trials: int = 8
+    method: str = "optuna"  # optuna | dspy-labeled | dspy-bootstrap | dspy-mipro
+    sampler: str = "tpe"
+    seed: int = 0
+    storage: str | None = None
+    study_name: str | None = None
+    split: str = "test"
+    heldout_fraction: float = 0.5
+    split_seed: int = 0
+    chunks: int = 3
+    dev_limit: int | None = None
+    n_resamples: int = 10_000
+    scoring: Scoring = "generate"
+
+
+def _study_name(cfg: OptimizeConfig) -> str:
+    return cfg.study_name or f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
+
+
+def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
+    import optuna
+
+    if cfg.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=4)
+    if cfg.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=cfg.seed)
+    if cfg.sampler == "grid":
+        return optuna.samplers.GridSampler(space.grid(), seed=cfg.seed)
+    raise WorkbenchError(f"--sampler must be tpe, random or grid, not {cfg.sampler!r}")
+
+
+def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: DevHeldout) -> Any:
+    """Create the study (and its MLflow parent run) once; later workers load both."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = cfg.storage or "sqlite:///optuna.db"
+    name = _study_name(cfg)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    try:
+        study = optuna.create_study(
+            study_name=name,
+            storage=storage,
+            direction="maximize",
+            sampler=_sampler(cfg, space),
+            pruner=pruner,
+        )
+        created = True
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(
+            study_name=name, storage=storage, sampler=_sampler(cfg, space), pruner=pruner
+        )
+        created = False
+    except Exception as e:  # bad URL, server down, driver missing
+        raise WorkbenchError(f"cannot open Optuna storage {storage!r}: {e}") from e
+    if created:
+        parent = tracker.study_parent(
+            name,
+            {
+                "task": cfg.task,
+                "model": cfg.model,
+                "method": cfg.method,
+                "storage": _safe_url(storage),
+            },
+        )
+        study.set_user_attr(PARENT_ATTR, parent)
+        study.set_user_attr(SPLIT_ATTR, list(split.heldout))
+    deadline = time.time() + 120
+    while PARENT_ATTR not in study.user_attrs:  # another worker is creating it right now
+        if time.time() > deadline:
+            raise WorkbenchError(f"study {name!r} has no MLflow parent run after 120 s")
+        time.sleep(0.5)
+        study = optuna.load_study(
+            study_name=name, storage=storage, sampler=_sampler(cfg, space), pruner=pruner
+        )
+    if list(study.user_attrs.get(SPLIT_ATTR, [])) != list(split.heldout):
+        raise WorkbenchError(
+            f"study {name!r} was created with another held-out split; use the same "
+            "--split-seed and fraction, or a new --study name"
+        )
+    return study
+
+
+def _safe_url(url: str) -> str:
+    """A storage URL without its password, for logs and MLflow params."""
+    import re
+
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+@dataclass
+class OptimizeReport:
+    task: str
+    model: str
+    method: str
+    study: str
+    n_trials: int
+    n_pruned: int
+    best_variant: str
+    best_variant_id: str
+    best_params: dict[str, Any]
+    dev_score: float | None
+    heldout: dict[str, Any]
+    base_heldout: dict[str, Any]
+    p_value: float
+    test: str
+    heldout_indices: list[str]
+    n_dev: int
+    search_notes: list[str]
+    prompt_registry: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def optimize(
+    cfg: OptimizeConfig,
+    catalog: Catalog,
+    lm: Any,
+    tracker: Any,
+    *,
+    cache: Any = None,
+) -> OptimizeReport:
+    """Search on dev inside the held-out guard, then evaluate the winner on held-out."""
+    task = catalog.task(cfg.task)
+    if not task.spec.is_classification:
+        raise WorkbenchError(
+            f"optimisation supports classification tasks; {cfg.task!r} is {task.spec.task_type}"
+        )
+    split = split_dev_heldout(task, cfg.split, cfg.heldout_fraction, cfg.split_seed)
+    dev = list(split.dev[: cfg.dev_limit] if cfg.dev_limit else split.dev)
+    space = search_space(task)
+    for note in space.notes:
+        log.info("search space: %s", note)
+    rows = {r["index"]: r for r in task.rows(cfg.split)}
+    heldout_rows = [rows[i] for i in split.heldout]
+
+    if cfg.method == "optuna":
+        study = _open_study(cfg, space, tracker, split)
+        parent = study.user_attrs[PARENT_ATTR]
+        with heldout_guard(cfg.task, heldout_rows):
+            _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
+        best = study.best_trial
+        best_variant = variant_from_params(best.params)
+        dev_score = float(best.value) if best.value is not None else None
+        n_trials = len(study.trials)
+        n_pruned = sum(t.state.name == "PRUNED" for t in study.trials)
+        best_params = dict(best.params)
+        study_name = study.study_name
+    else:
+        from experiments.dspy_programs import compile_dspy
+
+        parent = tracker.study_parent(
+            _study_name(cfg), {"task": cfg.task, "model": cfg.model, "method": cfg.method}
+        )
+        with heldout_guard(cfg.task, heldout_rows):
+            best_variant, dev_score, notes = compile_dspy(cfg, task, dev, lm, seed=cfg.seed)
+        space.notes.extend(notes)
+        n_trials, n_pruned, best_params = 1, 0, {"method": cfg.method}
+        study_name = _study_name(cfg)
+
+    # ---- the one look at held-out -----------------------------------------------------------
+    best_res = _evaluate(cfg, catalog, lm, best_variant, split.heldout, cache)
+    base_res = _evaluate(cfg, catalog, lm, PromptVariant(), split.heldout, cache)
+    report_payload = {
+        "best_variant": best_variant.label,
+        "best_params": best_params,
+        "dev_score": dev_score,
+        **_compare(cfg, best_res, base_res, split, dev_score, len(dev)),
+    }
+    compiled = compile_prompt(best_variant, task, cfg.split)
+    version = tracker.register_best(cfg.task, best_variant.label, compiled, "best")
+    tracker.log_study_summary(parent, report_payload)
+    return OptimizeReport(
+        task=cfg.task,
+        model=cfg.model,
+        method=cfg.method,
+        study=study_name,
+        n_trials=n_trials,
+        n_pruned=n_pruned,
+        best_variant=best_variant.label,
+        best_variant_id=best_variant.id,
+        best_params=best_params,
+        dev_score=dev_score,
+        heldout=report_payload["heldout"],
+        base_heldout=report_payload["base_heldout"],
+        p_value=report_payload["p_value"],
+        test=report_payload["test"],
+        heldout_indices=list(split.heldout),
+        n_dev=len(dev),
+        search_notes=space.notes,
+        prompt_registry=f"prompts:/{version.name}@best" if version is not None else None,
+    )
+
+
+def _chunks(rows: list[str], n: int) -> list[list[str]]:
+    """Growing prefixes of dev: 1/n, 2/n, ..., all."""
+    n = max(1, min(n, len(rows)))
+    return [rows[: round(len(rows) * (i + 1) / n)] for i in range(n)]
+
+
+def _run_optuna(
+    cfg: OptimizeConfig,
+    study: Any,
+    space: SearchSpace,
+    catalog: Catalog,
+    lm: Any,
+    tracker: Any,
+    parent: str,
+    dev: list[str],
+    cache: Any,
+) -> None:
+    import optuna
+
+    task = catalog.task(cfg.task)
+
+    def objective(trial: optuna.Trial) -> float:
+        params = {
+            "instruction": trial.suggest_categorical("instruction", space.instruction),
+            "register": trial.suggest_categorical("register", space.register),
+            "demos": trial.suggest_categorical("demos", space.demos),
+            "demo_seed": trial.suggest_int("demo_seed", 0, space.demo_seeds - 1)
+            if cfg.sampler != "grid"
+            else trial.suggest_categorical("demo_seed", [0]),
+            "format": trial.suggest_categorical("format", space.formats),
+            "answer_hint": trial.suggest_categorical("answer_hint", space.answer_hint),
+        }
+        if params["instruction"] != "base" and params["register"] != "default":
+            raise optuna.TrialPruned("no LegalBench prompt combines these levels")
+        variant = variant_from_params(params)
+        result: TrialResult | None = None
+        score = 0.0
+        for step, rows in enumerate(_chunks(dev, cfg.chunks)):
+            spec = TrialSpec(
+                cfg.task, variant, cfg.model, cfg.split, None, 0, cfg.scoring, rows=tuple(rows)
+            )
+            result = run_trial(spec, catalog, lm, cache=cache)
+            score = result.score if result.score is not None else 0.0
+            trial.report(score, step)
+            if trial.should_prune():
+                _log(tracker, parent, result, variant, task, trial, "PRUNED", step)
+                raise optuna.TrialPruned()
+        assert result is not None
+        _log(tracker, parent, result, variant, task, trial, "COMPLETE", cfg.chunks - 1)
+        return score
+
+    study.optimize(objective, n_trials=cfg.n_trials, catch=())
+
+
+def _log(
+    tracker: Any,
+    parent: str,
+    result: TrialResult,
+    variant: PromptVariant,
+    task: Task,
+    trial: Any,
+    state: str,
+    step: int,
+) -> None:
+    compiled = compile_prompt(variant, task, result.spec.split)
+    rows = {r["index"]: r for r in task.rows(result.spec.split)}
+    tracker.log_trial(
+        parent,
+        result,
+        compiled,
+        [rows[p.index] for p in result.predictions],
+        variant.label,
+        {
+            "optuna.trial": trial.number,
+            "optuna.state": state,
+            "optuna.step": step,
+            "answer_hint": variant.answer_hint,
+        },
+        source=str(task.files.split_path(result.spec.split)),
+    )
+
+
+def _evaluate(
+    cfg: OptimizeConfig,
+    catalog: Catalog,
+    lm: Any,
+    variant: PromptVariant,
+    rows: tuple[str, ...],
+    cache: Any,
+) -> TrialResult:
+    task = catalog.task(cfg.task)
+    compiled = compile_prompt(variant, task, cfg.split)
+    from promptlib.demos import evaluation_rows
+
+    allowed = {r["index"] for r in evaluation_rows(compiled.variant, task, cfg.split)[0]}
+    keep = tuple(i for i in rows if i in allowed)
+    spec = TrialSpec(cfg.task, variant, cfg.model, cfg.split, None, 0, cfg.scoring, rows=keep)
+    return run_trial(spec, catalog, lm, cache=cache)
+
+
+def _compare(
+    cfg: OptimizeConfig,
+    best: TrialResult,
+    base: TrialResult,
+    split: DevHeldout,
+    dev_score: float | None,
+    n_dev: int,
+) -> dict[str, Any]:
+    from experiments import stats
+    from experiments.metrics import normalize
+
+    by_base = {p.index: p for p in base.predictions}
+    paired = [(p, by_base[p.index]) for p in best.predictions if p.index in by_base]
+    y = [normalize(p.answer) for p, _ in paired]
+    a = [None if p.generation is None else normalize(p.generation) for p, _ in paired]
+    b = [None if q.generation is None else normalize(q.generation) for _, q in paired]
+    test = stats.paired_permutation_test(y, a, b, n_resamples=cfg.n_resamples, seed=0)
+    ci = stats.bootstrap_ci(y, a, n_resamples=2000, seed=0)
+    base_ci = stats.bootstrap_ci(y, b, n_resamples=2000, seed=0)
+    return {
+        "heldout": {"score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": len(paired)},
+        "base_heldout": {"score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high},
+        "p_value": test.p_value,
+        "statistic": test.statistic,
+        "test": f"{test.test}, two-sided, balanced_accuracy, "
+        + ("exact" if test.exact else f"{test.n_resamples} resamples")
+        + f", {test.n_discordant} discordant of {test.n}",
+        "n_dev": n_dev,
+        "heldout_indices": list(split.heldout),
+    }
+
+
+def report_text(r: OptimizeReport) -> str:
+    h, b = r.heldout, r.base_heldout
+
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    lines = [
+        f"task {r.task} · model {r.model} · method {r.method} · study {r.study}",
+        f"trials: {r.n_trials} ({r.n_pruned} pruned); dev rows {r.n_dev}; "
+        f"held-out rows {h['n']} (never seen by the search)",
+        f"best variant: {r.best_variant}",
+        f"dev score (search):        {f(r.dev_score)}",
+        f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]",
+        f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]",
+        f"best vs base on held-out:  p = {r.p_value:.4f}  ({r.test})",
+    ]
+    if r.prompt_registry:
+        lines.append(f"registered: {r.prompt_registry}")
+    lines += [f"note: {n}" for n in r.search_notes]
+    return "\n".join(lines)
+
+
+def dumps(report: OptimizeReport) -> str:
+    return json.dumps(report.to_dict(), default=str)
