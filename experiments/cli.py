@@ -541,6 +541,10 @@ def optimize(
     dev_limit: Annotated[
         int | None, typer.Option("--dev-limit", min=2, help="Use only the first N dev rows.")
     ] = None,
+    heldout_limit: Annotated[
+        int | None,
+        typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
+    ] = None,
     scoring: Annotated[str, typer.Option("--scoring", help="generate or loglik.")] = "generate",
     api_base: Annotated[str | None, typer.Option("--api-base")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
@@ -578,6 +582,7 @@ def optimize(
         heldout_fraction=heldout,
         split_seed=split_seed,
         dev_limit=dev_limit,
+        heldout_limit=heldout_limit,
         scoring=scoring,  # type: ignore[arg-type]
     )
     lm = get_model(model, api_base=api_base, concurrency=concurrency)

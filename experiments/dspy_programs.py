@@ -14,7 +14,9 @@ its chosen demonstrations as explicit rows), so the same runner evaluates it on 
 
 from __future__ import annotations
 
+import contextlib
 import random
+import sys
 from typing import Any, Literal
 
 from experiments.metrics import normalize, parse_label
@@ -157,7 +159,8 @@ def compile_dspy(
     train = examples[:]
     rng.shuffle(train)
     notes: list[str] = []
-    with dspy.context(lm=lm, adapter=adapter.dspy_adapter):
+    # DSPy prints progress on stdout; keep stdout for the workbench's own (JSON) output.
+    with contextlib.redirect_stdout(sys.stderr), dspy.context(lm=lm, adapter=adapter.dspy_adapter):
         if cfg.method == "dspy-labeled":
             k = max(2, min(8, len(labels) * 2))
             compiled = dspy.LabeledFewShot(k=k).compile(program, trainset=train)

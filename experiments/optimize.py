@@ -43,8 +43,15 @@ class DevHeldout:
 def split_dev_heldout(
     task: Task, split: str = "test", heldout_fraction: float = 0.5, seed: int = 0
 ) -> DevHeldout:
-    """Stratified (by answer), seeded split of a task's rows into dev and held-out."""
+    """Stratified (by answer), seeded split of a task's rows into dev and held-out.
+
+    Rows that show the model the same content (LegalBench repeats some clauses under other
+    indices) are kept on the same side: the split is made over groups of identical content,
+    so no held-out text can be seen during the search under another index.
+    """
     from sklearn.model_selection import train_test_split
+
+    from promptlib.render import query_columns
 
     rows = task.rows(split)
     if len(rows) < 4:
@@ -52,17 +59,22 @@ def split_dev_heldout(
             f"task {task.name!r} has {len(rows)} {split} rows; optimisation needs at least 4 "
             "(dev and held-out each need some)"
         )
-    idx = [r["index"] for r in rows]
-    answers = [r["answer"] for r in rows]
+    cols = query_columns(PromptVariant(), task)
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(" ".join(r[c].split()) for c in cols), []).append(r)
+    keys = list(groups)
+    answers = [groups[k][0]["answer"] for k in keys]
     counts = {a: answers.count(a) for a in set(answers)}
     stratify = answers if min(counts.values()) >= 2 else None
-    dev, held = train_test_split(
-        idx, test_size=heldout_fraction, random_state=seed, stratify=stratify
+    dev_keys, held_keys = train_test_split(
+        keys, test_size=heldout_fraction, random_state=seed, stratify=stratify
     )
-    order = {i: n for n, i in enumerate(idx)}
+    held_set = {i for k in held_keys for i in (r["index"] for r in groups[k])}
+    dev_set = {i for k in dev_keys for i in (r["index"] for r in groups[k])}
     return DevHeldout(
-        tuple(sorted(dev, key=order.__getitem__)),
-        tuple(sorted(held, key=order.__getitem__)),
+        tuple(r["index"] for r in rows if r["index"] in dev_set),
+        tuple(r["index"] for r in rows if r["index"] in held_set),
         seed,
         heldout_fraction,
     )
@@ -148,6 +160,7 @@ class OptimizeConfig:
     split_seed: int = 0
     chunks: int = 3
     dev_limit: int | None = None
+    heldout_limit: int | None = None
     n_resamples: int = 10_000
     scoring: Scoring = "generate"
 
@@ -299,8 +312,14 @@ def optimize(
         study_name = _study_name(cfg)
 
     # ---- the one look at held-out -----------------------------------------------------------
-    best_res = _evaluate(cfg, catalog, lm, best_variant, split.heldout, cache)
-    base_res = _evaluate(cfg, catalog, lm, PromptVariant(), split.heldout, cache)
+    judged = split.heldout
+    if cfg.heldout_limit and cfg.heldout_limit < len(judged):
+        from experiments.runner import select_rows
+
+        sample = select_rows([rows[i] for i in judged], cfg.heldout_limit, cfg.split_seed)
+        judged = tuple(r["index"] for r in sample)
+    best_res = _evaluate(cfg, catalog, lm, best_variant, judged, cache)
+    base_res = _evaluate(cfg, catalog, lm, PromptVariant(), judged, cache)
     report_payload = {
         "best_variant": best_variant.label,
         "best_params": best_params,

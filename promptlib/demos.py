@@ -134,28 +134,35 @@ def _key(values: dict[str, str], columns: Sequence[str]) -> tuple[str, ...]:
 def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[list[Row], list[str]]:
     """Rows of `split` the variant may be evaluated on, and the indices left out as demos.
 
-    A row is left out if it is one of the drawn demonstration rows, or if its content equals
-    a demonstration's (file demos are text, so they are matched by content).
+    A row is left out if it is one of the drawn demonstration rows, or if what the prompt
+    shows of it (the query template's columns) equals a demonstration's: file demos are text,
+    and LegalBench splits repeat some texts under other indices (the same clause in several
+    contracts), so identity by index alone would leak.
     """
+    from promptlib.render import query_columns  # render imports this module
+
     rows = task.rows(split)
     bound = bind(variant, task)
     taken = {r.index for r in (bound.demo_rows or ()) if r.split == split}
     demos = demonstrations(bound, task)
-    keys = {(tuple(sorted(d.values)), _key(d.values, sorted(d.values))) for d in demos}
+    cols = query_columns(bound, task)
+    keys = {_key(d.values, cols) for d in demos}
     kept: list[Row] = []
     excluded: list[str] = []
     for row in rows:
-        if row["index"] in taken or any(_key(row, cols) == key for cols, key in keys):
+        if row["index"] in taken or _key(row, cols) in keys:
             excluded.append(row["index"])
         else:
             kept.append(row)
     return kept, excluded
 
 
-def check_no_leak(demos: Sequence[Demo], example: Row, task: str) -> None:
-    """Raise if the example to render is one of its own demonstrations."""
+def check_no_leak(
+    demos: Sequence[Demo], example: Row, task: str, columns: Sequence[str] | None = None
+) -> None:
+    """Raise if the example to render is one of its own demonstrations (by shown content)."""
     for d in demos:
-        cols = sorted(d.values)
+        cols = list(columns) if columns is not None else sorted(d.values)
         if _key(d.values, cols) == _key(example, cols):
             raise LeakageError(
                 f"task {task!r}: example index={example.get('index')} is one of the prompt's "

@@ -79,7 +79,7 @@ class CompiledPrompt:
         return self.prefix() + self._query()
 
     def render(self, example: Mapping[str, str]) -> str:
-        check_no_leak(self.demos, dict(example), self.task)
+        check_no_leak(self.demos, dict(example), self.task, placeholders(self.query))
         _check_guard(self.task, example)
         return self.prefix() + fill(self._query(), example, where=self.source)
 
@@ -133,6 +133,16 @@ def _check_guard(task: str, example: Mapping[str, str]) -> None:
                 f"task {task!r}: a held-out row was rendered during the search "
                 f"(index {example.get('index', '?')}); the search may only see dev rows"
             )
+
+
+def query_columns(variant: PromptVariant, task: Task) -> tuple[str, ...]:
+    """The columns a variant's query template shows (what identifies an example to a model)."""
+    if variant.register_text is not None:
+        return placeholders(variant.register_text)
+    name = _frame_file(variant)
+    if name in task.spec.prompt_files:
+        return placeholders(task.prompt(name).query)
+    return tuple(c for c in task.spec.columns if c not in ("index", "answer"))
 
 
 def _frame_file(variant: PromptVariant) -> str:

@@ -63,14 +63,22 @@ def test_shipped_specs_plan_and_skip_missing_splits(catalog: Catalog) -> None:
     assert planned["learned_hands_family"].skipped == "no test split in this data"
     over = planned["overruling"]
     # evaluated rows: none of them is a demonstration of any of the five draws
-    used = set()
+    used: set[str] = set()
+    demo_texts: set[str] = set()
     from promptlib import compile_prompt
 
     for nv in demo.variants:
-        v = compile_prompt(nv.variant, catalog.task("overruling")).variant
-        used |= {r.index for r in v.demo_rows or () if r.split == "test"}
+        compiled = compile_prompt(nv.variant, catalog.task("overruling"))
+        used |= {r.index for r in compiled.variant.demo_rows or () if r.split == "test"}
+        demo_texts |= {" ".join(d.values["text"].split()) for d in compiled.demos}
     assert used and not used & set(over.rows)
-    assert len(over.rows) + len(used) == catalog.task("overruling").spec.n_test
+    rows = {
+        r["index"]: " ".join(r["text"].split()) for r in catalog.task("overruling").rows("test")
+    }
+    left_out = set(rows) - set(over.rows)
+    # every row left out is a drawn demonstration or repeats one's text under another index
+    assert used <= left_out and all(rows[i] in demo_texts for i in left_out)
+    assert not {rows[i] for i in over.rows} & demo_texts
     for name in ("reference_vs_description", "plain_vs_technical"):
         spec = load_spec(REPO / "ablations" / f"{name}.yaml")
         assert all(p.skipped or p.rows for p in plan_tasks(spec, catalog))
@@ -150,7 +158,7 @@ def _finished_children(root: Path) -> int:
 @pytest.mark.slow
 def test_sweep_killed_with_sigkill_resumes_without_duplicates(lb_dir: Path, tmp_path: Path) -> None:
     spec = write(tmp_path, SPEC)
-    with StubOpenAI(latency=0.04, reply_fn=hashed_yes_no) as stub:
+    with StubOpenAI(latency=0.1, reply_fn=hashed_yes_no) as stub:
         cmd = [
             sys.executable, "-m", "experiments.cli", "sweep", str(spec), "--model", "openai/stub",
             "--api-base", stub.url, "--concurrency", "1", "--limit", "25", "--json",

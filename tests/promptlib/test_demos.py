@@ -114,6 +114,21 @@ def test_resampled_demos_never_leak_and_are_balanced(
         compiled.render(row)
 
 
+@pytest.mark.data
+def test_rows_repeating_a_demo_text_under_another_index_are_left_out(catalog: Catalog) -> None:
+    task = catalog.task("cuad_audit_rights")
+    texts = [" ".join(r["text"].split()) for r in task.rows("test")]
+    leaked_any = False
+    for seed in range(20):
+        compiled = compile_prompt(parse_spec(f"demos=4,seed={seed},pool=train+test"), task)
+        rows, excluded = evaluation_rows(compiled.variant, task, "test")
+        demo_texts = {" ".join(d.values["text"].split()) for d in compiled.demos}
+        assert not any(" ".join(r["text"].split()) in demo_texts for r in rows)
+        n_test_demos = sum(r.split == "test" for r in compiled.variant.demo_rows or ())
+        leaked_any |= len(excluded) > n_test_demos  # a duplicate was caught by content
+    assert leaked_any and len(set(texts)) < len(texts)
+
+
 DRAW_SCRIPT = """
 import json, sys
 from promptlib import Catalog, LocalSource, compile_prompt, parse_spec
