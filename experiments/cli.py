@@ -41,6 +41,23 @@ PromptsDir = Annotated[
     typer.Option("--prompts-dir", help="With --hf: a LegalBench checkout's tasks/ folder."),
 ]
 JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+DefinitionOpt = Annotated[
+    str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
+]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Ignore the response cache.")]
+ScoringOpt = Annotated[
+    str, typer.Option("--scoring", help="generate (default, as the paper) or loglik.")
+]
+ApiBase = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")]
+Concurrency = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
+]
+
+
+def _choice(value: str | None, allowed: tuple[str | None, ...], flag: str) -> None:
+    if value not in allowed:
+        shown = " or ".join(str(a) for a in allowed if a is not None)
+        raise WorkbenchError(f"{flag} must be {shown}, not {value!r}")
 
 
 def friendly(fn: F) -> F:
@@ -162,26 +179,16 @@ def run(
         int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --limit sample.")] = 0,
-    scoring: Annotated[
-        str, typer.Option("--scoring", help="generate (default, as the paper) or loglik.")
-    ] = "generate",
+    scoring: ScoringOpt = "generate",
     mode: Annotated[
         str | None, typer.Option("--mode", help="chat or completion (default by provider).")
     ] = None,
-    api_base: Annotated[
-        str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
-    ] = 8,
+    api_base: ApiBase = None,
+    concurrency: Concurrency = 8,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ignore the response cache.")
-    ] = False,
-    definition: Annotated[
-        str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
-    ] = "code",
+    no_cache: NoCache = False,
+    definition: DefinitionOpt = "code",
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
@@ -193,12 +200,9 @@ def run(
     from experiments.runner import TrialSpec, run_trial, save_trial
     from promptlib.variants import parse_spec
 
-    if scoring not in ("generate", "loglik"):
-        raise WorkbenchError(f"--scoring must be generate or loglik, not {scoring!r}")
-    if mode not in (None, "chat", "completion"):
-        raise WorkbenchError(f"--mode must be chat or completion, not {mode!r}")
-    if definition not in ("code", "paper"):
-        raise WorkbenchError(f"--definition must be code or paper, not {definition!r}")
+    _choice(scoring, ("generate", "loglik"), "--scoring")
+    _choice(mode, (None, "chat", "completion"), "--mode")
+    _choice(definition, ("code", "paper"), "--definition")
     spec = TrialSpec(task, parse_spec(variant), model, split, limit, seed, scoring)  # type: ignore[arg-type]
     catalog = _catalog(data_dir, hf, prompts_dir)
     catalog.task(task)  # unknown task -> clear error before loading any model
@@ -294,9 +298,7 @@ def score(
     predictions: Annotated[
         Path, typer.Argument(help='JSONL, one {"generation": ..., "answer": ...} per line.')
     ],
-    definition: Annotated[
-        str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
-    ] = "code",
+    definition: DefinitionOpt = "code",
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
@@ -306,8 +308,7 @@ def score(
     from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
 
-    if definition not in ("code", "paper"):
-        raise WorkbenchError(f"--definition must be code or paper, not {definition!r}")
+    _choice(definition, ("code", "paper"), "--definition")
     _catalog(data_dir, hf, prompts_dir).source.task(task)  # unknown task -> did you mean
     gens, answers = _read_predictions(predictions)
     value = score_fn(task, gens, answers, definition)  # type: ignore[arg-type]
@@ -360,13 +361,9 @@ def sweep(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List trials and estimates; call no model.")
     ] = False,
-    api_base: Annotated[
-        str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ignore the response cache.")
-    ] = False,
+    api_base: ApiBase = None,
+    concurrency: Concurrency = 8,
+    no_cache: NoCache = False,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
@@ -545,9 +542,9 @@ def optimize(
         int | None,
         typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
     ] = None,
-    scoring: Annotated[str, typer.Option("--scoring", help="generate or loglik.")] = "generate",
-    api_base: Annotated[str | None, typer.Option("--api-base")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+    scoring: ScoringOpt = "generate",
+    api_base: ApiBase = None,
+    concurrency: Concurrency = 8,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
@@ -560,12 +557,8 @@ def optimize(
     from experiments.optimize import optimize as run_optimize
     from experiments.tracking import Tracker
 
-    if method not in ("optuna", "dspy-labeled", "dspy-bootstrap", "dspy-mipro"):
-        raise WorkbenchError(
-            f"--method must be optuna, dspy-labeled, dspy-bootstrap or dspy-mipro, not {method!r}"
-        )
-    if scoring not in ("generate", "loglik"):
-        raise WorkbenchError(f"--scoring must be generate or loglik, not {scoring!r}")
+    _choice(method, ("optuna", "dspy-labeled", "dspy-bootstrap", "dspy-mipro"), "--method")
+    _choice(scoring, ("generate", "loglik"), "--scoring")
     if not 0.05 <= heldout <= 0.95:
         raise WorkbenchError("--heldout must be a fraction between 0.05 and 0.95")
     catalog = _catalog(data_dir, hf, prompts_dir)

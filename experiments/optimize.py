@@ -186,7 +186,8 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = cfg.storage or "sqlite:///optuna.db"
+    url = cfg.storage or "sqlite:///optuna.db"
+    storage = _rdb_storage(url)
     name = _study_name(cfg)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
     try:
@@ -203,17 +204,10 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
             study_name=name, storage=storage, sampler=_sampler(cfg, space), pruner=pruner
         )
         created = False
-    except Exception as e:  # bad URL, server down, driver missing
-        raise WorkbenchError(f"cannot open Optuna storage {storage!r}: {e}") from e
     if created:
         parent = tracker.study_parent(
             name,
-            {
-                "task": cfg.task,
-                "model": cfg.model,
-                "method": cfg.method,
-                "storage": _safe_url(storage),
-            },
+            {"task": cfg.task, "model": cfg.model, "method": cfg.method, "storage": _safe_url(url)},
         )
         study.set_user_attr(PARENT_ATTR, parent)
         study.set_user_attr(SPLIT_ATTR, list(split.heldout))
@@ -231,6 +225,23 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
             "--split-seed and fraction, or a new --study name"
         )
     return study
+
+
+def _rdb_storage(url: str) -> Any:
+    """Optuna's RDB storage; tolerates workers racing to create the schema of a fresh DB."""
+    import optuna
+
+    for attempt in range(6):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except Exception as e:  # bad URL, server down, driver missing, or a schema race
+            text = str(e)
+            racing = "already exists" in text or "UniqueViolation" in text
+            if racing and attempt < 5:
+                time.sleep(0.5 * (attempt + 1))
+                continue
+            raise WorkbenchError(f"cannot open Optuna storage {_safe_url(url)!r}: {e}") from e
+    raise AssertionError("unreachable")
 
 
 def _safe_url(url: str) -> str:

@@ -34,3 +34,23 @@ def lb_dir() -> Path:
 @pytest.fixture(scope="session")
 def catalog(lb_dir: Path) -> Catalog:
     return Catalog(LocalSource(lb_dir))
+
+
+def workbench_env(
+    root: Path, lb_dir: Path, prefix: str, tracking_uri: str | None = None
+) -> dict[str, str]:
+    """Environment for a `workbench` subprocess with its own MLflow store and cache."""
+    uri = tracking_uri or f"sqlite:///{root}/mlflow.db"
+    (root / "mlflow.yaml").write_text(
+        f"tracking_uri: {uri}\nartifact_location: {root}/artifacts\n"
+        f"experiment_prefix: {prefix}\nprompt_registry: true\n"
+    )
+    # MLflow's set_tracking_uri() exports MLFLOW_TRACKING_URI into this process, which
+    # would override the subprocess's own mlflow.yaml.
+    inherited = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    return {
+        **inherited,
+        "LEGALBENCH_DIR": str(lb_dir),
+        "WORKBENCH_MLFLOW_CONFIG": str(root / "mlflow.yaml"),
+        "WORKBENCH_CACHE_DIR": str(root / "cache"),
+    }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,20 +10,13 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import workbench_env
+
 pytestmark = [pytest.mark.model, pytest.mark.data, pytest.mark.slow]
 
 
 def _run(args: list[str], root: Path, lb_dir: Path) -> dict[str, Any]:
-    (root / "mlflow.yaml").write_text(
-        f"tracking_uri: sqlite:///{root}/mlflow.db\nartifact_location: {root}/artifacts\n"
-        "experiment_prefix: opt\nprompt_registry: true\n"
-    )
-    env = {
-        **os.environ,
-        "LEGALBENCH_DIR": str(lb_dir),
-        "WORKBENCH_MLFLOW_CONFIG": str(root / "mlflow.yaml"),
-        "WORKBENCH_CACHE_DIR": str(root / "cache"),
-    }
+    env = workbench_env(root, lb_dir, "opt")
     r = subprocess.run(
         [sys.executable, "-m", "experiments.cli", "optimize", *args, "--json"],
         env=env, cwd=root, capture_output=True, text=True, timeout=1500,

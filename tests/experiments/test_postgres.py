@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.stub_server import StubOpenAI, hashed_yes_no
+from tests.conftest import workbench_env
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 
@@ -36,15 +37,8 @@ def test_two_workers_share_one_study(lb_dir: Path, tmp_path: Path) -> None:
 
     optuna_url, mlflow_url = _urls()
     study = f"two-workers-{uuid.uuid4().hex[:8]}"
-    (tmp_path / "mlflow.yaml").write_text(
-        f"tracking_uri: {mlflow_url}\nartifact_location: {tmp_path}/artifacts\n"
-        "experiment_prefix: pgtest\nprompt_registry: true\n"
-    )
     env = {
-        **os.environ,
-        "LEGALBENCH_DIR": str(lb_dir),
-        "WORKBENCH_MLFLOW_CONFIG": str(tmp_path / "mlflow.yaml"),
-        "WORKBENCH_CACHE_DIR": str(tmp_path / "cache"),
+        **workbench_env(tmp_path, lb_dir, "pgtest", tracking_uri=mlflow_url),
         "OPENAI_API_KEY": "sk-dummy-key-for-the-local-stub",
     }
     # The store's schema is created once, before the workers (as a team's MLflow server would).

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import workbench_env
+
 pytestmark = [pytest.mark.model, pytest.mark.data, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 STUDIES = {
@@ -29,16 +31,7 @@ STUDIES = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, lb_dir: Path) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("studies")
-    (root / "mlflow.yaml").write_text(
-        f"tracking_uri: sqlite:///{root}/mlflow.db\nartifact_location: {root}/artifacts\n"
-        "experiment_prefix: study\nprompt_registry: true\n"
-    )
-    env = {
-        **os.environ,
-        "LEGALBENCH_DIR": str(lb_dir),
-        "WORKBENCH_MLFLOW_CONFIG": str(root / "mlflow.yaml"),
-        "WORKBENCH_CACHE_DIR": str(root / "cache"),
-    }
+    env = workbench_env(root, lb_dir, "study")
     outputs = {}
     for study, (task, _) in STUDIES.items():
         r = subprocess.run(

@@ -15,6 +15,7 @@ import pytest
 from experiments.stub_server import StubOpenAI, hashed_yes_no
 from experiments.sweeps import SpecError, load_spec, plan_tasks
 from promptlib import Catalog
+from tests.conftest import workbench_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -108,15 +109,8 @@ n_resamples: 200
 
 
 def _env(root: Path, lb_dir: Path) -> dict[str, str]:
-    (root / "mlflow.yaml").write_text(
-        f"tracking_uri: sqlite:///{root}/mlflow.db\nartifact_location: {root}/artifacts\n"
-        "experiment_prefix: test\nprompt_registry: true\n"
-    )
     return {
-        **os.environ,
-        "LEGALBENCH_DIR": str(lb_dir),
-        "WORKBENCH_MLFLOW_CONFIG": str(root / "mlflow.yaml"),
-        "WORKBENCH_CACHE_DIR": str(root / "cache"),
+        **workbench_env(root, lb_dir, "test"),
         "OPENAI_API_KEY": "sk-dummy-key-for-the-local-stub",
     }
 
