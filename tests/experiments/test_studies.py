@@ -122,14 +122,13 @@ def test_analysis_notebook_rebuilds_the_table(store: dict[str, Any]) -> None:
     env = {**store["env"], "WORKBENCH_SWEEP": "reference_vs_description",
            "WORKBENCH_NOTEBOOK_FIGURE": str(figure)}  # fmt: skip
     old = dict(os.environ)
-    os.environ.update(env)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits this environment (no stray MLFLOW_TRACKING_URI)
     try:
         NotebookClient(
-            nb,
-            timeout=300,
-            kernel_name="python3",
+            nb, timeout=300, kernel_name="python3",
             resources={"metadata": {"path": str(store["root"])}},
-        ).execute()
+        ).execute()  # fmt: skip
     finally:
         os.environ.clear()
         os.environ.update(old)
