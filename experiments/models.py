@@ -160,36 +160,6 @@ def _litellm() -> Any:
     return litellm
 
 
-def _complete_first_line(llm: Any, prompt: str, gen: dict[str, Any]) -> tuple[str, dict[str, int]]:
-    """Text completion that skips leading blank lines before applying the stop strings.
-
-    Tiny models often open their answer with a newline; stopping there would record an empty
-    answer for a model that was about to reply. The stream is cut at the first stop string
-    that follows some non-blank text, so no token is generated past it.
-    """
-    stops = list(gen.get("stop") or [])
-    text = ""
-    n_out = 0
-    stream = llm.create_completion(
-        prompt,
-        max_tokens=gen["max_tokens"],
-        temperature=gen["temperature"],
-        stream=True,
-    )
-    for chunk in stream:
-        text += chunk["choices"][0]["text"]
-        n_out += 1
-        body = text.lstrip()
-        cut = min((i for i in (body.find(s) for s in stops) if i >= 0), default=-1)
-        if cut >= 0:
-            text = body[:cut]
-            break
-    else:
-        text = text.lstrip() if stops else text
-    n_in = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
-    return text, {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
-
-
 def _register_local_provider() -> None:
     litellm = _litellm()
     from litellm.llms.custom_llm import CustomLLM
@@ -220,7 +190,9 @@ def _register_local_provider() -> None:
             }
             if text_completion:
                 prompt = "".join(m["content"] for m in messages)
-                text, usage = _complete_first_line(llm, prompt, gen)
+                out = llm.create_completion(prompt, **gen)
+                text = out["choices"][0]["text"]
+                usage = out["usage"]
             else:
                 out = llm.create_chat_completion(messages=messages, **gen)
                 text = out["choices"][0]["message"]["content"]
