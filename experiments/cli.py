@@ -607,14 +607,35 @@ def ui(
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store."""
+    import contextlib
     import os
+    import signal
     import subprocess
 
     from experiments.tracking import load_config, ui_command
 
     cmd = ui_command(load_config(), port, host)
     typer.echo(f"MLflow UI on http://{host}:{port}  ({' '.join(cmd[3:])})", err=True)
-    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+    # The MLflow server forks workers and job consumers; run it as its own process group
+    # and take the whole group down with us, so no worker outlives the command.
+    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    raise typer.Exit(code)
 
 
 def main() -> None:

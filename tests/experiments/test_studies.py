@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -156,6 +157,7 @@ def test_mlflow_ui_shows_the_runs_in_headless_chromium(store: dict[str, Any]) ->
     ui = subprocess.Popen(
         [sys.executable, "-m", "experiments.cli", "ui", "--port", str(port)],
         env=store["env"], cwd=store["root"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.time() + 90
@@ -192,8 +194,15 @@ def test_mlflow_ui_shows_the_runs_in_headless_chromium(store: dict[str, Any]) ->
         keep.parent.mkdir(exist_ok=True)
         shutil.copy(shot, keep)
     finally:
-        ui.terminate()
+        ui.terminate()  # `workbench ui` takes its MLflow server's process group down with it
         try:
-            ui.wait(timeout=20)
+            ui.wait(timeout=30)
         except subprocess.TimeoutExpired:
             ui.kill()
+        time.sleep(1)
+        leftovers = subprocess.run(
+            ["pgrep", "-f", f"--port {port}"], capture_output=True, text=True
+        ).stdout.split()
+        for pid in leftovers:
+            os.kill(int(pid), signal.SIGKILL)
+        assert not leftovers, "the MLflow UI left processes behind"
