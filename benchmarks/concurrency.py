@@ -22,7 +22,9 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
 
 def main() -> None:
     catalog = Catalog(default_source())
-    spec = TrialSpec("cuad_audit_rights", parse_spec("base"), "openai/stub", limit=200)
+    spec = TrialSpec(
+        task="cuad_audit_rights", variant=parse_spec("base"), model="openai/stub", limit=200
+    )
     times = {}
     with StubOpenAI(latency=0.2) as stub:
         for conc in (1, 16):

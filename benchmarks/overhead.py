@@ -40,7 +40,9 @@ def main() -> None:
 
     catalog = Catalog(default_source())
     task = catalog.task(args.task)
-    spec = TrialSpec(args.task, parse_spec("base"), "local/smollm2", limit=args.n)
+    spec = TrialSpec(
+        task=args.task, variant=parse_spec("base"), model="local/smollm2", limit=args.n
+    )
     compiled = compile_prompt(spec.variant, task, "test")
     rows = select_rows(evaluation_rows(compiled.variant, task, "test")[0], args.n, spec.seed)
     prompts = [compiled.render(r) for r in rows]

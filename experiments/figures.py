@@ -17,7 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
-def _p_label(p: float) -> str:
+def _p_label(p: float | None) -> str:
+    if p is None:
+        return "incomplete"
     return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 
 
@@ -58,7 +60,9 @@ def draws_figure(
         draws = [o for o in outcomes if o.task == t and o.score is not None]
         ax.scatter([i] * len(draws), [o.score for o in draws], color="#4C72B0", s=22, zorder=2)
         rows = [r for r in table if r["task"] == t]
-        if rows:
+        if rows and rows[0]["p_value"] is None:
+            ax.text(i, 1.04, _p_label(None), ha="center", fontsize=7)
+        elif rows:
             r = rows[0]
             ax.scatter(
                 [i],

@@ -19,17 +19,29 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from experiments.runner import Scoring, TrialResult, TrialSpec, run_trial
+from experiments.secrets import redact, safe_url
 from promptlib.errors import WorkbenchError
 from promptlib.render import compile_prompt, heldout_guard
 from promptlib.tasks import Catalog, Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
 
 log = logging.getLogger("workbench.optimize")
-PARENT_ATTR = "mlflow_parent_run_id"
 SPLIT_ATTR = "heldout_indices"
+FAILURE_ATTR = "failure"
+
+
+class TrialIncomplete(Exception):
+    """Raised inside the objective so Optuna records the trial as FAIL (not as a score)."""
+
+
+class IncompleteEvaluation(WorkbenchError):
+    """The held-out evaluation has failed rows: no verdict is given. Rerunning retries them."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -182,10 +194,11 @@ def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
 
 
 def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: DevHeldout) -> Any:
-    """Create the study (and its MLflow parent run) once; later workers load both."""
+    """Create the study once (later workers load it) and find its MLflow parent run."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: a FAIL trial is reported by the workbench; Optuna would print its traceback
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     url = cfg.storage or "sqlite:///optuna.db"
     storage = _rdb_storage(url)
     name = _study_name(cfg)
@@ -198,23 +211,15 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
             sampler=_sampler(cfg, space),
             pruner=pruner,
         )
-        created = True
+        study.set_user_attr(SPLIT_ATTR, list(split.heldout))
     except optuna.exceptions.DuplicatedStudyError:
         study = optuna.load_study(
             study_name=name, storage=storage, sampler=_sampler(cfg, space), pruner=pruner
         )
-        created = False
-    if created:
-        parent = tracker.study_parent(
-            name,
-            {"task": cfg.task, "model": cfg.model, "method": cfg.method, "storage": _safe_url(url)},
-        )
-        study.set_user_attr(PARENT_ATTR, parent)
-        study.set_user_attr(SPLIT_ATTR, list(split.heldout))
     deadline = time.time() + 120
-    while PARENT_ATTR not in study.user_attrs:  # another worker is creating it right now
+    while SPLIT_ATTR not in study.user_attrs:  # another worker is creating it right now
         if time.time() > deadline:
-            raise WorkbenchError(f"study {name!r} has no MLflow parent run after 120 s")
+            raise WorkbenchError(f"study {name!r} has no held-out split recorded after 120 s")
         time.sleep(0.5)
         study = optuna.load_study(
             study_name=name, storage=storage, sampler=_sampler(cfg, space), pruner=pruner
@@ -225,6 +230,34 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
             "--split-seed and fraction, or a new --study name"
         )
     return study
+
+
+def _study_parent(cfg: OptimizeConfig, tracker: Any, study_key: str) -> str:
+    """The study's parent run in the *current* MLflow store (found by key, else created).
+
+    Keyed by the study's storage and name, so a study resumed against another MLflow store
+    gets its own parent there instead of pointing at a run that store lacks.
+    """
+    return str(
+        tracker.study_parent(
+            _study_name(cfg),
+            study_key,
+            {
+                "task": cfg.task,
+                "model": cfg.model,
+                "method": cfg.method,
+                "storage": safe_url(cfg.storage or "sqlite:///optuna.db"),
+            },
+        )
+    )
+
+
+def _study_key(cfg: OptimizeConfig) -> str:
+    import hashlib
+
+    storage = cfg.storage or f"sqlite:///{Path('optuna.db').resolve()}"
+    blob = json.dumps([safe_url(storage), _study_name(cfg), cfg.method])
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def _rdb_storage(url: str) -> Any:
@@ -240,15 +273,13 @@ def _rdb_storage(url: str) -> Any:
             if racing and attempt < 5:
                 time.sleep(0.5 * (attempt + 1))
                 continue
-            raise WorkbenchError(f"cannot open Optuna storage {_safe_url(url)!r}: {e}") from e
+            first = redact(text).strip().splitlines()
+            raise WorkbenchError(
+                f"cannot open Optuna storage {safe_url(url)!r} "
+                f"({first[0][:300] if first else type(e).__name__}); check --storage "
+                "(server running, credentials, driver: pip install -e '.[postgres]')"
+            ) from None
     raise AssertionError("unreachable")
-
-
-def _safe_url(url: str) -> str:
-    """A storage URL without its password, for logs and MLflow params."""
-    import re
-
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 @dataclass
@@ -259,6 +290,7 @@ class OptimizeReport:
     study: str
     n_trials: int
     n_pruned: int
+    n_failed: int
     best_variant: str
     best_variant_id: str
     best_params: dict[str, Any]
@@ -298,31 +330,81 @@ def optimize(
     rows = {r["index"]: r for r in task.rows(cfg.split)}
     heldout_rows = [rows[i] for i in split.heldout]
 
-    if cfg.method == "optuna":
-        study = _open_study(cfg, space, tracker, split)
-        parent = study.user_attrs[PARENT_ATTR]
-        with heldout_guard(cfg.task, heldout_rows):
-            _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
-        best = study.best_trial
-        best_variant = variant_from_params(best.params)
-        dev_score = float(best.value) if best.value is not None else None
-        n_trials = len(study.trials)
-        n_pruned = sum(t.state.name == "PRUNED" for t in study.trials)
-        best_params = dict(best.params)
-        study_name = study.study_name
-    else:
-        from experiments.dspy_programs import compile_dspy
+    parent = _study_parent(cfg, tracker, _study_key(cfg))
+    ok = False
+    try:
+        if cfg.method == "optuna":
+            study = _open_study(cfg, space, tracker, split)
+            with heldout_guard(cfg.task, heldout_rows):
+                _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
+            states = [t.state.name for t in study.trials]
+            n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
+            if "COMPLETE" not in states:
+                reasons = [t.user_attrs.get(FAILURE_ATTR) for t in study.trials]
+                first = next((r for r in reasons if r), "every trial was pruned")
+                raise IncompleteEvaluation(
+                    f"study {study.study_name!r}: no trial completed ({n_failed} failed, "
+                    f"{n_pruned} pruned; {first}); no winner to judge. Rerun the same command "
+                    "to retry the failed rows"
+                )
+            best = study.best_trial
+            best_variant = variant_from_params(best.params)
+            dev_score = float(best.value) if best.value is not None else None
+            best_params = dict(best.params)
+            study_name = study.study_name
+        else:
+            from experiments.dspy_programs import compile_dspy
 
-        parent = tracker.study_parent(
-            _study_name(cfg), {"task": cfg.task, "model": cfg.model, "method": cfg.method}
-        )
-        with heldout_guard(cfg.task, heldout_rows):
-            best_variant, dev_score, notes = compile_dspy(cfg, task, dev, lm, seed=cfg.seed)
-        space.notes.extend(notes)
-        n_trials, n_pruned, best_params = 1, 0, {"method": cfg.method}
-        study_name = _study_name(cfg)
+            with heldout_guard(cfg.task, heldout_rows):
+                best_variant, dev_score, notes = compile_dspy(cfg, task, dev, lm, seed=cfg.seed)
+            space.notes.extend(notes)
+            n_trials, n_pruned, n_failed, best_params = 1, 0, 0, {"method": cfg.method}
+            study_name = _study_name(cfg)
+        report = _verdict(cfg, catalog, lm, tracker, parent, task, split, rows, dev, cache,
+                          best_variant, dev_score, best_params)  # fmt: skip
+        ok = True
+    finally:
+        tracker.finish(parent, ok)
+    return OptimizeReport(
+        task=cfg.task,
+        model=cfg.model,
+        method=cfg.method,
+        study=study_name,
+        n_trials=n_trials,
+        n_pruned=n_pruned,
+        n_failed=n_failed,
+        best_variant=best_variant.label,
+        best_variant_id=best_variant.id,
+        best_params=best_params,
+        dev_score=dev_score,
+        heldout=report["heldout"],
+        base_heldout=report["base_heldout"],
+        p_value=report["p_value"],
+        test=report["test"],
+        heldout_indices=list(split.heldout),
+        n_dev=len(dev),
+        search_notes=space.notes,
+        prompt_registry=report["prompt_registry"],
+    )
 
-    # ---- the one look at held-out -----------------------------------------------------------
+
+def _verdict(
+    cfg: OptimizeConfig,
+    catalog: Catalog,
+    lm: Any,
+    tracker: Any,
+    parent: str,
+    task: Task,
+    split: DevHeldout,
+    rows: dict[str, dict[str, str]],
+    dev: list[str],
+    cache: Any,
+    best_variant: PromptVariant,
+    dev_score: float | None,
+    best_params: dict[str, Any],
+) -> dict[str, Any]:
+    """The one look at held-out; refused (IncompleteEvaluation) if any held-out row failed."""
+
     judged = split.heldout
     if cfg.heldout_limit and cfg.heldout_limit < len(judged):
         from experiments.runner import select_rows
@@ -331,7 +413,14 @@ def optimize(
         judged = tuple(r["index"] for r in sample)
     best_res = _evaluate(cfg, catalog, lm, best_variant, judged, cache)
     base_res = _evaluate(cfg, catalog, lm, PromptVariant(), judged, cache)
-    report_payload = {
+    failed = [(name, r) for name, r in (("best", best_res), ("base", base_res)) if not r.complete]
+    if failed:
+        what = "; ".join(f"{name} prompt: {r.failure_reason()}" for name, r in failed)
+        raise IncompleteEvaluation(
+            f"held-out evaluation incomplete ({what}); no verdict is given on partial data. "
+            "Rerun the same command: only the failed rows are sent again"
+        )
+    payload = {
         "best_variant": best_variant.label,
         "best_params": best_params,
         "dev_score": dev_score,
@@ -339,27 +428,9 @@ def optimize(
     }
     compiled = compile_prompt(best_variant, task, cfg.split)
     version = tracker.register_best(cfg.task, best_variant.label, compiled, "best")
-    tracker.log_study_summary(parent, report_payload)
-    return OptimizeReport(
-        task=cfg.task,
-        model=cfg.model,
-        method=cfg.method,
-        study=study_name,
-        n_trials=n_trials,
-        n_pruned=n_pruned,
-        best_variant=best_variant.label,
-        best_variant_id=best_variant.id,
-        best_params=best_params,
-        dev_score=dev_score,
-        heldout=report_payload["heldout"],
-        base_heldout=report_payload["base_heldout"],
-        p_value=report_payload["p_value"],
-        test=report_payload["test"],
-        heldout_indices=list(split.heldout),
-        n_dev=len(dev),
-        search_notes=space.notes,
-        prompt_registry=f"prompts:/{version.name}@best" if version is not None else None,
-    )
+    tracker.log_study_summary(parent, payload)
+    payload["prompt_registry"] = f"prompts:/{version.name}@best" if version is not None else None
+    return payload
 
 
 def _chunks(rows: list[str], n: int) -> list[list[str]]:
@@ -401,10 +472,22 @@ def _run_optuna(
         score = 0.0
         for step, rows in enumerate(_chunks(dev, cfg.chunks)):
             spec = TrialSpec(
-                cfg.task, variant, cfg.model, cfg.split, None, 0, cfg.scoring, rows=tuple(rows)
+                task=cfg.task,
+                variant=variant,
+                model=cfg.model,
+                split=cfg.split,
+                scoring=cfg.scoring,
+                rows=tuple(rows),
             )
             result = run_trial(spec, catalog, lm, cache=cache)
-            score = result.score if result.score is not None else 0.0
+            if not result.complete:
+                # Provider errors are not a bad prompt: the trial FAILs with the reason.
+                reason = f"{result.status}: {result.failure_reason()}"
+                trial.set_user_attr(FAILURE_ATTR, reason)
+                _log(tracker, parent, result, variant, task, trial, "FAIL", step)
+                raise TrialIncomplete(reason)
+            assert result.score is not None
+            score = result.score
             trial.report(score, step)
             if trial.should_prune():
                 _log(tracker, parent, result, variant, task, trial, "PRUNED", step)
@@ -413,7 +496,7 @@ def _run_optuna(
         _log(tracker, parent, result, variant, task, trial, "COMPLETE", cfg.chunks - 1)
         return score
 
-    study.optimize(objective, n_trials=cfg.n_trials, catch=())
+    study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,))
 
 
 def _log(
@@ -458,7 +541,14 @@ def _evaluate(
 
     allowed = {r["index"] for r in evaluation_rows(compiled.variant, task, cfg.split)[0]}
     keep = tuple(i for i in rows if i in allowed)
-    spec = TrialSpec(cfg.task, variant, cfg.model, cfg.split, None, 0, cfg.scoring, rows=keep)
+    spec = TrialSpec(
+        task=cfg.task,
+        variant=variant,
+        model=cfg.model,
+        split=cfg.split,
+        scoring=cfg.scoring,
+        rows=keep,
+    )
     return run_trial(spec, catalog, lm, cache=cache)
 
 
@@ -502,7 +592,7 @@ def report_text(r: OptimizeReport) -> str:
 
     lines = [
         f"task {r.task} · model {r.model} · method {r.method} · study {r.study}",
-        f"trials: {r.n_trials} ({r.n_pruned} pruned); dev rows {r.n_dev}; "
+        f"trials: {r.n_trials} ({r.n_pruned} pruned, {r.n_failed} failed); dev rows {r.n_dev}; "
         f"held-out rows {h['n']} (never seen by the search)",
         f"best variant: {r.best_variant}",
         f"dev score (search):        {f(r.dev_score)}",

@@ -1,11 +1,18 @@
 """Trials: one variant of one task through one model, cached, scored and saved.
 
-A `TrialSpec` (task, variant, model, split, limit, seed, scoring) is content-hashed into a
-trial id. `run_trial` renders the evaluation rows (demonstration rows left out), answers them
-from the response cache or the model, maps generations to labels the LegalBench way, and
-scores them with the task's official metric. A row whose call failed is kept as an error and
-makes the trial *incomplete*: its score is withheld rather than computed as if the model had
-answered. Rerunning the same trial retries only those rows; the rest come from the cache.
+A `TrialSpec` says what to run (task, variant, model, split, limit, seed, scoring, metric
+definition). `resolve_trial` binds it to the data and the model without calling it: the
+variant with its drawn demonstration rows, the evaluated rows, the model's identity (name,
+api_base, mode) and every decoding parameter. The trial id is the sha256 of all of that plus
+a fingerprint of the evaluated rows' content, so anything that can change an answer gives a
+new id, and resuming never reuses a result that no longer matches the request.
+
+`run_trial` answers the rows from the response cache or the model, maps generations to labels
+the LegalBench way, and scores them with the task's official metric. A row whose call failed
+is kept with its error, and the trial's `TrialStatus` says so: *complete* (every row
+answered), *incomplete* (some rows failed) or *failed* (no row answered). Only a complete
+trial has a score; the score on the answered rows is reported under its own name. Rerunning
+the same trial retries only the failed rows; the rest come from the cache.
 """
 
 from __future__ import annotations
@@ -14,15 +21,16 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from experiments.cache import ResponseCache, cache_key
+from experiments.files import atomic_write_dir
 from experiments.metrics import (
     METRICS,
     ClassReport,
@@ -40,6 +48,7 @@ from promptlib.tasks import Catalog, Task, TaskSpec
 from promptlib.variants import PromptVariant
 
 Scoring = Literal["generate", "loglik"]
+Definition = Literal["code", "paper"]
 Progress = Callable[[int, int], None]
 
 # Generation budgets, following the paper: short for classification, 150 tokens for
@@ -57,8 +66,28 @@ def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decodin
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
 
 
-@dataclass(frozen=True)
+class TrialStatus(StrEnum):
+    """What a trial's rows add up to; decided here only, carried to tracking and exit codes."""
+
+    COMPLETE = "complete"  # every row answered: the trial has a score
+    INCOMPLETE = "incomplete"  # some rows failed: no score; rerun to retry those rows
+    FAILED = "failed"  # no row answered
+
+    @classmethod
+    def of(cls, n_rows: int, n_errors: int) -> TrialStatus:
+        if n_errors == 0:
+            return cls.COMPLETE
+        return cls.FAILED if n_errors >= n_rows else cls.INCOMPLETE
+
+    @property
+    def ok(self) -> bool:
+        return self is TrialStatus.COMPLETE
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrialSpec:
+    """What to run. Its trial id needs the data and the model: see `resolve_trial`."""
+
     task: str
     variant: PromptVariant
     model: str
@@ -66,21 +95,59 @@ class TrialSpec:
     limit: int | None = None
     seed: int = 0
     scoring: Scoring = "generate"
+    definition: Definition = "code"
     rows: tuple[str, ...] | None = None  # explicit row indices (sweeps pair variants on these)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise WorkbenchError(f"limit must be at least 1, not {self.limit}")
+        if self.seed < 0:
+            raise WorkbenchError(f"seed must be an integer >= 0, not {self.seed}")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["variant"] = self.variant.to_dict()
-        if self.rows is None:
-            del d["rows"]  # keeps ids of plain trials stable
-        else:
-            d["rows"] = list(self.rows)
+        d["rows"] = None if self.rows is None else list(self.rows)
         return d
+
+
+def _sha256_json(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def rows_fingerprint(rows: Sequence[dict[str, str]]) -> str:
+    """sha256 of the evaluated rows' whole content (every column), in evaluation order."""
+    return _sha256_json([sorted(r.items()) for r in rows])
+
+
+@dataclass(frozen=True)
+class ResolvedTrial:
+    """A `TrialSpec` bound to the data and the model: everything that decides the answers."""
+
+    spec: TrialSpec
+    compiled: CompiledPrompt
+    rows: list[dict[str, str]]
+    excluded: list[str]
+    metric: str
+    lm_identity: dict[str, Any]
+    decoding: dict[str, Any]
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "spec": {**self.spec.to_dict(), "variant": self.compiled.variant.to_dict()},
+            "lm": self.lm_identity,
+            "decoding": self.decoding,
+            "metric": self.metric,
+            # the prompt as shown (instruction, demonstration texts, query template), so an
+            # edited prompt file or demonstration row gives a new trial too
+            "template": hashlib.sha256(self.compiled.template().encode("utf-8")).hexdigest(),
+            "rows": rows_fingerprint(self.rows),
+        }
 
     @property
     def id(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return _sha256_json(self.identity())
 
 
 @dataclass
@@ -102,6 +169,7 @@ class Prediction:
 @dataclass
 class TrialResult:
     spec: TrialSpec
+    trial_id: str
     variant_id: str
     metric: str
     predictions: list[Prediction]
@@ -113,28 +181,45 @@ class TrialResult:
     wall_time: float
     cost: float | None
     excluded_rows: list[str] = field(default_factory=list)
+    lm_identity: dict[str, Any] = field(default_factory=dict)
+    decoding: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_errors(self) -> int:
         return sum(p.error is not None for p in self.predictions)
 
     @property
+    def status(self) -> TrialStatus:
+        return TrialStatus.of(len(self.predictions), self.n_errors)
+
+    @property
     def complete(self) -> bool:
-        return self.n_errors == 0
+        return self.status.ok
+
+    def failure_reason(self) -> str:
+        """One line: how many rows failed, and the first error."""
+        errors = [p.error for p in self.predictions if p.error is not None]
+        if not errors:
+            return ""
+        return f"{len(errors)} of {len(self.predictions)} rows failed (first: {errors[0][:200]})"
 
     def summary(self) -> dict[str, Any]:
         preds = self.predictions
         return {
-            "trial_id": self.spec.id,
+            "trial_id": self.trial_id,
             "task": self.spec.task,
             "model": self.spec.model,
+            "api_base": self.lm_identity.get("api_base"),
+            "mode": self.lm_identity.get("mode"),
             "variant": self.spec.variant.label,
             "variant_id": self.variant_id,
             "split": self.spec.split,
             "limit": self.spec.limit,
             "seed": self.spec.seed,
             "scoring": self.spec.scoring,
-            "status": "complete" if self.complete else "incomplete",
+            "definition": self.spec.definition,
+            "decoding": self.decoding,
+            "status": str(self.status),
             "metric": self.metric,
             "score": self.score,
             "score_on_answered": self.score_on_answered,
@@ -170,18 +255,9 @@ def _correct(metric: str, generation: str, answer: str) -> bool:
     return METRICS[metric]([generation], [answer]) == 1.0
 
 
-def run_trial(
-    spec: TrialSpec,
-    catalog: Catalog,
-    lm: LM,
-    *,
-    cache: ResponseCache | None = None,
-    progress: Progress | None = None,
-    definition: Literal["code", "paper"] = "code",
-) -> TrialResult:
-    """Run one trial; never raises for a provider failure (those rows carry the error)."""
-    start = time.perf_counter()
-    metric = scorable_metric(spec.task, definition)  # a hand-graded task fails here, early
+def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
+    """Bind a spec to the data and the model (no model call): the trial's full identity."""
+    metric = scorable_metric(spec.task, spec.definition)  # a hand-graded task fails here, early
     task = catalog.task(spec.task)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
@@ -198,6 +274,38 @@ def run_trial(
         rows = select_rows(rows, spec.limit, spec.seed)
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
+    if spec.scoring == "loglik":
+        labels = task.spec.labels
+        if not labels:
+            raise WorkbenchError(
+                f"log-likelihood scoring needs a label set; task {task.name!r} is "
+                f"{task.spec.task_type}: use --scoring generate"
+            )
+        lm_identity: dict[str, Any] = {"model": spec.model, "mode": "loglik"}
+        decoding: dict[str, Any] = {
+            "loglik": "sum",
+            "continuations": [compiled.answer_join + label for label in labels],
+        }
+    else:
+        lm_identity = dict(lm.cache_identity())
+        decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
+    return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding)
+
+
+def run_trial(
+    spec: TrialSpec | ResolvedTrial,
+    catalog: Catalog,
+    lm: LM,
+    *,
+    cache: ResponseCache | None = None,
+    progress: Progress | None = None,
+) -> TrialResult:
+    """Run one trial; never raises for a provider failure (those rows carry the error)."""
+    start = time.perf_counter()
+    resolved = spec if isinstance(spec, ResolvedTrial) else resolve_trial(spec, catalog, lm)
+    spec = resolved.spec
+    task = catalog.task(spec.task)
+    compiled, rows, metric = resolved.compiled, resolved.rows, resolved.metric
     prompts = [compiled.render(r) for r in rows]
     labels = task.spec.labels
     if spec.scoring == "loglik":
@@ -231,23 +339,26 @@ def run_trial(
     answered = [p for p in preds if p.generation is not None]
     gens = [p.generation or "" for p in answered]
     answers = [p.answer for p in answered]
-    on_answered = score(spec.task, gens, answers, definition) if answered else None
+    on_answered = score(spec.task, gens, answers, spec.definition) if answered else None
     report = class_report(gens, answers, labels) if (labels and answered) else None
     costs = [c.cost for c in completions if c.cost is not None]
-    complete = len(answered) == len(preds)
+    status = TrialStatus.of(len(preds), len(preds) - len(answered))
     return TrialResult(
         spec=spec,
+        trial_id=resolved.id,
         variant_id=compiled.variant.id,
         metric=metric,
         predictions=preds,
-        score=on_answered if complete else None,
+        score=on_answered if status.ok else None,
         score_on_answered=on_answered,
         report=report,
         model_calls=sum(not h for h in hits),
         cache_hits=sum(hits),
         wall_time=time.perf_counter() - start,
         cost=sum(costs) if costs else None,
-        excluded_rows=excluded,
+        excluded_rows=resolved.excluded,
+        lm_identity=resolved.lm_identity,
+        decoding=resolved.decoding,
     )
 
 
@@ -305,11 +416,7 @@ def _loglik(
 ) -> tuple[list[Completion], list[bool]]:
     """Pick the label with the highest log-likelihood as a continuation of the prompt."""
     labels = task.spec.labels
-    if not labels:
-        raise WorkbenchError(
-            f"log-likelihood scoring needs a label set; task {task.name!r} is "
-            f"{task.spec.task_type}: use --scoring generate"
-        )
+    assert labels, "resolve_trial checks the label set"
     conts = [compiled.answer_join + label for label in labels]
     identity = {"model": spec.model, "mode": "loglik", "continuations": conts}
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
@@ -345,25 +452,18 @@ def runs_dir() -> Path:
     return Path(os.environ.get("WORKBENCH_RUNS_DIR") or "runs")
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_trial(result: TrialResult, root: Path | None = None) -> Path:
-    """Write predictions.jsonl and summary.json under runs/<trial_id>/, each atomically."""
-    out = (root or runs_dir()) / result.spec.id
+    """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe."""
+    out = (root or runs_dir()) / result.trial_id
     lines = "".join(
         json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
     )
-    _atomic_write(out / "predictions.jsonl", lines)
     summary = {**result.summary(), "spec": result.spec.to_dict()}
-    _atomic_write(out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
+    atomic_write_dir(
+        out,
+        {
+            "predictions.jsonl": lines,
+            "summary.json": json.dumps(summary, indent=1, ensure_ascii=False),
+        },
+    )
     return out

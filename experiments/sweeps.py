@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ _KEYS = {
     "scoring": str,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
+SPLITS = ("train", "test")
+MIN_RESAMPLES = 100
+# A sweep's name becomes a folder under reports/ and an MLflow experiment: no path tricks.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class SpecError(WorkbenchError):
@@ -108,11 +113,35 @@ def load_spec(path: str | Path) -> SweepSpec:
                 f"{where}: unknown field {key!r}{did_you_mean(str(key), _KEYS)} "
                 f"(fields: {', '.join(_KEYS)})"
             )
-        if value is not None and not isinstance(value, _KEYS[key]):  # type: ignore[arg-type]
+        wrong_bool = isinstance(value, bool) and _KEYS[key] is int
+        if value is not None and (
+            wrong_bool or not isinstance(value, _KEYS[key])  # type: ignore[arg-type]
+        ):
             raise SpecError(f"{where}: field {key!r} has the wrong type ({type(value).__name__})")
     for key in ("name", "tasks"):
         if not doc.get(key):
             raise SpecError(f"{where}: field {key!r} is required")
+    name = str(doc["name"])
+    if not _NAME.match(name) or ".." in name:
+        raise SpecError(
+            f"{where}: name {name!r} must be letters, digits, '_', '-' or '.', starting with a "
+            "letter or digit (it names a folder under reports/ and an MLflow experiment)"
+        )
+    for key in ("tasks", "models", "requires"):
+        _no_duplicates(where, key, doc.get(key) or [])
+    split = doc.get("split", "test")
+    if split not in SPLITS:
+        raise SpecError(f"{where}: split must be train or test, not {split!r}")
+    n_resamples = doc.get("n_resamples", 1000)
+    if n_resamples < MIN_RESAMPLES:
+        raise SpecError(
+            f"{where}: n_resamples must be at least {MIN_RESAMPLES}, not {n_resamples} "
+            "(a Monte Carlo p-value is never below 1/(R+1); the paper used 1000)"
+        )
+    if doc.get("limit") is not None and doc["limit"] < 1:
+        raise SpecError(f"{where}: limit must be at least 1, not {doc['limit']}")
+    if doc.get("sample_seed", 0) < 0:
+        raise SpecError(f"{where}: sample_seed must be >= 0, not {doc['sample_seed']}")
     fixed = dict(doc.get("fixed") or {})
     axes = dict(doc.get("axes") or {})
     for axis in [*fixed, *axes]:
@@ -124,6 +153,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     for axis, levels in axes.items():
         if not isinstance(levels, list) or not levels:
             raise SpecError(f"{where}: axes.{axis} must be a non-empty list of levels")
+        _no_duplicates(where, f"axes.{axis}", levels)
+    for axis in set(fixed) & set(axes):
+        raise SpecError(f"{where}: axis {axis!r} is both fixed and varied; keep one")
     variants = _expand(where, fixed, axes)
     names = [v.name for v in variants]
     comparisons = _comparisons(where, doc.get("comparisons", "all_pairs"), names)
@@ -135,21 +167,30 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise SpecError(f"{where}: scoring must be generate or loglik, not {scoring!r}")
     return SweepSpec(
         path=where,
-        name=str(doc["name"]),
+        name=name,
         description=str(doc.get("description", "")).strip(),
         tasks=tuple(str(t) for t in doc["tasks"]),
         requires=tuple(str(r) for r in doc.get("requires") or ()),
         models=tuple(str(m) for m in doc.get("models") or (DEFAULT_MODEL,)),
-        split=str(doc.get("split", "test")),
+        split=str(split),
         limit=doc.get("limit"),
         sample_seed=int(doc.get("sample_seed", 0)),
         variants=tuple(variants),
         comparisons=comparisons,
-        n_resamples=int(doc.get("n_resamples", 1000)),
+        n_resamples=int(n_resamples),
         correction=correction,
         scoring=scoring,
         raw=doc,
     )
+
+
+def _no_duplicates(where: str, field_name: str, items: list[Any]) -> None:
+    seen: set[str] = set()
+    for item in items:
+        key = str(item)
+        if key in seen:
+            raise SpecError(f"{where}: {field_name} lists {key!r} twice; list it once")
+        seen.add(key)
 
 
 def _expand(where: str, fixed: dict[str, Any], axes: dict[str, list[Any]]) -> list[NamedVariant]:
@@ -185,7 +226,12 @@ def _comparisons(where: str, raw: Any, names: list[str]) -> tuple[tuple[str, str
                     f"{where}: comparison names unknown variant {n!r}"
                     f"{did_you_mean(str(n), names)} (variants: {', '.join(names)})"
                 )
-        pairs.append((str(item[0]), str(item[1])))
+        a, b = str(item[0]), str(item[1])
+        if a == b:
+            raise SpecError(f"{where}: comparison [{a}, {b}] compares a variant with itself")
+        if (a, b) in pairs or (b, a) in pairs:
+            raise SpecError(f"{where}: comparison [{a}, {b}] is listed twice")
+        pairs.append((a, b))
     return tuple(pairs)
 
 
@@ -258,18 +304,33 @@ class TrialOutcome:
     variant: str
     trial_id: str
     run_id: str
-    score: float | None
+    status: str  # a TrialStatus value
+    n_errors: int
+    score: float | None  # the official score; None unless the trial is complete
+    indices: list[str]
     answers: list[str]
     outputs: list[str | None]  # normalised generations; None where the call failed
-    correct: list[bool]
+    correct: list[bool | None]
     resumed: bool
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    model: str
+    planned: PlannedTask
+    variant: NamedVariant
+    spec: Any  # TrialSpec
 
 
 def trial_plan(
     spec: SweepSpec,
     planned: list[PlannedTask],
     models: tuple[str, ...],
-) -> list[tuple[str, PlannedTask, NamedVariant, Any]]:
+) -> list[PlannedTrial]:
     """Every (model, task, variant) trial of the sweep, in run order."""
     from experiments.runner import TrialSpec
 
@@ -280,17 +341,27 @@ def trial_plan(
                 continue
             for nv in spec.variants:
                 ts = TrialSpec(
-                    pt.task,
-                    nv.variant,
-                    model,
-                    spec.split,
-                    None,
-                    spec.sample_seed,
-                    spec.scoring,  # type: ignore[arg-type]
+                    task=pt.task,
+                    variant=nv.variant,
+                    model=model,
+                    split=spec.split,
+                    seed=spec.sample_seed,
+                    scoring=spec.scoring,  # type: ignore[arg-type]
                     rows=pt.rows,
                 )
-                out.append((model, pt, nv, ts))
+                out.append(PlannedTrial(model, pt, nv, ts))
     return out
+
+
+def sweep_id(
+    spec: SweepSpec, lm_identities: list[dict[str, Any]], tasks: list[str], limit: int | None
+) -> str:
+    """The sweep's identity: spec, each model's identity (name, api_base, mode), tasks, limit."""
+    blob = json.dumps(
+        {"spec": spec.id, "models": lm_identities, "tasks": tasks, "limit": limit},
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def run_sweep(
@@ -306,19 +377,23 @@ def run_sweep(
     progress: Any = None,
     reports_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) a sweep, log it to the tracker, and test its comparisons."""
-    from experiments.metrics import normalize
-    from experiments.runner import run_trial
+    """Run (or resume) a sweep, log it to the tracker, and test its comparisons.
+
+    Each trial is claimed before it runs (see `Tracker.claim`): one already FINISHED is read
+    back; one a peer process is running is left for later and waited for at the end. An
+    incomplete trial's run ends FAILED and its comparisons get no p-value; the parent ends
+    FINISHED only when every trial is complete.
+    """
+    from experiments.runner import resolve_trial, run_trial
 
     models = models or spec.models
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
-    trials = trial_plan(spec, planned, models)
-    sweep_id = hashlib.sha256(
-        json.dumps(
-            {"spec": spec.id, "models": models, "tasks": [p.task for p in planned], "limit": limit},
-            sort_keys=True,
-        ).encode()
-    ).hexdigest()
+    plan = trial_plan(spec, planned, models)
+    lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
+    resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
+    sid = sweep_id(
+        spec, [lms[m].cache_identity() for m in models], [p.task for p in planned], limit
+    )
     params = {
         "spec": spec.path,
         "models": ",".join(models),
@@ -328,86 +403,129 @@ def run_sweep(
         "correction": spec.correction,
         "variants": ";".join(v.name for v in spec.variants),
     }
-    parent = tracker.parent_run(spec.name, sweep_id, params)
-    done = tracker.finished_trials(parent)
-    outcomes: list[TrialOutcome] = []
-    lms: dict[str, Any] = {}
+    parent = tracker.parent_run(spec.name, sid, params)
+    outcomes: dict[int, TrialOutcome] = {}
     ok = False
     try:
-        for n, (model, pt, nv, ts) in enumerate(trials, 1):
-            if progress:
-                progress(n - 1, len(trials), f"{pt.task} · {nv.name} · {model}")
-            if ts.id in done:
-                run_id = done[ts.id]
-                preds = tracker.load_predictions(run_id)
-                score = tracker.run_metrics(run_id).get("score")
-                resumed = True
-            else:
-                if model not in lms:
-                    lms[model] = lm_factory(model)
-                result = run_trial(ts, catalog, lms[model], cache=cache)
-                task = catalog.task(pt.task)
-                compiled = _compiled(nv, task, spec.split)
-                rows_by_id = {r["index"]: r for r in task.rows(spec.split)}
-                run_id = tracker.log_trial(
-                    parent,
-                    result,
-                    compiled,
-                    [rows_by_id[i] for i in pt.rows],
-                    nv.name,
-                    {"sweep": spec.name},
-                    source=str(task.files.split_path(spec.split)),
-                )
-                preds = [vars(p) for p in result.predictions]
-                score = result.score
-                resumed = False
-            outcomes.append(
-                TrialOutcome(
-                    pt.task,
-                    model,
-                    nv.name,
-                    ts.id,
-                    run_id,
-                    score,
-                    [normalize(p["answer"]) for p in preds],
-                    [
-                        None if p["generation"] is None else normalize(p["generation"])
-                        for p in preds
-                    ],
-                    [bool(p["correct"]) for p in preds],
-                    resumed,
-                )
-            )
+        pending = list(range(len(plan)))
+        for wait in (False, True):  # first pass skips trials a peer is running; second waits
+            deferred = []
+            for i in pending:
+                t, rt = plan[i], resolved[i]
+                if progress:
+                    progress(
+                        len(outcomes), len(plan), f"{t.planned.task} · {t.variant.name} · {t.model}"
+                    )
+                with tracker.claim(parent, rt.id, wait=wait) as claim:
+                    if claim is None:
+                        deferred.append(i)
+                        continue
+                    if claim.startswith("done:"):
+                        run_id = claim.removeprefix("done:")
+                        outcomes[i] = _outcome(
+                            t,
+                            rt.id,
+                            run_id,
+                            tracker.load_predictions(run_id),
+                            "complete",
+                            tracker.run_metrics(run_id).get("score"),
+                            True,
+                        )
+                        continue
+                    result = run_trial(rt, catalog, lms[t.model], cache=cache)
+                    task = catalog.task(t.planned.task)
+                    run_id = tracker.log_trial(
+                        parent,
+                        result,
+                        rt.compiled,
+                        rt.rows,
+                        t.variant.name,
+                        {"sweep": spec.name},
+                        source=str(task.files.split_path(spec.split)),
+                    )
+                    outcomes[i] = _outcome(
+                        t,
+                        rt.id,
+                        run_id,
+                        [vars(p) for p in result.predictions],
+                        str(result.status),
+                        result.score,
+                        False,
+                    )
+            pending = deferred
+        ordered = [outcomes[i] for i in range(len(plan))]
         if progress:
-            progress(len(trials), len(trials), "comparisons")
-        table, across = compare(spec, outcomes, catalog)
-        figures = _figures(spec, outcomes, table, catalog)
+            progress(len(plan), len(plan), "comparisons")
+        table, across = compare(spec, ordered, catalog)
+        figures = _figures(spec, ordered, table, catalog)
+        incomplete = [
+            {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
+             "status": o.status, "n_errors": o.n_errors, "n": len(o.indices)}
+            for o in ordered if not o.complete
+        ]  # fmt: skip
+        doc = {"comparisons": table, "across_tasks": across, "incomplete": incomplete}
         if reports_dir is not None:
-            out = reports_dir / spec.name
-            out.mkdir(parents=True, exist_ok=True)
-            for filename, fig in figures.items():
-                fig.savefig(out / filename, dpi=120)
-            (out / "comparisons.json").write_text(
-                json.dumps({"comparisons": table, "across_tasks": across}, indent=1)
-            )
-        tracker.log_comparisons(parent, table, figures)
-        ok = True
+            _write_report(reports_dir / spec.name, doc, figures)
+        tracker.log_comparisons(parent, doc, figures)
+        ok = not incomplete
     finally:
         tracker.finish(parent, ok)
     return {
         "sweep": spec.name,
-        "sweep_id": sweep_id,
+        "sweep_id": sid,
         "parent_run_id": parent,
-        "trials": len(trials),
-        "resumed": sum(o.resumed for o in outcomes),
+        "status": "complete" if ok else "incomplete",
+        "trials": len(plan),
+        "resumed": sum(o.resumed for o in ordered),
         "skipped": [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped],
+        "incomplete": incomplete,
         "comparisons": table,
         "across_tasks": across,
     }
 
 
-def _compiled(nv: NamedVariant, task: Any, split: str) -> Any:
-    return compile_prompt(nv.variant, task, split)
+def _outcome(
+    t: PlannedTrial,
+    trial_id: str,
+    run_id: str,
+    preds: list[dict[str, Any]],
+    status: str,
+    score: float | None,
+    resumed: bool,
+) -> TrialOutcome:
+    from experiments.metrics import normalize
+
+    return TrialOutcome(
+        task=t.planned.task,
+        model=t.model,
+        variant=t.variant.name,
+        trial_id=trial_id,
+        run_id=run_id,
+        status=status,
+        n_errors=sum(p.get("error") is not None for p in preds),
+        score=score if status == "complete" else None,
+        indices=[str(p["index"]) for p in preds],
+        answers=[normalize(p["answer"]) for p in preds],
+        outputs=[None if p["generation"] is None else normalize(p["generation"]) for p in preds],
+        correct=[p["correct"] for p in preds],
+        resumed=resumed,
+    )
+
+
+def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> None:
+    """reports/<sweep>/: figures, comparisons.json and .csv, each written atomically."""
+    import io
+
+    from experiments.files import atomic_write_bytes, atomic_write_text
+    from experiments.tracking import comparisons_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    for filename, fig in figures.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=120, format="png")
+        atomic_write_bytes(out / filename, buf.getvalue())
+    atomic_write_text(out / "comparisons.json", json.dumps(doc, indent=1, default=str))
+    atomic_write_text(out / "comparisons.csv", comparisons_csv(doc["comparisons"]))
 
 
 def _pairs(spec: SweepSpec, scores: dict[str, float | None]) -> list[tuple[str, str]]:
@@ -423,10 +541,28 @@ def _pairs(spec: SweepSpec, scores: dict[str, float | None]) -> list[tuple[str, 
     return list(spec.comparisons)  # type: ignore[arg-type]
 
 
+def _untested(model: str, task: str, a: TrialOutcome, b: TrialOutcome) -> dict[str, Any]:
+    why = "; ".join(
+        f"{o.variant} {o.status} ({o.n_errors} of {len(o.indices)} rows failed)"
+        for o in (a, b)
+        if not o.complete
+    )
+    return {
+        "model": model, "task": task, "a": a.variant, "b": b.variant, "status": why,
+        "metric": None, "score_a": a.score, "score_b": b.score, "statistic": None,
+        "p_value": None, "exact": None, "n_resamples": None, "n": None, "n_discordant": None,
+        "ci_low": None, "ci_high": None, "mde_80": None, "test": None,
+    }  # fmt: skip
+
+
 def compare(
     spec: SweepSpec, outcomes: list[TrialOutcome], catalog: Catalog
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Paired permutation tests per (model, task, pair), corrected across the sweep."""
+    """Paired permutation tests per (model, task, pair), corrected across the sweep.
+
+    Rows are paired by row index. A pair involving an incomplete trial is listed with its
+    status and no p-value: failed rows are never scored as wrong answers.
+    """
     from experiments import stats
 
     table: list[dict[str, Any]] = []
@@ -435,16 +571,38 @@ def compare(
         groups.setdefault((o.model, o.task), {})[o.variant] = o
     for (model, task), by_variant in groups.items():
         metric = catalog.task(task).spec.metric
+        if spec.comparisons == "best_vs_worst" and not all(o.complete for o in by_variant.values()):
+            # the best and worst cannot be chosen among draws that lack a score
+            names = list(by_variant)
+            table.append(_untested(model, task, by_variant[names[0]], by_variant[names[-1]]))
+            table[-1]["a"], table[-1]["b"] = "best", "worst"
+            table[-1]["status"] = "; ".join(
+                f"{o.variant} {o.status} ({o.n_errors} of {len(o.indices)} rows failed)"
+                for o in by_variant.values() if not o.complete
+            )  # fmt: skip
+            continue
         scores = {k: v.score for k, v in by_variant.items()}
         for a, b in _pairs(spec, scores):
             oa, ob = by_variant[a], by_variant[b]
+            if not (oa.complete and ob.complete):
+                table.append(_untested(model, task, oa, ob))
+                continue
+            pos_b = {idx: j for j, idx in enumerate(ob.indices)}
+            if set(pos_b) != set(oa.indices):
+                raise WorkbenchError(
+                    f"{task} ({model}): {a} and {b} were evaluated on different rows; "
+                    "rerun the sweep (its trials are paired on the same rows)"
+                )
+            order = [pos_b[idx] for idx in oa.indices]
+            ob_outputs = [ob.outputs[j] for j in order]
+            ob_correct = [ob.correct[j] for j in order]
             test_metric: stats.MetricName
             if metric == "balanced_accuracy":
-                y, pa, pb, test_metric = oa.answers, oa.outputs, ob.outputs, "balanced_accuracy"
+                y, pa, pb, test_metric = oa.answers, oa.outputs, ob_outputs, "balanced_accuracy"
             else:  # other metrics: test per-row correctness, stated as such
                 y = ["1"] * len(oa.correct)
                 pa = ["1" if c else "0" for c in oa.correct]
-                pb = ["1" if c else "0" for c in ob.correct]
+                pb = ["1" if c else "0" for c in ob_correct]
                 test_metric = "accuracy"
             res = stats.paired_permutation_test(
                 y,
@@ -462,6 +620,7 @@ def compare(
                     "task": task,
                     "a": a,
                     "b": b,
+                    "status": "tested",
                     "metric": test_metric,
                     "score_a": oa.score,
                     "score_b": ob.score,
@@ -477,28 +636,25 @@ def compare(
                     "test": res.test,
                 }
             )
-    ps = [row["p_value"] for row in table]
+    tested = [row for row in table if row["p_value"] is not None]
+    ps = [row["p_value"] for row in tested]
     holm = stats.holm(ps) if ps else []
     bh = stats.benjamini_hochberg(ps) if ps else []
-    for row, ph, pb_ in zip(table, holm, bh, strict=True):
+    for row in table:
+        row["p_holm"] = row["p_bh"] = row["p_corrected"] = None
+    for row, ph, pb_ in zip(tested, holm, bh, strict=True):
         row["p_holm"] = ph
         row["p_bh"] = pb_
         row["p_corrected"] = ph if spec.correction == "holm" else pb_
     across: list[dict[str, Any]] = []
     if isinstance(spec.comparisons, tuple):
         for a, b in spec.comparisons:
-            for model in {o.model for o in outcomes}:
+            for model in sorted({o.model for o in outcomes}):
                 rows = [r for r in table if r["a"] == a and r["b"] == b and r["model"] == model]
-                sa = [
-                    r["score_a"]
-                    for r in rows
-                    if r["score_a"] is not None and r["score_b"] is not None
-                ]
-                sb = [
-                    r["score_b"]
-                    for r in rows
-                    if r["score_a"] is not None and r["score_b"] is not None
-                ]
+                if any(r["p_value"] is None for r in rows):
+                    continue  # a task is incomplete: no across-task test on a partial set
+                sa = [r["score_a"] for r in rows]
+                sb = [r["score_b"] for r in rows]
                 if len(sa) >= 2 and any(x != y for x, y in zip(sa, sb, strict=True)):
                     t = stats.paired_t_across_tasks(sa, sb)
                     w = stats.wilcoxon_across_tasks(sa, sb)

@@ -1,5 +1,20 @@
 """MLflow tracking: the only module that imports mlflow.
 
+Everything goes through an `MlflowClient` bound to the configured store: runs are created
+with their parent tag, logged with `log_batch`, and ended with `set_terminated` in the state
+that tells the truth. There is no fluent `start_run`, so no process-global active run and no
+context exit that marks a parent FINISHED behind our back.
+
+Run states: a trial's child run ends FINISHED when the trial is complete and FAILED when some
+rows failed (its official score is then absent; `score_on_answered` and `n_errors` say what
+happened). A sweep's parent is RUNNING while the sweep runs, FINISHED only when every trial
+is complete and the comparisons are logged, FAILED otherwise; after a kill it stays RUNNING,
+never FINISHED.
+
+Concurrency: trials are claimed with a lock file per (store, trial) before a child run is
+created, so two invocations of one sweep on one machine share the work and never delete each
+other's in-flight runs; at most one FINISHED run per trial is kept whatever runs at once.
+
 One parent run per sweep, one child run per trial. A child run carries every variant axis
 as a param, the variant and trial ids, git commit and package versions as tags, the scores
 as metrics, and as artifacts one rendered prompt, the predictions table and a confusion
@@ -13,12 +28,16 @@ prompt registry on/off); `MLFLOW_TRACKING_URI` overrides the URI.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import json
 import os
 import re
 import subprocess
+import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from experiments.secrets import redact, safe_url
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -36,7 +56,9 @@ KIND = "workbench.kind"
 SWEEP_ID = "workbench.sweep_id"
 SWEEP_NAME = "workbench.sweep"
 TRIAL_ID = "workbench.trial_id"
+TRIAL_STATUS = "workbench.status"
 VARIANT_ID = "workbench.variant_id"
+STUDY = "workbench.study"
 PARENT = "mlflow.parentRunId"
 
 
@@ -85,15 +107,87 @@ def load_config(path: str | Path | None = None) -> TrackingConfig:
     )
 
 
-def _mlflow(config: TrackingConfig) -> Any:
+class TrackingError(WorkbenchError):
+    """The tracking store cannot be reached or used; the message says which and what to do."""
+
+
+# Short client-side retries: a wrong URL should fail in seconds, not after minutes.
+_FAST_FAIL_ENV = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+    "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE": "600",
+}
+
+
+def _quiet_mlflow() -> Any:
     import logging
 
     import mlflow
 
     logging.getLogger("mlflow").setLevel(logging.ERROR)
     logging.getLogger("alembic").setLevel(logging.ERROR)
-    mlflow.set_tracking_uri(config.tracking_uri)
     return mlflow
+
+
+def _lock_dir(config: TrackingConfig) -> Path:
+    """Where this store's lock files live: beside a SQLite file, else in the user cache."""
+    uri = config.tracking_uri
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+        return db.parent / f".{db.name}.locks"
+    from experiments.cache import cache_dir
+
+    digest = hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
+    return cache_dir() / "locks" / digest
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, timeout: float = -1) -> Iterator[bool]:
+    """Hold an OS file lock; yields False when `timeout` passed without getting it."""
+    import filelock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+def _store_error(config: TrackingConfig, e: BaseException) -> TrackingError:
+    first = redact(str(e)).strip().splitlines()
+    reason = first[0][:300] if first else type(e).__name__
+    return TrackingError(
+        f"cannot use the MLflow tracking store {safe_url(config.tracking_uri)} ({reason}); "
+        f"check tracking_uri in {config.source} or MLFLOW_TRACKING_URI (server running, "
+        "credentials right, folder writable)"
+    )
+
+
+def open_client(config: TrackingConfig) -> Any:
+    """An MlflowClient on the store, checked with one cheap call, failing fast and in one line.
+
+    Creating a fresh SQLite store runs MLflow's migrations; two processes doing it at once
+    collide ("duplicate column name"), so that first contact is serialised by a lock file.
+    """
+    for key, value in _FAST_FAIL_ENV.items():
+        os.environ.setdefault(key, value)
+    mlflow = _quiet_mlflow()
+    try:
+        with _file_lock(_lock_dir(config) / "store.lock"):
+            client = mlflow.MlflowClient(tracking_uri=config.tracking_uri)
+            client.search_experiments(max_results=1)
+    except WorkbenchError:
+        raise
+    except Exception as e:  # any store failure: unreachable, auth, schema, disk
+        raise _store_error(config, e) from None
+    return client
 
 
 def _git_commit() -> str:
@@ -125,108 +219,209 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-./]+", "_", text).strip("_")
 
 
+def _retrying(what: str, fn: Any, attempts: int = 4) -> Any:
+    """Retry a store write that can lose a race with a peer (unique-constraint collisions)."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as e:
+            text = str(e)
+            racing = any(
+                k in text
+                for k in (
+                    "IntegrityError",
+                    "UNIQUE constraint",
+                    "UniqueViolation",
+                    "already exists",
+                )
+            )
+            if not racing or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError(what)
+
+
 class Tracker:
-    """Sweep tracking in MLflow: find-or-create, resume, log."""
+    """Sweep and study tracking in MLflow through one client: find-or-create, resume, log."""
 
     def __init__(self, config: TrackingConfig | None = None) -> None:
         self.config = config or load_config()
-        self.mlflow = _mlflow(self.config)
-        self.client = self.mlflow.MlflowClient()
+        self.client = open_client(self.config)
+        self.mlflow = _quiet_mlflow()
         self.commit = _git_commit()
 
     # ---- experiments and parent runs -----------------------------------------------------
-    def experiment_id(self, sweep_name: str) -> str:
-        name = f"{self.config.experiment_prefix}/{sweep_name}"
+    def experiment_id(self, name_suffix: str) -> str:
+        name = f"{self.config.experiment_prefix}/{name_suffix}"
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             return str(exp.experiment_id)
-        return str(self.client.create_experiment(name, artifact_location=self._artifacts_for(name)))
+        try:
+            return str(
+                self.client.create_experiment(name, artifact_location=self._artifacts_for(name))
+            )
+        except Exception:  # a peer created it a moment ago
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return str(exp.experiment_id)
 
     def _artifacts_for(self, name: str) -> str | None:
         if not self.config.artifact_location:
             return None
         return self.config.artifact_location.rstrip("/") + "/" + safe_name(name)
 
-    def parent_run(self, sweep_name: str, sweep_id: str, params: dict[str, Any]) -> str:
-        """The sweep's parent run: reused if this sweep ran before (resume), else created."""
-        exp = self.experiment_id(sweep_name)
-        found = self.client.search_runs(
-            [exp],
-            filter_string=f"tags.`{SWEEP_ID}` = '{sweep_id}' and tags.`{KIND}` = 'sweep'",
-            max_results=1,
-        )
-        if found:
-            run_id = str(found[0].info.run_id)
-            if found[0].info.status != "RUNNING":
-                self.client.update_run(run_id, status="RUNNING")
-            return run_id
-        run = self.client.create_run(
-            exp,
-            run_name=sweep_name,
-            tags={
-                KIND: "sweep",
-                SWEEP_ID: sweep_id,
-                SWEEP_NAME: sweep_name,
-                "git.commit": self.commit,
-                **_versions(),
-            },
-        )
-        for key, value in params.items():
-            self.client.log_param(run.info.run_id, key, _param(value))
-        return str(run.info.run_id)
+    def artifact_dir(self) -> Path | None:
+        """The local artifact folder, when artifacts are stored on this machine."""
+        loc = self.config.artifact_location
+        if loc and loc.startswith("file://"):
+            from urllib.parse import unquote, urlparse
 
-    def study_parent(self, study_name: str, params: dict[str, Any]) -> str:
-        """A new parent run for an optimisation study (one per study, made by its creator)."""
+            return Path(unquote(urlparse(loc).path))
+        return None
+
+    def _create_run(
+        self, experiment_id: str, name: str, tags: dict[str, str], params: dict[str, Any]
+    ) -> str:
+        from mlflow.entities import Param
+
+        run = self.client.create_run(experiment_id, run_name=name, tags=tags)
+        run_id = str(run.info.run_id)
+        if params:
+            self.client.log_batch(run_id, params=[Param(k, _param(v)) for k, v in params.items()])
+        return run_id
+
+    def parent_run(self, sweep_name: str, sweep_id: str, params: dict[str, Any]) -> str:
+        """The sweep's parent run, RUNNING: reused if this sweep ran before (resume), else new."""
+        exp = self.experiment_id(sweep_name)
+        with _file_lock(_lock_dir(self.config) / f"sweep-{sweep_id[:32]}.parent.lock"):
+            found = self.client.search_runs(
+                [exp],
+                filter_string=f"tags.`{SWEEP_ID}` = '{sweep_id}' and tags.`{KIND}` = 'sweep'",
+                order_by=["attributes.start_time ASC"],
+                max_results=1,
+            )
+            if found:
+                run_id = str(found[0].info.run_id)
+                self.client.update_run(run_id, status="RUNNING")
+                return run_id
+            return self._create_run(
+                exp,
+                sweep_name,
+                {
+                    KIND: "sweep",
+                    SWEEP_ID: sweep_id,
+                    SWEEP_NAME: sweep_name,
+                    "git.commit": self.commit,
+                    **_versions(),
+                },
+                params,
+            )
+
+    def study_parent(self, study_name: str, study_key: str, params: dict[str, Any]) -> str:
+        """The optimisation study's parent run in this store: found by its key, else new."""
         exp = self.experiment_id(f"optimize/{study_name}")
-        run = self.client.create_run(
-            exp,
-            run_name=study_name,
-            tags={
-                KIND: "study",
-                "workbench.study": study_name,
-                "git.commit": self.commit,
-                **_versions(),
-            },
-        )
-        for key, value in params.items():
-            self.client.log_param(run.info.run_id, key, _param(value))
-        return str(run.info.run_id)
+        with _file_lock(_lock_dir(self.config) / f"study-{study_key[:32]}.lock"):
+            found = self.client.search_runs(
+                [exp],
+                filter_string=f"tags.`{STUDY}` = '{study_key}' and tags.`{KIND}` = 'study'",
+                order_by=["attributes.start_time ASC"],
+                max_results=1,
+            )
+            if found:
+                run_id = str(found[0].info.run_id)
+                self.client.update_run(run_id, status="RUNNING")
+                return run_id
+            return self._create_run(
+                exp,
+                study_name,
+                {
+                    KIND: "study",
+                    STUDY: study_key,
+                    "workbench.study_name": study_name,
+                    "git.commit": self.commit,
+                    **_versions(),
+                },
+                params,
+            )
+
+    def run_exists(self, run_id: str) -> bool:
+        try:
+            run = self.client.get_run(run_id)
+        except Exception:
+            return False
+        return bool(run.info.lifecycle_stage == "active")
 
     def log_study_summary(self, parent_id: str, report: dict[str, Any]) -> None:
         """The held-out verdict on the study's parent run (metrics + report.json)."""
-        with self.mlflow.start_run(run_id=parent_id):
-            self.mlflow.log_dict(report, "report.json")
-            metrics = {
-                "dev_score": report.get("dev_score"),
-                "heldout_score": report["heldout"]["score"],
-                "heldout_ci_low": report["heldout"]["ci_low"],
-                "heldout_ci_high": report["heldout"]["ci_high"],
-                "base_heldout_score": report["base_heldout"]["score"],
-                "p_value.best_vs_base": report["p_value"],
-            }
-            self.mlflow.log_metrics({k: float(v) for k, v in metrics.items() if v is not None})
-        self.client.set_terminated(parent_id, status="FINISHED")
+        self.client.log_dict(parent_id, report, "report.json")
+        metrics = {
+            "dev_score": report.get("dev_score"),
+            "heldout_score": report["heldout"]["score"],
+            "heldout_ci_low": report["heldout"]["ci_low"],
+            "heldout_ci_high": report["heldout"]["ci_high"],
+            "base_heldout_score": report["base_heldout"]["score"],
+            "p_value.best_vs_base": report["p_value"],
+        }
+        self._log_metrics(parent_id, metrics)
 
-    def finish(self, run_id: str, ok: bool = True) -> None:
+    def finish(self, run_id: str, ok: bool) -> None:
+        """End a run in the state that tells the truth: FINISHED only when all went well."""
         self.client.set_terminated(run_id, status="FINISHED" if ok else "FAILED")
 
+    def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None]
+        for i in range(0, len(batch), 900):  # MLflow caps a batch at 1000 metrics
+            self.client.log_batch(run_id, metrics=batch[i : i + 900])
+
     # ---- child runs ------------------------------------------------------------------------
-    def finished_trials(self, parent_id: str) -> dict[str, str]:
-        """trial id -> run id of the finished child runs; unfinished ones are deleted."""
+    def _children(self, parent_id: str, trial_id: str | None = None) -> list[Any]:
         parent = self.client.get_run(parent_id)
-        children = self.client.search_runs(
-            [parent.info.experiment_id],
-            filter_string=f"tags.`{PARENT}` = '{parent_id}'",
-            max_results=50_000,
+        flt = f"tags.`{PARENT}` = '{parent_id}'"
+        if trial_id is not None:
+            flt += f" and tags.`{TRIAL_ID}` = '{trial_id}'"
+        return list(
+            self.client.search_runs(
+                [parent.info.experiment_id],
+                filter_string=flt,
+                order_by=["attributes.start_time ASC"],
+                max_results=50_000,
+            )
         )
+
+    def finished_trials(self, parent_id: str) -> dict[str, str]:
+        """trial id -> run id of the FINISHED child runs (other runs are left alone here)."""
         done: dict[str, str] = {}
-        for run in children:
+        for run in self._children(parent_id):
             tid = run.data.tags.get(TRIAL_ID)
             if run.info.status == "FINISHED" and tid and tid not in done:
-                done[tid] = run.info.run_id
-            else:  # killed mid-trial (or a duplicate): remove so each trial has one run
-                self.client.delete_run(run.info.run_id)
+                done[tid] = str(run.info.run_id)
         return done
+
+    @contextlib.contextmanager
+    def claim(self, parent_id: str, trial_id: str, wait: bool) -> Iterator[str | None]:
+        """Claim a trial under a parent, for this process only.
+
+        Yields "done:<run_id>" when the trial already has a FINISHED run, "mine" when this
+        process holds the trial's lock and must run it (any unfinished run of it is then a
+        leftover of a killed process and is deleted, as are FINISHED duplicates), or None
+        when a peer holds it right now and `wait` is False.
+        """
+        lock = _lock_dir(self.config) / f"trial-{trial_id[:40]}-{parent_id[:16]}.lock"
+        with _file_lock(lock, timeout=-1 if wait else 0) as got:
+            if not got:
+                yield None
+                return
+            runs = self._children(parent_id, trial_id)
+            finished = [r for r in runs if r.info.status == "FINISHED"]
+            for run in runs:
+                if finished and run.info.run_id == finished[0].info.run_id:
+                    continue
+                self.client.delete_run(run.info.run_id)
+            yield f"done:{finished[0].info.run_id}" if finished else "mine"
 
     def log_trial(
         self,
@@ -238,82 +433,96 @@ class Tracker:
         extra_params: dict[str, Any] | None = None,
         source: str | None = None,
     ) -> str:
-        """One child run for a finished trial; marked FINISHED only once fully logged.
+        """One child run for a trial, ended FINISHED (complete) or FAILED (rows failed).
 
-        `source` is where the rows came from (the split's TSV path), for the dataset input.
+        The run stays RUNNING until everything is logged, so a crash mid-log leaves a run
+        that resume recognises as unfinished. `source` is the split's TSV path.
         """
-        mlflow = self.mlflow
+        from mlflow.entities import Param, RunTag
+
         spec = result.spec
         v = spec.variant
         parent = self.client.get_run(parent_id)
         summary = result.summary()
-        with (
-            mlflow.start_run(run_id=parent_id, experiment_id=parent.info.experiment_id),
-            mlflow.start_run(
-                run_name=f"{spec.task} · {name} · {spec.model}",
-                experiment_id=parent.info.experiment_id,
-                nested=True,
-                tags={
-                    KIND: "trial",
-                    TRIAL_ID: spec.id,
-                    VARIANT_ID: result.variant_id,
-                    SWEEP_ID: parent.data.tags.get(SWEEP_ID, ""),
-                    "git.commit": self.commit,
-                    **_versions(),
-                },
-            ) as child,
-        ):
-            mlflow.log_params(
-                {
-                    "task": spec.task,
-                    "model": spec.model,
-                    "split": spec.split,
-                    "limit": _param(spec.limit),
-                    "n_rows": len(result.predictions),
-                    "variant": name,
-                    "instruction": v.instruction,
-                    "register": v.register,
-                    "demos": v.demos if v.demos != "sample" else str(v.k),
-                    "seed": _param(v.seed),
-                    "pool": v.pool,
-                    "format": v.format,
-                    "scoring": spec.scoring,
-                    "metric": result.metric,
-                    **(extra_params or {}),
-                }
-            )
-            metrics = {
-                "score": summary["score"],
-                result.metric: summary["score"],
-                "accuracy": summary["accuracy"],
-                "invalid_rate": summary["invalid_rate"],
-                "n": summary["n"],
-                "n_errors": summary["n_errors"],
-                "tokens_in": summary["tokens_in"],
-                "tokens_out": summary["tokens_out"],
-                "cost": summary["cost"],
-                "mean_latency": summary["mean_latency"],
-                "model_calls": summary["model_calls"],
-                "cache_hits": summary["cache_hits"],
-                "wall_time": summary["wall_time"],
-            }
-            mlflow.log_metrics({k: float(x) for k, x in metrics.items() if x is not None})
-            mlflow.log_text(compiled.render(rows[0]), "prompt.txt")
-            mlflow.log_text(_jsonl(result), "predictions.jsonl")
-            mlflow.log_dict(summary, "summary.json")
-            if compiled.labels:
-                fig = confusion_figure(result, compiled.labels)
-                mlflow.log_figure(fig, "confusion_matrix.png")
-                _close(fig)
-            self._log_dataset(spec.task, spec.split, rows, source)
-            if self.config.prompt_registry:
-                self._register_prompt(child.info.run_id, spec.task, name, compiled)
-            return str(child.info.run_id)
+        status = result.status
+        tags = {
+            PARENT: parent_id,
+            KIND: "trial",
+            TRIAL_ID: result.trial_id,
+            TRIAL_STATUS: str(status),
+            VARIANT_ID: result.variant_id,
+            SWEEP_ID: parent.data.tags.get(SWEEP_ID, ""),
+            "git.commit": self.commit,
+            **_versions(),
+        }
+        run = self.client.create_run(
+            parent.info.experiment_id,
+            run_name=f"{spec.task} · {name} · {spec.model}",
+            tags=tags,
+        )
+        run_id = str(run.info.run_id)
+        params = {
+            "task": spec.task,
+            "model": spec.model,
+            "api_base": safe_url(result.lm_identity.get("api_base") or "none"),
+            "mode": result.lm_identity.get("mode"),
+            "split": spec.split,
+            "limit": _param(spec.limit),
+            "n_rows": len(result.predictions),
+            "variant": name,
+            "instruction": v.instruction,
+            "register": v.register,
+            "demos": v.demos if v.demos != "sample" else str(v.k),
+            "seed": _param(v.seed),
+            "pool": v.pool,
+            "format": v.format,
+            "scoring": spec.scoring,
+            "definition": spec.definition,
+            "metric": result.metric,
+            "decoding": json.dumps(result.decoding, sort_keys=True)[:500],
+            **(extra_params or {}),
+        }
+        self.client.log_batch(
+            run_id,
+            params=[Param(k, _param(x)) for k, x in params.items()],
+            tags=[RunTag("mlflow.note.content", result.failure_reason())] if not status.ok else [],
+        )
+        metrics = {
+            # The official score exists only for a complete trial.
+            "score": summary["score"],
+            result.metric: summary["score"],
+            "score_on_answered": summary["score_on_answered"],
+            "accuracy": summary["accuracy"],
+            "invalid_rate": summary["invalid_rate"],
+            "n": summary["n"],
+            "n_errors": summary["n_errors"],
+            "tokens_in": summary["tokens_in"],
+            "tokens_out": summary["tokens_out"],
+            "cost": summary["cost"],
+            "mean_latency": summary["mean_latency"],
+            "model_calls": summary["model_calls"],
+            "cache_hits": summary["cache_hits"],
+            "wall_time": summary["wall_time"],
+        }
+        self._log_metrics(run_id, metrics)
+        self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
+        self.client.log_text(run_id, _jsonl(result), "predictions.jsonl")
+        self.client.log_dict(run_id, summary, "summary.json")
+        if compiled.labels:
+            fig = confusion_figure(result, compiled.labels)
+            self.client.log_figure(run_id, fig, "confusion_matrix.png")
+            _close(fig)
+        self._log_dataset(run_id, spec.task, spec.split, rows, source)
+        if self.config.prompt_registry:
+            self._register_prompt(run_id, spec.task, name, compiled)
+        self.finish(run_id, status.ok)
+        return run_id
 
     def _log_dataset(
-        self, task: str, split: str, rows: list[dict[str, str]], source: str | None
+        self, run_id: str, task: str, split: str, rows: list[dict[str, str]], source: str | None
     ) -> None:
         import pandas as pd
+        from mlflow.entities import DatasetInput, InputTag
 
         df = pd.DataFrame(rows)
         with warnings.catch_warnings():
@@ -321,7 +530,11 @@ class Tracker:
             ds = self.mlflow.data.from_pandas(
                 df, source=source or f"{task}/{split}.tsv", targets="answer", name=f"{task}/{split}"
             )
-        self.mlflow.log_input(ds, context="evaluation")
+        entity = DatasetInput(
+            dataset=ds._to_mlflow_entity(),
+            tags=[InputTag(key="mlflow.data.context", value="evaluation")],
+        )
+        _retrying("log_inputs", lambda: self.client.log_inputs(run_id, datasets=[entity]))
 
     def _register_prompt(
         self, run_id: str, task: str, variant_name: str, compiled: CompiledPrompt
@@ -329,20 +542,22 @@ class Tracker:
         """Register the variant's template (new version only if the text changed) and link it."""
         template = compiled.template()
         name = safe_name(f"{task}.{compiled.variant.id[:12]}")
-        version = None
-        try:
-            latest = self.mlflow.genai.load_prompt(f"prompts:/{name}@latest")
-            if latest.template == template:
-                version = latest
-        except Exception:  # not registered yet
-            version = None
-        if version is None:
-            version = self.mlflow.genai.register_prompt(
+
+        def register() -> Any:
+            try:
+                latest = self.client.load_prompt(f"prompts:/{name}@latest")
+                if latest is not None and latest.template == template:
+                    return latest
+            except Exception:  # not registered yet
+                pass
+            return self.client.register_prompt(
                 name=name,
                 template=template,
                 commit_message=f"{task}: {variant_name}",
                 tags={"task": task, "variant": variant_name, VARIANT_ID: compiled.variant.id},
             )
+
+        version = _retrying("register_prompt", register)
         self.client.link_prompt_version_to_run(run_id, version)
         return version
 
@@ -350,17 +565,27 @@ class Tracker:
         """Register a prompt and point `alias` (e.g. 'best') at it."""
         template = compiled.template()
         pname = safe_name(f"{task}.{alias}")
-        version = self.mlflow.genai.register_prompt(
-            name=pname,
-            template=template,
-            commit_message=f"{task}: {name}",
-            tags={"task": task, "variant": name, VARIANT_ID: compiled.variant.id},
+        version = _retrying(
+            "register_prompt",
+            lambda: self.client.register_prompt(
+                name=pname,
+                template=template,
+                commit_message=f"{task}: {name}",
+                tags={"task": task, "variant": name, VARIANT_ID: compiled.variant.id},
+            ),
         )
-        self.mlflow.genai.set_prompt_alias(pname, alias, version.version)
+        self.client.set_prompt_alias(pname, alias, version.version)
         return version
 
+    def _artifact_text(self, run_id: str, path: str) -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="workbench-artifact-") as tmp:
+            local = self.client.download_artifacts(run_id, path, tmp)
+            return Path(local).read_text(encoding="utf-8")
+
     def load_predictions(self, run_id: str) -> list[dict[str, Any]]:
-        text = self.mlflow.artifacts.load_text(f"runs:/{run_id}/predictions.jsonl")
+        text = self._artifact_text(run_id, "predictions.jsonl")
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def run_metrics(self, run_id: str) -> dict[str, float]:
@@ -368,26 +593,32 @@ class Tracker:
 
     # ---- the parent's comparisons -------------------------------------------------------
     def log_comparisons(
-        self, parent_id: str, table: list[dict[str, Any]], figures: dict[str, Any]
+        self,
+        parent_id: str,
+        doc: dict[str, Any],
+        figures: dict[str, Any],
     ) -> None:
-        with self.mlflow.start_run(run_id=parent_id):
-            self.mlflow.log_dict({"comparisons": table}, "comparisons.json")
-            self.mlflow.log_text(_csv(table), "comparisons.csv")
-            for row in table:
-                key = safe_name(f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}")
-                self.mlflow.log_metric(key, row["p_value"])
-                self.mlflow.log_metric(
-                    key.replace("p_value.", "p_value_corrected.", 1), row["p_corrected"]
-                )
-            for filename, fig in figures.items():
-                self.mlflow.log_figure(fig, filename)
+        """comparisons.json/.csv and one p_value metric per tested comparison."""
+        table = doc["comparisons"]
+        self.client.log_dict(parent_id, doc, "comparisons.json")
+        self.client.log_text(parent_id, comparisons_csv(table), "comparisons.csv")
+        metrics: dict[str, Any] = {}
+        for row in table:
+            if row.get("p_value") is None:
+                continue  # untested (an incomplete trial): no number to log
+            key = safe_name(f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}")
+            metrics[key] = row["p_value"]
+            metrics[key.replace("p_value.", "p_value_corrected.", 1)] = row["p_corrected"]
+        self._log_metrics(parent_id, metrics)
+        for filename, fig in figures.items():
+            self.client.log_figure(parent_id, fig, filename)
 
-    def sweep_report(self, sweep_name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The latest parent run of a sweep and its comparisons table."""
+    def sweep_report(self, sweep_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The latest parent run of a sweep and its comparisons document."""
         exp = self.client.get_experiment_by_name(f"{self.config.experiment_prefix}/{sweep_name}")
         if exp is None:
             raise WorkbenchError(
-                f"no sweep named {sweep_name!r} in {self.config.tracking_uri}; "
+                f"no sweep named {sweep_name!r} in {safe_url(self.config.tracking_uri)}; "
                 "run 'workbench sweep ablations/<spec>.yaml' first"
             )
         runs = self.client.search_runs(
@@ -400,14 +631,14 @@ class Tracker:
             raise WorkbenchError(f"sweep {sweep_name!r} has no parent run yet")
         run = runs[0]
         try:
-            doc = self.mlflow.artifacts.load_dict(f"runs:/{run.info.run_id}/comparisons.json")
+            doc = json.loads(self._artifact_text(run.info.run_id, "comparisons.json"))
         except Exception as e:
             raise WorkbenchError(
                 f"sweep {sweep_name!r} (run {run.info.run_id}) has no comparisons yet: "
                 "it did not finish; run the sweep again to resume it"
             ) from e
         info = {"run_id": run.info.run_id, "status": run.info.status, "params": run.data.params}
-        return info, list(doc["comparisons"])
+        return info, dict(doc)
 
 
 def _param(value: Any) -> str:
@@ -422,7 +653,7 @@ def _jsonl(result: TrialResult) -> str:
     )
 
 
-def _csv(table: list[dict[str, Any]]) -> str:
+def comparisons_csv(table: list[dict[str, Any]]) -> str:
     import csv
 
     if not table:

@@ -48,7 +48,13 @@ def test_loglik_with_prefix_reuse_equals_fresh_evaluation(catalog: Catalog) -> N
 
 
 def test_loglik_trial_has_no_invalid_outputs(catalog: Catalog) -> None:
-    spec = TrialSpec("hearsay", parse_spec("base"), "local/smollm2", limit=10, scoring="loglik")
+    spec = TrialSpec(
+        task="hearsay",
+        variant=parse_spec("base"),
+        model="local/smollm2",
+        limit=10,
+        scoring="loglik",
+    )
     res = run_trial(spec, catalog, get_model("local/smollm2"))
     assert res.complete and res.report is not None
     assert res.report.invalid_rate == 0.0

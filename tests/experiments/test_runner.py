@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,8 @@ import pytest
 
 from experiments.cache import ResponseCache
 from experiments.models import Completion, Decoding
-from experiments.runner import TrialSpec, run_trial, save_trial
-from promptlib import Catalog, parse_spec
+from experiments.runner import TrialSpec, TrialStatus, resolve_trial, run_trial, save_trial
+from promptlib import Catalog, LocalSource, parse_spec
 
 pytestmark = pytest.mark.data
 
@@ -44,7 +46,7 @@ class ScriptedLM:
 
 
 def test_trial_scores_caches_and_reports_calls(catalog: Catalog, tmp_path: Path) -> None:
-    spec = TrialSpec("hearsay", parse_spec("base"), "scripted/lm")
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="scripted/lm")
     cache = ResponseCache(tmp_path / "cache")
     lm = ScriptedLM()
     first = run_trial(spec, catalog, lm, cache=cache)
@@ -62,7 +64,9 @@ def test_trial_scores_caches_and_reports_calls(catalog: Catalog, tmp_path: Path)
 def test_failed_rows_make_the_trial_incomplete_and_are_not_cached(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    spec = TrialSpec("hearsay", parse_spec("base"), "scripted/lm", limit=30, seed=1)
+    spec = TrialSpec(
+        task="hearsay", variant=parse_spec("base"), model="scripted/lm", limit=30, seed=1
+    )
     cache = ResponseCache(tmp_path / "cache")
     flaky = ScriptedLM(fail_if="the fact that")
     res = run_trial(spec, catalog, flaky, cache=cache)
@@ -79,38 +83,125 @@ def test_failed_rows_make_the_trial_incomplete_and_are_not_cached(
 
 
 def test_concurrent_path_matches_sequential(catalog: Catalog, tmp_path: Path) -> None:
-    spec = TrialSpec("hearsay", parse_spec("demos=none"), "scripted/lm")
+    spec = TrialSpec(task="hearsay", variant=parse_spec("demos=none"), model="scripted/lm")
     seq = run_trial(spec, catalog, ScriptedLM(yes_if="told"))
     par = run_trial(spec, catalog, ScriptedLM(yes_if="told", concurrency=8))
     assert [p.generation for p in seq.predictions] == [p.generation for p in par.predictions]
     assert seq.score == par.score > 0.5
 
 
-def test_trial_id_covers_every_field() -> None:
-    base = TrialSpec("hearsay", parse_spec("base"), "local/smollm2")
-    variants = [
-        TrialSpec("abercrombie", parse_spec("base"), "local/smollm2"),
-        TrialSpec("hearsay", parse_spec("demos=none"), "local/smollm2"),
-        TrialSpec("hearsay", parse_spec("base"), "openai/gpt-4o-mini"),
-        TrialSpec("hearsay", parse_spec("base"), "local/smollm2", split="train"),
-        TrialSpec("hearsay", parse_spec("base"), "local/smollm2", limit=10),
-        TrialSpec("hearsay", parse_spec("base"), "local/smollm2", seed=1),
-        TrialSpec("hearsay", parse_spec("base"), "local/smollm2", scoring="loglik"),
-    ]
-    ids = {base.id} | {v.id for v in variants}
-    assert len(ids) == 8
-    assert base.id == TrialSpec("hearsay", parse_spec("base"), "local/smollm2").id
+class _Identity(ScriptedLM):
+    def __init__(self, **identity: Any) -> None:
+        super().__init__()
+        self._identity = identity
+        self.mode = identity.get("mode", "completion")
+
+    def cache_identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+
+def _id(catalog: Catalog, lm: Any | None = None, **kw: Any) -> str:
+    fields: dict[str, Any] = {"task": "hearsay", "variant": parse_spec("base"), "model": "m"}
+    fields.update(kw)
+    lm = lm or _Identity(model="m", api_base=None, mode="completion")
+    return resolve_trial(TrialSpec(**fields), catalog, lm).id
+
+
+def test_trial_id_changes_with_everything_that_changes_an_answer(
+    catalog: Catalog, lb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = _id(catalog)
+    assert base == _id(catalog)  # stable
+    changed = {
+        "task": _id(catalog, task="abercrombie"),
+        "variant": _id(catalog, variant=parse_spec("demos=none")),
+        "bound demos": _id(catalog, variant=parse_spec("demos=2,seed=1")),
+        "limit": _id(catalog, limit=10),
+        "seed": _id(catalog, limit=10, seed=1),
+        "scoring": _id(catalog, scoring="loglik"),
+        "definition": _id(catalog, definition="paper"),
+        "model": _id(catalog, _Identity(model="other", api_base=None, mode="completion")),
+        "api_base": _id(
+            catalog, _Identity(model="m", api_base="http://127.0.0.1:1/v1", mode="completion")
+        ),
+        "mode": _id(catalog, _Identity(model="m", api_base=None, mode="chat")),
+    }
+    # hearsay's train rows are its base demonstrations: compare splits zero-shot
+    none = parse_spec("demos=none")
+    assert _id(catalog, variant=none, split="train") != _id(catalog, variant=none)
+    # a different draw of the same k binds other demonstration rows
+    assert _id(catalog, variant=parse_spec("demos=2,seed=1")) != _id(
+        catalog, variant=parse_spec("demos=2,seed=2")
+    )
+    from experiments import runner
+    from experiments.models import Decoding as D
+
+    real = runner.decoding_for
+    for field, value in [("temperature", 0.7), ("max_tokens", 99), ("stop", ("\n\n",))]:
+
+        def patched(spec: Any, mode: Any, field: str = field, value: Any = value) -> D:
+            return dataclasses.replace(real(spec, mode), **{field: value})
+
+        monkeypatch.setattr(runner, "decoding_for", patched)
+        changed[f"decoding.{field}"] = _id(catalog)
+        monkeypatch.setattr(runner, "decoding_for", real)
+    # editing the data gives new trials: one character of one evaluated row's text
+    data = tmp_path / "lb"
+    shutil.copytree(lb_dir / "tasks" / "hearsay", data / "tasks" / "hearsay")
+    tsv = data / "tasks" / "hearsay" / "test.tsv"
+    tsv.write_text(_edit(tsv))
+    edited = Catalog(LocalSource(data))
+    changed["row content"] = _id(edited)
+    # editing a prompt file changes the prompt shown, so the trial too
+    prompt = data / "tasks" / "hearsay" / "base_prompt.txt"
+    prompt.write_text(prompt.read_text().replace("hearsay", "hear-say", 1))
+    changed["prompt file"] = _id(Catalog(LocalSource(data)))
+    assert changed["row content"] != _id(Catalog(LocalSource(lb_dir)))
+    for what, tid in changed.items():
+        assert tid != base, f"changing {what} kept the trial id"
+    assert len(set(changed.values())) == len(changed)
+
+
+def _edit(tsv: Path) -> str:
+    """The TSV with one word of the first data row's text changed."""
+    lines = tsv.read_text().split("\n")
+    header = lines[0].split("\t")
+    cells = lines[1].split("\t")
+    col = header.index("text")
+    cells[col] = cells[col] + " (edited)"
+    lines[1] = "\t".join(cells)
+    return "\n".join(lines)
+
+
+def test_trial_status_is_decided_in_one_place() -> None:
+    assert TrialStatus.of(10, 0) is TrialStatus.COMPLETE
+    assert TrialStatus.of(10, 3) is TrialStatus.INCOMPLETE
+    assert TrialStatus.of(10, 10) is TrialStatus.FAILED
+    assert TrialStatus.COMPLETE.ok and not TrialStatus.INCOMPLETE.ok
+
+
+def test_all_rows_failing_is_a_failed_trial(catalog: Catalog) -> None:
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=5)
+    res = run_trial(spec, catalog, ScriptedLM(fail_if=""))
+    assert res.status is TrialStatus.FAILED and res.score is None
+    assert res.score_on_answered is None and "5 of 5 rows failed" in res.failure_reason()
 
 
 def test_limit_is_a_seeded_sample(catalog: Catalog) -> None:
     a = run_trial(
-        TrialSpec("hearsay", parse_spec("base"), "s", limit=10, seed=3), catalog, ScriptedLM()
+        TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=10, seed=3),
+        catalog,
+        ScriptedLM(),
     )
     b = run_trial(
-        TrialSpec("hearsay", parse_spec("base"), "s", limit=10, seed=3), catalog, ScriptedLM()
+        TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=10, seed=3),
+        catalog,
+        ScriptedLM(),
     )
     c = run_trial(
-        TrialSpec("hearsay", parse_spec("base"), "s", limit=10, seed=4), catalog, ScriptedLM()
+        TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=10, seed=4),
+        catalog,
+        ScriptedLM(),
     )
     idx = [p.index for p in a.predictions]
     assert idx == [p.index for p in b.predictions] != [p.index for p in c.predictions]
@@ -118,15 +209,17 @@ def test_limit_is_a_seeded_sample(catalog: Catalog) -> None:
 
 
 def test_resampled_demo_rows_are_never_evaluated(catalog: Catalog) -> None:
-    spec = TrialSpec("hearsay", parse_spec("demos=4,seed=2,pool=train+test"), "s")
+    spec = TrialSpec(
+        task="hearsay", variant=parse_spec("demos=4,seed=2,pool=train+test"), model="s"
+    )
     res = run_trial(spec, catalog, ScriptedLM())
-    assert len(res.excluded_rows) == len([r for r in res.excluded_rows])
+    assert res.excluded_rows  # the draw took test rows, so some were left out
     assert not set(res.excluded_rows) & {p.index for p in res.predictions}
     assert len(res.predictions) + len(res.excluded_rows) == 95
 
 
 def test_saved_predictions_table(catalog: Catalog, tmp_path: Path) -> None:
-    spec = TrialSpec("hearsay", parse_spec("base"), "s", limit=5)
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=5)
     res = run_trial(spec, catalog, ScriptedLM())
     out = save_trial(res, tmp_path)
     rows = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
@@ -136,5 +229,13 @@ def test_saved_predictions_table(catalog: Catalog, tmp_path: Path) -> None:
         "tokens_out", "latency", "cache_hit", "error",
     }  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["trial_id"] == spec.id and summary["n"] == 5
-    assert not list(out.glob(".*"))  # no temporary files left behind
+    assert summary["trial_id"] == res.trial_id and summary["n"] == 5
+    assert summary["status"] == "complete"
+    assert not list(out.glob(".*")) and not list(tmp_path.glob(".*"))  # no temporary files
+    # a rerun replaces the folder as a whole: predictions and summary always land together
+    res2 = run_trial(spec, catalog, ScriptedLM(yes_if="hearsay"))
+    save_trial(res2, tmp_path)
+    again = json.loads((out / "summary.json").read_text())
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    assert again["wall_time"] == res2.summary()["wall_time"] and len(lines) == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == [res.trial_id]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,6 +180,11 @@ def test_sweep_killed_with_sigkill_resumes_without_duplicates(lb_dir: Path, tmp_
         proc.wait()
         partial = _child_runs(killed_root)
         assert 1 <= sum(r["status"] == "FINISHED" for r in partial) < 4, partial
+        killed_parent = [
+            r for r in _runs(killed_root, "test/resume_check")
+            if r.data.tags.get("workbench.kind") == "sweep"
+        ]  # fmt: skip
+        assert len(killed_parent) == 1 and killed_parent[0].info.status != "FINISHED"
 
         resumed = subprocess.run(cmd, env=_env(killed_root, lb_dir), capture_output=True, text=True, cwd=killed_root, timeout=300)  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
@@ -190,3 +197,91 @@ def test_sweep_killed_with_sigkill_resumes_without_duplicates(lb_dir: Path, tmp_
     assert {r["trial"]: r["score"] for r in runs} == clean_scores
     p_clean = [c["p_value"] for c in json.loads(clean.stdout)["comparisons"]]
     assert [c["p_value"] for c in out["comparisons"]] == p_clean
+
+
+# ---- persistent provider failures: incomplete, then resumed -----------------------------------
+def _runs(root: Path, experiment: str) -> list[Any]:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name(experiment)
+    return [] if exp is None else list(client.search_runs([exp.experiment_id]))
+
+
+def _fails(prompt: str) -> bool:
+    """About a quarter of the prompts fail every time they are sent."""
+    return hashlib.sha256(prompt.encode()).digest()[1] % 4 == 0
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_failed_rows_are_not_results_and_a_healthy_rerun_sends_exactly_them(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    spec = write(tmp_path, SPEC)
+    failing, clean_root = tmp_path / "failing", tmp_path / "clean"
+    failing.mkdir()
+    clean_root.mkdir()
+    with StubOpenAI(reply_fn=hashed_yes_no, fail_fn=_fails) as stub:
+        cmd = [
+            sys.executable, "-m", "experiments.cli", "sweep", str(spec), "--model", "openai/stub",
+            "--api-base", stub.url, "--retries", "0", "--limit", "20", "--json",
+        ]  # fmt: skip
+        first = subprocess.run(cmd, env=_env(failing, lb_dir), capture_output=True, text=True, cwd=failing, timeout=300)  # fmt: skip
+        sent = [_prompt_of(r) for r in stub.requests]
+        failed_prompts = {p for p in sent if _fails(p)}
+        assert failed_prompts, "the stub failed nothing: the test proves nothing"
+
+        # 1. exit 1, trials named with their row counts, and how to resume
+        assert first.returncode == 1, first.stderr
+        assert "incomplete" in first.stderr and "rows failed" in first.stderr
+        assert "Rerun the same command" in first.stderr and "Traceback" not in first.stderr
+        out = json.loads(first.stdout)
+        assert out["status"] == "incomplete" and out["incomplete"]
+        # 2. no p-value for a comparison that involves an incomplete trial
+        for row in out["comparisons"]:
+            assert row["p_value"] is None and "rows failed" in row["status"]
+        runs = _runs(failing, "test/resume_check")
+        parent = [r for r in runs if r.data.tags.get("workbench.kind") == "sweep"]
+        children = [r for r in runs if r.data.tags.get("workbench.kind") == "trial"]
+        assert len(parent) == 1 and parent[0].info.status == "FAILED"
+        assert not [k for k in parent[0].data.metrics if k.startswith("p_value")]
+        # 3. the incomplete trials' runs are FAILED, carry n_errors and no official score
+        bad = {t["trial_id"]: t for t in out["incomplete"]}
+        for run in children:
+            tid = run.data.tags["workbench.trial_id"]
+            if tid in bad:
+                assert run.info.status == "FAILED"
+                assert run.data.metrics["n_errors"] == bad[tid]["n_errors"] > 0
+                assert "score" not in run.data.metrics and "score_on_answered" in run.data.metrics
+            else:
+                assert run.info.status == "FINISHED" and run.data.metrics["n_errors"] == 0
+
+        # 4. a healthy rerun sends exactly the failed prompts, once each, and completes
+        stub.fail_fn = None
+        stub.requests.clear()
+        second = subprocess.run(cmd, env=_env(failing, lb_dir), capture_output=True, text=True, cwd=failing, timeout=300)  # fmt: skip
+        assert second.returncode == 0, second.stderr
+        resent = [_prompt_of(r) for r in stub.requests]
+        assert sorted(resent) == sorted(failed_prompts)
+
+        clean = subprocess.run(cmd, env=_env(clean_root, lb_dir), capture_output=True, text=True, cwd=clean_root, timeout=300)  # fmt: skip
+        assert clean.returncode == 0, clean.stderr
+    again = json.loads(second.stdout)
+    runs = _runs(failing, "test/resume_check")
+    children = [r for r in runs if r.data.tags.get("workbench.kind") == "trial"]
+    parent = [r for r in runs if r.data.tags.get("workbench.kind") == "sweep"]
+    assert parent[0].info.status == "FINISHED"
+    assert len(children) == 4 and all(r.info.status == "FINISHED" for r in children)
+    assert len({r.data.tags["workbench.trial_id"] for r in children}) == 4
+    ps = [c["p_value"] for c in again["comparisons"]]
+    assert all(p is not None for p in ps)
+    assert ps == [c["p_value"] for c in json.loads(clean.stdout)["comparisons"]]
+    assert any(k.startswith("p_value.") for k in parent[0].data.metrics)
+
+
+def _prompt_of(body: dict[str, Any]) -> str:
+    prompt = body.get("prompt")
+    if prompt is None:
+        prompt = body["messages"][-1]["content"]
+    return "".join(prompt) if isinstance(prompt, list) else str(prompt)
