@@ -86,13 +86,24 @@ def _catalog(data_dir: str | None, hf: bool, prompts_dir: str | None) -> Any:
 def tasks(
     data_dir: DataDir = None, hf: HF = False, prompts_dir: PromptsDir = None, as_json: JSON = False
 ) -> None:
-    """List every task: type, metric, split sizes and labels."""
-    specs = _catalog(data_dir, hf, prompts_dir).specs()
+    """List every task: type, metric, split sizes and labels.
+
+    A task whose data cannot be read (e.g. a malformed or non-UTF-8 TSV) does not hide the
+    others: it is listed with its error (with --json, as {"name", "error"}), the error is
+    also printed on stderr, and the command exits 1. Exit 0 means every task is readable.
+    """
+    from promptlib.tasks import TaskProblem
+
+    entries = _catalog(data_dir, hf, prompts_dir).survey()
+    problems = [e for e in entries if isinstance(e, TaskProblem)]
     if as_json:
-        out = json.dumps([s.to_json() for s in specs], indent=1, ensure_ascii=False)
+        out = json.dumps([e.to_json() for e in entries], indent=1, ensure_ascii=False)
     else:
         lines = []
-        for s in specs:
+        for s in entries:
+            if isinstance(s, TaskProblem):
+                lines.append(f"{s.name:<60} error: {s.error}")
+                continue
             labels = ",".join(s.labels) if s.labels else "-"
             if len(labels) > 50:
                 labels = labels[:47] + "..."
@@ -104,6 +115,10 @@ def tasks(
             )
         out = "\n".join(lines)
     typer.echo(out)
+    for p in problems:
+        typer.echo(f"error: task {p.name!r}: {p.error}", err=True)
+    if problems:
+        raise typer.Exit(1)
 
 
 @app.command()

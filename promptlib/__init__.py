@@ -11,7 +11,7 @@ from promptlib.errors import (
     WorkbenchError,
 )
 from promptlib.render import CompiledPrompt, compile_prompt, render
-from promptlib.tasks import Catalog, Task, TaskSpec
+from promptlib.tasks import Catalog, Task, TaskProblem, TaskSpec
 from promptlib.templates import Demo, ParsedPrompt, parse_prompt
 from promptlib.variants import DemoRef, PromptVariant, parse_spec
 
@@ -28,6 +28,7 @@ __all__ = [
     "ParsedPrompt",
     "PromptVariant",
     "Task",
+    "TaskProblem",
     "TaskSpec",
     "TemplateError",
     "UnknownTaskError",

@@ -13,16 +13,69 @@ import os
 import shutil
 import tarfile
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from promptlib.errors import DataError, UnknownTaskError, did_you_mean
+from promptlib.errors import DataError, UnknownTaskError, WorkbenchError, did_you_mean
 
 SPLITS = ("train", "test")
 PROMPT_SUFFIX = ".txt"
 HF_REPO_ID = "nguha/legalbench"
 HF_ARCHIVE = "data.tar.gz"
+#: The largest prompt, instruction, register or README file read, in bytes (1 MiB).
+MAX_TEXT_BYTES = 1 << 20
+
+
+def read_text(path: Path, what: str, error: type[WorkbenchError] = DataError) -> str:
+    """A small UTF-8 text file (prompt, instruction, register, README), read safely.
+
+    Reads at most `MAX_TEXT_BYTES` + 1 bytes, so a device such as /dev/zero or a huge file
+    fails with a clear message instead of filling memory. Newlines are translated as by
+    `Path.read_text`. Every failure is an `error` naming `what` and the file.
+    """
+    if path.is_dir():
+        raise error(f"{what} {path} is a directory; give the path of a file")
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_TEXT_BYTES + 1)
+    except FileNotFoundError as e:
+        raise error(f"{what} {path} does not exist") from e
+    except OSError as e:
+        raise error(f"{what} {path} cannot be read ({e.strerror or e}); check it") from e
+    if len(data) > MAX_TEXT_BYTES:
+        raise error(
+            f"{what} {path} is larger than {MAX_TEXT_BYTES} bytes ({MAX_TEXT_BYTES / 2**20:g} "
+            "MiB), the limit for "
+            "prompt, instruction, register and README files; give a smaller text file"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise error(
+            f"{what} {path} is not UTF-8 text (line {line}: byte 0x{data[e.start]:02x}); "
+            "save it as UTF-8"
+        ) from e
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _first_non_utf8_line(path: Path) -> str:
+    """'line N: byte 0xXX' for a file's first bytes that are not UTF-8 ('' if none found).
+
+    UTF-8 never uses the newline byte inside a character, so lines decode independently.
+    """
+    try:
+        with path.open("rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return f"line {n}: byte 0x{raw[e.start]:02x}"
+    except OSError:
+        pass
+    return ""
 
 
 def is_prompt_file(filename: str) -> bool:
@@ -60,6 +113,12 @@ def read_tsv(path: Path) -> Table:
             header = next(reader, None)
             if not header:
                 raise DataError(f"{path}: file is empty; re-download the task's data")
+            twice = [c for c, n in Counter(header).items() if n > 1]
+            if twice:
+                raise DataError(
+                    f"{path}: column {twice[0]!r} appears {header.count(twice[0])} times in the "
+                    "header (line 1); rename or remove the duplicate columns"
+                )
             rows: list[dict[str, str]] = []
             start = reader.line_num + 1
             try:
@@ -80,7 +139,10 @@ def read_tsv(path: Path) -> Table:
                     "there and never closed?); fix or re-download that file"
                 ) from e
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({e}); re-download that file") from e
+        where = _first_non_utf8_line(path) or str(e)
+        raise DataError(f"{path}: not UTF-8 text ({where}); re-download that file") from e
+    except OSError as e:
+        raise DataError(f"{path}: cannot be read ({e.strerror or e}); check that file") from e
     if "answer" not in header:
         raise DataError(
             f"{path}: no 'answer' column (columns: {', '.join(header)}); LegalBench "
@@ -110,7 +172,9 @@ class TaskFiles:
     def _prompt_paths(self) -> list[Path]:
         if self.prompt_dir is None or not self.prompt_dir.is_dir():
             return []
-        return sorted(p for p in self.prompt_dir.iterdir() if is_prompt_file(p.name))
+        return sorted(
+            p for p in self.prompt_dir.iterdir() if is_prompt_file(p.name) and p.is_file()
+        )
 
     def prompt_files(self) -> tuple[str, ...]:
         """Non-empty prompt template files, sorted by name."""
@@ -133,7 +197,7 @@ class TaskFiles:
         path = self.require_prompts() / filename
         if not path.is_file():
             raise DataError(f"task {self.name!r}: prompt file {path} does not exist")
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, f"task {self.name!r}: prompt file")
         if not text.strip():
             raise DataError(f"task {self.name!r}: prompt file {path} is empty")
         return text
@@ -144,7 +208,7 @@ class TaskFiles:
                 continue
             for name in ("README.md", "README.MD"):
                 if (d / name).is_file():
-                    return (d / name).read_text(encoding="utf-8")
+                    return read_text(d / name, f"task {self.name!r}: README")
         return None
 
 
@@ -225,7 +289,14 @@ class HuggingFaceSource(DataSource):
         cache = Path(cache_dir).expanduser()
         extracted = cache / "legalbench-hf"
         if not extracted.is_dir():
-            archive = (download or _hf_download)()
+            try:
+                archive = (download or _hf_download)()
+            except _download_errors() as e:
+                raise DataError(
+                    f"cannot download {HF_REPO_ID} from Hugging Face ({type(e).__name__}: "
+                    f"{_one_line(e)}); check the network or use LEGALBENCH_DIR / --data-dir "
+                    "with a local copy"
+                ) from e
             _extract_atomically(Path(archive), extracted)
         tasks_dir = _find_tasks_dir(extracted)
         prompts = None
@@ -243,8 +314,39 @@ class HuggingFaceSource(DataSource):
         )
 
 
+def _download_errors() -> tuple[type[BaseException], ...]:
+    """What a failed download raises: offline, unreachable, refused, or not found.
+
+    requests' and urllib3's connection errors are `OSError`s; huggingface_hub raises its own
+    errors (`LocalEntryNotFoundError` when offline with nothing cached), and httpx (which
+    recent huggingface_hub versions use) has its own hierarchy.
+    """
+    errors: list[type[BaseException]] = [OSError]
+    try:
+        from huggingface_hub import errors as hf_errors
+
+        errors += [hf_errors.HfHubHTTPError, hf_errors.LocalEntryNotFoundError]
+    except ImportError:
+        pass
+    try:
+        import httpx
+
+        errors.append(httpx.HTTPError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's message on one line (huggingface_hub's span several)."""
+    return " ".join(str(e).split()) or "no details"
+
+
 def _extract_atomically(archive: Path, dest: Path) -> None:
-    """Extract into a temporary sibling and rename, so a crash leaves no half-extracted cache."""
+    """Extract into a temporary sibling and rename, so a crash leaves no half-extracted cache.
+
+    If another process finished extracting first, its complete copy is kept and ours dropped.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
     try:
@@ -256,7 +358,15 @@ def _extract_atomically(archive: Path, dest: Path) -> None:
                 f"{archive}: cannot extract the LegalBench archive ({e}); delete it from the "
                 "Hugging Face cache and try again"
             ) from e
-        os.replace(tmp, dest)
+        try:
+            os.replace(tmp, dest)
+        except OSError as e:
+            # Renames are atomic, so an existing dest is another process's complete copy.
+            if not dest.is_dir():
+                raise DataError(
+                    f"{dest}: cannot move the extracted LegalBench archive into place ({e}); "
+                    "check that folder's permissions and try again"
+                ) from e
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -48,6 +48,11 @@ def sample_demos(
     picked by the same seeded generator. The result's order is shuffled too, so a prompt's
     demonstrations do not come grouped by class.
     """
+    if k < 1 or seed < 0:
+        raise VariantError(
+            f"{what}: a draw needs k >= 1 and seed >= 0, not k={k}, seed={seed} "
+            "(e.g. demos=4,seed=0)"
+        )
     if k > len(candidates):
         raise VariantError(
             f"{what}: asked for k={k} demonstrations but the pool has only {len(candidates)} rows; "

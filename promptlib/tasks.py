@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from promptlib.data import SPLITS, DataSource, Table, TaskFiles, read_tsv
-from promptlib.errors import DataError, TemplateError
+from promptlib.errors import DataError, TemplateError, WorkbenchError
 from promptlib.templates import ParsedPrompt, parse_prompt, placeholders
 
 if TYPE_CHECKING:
@@ -127,6 +127,17 @@ class TaskSpec:
             "columns": list(self.columns),
             "notes": list(self.notes),
         }
+
+
+@dataclass(frozen=True)
+class TaskProblem:
+    """A task whose spec cannot be built (unreadable TSV, prompt or README), and why."""
+
+    name: str
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "error": self.error}
 
 
 class Task:
@@ -249,4 +260,19 @@ class Catalog:
         return self._tasks[name]
 
     def specs(self) -> list[TaskSpec]:
+        """Every task's spec; a broken task raises its error (`survey` lists around it)."""
         return [self.task(n).spec for n in self.names()]
+
+    def survey(self) -> list[TaskSpec | TaskProblem]:
+        """Every task in name order: its spec, or a `TaskProblem` saying why it has none.
+
+        One broken task (e.g. a malformed or non-UTF-8 TSV) does not hide the others;
+        asking for it directly (`task(name).spec`) still raises its error.
+        """
+        out: list[TaskSpec | TaskProblem] = []
+        for name in self.names():
+            try:
+                out.append(self.task(name).spec)
+            except WorkbenchError as e:
+                out.append(TaskProblem(name, str(e).replace("\n", " ")))
+        return out

@@ -23,10 +23,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
+from promptlib.data import read_text
 from promptlib.errors import VariantError, did_you_mean
 
 INSTRUCTIONS = ("base", "reference", "description", "custom")
@@ -34,6 +35,7 @@ REGISTERS = ("default", "plain", "technical", "custom")
 FORMATS = ("base", "claude")
 POOLS = ("train", "train+test")
 _ICL = re.compile(r"icl:(\d+)$")
+_SIGNED_INT = re.compile(r"[+-]?\d+")
 
 #: Prompt file that supplies each built-in level.
 INSTRUCTION_FILES = {
@@ -85,10 +87,17 @@ class PromptVariant:
             if not self.demo_rows or self.k is not None or self.seed is not None:
                 raise VariantError("demos=rows needs explicit demo_rows (and no k or seed)")
         elif self.demos == "sample":
-            if self.k is None or self.k < 1:
-                raise VariantError("resampled demos need k >= 1 (e.g. demos=4,seed=0)")
+            if not _is_int(self.k) or self.k < 1:
+                raise VariantError(
+                    f"resampled demos need an integer k >= 1, not {self.k!r} (e.g. "
+                    "demos=4,seed=0); use demos=none for zero-shot"
+                )
             if self.seed is None:
                 raise VariantError("resampled demos need a seed (e.g. demos=4,seed=0)")
+            if not _is_int(self.seed) or self.seed < 0:
+                raise VariantError(
+                    f"seed must be an integer >= 0, not {self.seed!r} (e.g. demos=4,seed=0)"
+                )
         elif self.demos in ("base", "none") or _ICL.match(self.demos):
             if self.k is not None or self.seed is not None or self.pool != "train":
                 raise VariantError(
@@ -194,6 +203,10 @@ class PromptVariant:
         return ",".join(parts) or "base"
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_level(axis: str, value: str, levels: tuple[str, ...]) -> None:
     if value not in levels:
         raise VariantError(
@@ -217,13 +230,12 @@ _SPEC_KEYS = (
 
 def _read_text_file(path: str, key: str) -> str:
     """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
-    p = Path(path)
+    p = Path(path).expanduser()
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise VariantError(f"{key}: file {p} does not exist") from e
+        doc = yaml.safe_load(read_text(p, f"{key}: file", VariantError))
     except yaml.YAMLError as e:
-        raise VariantError(f"{p}: malformed YAML ({e})") from e
+        detail = " ".join(str(e).split())  # PyYAML's messages span lines
+        raise VariantError(f"{p}: malformed YAML ({detail}); fix that file") from e
     if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
         raise VariantError(f"{p}: expected a YAML mapping with a string field 'text'")
     text: str = doc["text"]
@@ -269,19 +281,23 @@ def parse_spec(spec: str | None) -> PromptVariant:
             raise VariantError(f"answer_hint must be on or off, not {hint!r}")
         fields["answer_hint"] = hint in ("on", "true")
     if "seed" in kv:
-        fields["seed"] = _int(kv.pop("seed"), "seed")
+        fields["seed"] = _int(kv.pop("seed"), "seed", minimum=0)
     demos = kv.pop("demos", None)
     if demos is not None:
-        if demos.isdigit():
+        if _SIGNED_INT.fullmatch(demos):
             fields["demos"] = "sample"
-            fields["k"] = int(demos)
+            fields["k"] = _int(demos, "demos=k", minimum=1)
         else:
             fields["demos"] = demos
     return PromptVariant(**fields)
 
 
-def _int(value: str, key: str) -> int:
+def _int(value: str, key: str, minimum: int) -> int:
     try:
-        return int(value)
+        n = int(value)
     except ValueError as e:
-        raise VariantError(f"{key} must be an integer, got {value!r}") from e
+        raise VariantError(f"{key} must be an integer >= {minimum}, got {value!r}") from e
+    if n < minimum:
+        hint = "; use demos=none for zero-shot" if key == "demos=k" else ""
+        raise VariantError(f"{key} must be an integer >= {minimum}, got {value!r}{hint}")
+    return n
