@@ -170,6 +170,22 @@ def _store_error(config: TrackingConfig, e: BaseException) -> TrackingError:
     )
 
 
+def _probe_database(uri: str) -> None:
+    """One quick connection to a database store (MLflow itself retries for ~100 s)."""
+    scheme = uri.split(":", 1)[0].split("+", 1)[0]
+    if scheme not in ("postgresql", "mysql", "mssql"):
+        return
+    import sqlalchemy
+
+    args = {"connect_timeout": 10} if scheme in ("postgresql", "mysql") else {}
+    engine = sqlalchemy.create_engine(uri, connect_args=args, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect():
+            pass
+    finally:
+        engine.dispose()
+
+
 def open_client(config: TrackingConfig) -> Any:
     """An MlflowClient on the store, checked with one cheap call, failing fast and in one line.
 
@@ -180,6 +196,7 @@ def open_client(config: TrackingConfig) -> Any:
         os.environ.setdefault(key, value)
     mlflow = _quiet_mlflow()
     try:
+        _probe_database(config.tracking_uri)
         with _file_lock(_lock_dir(config) / "store.lock"):
             client = mlflow.MlflowClient(tracking_uri=config.tracking_uri)
             client.search_experiments(max_results=1)
@@ -558,6 +575,9 @@ class Tracker:
             )
 
         version = _retrying("register_prompt", register)
+        # MLflow's registry resolves the run through the *default* tracking store: point it
+        # at ours (a URI setting, not an active run).
+        self.mlflow.set_tracking_uri(self.config.tracking_uri)
         self.client.link_prompt_version_to_run(run_id, version)
         return version
 

@@ -144,7 +144,7 @@ def test_run_bad_input(lb_dir: Path) -> None:
 
 
 @pytest.mark.data
-def test_run_with_failing_provider_is_incomplete_exit_1(lb_dir: Path, tmp_path: Path) -> None:
+def test_run_with_failing_provider_is_failed_exit_1(lb_dir: Path, tmp_path: Path) -> None:
     from experiments.stub_server import StubOpenAI
 
     with StubOpenAI(fault_rate=1.0, faults=("500",)) as stub:
@@ -179,7 +179,9 @@ def test_run_with_failing_provider_is_incomplete_exit_1(lb_dir: Path, tmp_path: 
         )
     assert r.returncode == 1
     summary = json.loads(r.stdout)
-    assert summary["status"] == "incomplete" and summary["score"] is None
-    assert summary["n_errors"] == 3 and "incomplete and has no score" in r.stderr
+    # every row failed: the trial is "failed" (some rows only: "incomplete"), with no score
+    assert summary["status"] == "failed" and summary["score"] is None
+    assert summary["n_errors"] == 3 and "3 of 3 rows failed" in r.stderr
+    assert "has no score" in r.stderr and "Traceback" not in r.stderr
     saved = Path(summary["predictions"]).read_text().splitlines()
     assert len(saved) == 3 and all(json.loads(x)["error"] for x in saved)

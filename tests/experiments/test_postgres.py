@@ -75,3 +75,11 @@ def test_two_workers_share_one_study(lb_dir: Path, tmp_path: Path) -> None:
     assert sorted(int(c.data.params["optuna.trial"]) for c in children) == sorted(
         t.number for t in finished
     )
+    # no password from the storage or tracking URL in any output, param or tag
+    password = optuna_url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    shown = [out + err for out, err in outs]
+    for run in runs:
+        shown += [str(v) for v in run.data.params.values()]
+        shown += [str(v) for v in run.data.tags.values()]
+    assert not [x for x in shown if f":{password}@" in x]
+    assert parents[0].data.params["storage"].count(":***@") == 1
