@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import math
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
+from experiments.secrets import redact as redact  # re-exported: error texts are redacted
 from promptlib.errors import WorkbenchError
 
 Mode = Literal["chat", "completion"]
@@ -82,18 +83,6 @@ class LM(Protocol):
 
 class ModelError(WorkbenchError):
     pass
-
-
-# ---- secrets never leave through error messages --------------------------------------------
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """Replace any secret-looking environment value that appears in `text`."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, f"<{name}>")
-    return re.sub(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}", r"\1…", text)
 
 
 # ---- the embedded model --------------------------------------------------------------------
@@ -221,32 +210,101 @@ def _status(exc: BaseException) -> int | None:
     return int(code) if isinstance(code, int) else None
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+# litellm's text when a 200 reply parsed as JSON but not as a completion (content not a
+# string, ...); it wraps that as a 500 with the Python traceback inside the message.
+_INVALID_RESPONSE = "Invalid response object"
+
+
+def _malformed(exc: BaseException) -> bool:
+    """litellm could not read the provider's reply: asking again at temperature 0 won't help."""
+    return _INVALID_RESPONSE in str(exc)
+
+
+def _without_traceback(message: str) -> str:
+    """A provider message with an embedded Python traceback cut down to its final error."""
+    head, found, tail = message.partition(_TRACEBACK)
+    if not found:
+        return message
+    lines = tail.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() and not line[0].isspace():  # the exception line after the frames
+            detail = [line.strip()]
+            for more in lines[i + 1 : i + 3]:
+                if not more.strip():
+                    break
+                detail.append(more.strip())
+            return f"{head.rstrip()} ({' '.join(detail)})"
+    return head.rstrip()
+
+
 def _retryable(exc: BaseException) -> bool:
     from litellm.exceptions import APIConnectionError, RateLimitError, Timeout
 
     if "missing credentials" in str(exc).lower():
         return False  # no key in the environment: retrying cannot help
+    if _malformed(exc):
+        return False
     if isinstance(exc, Timeout | APIConnectionError | RateLimitError):
         return True
     status = _status(exc)
     return status is not None and (status in _RETRY_STATUS or status >= 500)
 
 
+def _seconds(value: Any, scale: float = 1.0) -> float | None:
+    """A header's delay in seconds if it is a finite number >= 0, else None (ignored)."""
+    try:
+        seconds = float(str(value).strip()) * scale
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _http_date_delay(value: Any) -> float | None:
+    """Seconds until an HTTP-date Retry-After (``Wed, 21 Oct 2015 07:28:00 GMT``), >= 0."""
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
 def _retry_after(exc: BaseException) -> float | None:
-    """Seconds a server asked us to wait (Retry-After / retry-after-ms), if it said."""
+    """Seconds a server asked us to wait (retry-after-ms / Retry-After), if it said so validly.
+
+    A value that is not a finite number >= 0 (negative, ``nan``, ``inf``, garbage) is
+    ignored, so the caller falls back to its own exponential backoff. Retry-After may also be
+    an HTTP date.
+    """
     headers: Any = None
     response = getattr(exc, "response", None)
     if response is not None:
         headers = getattr(response, "headers", None)
     headers = headers or getattr(exc, "litellm_response_headers", None) or {}
     try:
-        if "retry-after-ms" in headers:
-            return float(headers["retry-after-ms"]) / 1000.0
-        if "retry-after" in headers:
-            return float(headers["retry-after"])
-    except (TypeError, ValueError):
+        lowered = {str(k).lower(): v for k, v in headers.items()}
+    except Exception:  # headers of an unexpected shape: no advice
         return None
+    ms, after = lowered.get("retry-after-ms"), lowered.get("retry-after")
+    if ms is not None and (seconds := _seconds(ms, 1 / 1000)) is not None:
+        return seconds
+    if after is not None:
+        seconds = _seconds(after)
+        return seconds if seconds is not None else _http_date_delay(after)
     return None
+
+
+def _finite(value: Any) -> bool:
+    """A real number (not a bool), neither nan nor infinite."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 class LiteLLMModel:
@@ -269,6 +327,15 @@ class LiteLLMModel:
                 f"model {name!r} has no provider prefix; use e.g. openai/gpt-4o-mini, "
                 f"anthropic/claude-3-5-haiku-latest, ollama/llama3, or {DEFAULT_MODEL}"
             )
+        if not (_finite(timeout) and timeout > 0):
+            raise ModelError(f"timeout must be a finite number of seconds > 0, not {timeout!r}")
+        if not _count(max_retries, 0):
+            raise ModelError(f"max_retries must be an integer >= 0, not {max_retries!r}")
+        if concurrency is not None and not _count(concurrency, 1):
+            raise ModelError(f"concurrency must be an integer >= 1, not {concurrency!r}")
+        for label, value in (("backoff", backoff), ("max_backoff", max_backoff)):
+            if not (_finite(value) and value >= 0):
+                raise ModelError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
         self.name = name
         self.api_base = api_base
         self.is_local = name.startswith(LOCAL_PROVIDER + "/")
@@ -318,8 +385,9 @@ class LiteLLMModel:
             exc = state.outcome.exception() if state.outcome else None
             asked = _retry_after(exc) if exc is not None else None
             if asked is not None:
-                return min(asked, self.max_backoff)
-            return float(min(self.backoff * 2 ** (state.attempt_number - 1), self.max_backoff))
+                return max(0.0, min(asked, self.max_backoff))
+            exponent = min(state.attempt_number - 1, 64)  # 2**64 * backoff is finite
+            return float(max(0.0, min(self.backoff * 2.0**exponent, self.max_backoff)))
 
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
@@ -344,29 +412,84 @@ class LiteLLMModel:
     def _failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion:
         kind = type(exc).__name__ if exc is not None else "Error"
         status = _status(exc) if exc is not None else None
-        message = redact(str(exc))[:500] if exc is not None else "unknown error"
+        message = _without_traceback(redact(str(exc)))[:500] if exc is not None else "unknown error"
         reason = f"{kind}{f' {status}' if status else ''} after {attempts} attempt(s): {message}"
+        if exc is not None and _malformed(exc):
+            reason = f"malformed reply: {message}"
         return Completion(
             None, latency=time.perf_counter() - start, error=reason, attempts=attempts
         )
 
     def _success(self, response: Any, attempts: int, start: float) -> Completion:
-        choice = response.choices[0]
-        text = getattr(choice, "text", None)
-        if text is None:
-            text = choice.message.content
+        text, problem = reply_text(response)
+        if problem is not None:
+            return Completion(
+                None,
+                latency=time.perf_counter() - start,
+                error=f"malformed reply: {problem}",
+                attempts=attempts,
+            )
         usage = getattr(response, "usage", None)
         cost: float | None = None
         if not self.is_local:
             cost = _cost(response)
         return Completion(
-            text=text or "",
-            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            text=text,
+            tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
+            tokens_out=_int(getattr(usage, "completion_tokens", 0)),
             cost=cost,
             latency=time.perf_counter() - start,
             attempts=attempts,
         )
+
+
+def _field(obj: Any, name: str) -> Any:
+    """An attribute of a litellm object, or a key of a plain dict."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def reply_text(response: Any) -> tuple[str | None, str | None]:
+    """(text, None) for a usable reply; (None, what is wrong with it) otherwise.
+
+    A chat reply must carry text in ``choices[0].message.content``, a text completion in
+    ``choices[0].text``. No choices, null content, a tool or function call instead of text,
+    or content that is not a string are malformed: the row records the reason as its error
+    instead of counting as an answer "". An empty string is a real (empty) answer.
+    """
+    choices = _field(response, "choices")
+    if not choices:
+        return None, "no choices"
+    try:
+        choice = choices[0]
+    except (TypeError, KeyError, IndexError):
+        return None, f"choices is {type(choices).__name__}, not a list"
+    finish = _field(choice, "finish_reason")
+    why = f" (finish_reason={finish})" if finish else ""
+    message = _field(choice, "message")
+    if message is None:  # a text completion
+        text = _field(choice, "text")
+        if text is None:
+            return None, f"null text{why}"
+        if not isinstance(text, str):
+            return None, f"text is {type(text).__name__}, not a string{why}"
+        return text, None
+    content = _field(message, "content")
+    if not content and (_field(message, "tool_calls") or _field(message, "function_call")):
+        return None, f"tool call instead of text{why}"
+    if content is None:
+        return None, f"null content{why}"
+    if not isinstance(content, str):
+        return None, f"content is {type(content).__name__}, not a string{why}"
+    return content, None
 
 
 def _cost(response: Any) -> float | None:

@@ -5,6 +5,17 @@ configurable delay, and fails a configurable share of requests with 429 (with Re
 500, or a stall longer than the client's timeout. Used by the tests and benchmarks to
 exercise the litellm path, concurrency and retries for real, on loopback only.
 
+Outcomes (random with `fault_rate` over `faults`, or one per request from `script`):
+
+- ``ok``: the reply;
+- ``429``: rate limited, with ``Retry-After: <retry_after>``, or with exactly the headers
+  given as `rate_limit_headers` (e.g. ``{"Retry-After": "-1"}`` or ``{"retry-after-ms": "nan"}``);
+- ``500``: internal error; ``timeout``: a stall of `stall` seconds, then 504;
+- malformed 200 replies: ``empty_choices`` (``"choices": []``), ``null_content`` (chat
+  ``content: null`` / completion ``text: null``), ``tool_call`` (chat: a tool call and no
+  content; completion: ``text: null``), ``list_content`` (content / text is a list),
+  ``not_json`` (an HTML body).
+
     python -m experiments.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
 """
 
@@ -40,6 +51,7 @@ class StubOpenAI:
         reply_fn: Callable[[str], str] | None = None,
         seed: int = 0,
         script: list[str] | None = None,
+        rate_limit_headers: dict[str, str] | None = None,
         port: int = 0,
     ) -> None:
         self.latency = latency
@@ -50,6 +62,7 @@ class StubOpenAI:
         self.reply = reply
         self.reply_fn = reply_fn  # reply computed from the prompt, e.g. hashed_yes_no
         self.script = list(script or [])  # explicit per-request outcomes, consumed first
+        self.rate_limit_headers = rate_limit_headers  # sent with 429s instead of Retry-After
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
@@ -124,10 +137,14 @@ class StubOpenAI:
                     return self._send(
                         429,
                         {"error": {"message": "rate limited", "type": "rate_limit_exceeded"}},
-                        {"Retry-After": f"{stub.retry_after:g}"},
+                        stub.rate_limit_headers
+                        if stub.rate_limit_headers is not None
+                        else {"Retry-After": f"{stub.retry_after:g}"},
                     )
                 if outcome == "500":
                     return self._send(500, {"error": {"message": "internal error"}})
+                if outcome == "not_json":
+                    return self._send_raw(200, b"<html>upstream hiccup</html>", "text/html")
                 prompt = body.get("prompt")
                 if prompt is None:
                     prompt = (body.get("messages") or [{}])[-1].get("content", "")
@@ -135,16 +152,33 @@ class StubOpenAI:
                     prompt = "".join(map(str, prompt))
                 reply = stub.reply_fn(prompt) if stub.reply_fn else stub.reply
                 usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+                content: Any = reply
+                if outcome in ("null_content", "tool_call"):
+                    content = None
+                elif outcome == "list_content":
+                    content = [{"type": "text", "text": reply}]
                 if self.path.endswith("/chat/completions"):
+                    message: dict[str, Any] = {"role": "assistant", "content": content}
+                    finish = "stop"
+                    if outcome == "tool_call":
+                        finish = "tool_calls"
+                        message["tool_calls"] = [
+                            {
+                                "id": "call_stub",
+                                "type": "function",
+                                "function": {"name": "answer", "arguments": '{"x": 1}'},
+                            }
+                        ]
                     choice: dict[str, Any] = {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply},
-                        "finish_reason": "stop",
+                        "message": message,
+                        "finish_reason": finish,
                     }
                     obj = "chat.completion"
                 else:
-                    choice = {"index": 0, "text": reply, "finish_reason": "stop"}
+                    choice = {"index": 0, "text": content, "finish_reason": "stop"}
                     obj = "text_completion"
+                choices = [] if outcome == "empty_choices" else [choice]
                 return self._send(
                     200,
                     {
@@ -152,7 +186,7 @@ class StubOpenAI:
                         "object": obj,
                         "created": int(time.time()),
                         "model": body.get("model", "stub"),
-                        "choices": [choice],
+                        "choices": choices,
                         "usage": usage,
                     },
                 )
@@ -160,10 +194,18 @@ class StubOpenAI:
             def _send(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
             ) -> None:
-                data = json.dumps(payload).encode()
+                self._send_raw(status, json.dumps(payload).encode(), headers=headers)
+
+            def _send_raw(
+                self,
+                status: int,
+                data: bytes,
+                content_type: str = "application/json",
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", content_type)
                     self.send_header("content-length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)

@@ -4,6 +4,7 @@ failures as row states, concurrency, and API keys that never leak."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.models import Decoding, get_model, redact
+from experiments.models import Decoding, ModelError, get_model
 from experiments.runner import TrialSpec, run_trial
+from experiments.secrets import redact, safe_url
 from experiments.stub_server import StubOpenAI
 from promptlib import Catalog, parse_spec
+from promptlib.errors import WorkbenchError
 
 FAKE_KEY = "sk-test-workbench-FAKE-0123456789abcdefXYZ"
 
@@ -75,7 +78,9 @@ def test_trial_survives_injected_faults(catalog: Catalog) -> None:
             "openai/stub", api_base=stub.url, concurrency=8, backoff=0.01, timeout=0.5,
             max_retries=1,
         )  # fmt: skip
-        res = run_trial(TrialSpec("hearsay", parse_spec("base"), "openai/stub"), catalog, lm)
+        res = run_trial(
+            TrialSpec(task="hearsay", variant=parse_spec("base"), model="openai/stub"), catalog, lm
+        )
     assert len(res.predictions) == 95
     assert all((p.generation is None) == (p.error is not None) for p in res.predictions)
     assert sum(stub.counts[f] for f in ("429", "500", "timeout")) > 5
@@ -90,6 +95,192 @@ def test_redact_hides_env_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     assert FAKE_KEY not in redact(f"Incorrect API key provided: {FAKE_KEY}.")
     assert "<OPENAI_API_KEY>" in redact(f"key={FAKE_KEY}")
+
+
+def test_models_still_exports_redact() -> None:
+    from experiments import models, secrets
+
+    assert models.redact is secrets.redact
+
+
+@pytest.mark.parametrize("key", ["abc", "x9Z", "k3y-42", "Ab_cdEf"])
+def test_redact_hides_short_keys_as_tokens(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", key)
+    for text in (
+        key,
+        f"Incorrect API key provided: {key}.",
+        f"Authorization: Bearer {key}",
+        f"https://api.example.com/v1?key={key}&x=1",
+        f'{{"api_key": "{key}"}}',
+    ):
+        out = redact(text)
+        assert key not in out, (text, out)
+        assert "<MY_SERVICE_TOKEN>" in out
+
+
+def test_redact_short_key_leaves_unrelated_words_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "abc")
+    text = "the abcdef column and xabc stay; only abc goes"
+    assert redact(text) == "the abcdef column and xabc stay; only <MY_SERVICE_TOKEN> goes"
+
+
+def test_redact_ignores_tiny_values_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_TOKEN", "ab")  # too short to tell from text
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # a flag, not a secret
+    text = "a flag is false, ab is a word"
+    assert redact(text) == text
+
+
+def test_redact_prefers_the_longest_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("A_KEY", "abc")
+    monkeypatch.setenv("B_SECRET", "abc-defghijkl")
+    assert redact("x abc-defghijkl y abc") == "x <B_SECRET> y <A_KEY>"
+
+
+def test_redact_and_safe_url_hide_url_passwords() -> None:
+    url = "postgresql+psycopg2://alice:s3cr3t-pw@db.example.com:5432/mlflow"
+    assert safe_url(url) == "postgresql+psycopg2://alice:***@db.example.com:5432/mlflow"
+    msg = redact(f"could not connect to {url}: timeout")
+    assert "s3cr3t-pw" not in msg and "alice:***@db.example.com" in msg
+    assert safe_url("sqlite:///tmp/x.db") == "sqlite:///tmp/x.db"
+
+
+def test_redact_cuts_sk_keys_not_in_the_environment() -> None:
+    out = redact("key sk-abcdef0123456789XYZ rejected")
+    assert "0123456789XYZ" not in out and "sk-abcdef" in out
+
+
+# ---- malformed replies are row errors, through the real litellm path ------------------------
+@pytest.mark.parametrize("mode", ["chat", "completion"])
+@pytest.mark.parametrize(
+    ("outcome", "reason"),
+    [
+        ("empty_choices", "no choices"),
+        ("null_content", "null"),
+        ("list_content", "string"),
+    ],
+)
+def test_malformed_replies_are_row_errors(mode: str, outcome: str, reason: str) -> None:
+    with StubOpenAI(script=[outcome]) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01, mode=mode)  # type: ignore[arg-type]
+        out = lm.complete("Q: x\nA:", Decoding(mode=mode))  # type: ignore[arg-type]
+    assert out.text is None
+    assert out.error is not None and out.error.startswith("malformed reply: ")
+    assert reason in out.error and "Traceback" not in out.error and "\n" not in out.error
+    assert stub.counts[outcome] == 1 and out.attempts == 1  # not retried: a rerun retries it
+
+
+@pytest.mark.parametrize("mode", ["chat", "completion"])
+def test_a_reply_that_is_not_json_is_retried_then_a_row_error(mode: str) -> None:
+    with StubOpenAI(script=["not_json", "not_json"]) as stub:
+        lm = get_model(
+            "openai/stub",
+            api_base=stub.url,
+            backoff=0.01,
+            max_retries=1,
+            mode=mode,  # type: ignore[arg-type]
+        )
+        out = lm.complete("Q: x\nA:", Decoding(mode=mode))  # type: ignore[arg-type]
+    assert out.text is None and out.attempts == 2 and stub.counts["not_json"] == 2
+    assert out.error is not None and "Traceback" not in out.error
+
+
+@pytest.mark.parametrize("mode", ["chat", "completion"])
+def test_tool_call_reply_is_a_row_error(mode: str) -> None:
+    with StubOpenAI(script=["tool_call"]) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01, mode=mode)  # type: ignore[arg-type]
+        out = lm.complete("Q: x\nA:", Decoding(mode=mode))  # type: ignore[arg-type]
+    assert out.text is None and out.error is not None
+    expected = "tool call instead of text" if mode == "chat" else "null text"
+    assert f"malformed reply: {expected}" in out.error
+
+
+def test_an_empty_string_is_still_an_answer() -> None:
+    with StubOpenAI(reply="") as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01)
+        out = lm.complete("Q: x\nA:", Decoding())
+    assert out.error is None and out.text == ""
+
+
+def test_malformed_reply_rows_do_not_stop_the_others() -> None:
+    with StubOpenAI(script=["ok", "empty_choices", "null_content", "tool_call", "ok"]) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01, concurrency=1)
+        outs = [lm.complete(f"Q: {i}\nA:", Decoding()) for i in range(5)]
+    assert [o.text for o in outs] == ["Yes", None, None, None, "Yes"]
+    assert [o.error is None for o in outs] == [True, False, False, False, True]
+
+
+# ---- invalid Retry-After falls back to exponential backoff ---------------------------------
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "-1"},
+        {"Retry-After": "-0.5"},
+        {"Retry-After": "nan"},
+        {"Retry-After": "inf"},
+        {"Retry-After": "-inf"},
+        {"Retry-After": "soon"},
+        {"retry-after-ms": "-100"},
+        {"retry-after-ms": "nan"},
+        {"retry-after-ms": "inf"},
+        {"retry-after-ms": "NaN", "Retry-After": "-3"},
+    ],
+)
+def test_invalid_retry_after_falls_back_to_backoff(headers: dict[str, str]) -> None:
+    with StubOpenAI(script=["429", "429", "ok"], rate_limit_headers=headers) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.05, max_backoff=1.0)
+        out = lm.complete("Q: x\nA:", Decoding())
+        assert out.error is None and out.text == "Yes" and out.attempts == 3, out.error
+        g1, g2 = stub.times[1] - stub.times[0], stub.times[2] - stub.times[1]
+    assert 0.04 <= g1 < 0.5 and 0.09 <= g2 < 0.6  # 0.05 then 0.1: the client's own backoff
+
+
+def test_valid_retry_after_ms_wins_over_invalid_retry_after() -> None:
+    headers = {"retry-after-ms": "400", "Retry-After": "nan"}
+    with StubOpenAI(script=["429", "ok"], rate_limit_headers=headers) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01)
+        out = lm.complete("Q: x\nA:", Decoding())
+        assert out.error is None and out.attempts == 2
+        assert stub.times[1] - stub.times[0] >= 0.35
+
+
+def test_huge_retry_after_is_capped_by_max_backoff() -> None:
+    with StubOpenAI(script=["429", "ok"], rate_limit_headers={"Retry-After": "1e308"}) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, backoff=0.01, max_backoff=0.2)
+        out = lm.complete("Q: x\nA:", Decoding())
+        assert out.error is None and out.attempts == 2
+        assert 0.15 <= stub.times[1] - stub.times[0] < 1.0
+
+
+# ---- constructor checks --------------------------------------------------------------------
+@pytest.mark.parametrize("timeout", [0, -1, 0.0, math.nan, math.inf, -math.inf, True, "10"])
+def test_timeout_must_be_a_finite_positive_number(timeout: object) -> None:
+    with pytest.raises(ModelError, match="timeout must be a finite number of seconds > 0"):
+        get_model("openai/stub", timeout=timeout)
+    assert issubclass(ModelError, WorkbenchError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_retries": -1}, "max_retries must be an integer >= 0"),
+        ({"max_retries": 1.5}, "max_retries must be an integer >= 0"),
+        ({"concurrency": 0}, "concurrency must be an integer >= 1"),
+        ({"concurrency": -4}, "concurrency must be an integer >= 1"),
+        ({"backoff": -0.1}, "backoff must be a finite number"),
+        ({"max_backoff": math.nan}, "max_backoff must be a finite number"),
+    ],
+)
+def test_retry_and_concurrency_settings_are_checked(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ModelError, match=message):
+        get_model("openai/stub", **kwargs)
+
+
+def test_valid_settings_are_kept() -> None:
+    lm = get_model("openai/stub", timeout=0.5, max_retries=0, concurrency=1, backoff=0)
+    assert (lm.timeout, lm.max_retries, lm.concurrency, lm.backoff) == (0.5, 0, 1, 0)
 
 
 @pytest.mark.data

@@ -1,0 +1,69 @@
+"""Secrets never leave the process: redaction of keys and of passwords inside URLs.
+
+Every text the workbench records or prints that may carry a secret (provider error
+messages, tracking and storage URLs, database errors) passes through `redact` or `safe_url`.
+
+What `redact` hides:
+
+- the value of every environment variable whose name contains KEY, TOKEN, SECRET, PASSWORD
+  or PASSWD, wherever it appears, once it is at least 3 characters long. Values of 8
+  characters or more are replaced anywhere in the text; shorter ones only where they stand
+  as a token (not inside a longer run of letters and digits), so a 3-character key hides
+  ``key=abc`` and ``Bearer abc`` but leaves "abcdef" alone. Values that are plainly flags
+  (``true``, ``false``, ``yes``, ``no``, ``on``, ``off``, ``none``, ``null``) are not
+  secrets and are left alone (``TOKENIZERS_PARALLELISM=false`` would otherwise redact every
+  "false"). Values shorter than 3 characters cannot be told apart from ordinary text and
+  are not treated as secrets.
+- anything that looks like an OpenAI-style key (``sk-`` + 14 or more characters), cut after
+  its first 6 characters;
+- the password of any URL (``scheme://user:***@host``), as `safe_url` does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(//[^:/@\s]+):[^@\s/]*@")
+_SK_KEY = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}")
+_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
+MIN_SECRET_LENGTH = 3
+_ANYWHERE_LENGTH = 8  # from this length on a value is replaced even inside a longer word
+
+
+def safe_url(url: str) -> str:
+    """A URL without its password: ``postgresql+psycopg2://user:***@host/db``."""
+    return _URL_PASSWORD.sub(r"\1:***@", url)
+
+
+def _secrets() -> list[tuple[str, str]]:
+    """(name, value) of secret-named environment variables, longest value first."""
+    found = [
+        (name, value)
+        for name, value in os.environ.items()
+        if _SECRET_NAME.search(name)
+        and len(value) >= MIN_SECRET_LENGTH
+        and value.strip().lower() not in _NOT_SECRETS
+    ]
+    # Longest first: a value that contains another one is replaced whole.
+    return sorted(found, key=lambda nv: (-len(nv[1]), nv[0]))
+
+
+def _replace_all(pattern: re.Pattern[str], replacement: str, text: str) -> str:
+    """`pattern` replaced by `replacement` taken literally (no backslash escapes)."""
+    return pattern.sub(lambda _match: replacement, text)
+
+
+def redact(text: str) -> str:
+    """`text` with secret environment values, sk- keys and URL passwords hidden."""
+    for name, value in _secrets():
+        if value not in text:
+            continue
+        if len(value) >= _ANYWHERE_LENGTH:
+            text = text.replace(value, f"<{name}>")
+        else:
+            pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])")
+            text = _replace_all(pattern, f"<{name}>", text)
+    text = _SK_KEY.sub(r"\1…", text)
+    return safe_url(text)
