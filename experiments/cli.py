@@ -52,6 +52,10 @@ ApiBase = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatib
 Concurrency = Annotated[
     int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
 ]
+Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")]
+Timeout = Annotated[
+    float, typer.Option("--timeout", help="Seconds per call (a finite number > 0).")
+]
 
 
 def _choice(value: str | None, allowed: tuple[str | None, ...], flag: str) -> None:
@@ -68,7 +72,9 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except WorkbenchError as e:
-            typer.echo(f"error: {e}", err=True)
+            from experiments.secrets import redact
+
+            typer.echo(f"error: {redact(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
@@ -193,15 +199,15 @@ def run(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the --limit sample.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the --limit sample.")] = 0,
     scoring: ScoringOpt = "generate",
     mode: Annotated[
         str | None, typer.Option("--mode", help="chat or completion (default by provider).")
     ] = None,
     api_base: ApiBase = None,
     concurrency: Concurrency = 8,
-    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
+    retries: Retries = 4,
+    timeout: Timeout = 60.0,
     no_cache: NoCache = False,
     definition: DefinitionOpt = "code",
     data_dir: DataDir = None,
@@ -210,15 +216,25 @@ def run(
     as_json: JSON = False,
 ) -> None:
     """Run one trial: a variant of a task through a model, scored like LegalBench."""
-    from experiments.cache import ResponseCache
+    from experiments.cache import ResponseCache, cache_dir
+    from experiments.files import check_writable
     from experiments.models import get_model
-    from experiments.runner import TrialSpec, run_trial, save_trial
+    from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir, save_trial
     from promptlib.variants import parse_spec
 
     _choice(scoring, ("generate", "loglik"), "--scoring")
     _choice(mode, (None, "chat", "completion"), "--mode")
     _choice(definition, ("code", "paper"), "--definition")
-    spec = TrialSpec(task, parse_spec(variant), model, split, limit, seed, scoring)  # type: ignore[arg-type]
+    spec = TrialSpec(
+        task=task,
+        variant=parse_spec(variant),
+        model=model,
+        split=split,
+        limit=limit,
+        seed=seed,
+        scoring=scoring,  # type: ignore[arg-type]
+        definition=definition,  # type: ignore[arg-type]
+    )
     catalog = _catalog(data_dir, hf, prompts_dir)
     catalog.task(task)  # unknown task -> clear error before loading any model
     lm = get_model(
@@ -229,16 +245,14 @@ def run(
         timeout=timeout,
         mode=mode,
     )
+    resolved = resolve_trial(spec, catalog, lm)  # bad variant/rows fail here, before any call
+    outputs = [("trial results", runs_dir())]
+    if not no_cache:
+        outputs.append(("the response cache", cache_dir()))
+    check_writable(outputs)
     cache = None if no_cache else ResponseCache()
     result = _with_progress(
-        lambda progress: run_trial(
-            spec,
-            catalog,
-            lm,
-            cache=cache,
-            progress=progress,
-            definition=definition,  # type: ignore[arg-type]
-        ),
+        lambda progress: run_trial(resolved, catalog, lm, cache=cache, progress=progress),
         f"{task} · {spec.variant.label} · {model}",
     )
     out_dir = save_trial(result)
@@ -250,8 +264,8 @@ def run(
         typer.echo(_format_summary(summary))
     if not result.complete:
         typer.echo(
-            f"error: {result.n_errors} of {summary['n']} rows failed (see 'error' in "
-            f"{summary['predictions']}); the trial is incomplete and has no score. "
+            f"error: trial {result.status}: {result.failure_reason()}; see 'error' in "
+            f"{summary['predictions']}. It has no score. "
             "Run the same command again to retry only those rows.",
             err=True,
         )
@@ -450,6 +464,8 @@ def sweep(
     ] = False,
     api_base: ApiBase = None,
     concurrency: Concurrency = 8,
+    retries: Retries = 4,
+    timeout: Timeout = 60.0,
     no_cache: NoCache = False,
     data_dir: DataDir = None,
     hf: HF = False,
@@ -463,20 +479,37 @@ def sweep(
     catalog = _catalog(data_dir, hf, prompts_dir)
     models = (model,) if model else spec.models
     only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
+    from experiments.models import get_model
+
+    def lm_factory(name: str) -> Any:
+        return get_model(
+            name,
+            api_base=api_base,
+            concurrency=concurrency,
+            max_retries=retries,
+            timeout=timeout,
+        )
+
     if dry_run:
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
-        typer.echo(_dry_run(spec, catalog, planned, trial_plan(spec, planned, models), as_json))
+        trials = trial_plan(spec, planned, models)
+        typer.echo(_dry_run(spec, catalog, planned, trials, lm_factory, as_json))
         return
 
-    from experiments.cache import ResponseCache
-    from experiments.models import get_model
+    from experiments.cache import ResponseCache, cache_dir
+    from experiments.files import check_writable
+    from experiments.secrets import safe_url
     from experiments.sweeps import run_sweep
     from experiments.tracking import Tracker
 
-    def lm_factory(name: str) -> Any:
-        return get_model(name, api_base=api_base, concurrency=concurrency)
-
     tracker = Tracker()
+    outputs = [("sweep reports", Path("reports"))]
+    if not no_cache:
+        outputs.append(("the response cache", cache_dir()))
+    artifacts = tracker.artifact_dir()
+    if artifacts is not None:
+        outputs.append(("MLflow artifacts", artifacts))
+    check_writable(outputs)
     cache = None if no_cache else ResponseCache()
 
     def go(progress: Any) -> Any:
@@ -499,39 +532,65 @@ def sweep(
     result = _with_progress(go, f"sweep {spec.name}")
     if as_json:
         typer.echo(json.dumps(result, default=str))
-        return
-    lines = [
-        f"sweep {result['sweep']}: {result['trials']} trials "
-        f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
-    ]
-    lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
-    lines.append(_comparison_table(result["comparisons"]))
-    lines.append(
-        f"figures and table: reports/{result['sweep']}/ ; MLflow: {tracker.config.tracking_uri}"
-    )
-    typer.echo("\n".join(lines))
+    else:
+        lines = [
+            f"sweep {result['sweep']}: {result['trials']} trials "
+            f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
+        ]
+        lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
+        lines.append(_comparison_table(result["comparisons"]))
+        lines.append(
+            f"figures and table: reports/{result['sweep']}/ ; "
+            f"MLflow: {safe_url(tracker.config.tracking_uri)}"
+        )
+        typer.echo("\n".join(lines))
+    if result["incomplete"]:
+        listed = "; ".join(
+            f"{t['task']} · {t['variant']} · {t['model']} ({t['status']}: {t['n_errors']} of "
+            f"{t['n']} rows failed)"
+            for t in result["incomplete"]
+        )
+        typer.echo(
+            f"error: {len(result['incomplete'])} trial(s) incomplete: {listed}. Their "
+            "comparisons have no p-value. Rerun the same command to resume: only the failed "
+            "rows are sent again.",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def _comparison_table(table: list[dict[str, Any]]) -> str:
     if not table:
         return "no comparisons (nothing to compare)"
+
+    def f(x: Any, spec: str) -> str:
+        return "-" if x is None else format(x, spec)
+
     head = (
         f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} {'diff':>7} "
         f"{'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
     )
     out = [head]
     for r in table:
-        sa = "-" if r["score_a"] is None else f"{r['score_a']:.3f}"
-        sb = "-" if r["score_b"] is None else f"{r['score_b']:.3f}"
+        left = (
+            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
+            f"{f(r['score_a'], '.3f'):>8} {f(r['score_b'], '.3f'):>8} "
+        )
+        if r["p_value"] is None:
+            out.append(left + f"not tested: {r['status']}")
+            continue
         out.append(
-            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} {sa:>8} {sb:>8} "
-            f"{r['statistic']:>+7.3f} [{r['ci_low']:+.3f},{r['ci_high']:+.3f}] "
+            left + f"{r['statistic']:>+7.3f} [{r['ci_low']:+.3f},{r['ci_high']:+.3f}] "
             f"{r['p_value']:>7.4f} {r['p_corrected']:>7.4f} {r['n']:>5} {r['mde_80']:>6.3f}"
         )
-    first = table[0]
-    mc = sorted({r["n_resamples"] for r in table if not r["exact"]})
+    tested = [r for r in table if r["p_value"] is not None]
+    if not tested:
+        out.append("no comparison was tested: every one involves an incomplete trial")
+        return "\n".join(out)
+    first = tested[0]
+    mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
     how = []
-    if any(r["exact"] for r in table):
+    if any(r["exact"] for r in tested):
         how.append("exact over all 2^d swaps where d (discordant examples) <= 16")
     if mc:
         how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
@@ -539,26 +598,29 @@ def _comparison_table(table: list[dict[str, Any]]) -> str:
         f"test: {first['test']}, two-sided, on {first['metric']}; p: {'; '.join(how)}. "
         "95% CI: paired bootstrap (BCa, 2000 resamples) of A - B. p corr: "
         f"{'Holm' if first['p_corrected'] == first['p_holm'] else 'Benjamini-Hochberg'} "
-        "across this sweep's comparisons. MDE80: smallest difference detectable at 80% power."
+        f"across this sweep's {len(tested)} tested comparisons. "
+        "MDE80: smallest difference detectable at 80% power."
     )
     return "\n".join(out)
 
 
-def _dry_run(spec: Any, catalog: Any, planned: Any, trials: Any, as_json: bool) -> str:
-    from experiments.runner import decoding_for
-    from promptlib.render import compile_prompt
+def _dry_run(
+    spec: Any, catalog: Any, planned: Any, trials: Any, lm_factory: Any, as_json: bool
+) -> str:
+    from experiments.runner import decoding_for, resolve_trial
 
     items = []
-    for model, pt, nv, ts in trials:
+    lms = {t.model: lm_factory(t.model) for t in trials}
+    for t in trials:
+        pt, nv, model = t.planned, t.variant, t.model
         task = catalog.task(pt.task)
-        compiled = compile_prompt(nv.variant, task, spec.split)
-        by_id = {r["index"]: r for r in task.rows(spec.split)}
-        chars = sum(len(compiled.render(by_id[i])) for i in pt.rows)
+        resolved = resolve_trial(t.spec, catalog, lms[model])
+        chars = sum(len(resolved.compiled.render(r)) for r in resolved.rows)
         tokens = chars // 4
         out_tokens = len(pt.rows) * decoding_for(task.spec, "chat").max_tokens
         items.append(
             {
-                "trial_id": ts.id,
+                "trial_id": resolved.id,
                 "task": pt.task,
                 "variant": nv.name,
                 "model": model,
@@ -617,9 +679,9 @@ def optimize(
     ] = None,
     study: Annotated[str | None, typer.Option("--study", help="Study name.")] = None,
     sampler: Annotated[str, typer.Option("--sampler", help="tpe, random or grid.")] = "tpe",
-    seed: Annotated[int, typer.Option("--seed", help="Sampler / DSPy seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Sampler / DSPy seed.")] = 0,
     split_seed: Annotated[
-        int, typer.Option("--split-seed", help="Seed of the dev/held-out split.")
+        int, typer.Option("--split-seed", min=0, help="Seed of the dev/held-out split.")
     ] = 0,
     heldout: Annotated[float, typer.Option("--heldout", help="Held-out fraction.")] = 0.5,
     dev_limit: Annotated[
@@ -632,13 +694,16 @@ def optimize(
     scoring: ScoringOpt = "generate",
     api_base: ApiBase = None,
     concurrency: Concurrency = 8,
+    retries: Retries = 4,
+    timeout: Timeout = 60.0,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
-    from experiments.cache import ResponseCache
+    from experiments.cache import ResponseCache, cache_dir
+    from experiments.files import check_writable
     from experiments.models import get_model
     from experiments.optimize import OptimizeConfig, dumps, report_text
     from experiments.optimize import optimize as run_optimize
@@ -665,8 +730,16 @@ def optimize(
         heldout_limit=heldout_limit,
         scoring=scoring,  # type: ignore[arg-type]
     )
-    lm = get_model(model, api_base=api_base, concurrency=concurrency)
-    report = run_optimize(cfg, catalog, lm, Tracker(), cache=ResponseCache())
+    lm = get_model(
+        model, api_base=api_base, concurrency=concurrency, max_retries=retries, timeout=timeout
+    )
+    tracker = Tracker()
+    outputs = [("the response cache", cache_dir())]
+    artifacts = tracker.artifact_dir()
+    if artifacts is not None:
+        outputs.append(("MLflow artifacts", artifacts))
+    check_writable(outputs)
+    report = run_optimize(cfg, catalog, lm, tracker, cache=ResponseCache())
     typer.echo(dumps(report) if as_json else report_text(report))
 
 
@@ -679,30 +752,51 @@ def report(
     """Print a sweep's comparison table again, from MLflow."""
     from experiments.tracking import Tracker
 
-    info, table = Tracker().sweep_report(sweep_name)
+    info, doc = Tracker().sweep_report(sweep_name)
+    table = doc["comparisons"]
+    incomplete = doc.get("incomplete") or []
     if as_json:
-        typer.echo(json.dumps({"run": info, "comparisons": table}, default=str))
-    else:
-        typer.echo(f"sweep {sweep_name} (run {info['run_id']}, {info['status']})")
-        typer.echo(_comparison_table(table))
+        typer.echo(json.dumps({"run": info, **doc}, default=str))
+        return
+    lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
+    lines.append(_comparison_table(table))
+    lines += [
+        f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "
+        "rows failed); rerun the sweep to resume"
+        for t in incomplete
+    ]
+    typer.echo("\n".join(lines))
 
 
 @app.command()
 @friendly
 def ui(
-    port: Annotated[int, typer.Option("--port", help="Port for the MLflow UI.")] = 5000,
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port for the MLflow UI.")
+    ] = 5000,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
-    """Start the MLflow UI on the configured tracking store."""
+    """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
     import contextlib
     import os
     import signal
+    import socket
     import subprocess
 
+    from experiments.secrets import safe_url
     from experiments.tracking import load_config, ui_command
 
+    try:  # a port in use or not ours to bind: say so now, not after the server gives up
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, port))
+    except OSError as e:
+        raise WorkbenchError(
+            f"cannot serve the MLflow UI on {host}:{port} ({e.strerror or e}); "
+            "pass another --port (or stop what uses it)"
+        ) from None
     cmd = ui_command(load_config(), port, host)
-    typer.echo(f"MLflow UI on http://{host}:{port}  ({' '.join(cmd[3:])})", err=True)
+    shown = " ".join(safe_url(c) for c in cmd[3:])
+    typer.echo(f"MLflow UI on http://{host}:{port}  ({shown})", err=True)
     # The MLflow server forks workers and job consumers; run it as its own process group
     # and take the whole group down with us, so no worker outlives the command.
     proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
@@ -713,6 +807,9 @@ def ui(
     signal.signal(signal.SIGTERM, stop)
     try:
         code = proc.wait()
+        # The server only returns by itself when it failed to serve.
+        typer.echo(f"error: the MLflow server stopped (exit code {code})", err=True)
+        code = code or 1
     except KeyboardInterrupt:
         code = 0
     finally:

@@ -38,6 +38,16 @@ def hashed_yes_no(prompt: str) -> str:
     return "Yes" if hashlib.sha256(prompt.encode()).digest()[0] % 2 else "No"
 
 
+def _prompt(body: dict[str, Any]) -> str:
+    """The prompt of a completion or chat request body."""
+    prompt = body.get("prompt")
+    if prompt is None:
+        prompt = (body.get("messages") or [{}])[-1].get("content", "")
+    if isinstance(prompt, list):
+        prompt = "".join(map(str, prompt))
+    return str(prompt)
+
+
 class StubOpenAI:
     def __init__(
         self,
@@ -49,6 +59,7 @@ class StubOpenAI:
         stall: float = 3.0,
         reply: str = "Yes",
         reply_fn: Callable[[str], str] | None = None,
+        fail_fn: Callable[[str], bool] | None = None,
         seed: int = 0,
         script: list[str] | None = None,
         rate_limit_headers: dict[str, str] | None = None,
@@ -61,6 +72,7 @@ class StubOpenAI:
         self.stall = stall
         self.reply = reply
         self.reply_fn = reply_fn  # reply computed from the prompt, e.g. hashed_yes_no
+        self.fail_fn = fail_fn  # prompts it returns True for always get a 500 (persistent)
         self.script = list(script or [])  # explicit per-request outcomes, consumed first
         self.rate_limit_headers = rate_limit_headers  # sent with 429s instead of Retry-After
         self._rng = random.Random(seed)
@@ -127,6 +139,8 @@ class StubOpenAI:
 
             def _answer(self, body: dict[str, Any]) -> None:
                 outcome = stub._outcome()
+                if outcome == "ok" and stub.fail_fn is not None and stub.fail_fn(_prompt(body)):
+                    outcome = "500"
                 with stub._lock:
                     stub.counts[outcome] += 1
                 time.sleep(stub.latency)
@@ -145,11 +159,7 @@ class StubOpenAI:
                     return self._send(500, {"error": {"message": "internal error"}})
                 if outcome == "not_json":
                     return self._send_raw(200, b"<html>upstream hiccup</html>", "text/html")
-                prompt = body.get("prompt")
-                if prompt is None:
-                    prompt = (body.get("messages") or [{}])[-1].get("content", "")
-                if isinstance(prompt, list):
-                    prompt = "".join(map(str, prompt))
+                prompt = _prompt(body)
                 reply = stub.reply_fn(prompt) if stub.reply_fn else stub.reply
                 usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
                 content: Any = reply

@@ -116,7 +116,12 @@ def test_unreachable_tracking_store_is_one_line_without_the_password(
 def test_optuna_storage_password_never_shown(env: dict[str, str], tmp_path: Path) -> None:
     port = _free_port()
     r = cli(
-        ["optimize", "hearsay", "--storage", f"postgresql+psycopg2://u:{SECRET}@127.0.0.1:{port}/d"],
+        [
+            "optimize",
+            "hearsay",
+            "--storage",
+            f"postgresql+psycopg2://u:{SECRET}@127.0.0.1:{port}/d",
+        ],
         env,
         tmp_path,
     )
@@ -198,13 +203,17 @@ def test_two_sweeps_at_once_share_the_work_and_never_duplicate(
                 time.sleep(stagger)
             procs.append(
                 subprocess.Popen(
-                    cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    cmd,
+                    env=env,
+                    cwd=tmp_path,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
                     text=True,
-                )  # fmt: skip
+                )
             )
         outs = [p.communicate(timeout=300) for p in procs]
         n_requests = len(stub.requests)
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-3000:]
         assert "Traceback" not in err
     results = [json.loads(out) for out, _ in outs]
@@ -222,3 +231,27 @@ def test_two_sweeps_at_once_share_the_work_and_never_duplicate(
     parents = [r for r in runs if r.data.tags.get("workbench.kind") == "sweep"]
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert os.path.isdir(tmp_path / ".mlflow.db.locks")
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_sweep_against_another_server_does_not_resume_the_first_ones_results(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    outs = []
+    for reply in ("Yes", "No"):
+        with StubOpenAI(reply=reply) as stub:
+            r = cli(
+                ["sweep", str(spec), "--model", "openai/stub", "--api-base", stub.url,
+                 "--tasks", "hearsay", "--limit", "10", "--json"],
+                env,
+                tmp_path,
+            )  # fmt: skip
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert len(stub.requests) == 2 * 10, "results of another server were reused"
+            outs.append(json.loads(r.stdout))
+    assert [o["resumed"] for o in outs] == [0, 0]
+    assert outs[0]["sweep_id"] != outs[1]["sweep_id"]
+    assert outs[0]["parent_run_id"] != outs[1]["parent_run_id"]

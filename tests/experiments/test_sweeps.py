@@ -285,3 +285,28 @@ def _prompt_of(body: dict[str, Any]) -> str:
     if prompt is None:
         prompt = body["messages"][-1]["content"]
     return "".join(prompt) if isinstance(prompt, list) else str(prompt)
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_dry_run_lists_the_trials_the_sweep_runs_and_calls_no_model(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    spec = write(tmp_path, SPEC)
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        cmd = [
+            sys.executable, "-m", "experiments.cli", "sweep", str(spec), "--model", "openai/stub",
+            "--api-base", stub.url, "--limit", "8", "--json",
+        ]  # fmt: skip
+        dry = subprocess.run([*cmd, "--dry-run"], env=_env(tmp_path, lb_dir), capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+        assert dry.returncode == 0, dry.stderr
+        assert not stub.requests
+        planned = json.loads(dry.stdout)["trials"]
+        assert len(planned) == 4 and all(
+            t["n"] == 8 and t["prompt_tokens_est"] > 0 for t in planned
+        )
+        real = subprocess.run(cmd, env=_env(tmp_path, lb_dir), capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+        assert real.returncode == 0, real.stderr
+    assert sorted(t["trial_id"] for t in planned) == sorted(
+        r["trial"] for r in _child_runs(tmp_path)
+    )
