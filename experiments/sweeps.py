@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from promptlib.data import read_text
 from promptlib.demos import evaluation_rows
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.render import compile_prompt
@@ -99,8 +100,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     where = str(p)
     if not p.is_file():
         raise SpecError(f"{where}: no such sweep spec (the shipped ones are in ablations/)")
+    text = read_text(p, "sweep spec", SpecError)  # size-capped, UTF-8, names the file
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

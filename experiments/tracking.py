@@ -76,10 +76,18 @@ def load_config(path: str | Path | None = None) -> TrackingConfig:
     p = Path(path or os.environ.get("WORKBENCH_MLFLOW_CONFIG") or "mlflow.yaml")
     doc: dict[str, Any] = {}
     if p.is_file():
+        from promptlib.data import read_text
+
+        text = read_text(p, "tracking config", WorkbenchError)
         try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            loaded = yaml.safe_load(text) or {}
         except yaml.YAMLError as e:
-            raise WorkbenchError(f"{p}: malformed YAML ({e})") from e
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise WorkbenchError(
+                f"{p}: malformed YAML{at}: {getattr(e, 'problem', e)}; fix it or remove it "
+                "to use the defaults"
+            ) from None
         if not isinstance(loaded, dict):
             raise WorkbenchError(f"{p}: expected a mapping (tracking_uri:, ...)")
         unknown = set(loaded) - {

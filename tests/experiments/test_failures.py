@@ -78,6 +78,25 @@ def test_bad_specs_are_rejected_with_the_fix(tmp_path: Path, text: str, message:
     assert str(path) in str(err.value) and message in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"name: x\ntasks: [caf\xe9]\n", "is not UTF-8 text (line 2: byte 0xe9)"),
+        (b"name: [x\n", "malformed YAML at line"),
+    ],
+)
+def test_spec_and_tracking_config_bytes(tmp_path: Path, data: bytes, message: str) -> None:
+    from experiments.tracking import load_config
+    from promptlib.errors import WorkbenchError
+
+    path = tmp_path / "f.yaml"
+    path.write_bytes(data)
+    for load in (load_spec, load_config):
+        with pytest.raises(WorkbenchError) as err:
+            load(path)
+        assert str(path) in str(err.value) and message in str(err.value)
+
+
 # ---- the CLI: bad setups -------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
@@ -145,6 +164,14 @@ def test_unwritable_outputs_are_found_before_any_model_call(
             r = cli(args, {**env, **extra}, tmp_path)
             line = one_clear_line(r)
             assert str(blocker) in line and what in line
+        # a sweep whose reports/ folder cannot be made (a file is in the way)
+        spec = tmp_path / "spec.yaml"
+        spec.write_text("name: blocked\n" + GOOD)
+        cwd = tmp_path / "work"
+        cwd.mkdir()
+        (cwd / "reports").write_text("a file, not a folder")
+        r = cli(["sweep", str(spec), "--limit", "3", *base], env, cwd)
+        assert "sweep reports" in one_clear_line(r)
         assert not stub.requests, "a model was called although the results could not be kept"
 
 
