@@ -147,7 +147,7 @@ def render(
     as_json: JSON = False,
 ) -> None:
     """Print the rendered prompts of a task under a variant."""
-    from promptlib.demos import evaluation_rows
+    from promptlib.leakage import evaluation_rows
     from promptlib.render import compile_prompt
     from promptlib.variants import parse_spec
 
@@ -195,6 +195,15 @@ def run(
         str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini.")
     ] = "local/smollm2",
     variant: Variant = "base",
+    variant_file: Annotated[
+        str | None,
+        typer.Option(
+            "--variant-file",
+            help="A variant saved as JSON: PromptVariant.canonical_json(), or a "
+            "'workbench optimize --json' report (reruns its winner, best_variant_json). "
+            "Instead of --variant.",
+        ),
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="train or test.")] = "test",
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
@@ -220,14 +229,22 @@ def run(
     from experiments.files import check_writable
     from experiments.models import get_model
     from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir, save_trial
-    from promptlib.variants import parse_spec
+    from promptlib.errors import VariantFileError
+    from promptlib.variants import load_variant_file, parse_spec
 
+    if variant_file is not None and variant != "base":
+        raise VariantFileError("give --variant or --variant-file, not both")
+    chosen = load_variant_file(variant_file) if variant_file is not None else parse_spec(variant)
+    if chosen.task not in (None, task):
+        raise VariantFileError(
+            f"variant file {variant_file} holds a variant of task {chosen.task!r}, not {task!r}"
+        )
     _choice(scoring, ("generate", "loglik"), "--scoring")
     _choice(mode, (None, "chat", "completion"), "--mode")
     _choice(definition, ("code", "paper"), "--definition")
     spec = TrialSpec(
         task=task,
-        variant=parse_spec(variant),
+        variant=chosen,
         model=model,
         split=split,
         limit=limit,

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from experiments.metrics import normalize, parse_label
 from experiments.models import _register_local_provider
 from promptlib.errors import WorkbenchError
+from promptlib.leakage import content_key
 from promptlib.render import CompiledPrompt
 from promptlib.tasks import Task
 from promptlib.templates import Demo, placeholders
@@ -213,17 +214,11 @@ def export_variant(task: Task, split: str, program: Any, dev: list[str]) -> Prom
     rows = [r for r in task.rows(split) if r["index"] in set(dev)]
     train_rows = task.rows("train") if task.has_split("train") else []
 
-    def key(d: Any) -> tuple[str, ...]:
-        return tuple(
-            " ".join(str(d.get(c, "") if isinstance(d, dict) else getattr(d, c, "")).split())
-            for c in cols
-        )
-
-    by_content = {key(r): DemoRef(split, r["index"]) for r in rows}
-    by_content.update({key(r): DemoRef("train", r["index"]) for r in train_rows})
+    by_content = {content_key(r, cols): DemoRef(split, r["index"]) for r in rows}
+    by_content.update({content_key(r, cols): DemoRef("train", r["index"]) for r in train_rows})
     refs = []
     for demo in predictor.demos:
-        ref = by_content.get(key(demo))
+        ref = by_content.get(content_key(demo, cols))
         if ref is None:
             raise WorkbenchError("a DSPy demonstration matches no dev or train row")
         refs.append(ref)

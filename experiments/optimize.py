@@ -24,8 +24,10 @@ from typing import Any
 
 from experiments.runner import Scoring, TrialResult, TrialSpec, run_trial
 from experiments.secrets import redact, safe_url
+from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
-from promptlib.render import compile_prompt, heldout_guard
+from promptlib.leakage import content_key, evaluation_rows, heldout_guard, query_columns
+from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog, Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
 
@@ -63,8 +65,6 @@ def split_dev_heldout(
     """
     from sklearn.model_selection import train_test_split
 
-    from promptlib.render import query_columns
-
     rows = task.rows(split)
     if len(rows) < 4:
         raise WorkbenchError(
@@ -72,9 +72,9 @@ def split_dev_heldout(
             "(dev and held-out each need some)"
         )
     cols = query_columns(PromptVariant(), task)
-    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    groups: dict[tuple[tuple[str, str], ...], list[dict[str, str]]] = {}
     for r in rows:
-        groups.setdefault(tuple(" ".join(r[c].split()) for c in cols), []).append(r)
+        groups.setdefault(content_key(r, cols), []).append(r)
     keys = list(groups)
     answers = [groups[k][0]["answer"] for k in keys]
     counts = {a: answers.count(a) for a in set(answers)}
@@ -293,6 +293,7 @@ class OptimizeReport:
     n_failed: int
     best_variant: str
     best_variant_id: str
+    best_variant_json: str  # the winner bound to the task: rerun with run --variant-file
     best_params: dict[str, Any]
     dev_score: float | None
     heldout: dict[str, Any]
@@ -375,6 +376,7 @@ def optimize(
         n_failed=n_failed,
         best_variant=best_variant.label,
         best_variant_id=best_variant.id,
+        best_variant_json=bind(best_variant, task).canonical_json(),
         best_params=best_params,
         dev_score=dev_score,
         heldout=report["heldout"],
@@ -537,8 +539,6 @@ def _evaluate(
 ) -> TrialResult:
     task = catalog.task(cfg.task)
     compiled = compile_prompt(variant, task, cfg.split)
-    from promptlib.demos import evaluation_rows
-
     allowed = {r["index"] for r in evaluation_rows(compiled.variant, task, cfg.split)[0]}
     keep = tuple(i for i in rows if i in allowed)
     spec = TrialSpec(
@@ -595,6 +595,8 @@ def report_text(r: OptimizeReport) -> str:
         f"trials: {r.n_trials} ({r.n_pruned} pruned, {r.n_failed} failed); dev rows {r.n_dev}; "
         f"held-out rows {h['n']} (never seen by the search)",
         f"best variant: {r.best_variant}",
+        "winner: saved as JSON in the report (best_variant_json); rerun it with "
+        f"workbench run {r.task} --variant-file FILE",
         f"dev score (search):        {f(r.dev_score)}",
         f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]",
         f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]",

@@ -41,8 +41,8 @@ from experiments.metrics import (
     score,
 )
 from experiments.models import LM, Completion, Decoding, label_logprobs
-from promptlib.demos import evaluation_rows
 from promptlib.errors import WorkbenchError
+from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog, Task, TaskSpec
 from promptlib.variants import PromptVariant

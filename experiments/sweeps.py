@@ -29,8 +29,8 @@ from typing import Any
 import yaml
 
 from promptlib.data import read_text
-from promptlib.demos import evaluation_rows
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
+from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog
 from promptlib.variants import PromptVariant, parse_spec

@@ -3,16 +3,18 @@
 The paper's protocol (Section on in-context demonstrations): merge train and test, draw four
 demonstrations, two from each class, five times with different seeds, and evaluate each prompt
 on the rows no draw used. `sample_demos` draws one set; `bind` records the drawn rows on the
-variant; `evaluation_rows` gives the rows a variant may be evaluated on.
+variant; `demonstrations` gives a variant's demonstrations. Which rows a variant may be
+evaluated on, and every other leakage check, is `promptlib.leakage`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from promptlib.errors import LeakageError, VariantError
+from promptlib.errors import VariantError
 from promptlib.tasks import Task
 from promptlib.templates import Demo
 from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
@@ -132,44 +134,14 @@ def _file_demos(task: Task, filename: str) -> tuple[Demo, ...]:
     return task.prompt(filename).demos
 
 
-def _key(values: dict[str, str], columns: Sequence[str]) -> tuple[str, ...]:
-    return tuple(" ".join(str(values.get(c, "")).split()) for c in columns)
+# Moved to promptlib.leakage (row identity by content lives there). The old names stay
+# importable from here, resolved lazily: leakage imports this module, not the reverse.
+_MOVED = ("evaluation_rows", "check_no_leak")
 
 
-def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[list[Row], list[str]]:
-    """Rows of `split` the variant may be evaluated on, and the indices left out as demos.
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from promptlib import leakage
 
-    A row is left out if it is one of the drawn demonstration rows, or if what the prompt
-    shows of it (the query template's columns) equals a demonstration's: file demos are text,
-    and LegalBench splits repeat some texts under other indices (the same clause in several
-    contracts), so identity by index alone would leak.
-    """
-    from promptlib.render import query_columns  # render imports this module
-
-    rows = task.rows(split)
-    bound = bind(variant, task)
-    taken = {r.index for r in (bound.demo_rows or ()) if r.split == split}
-    demos = demonstrations(bound, task)
-    cols = query_columns(bound, task)
-    keys = {_key(d.values, cols) for d in demos}
-    kept: list[Row] = []
-    excluded: list[str] = []
-    for row in rows:
-        if row["index"] in taken or _key(row, cols) in keys:
-            excluded.append(row["index"])
-        else:
-            kept.append(row)
-    return kept, excluded
-
-
-def check_no_leak(
-    demos: Sequence[Demo], example: Row, task: str, columns: Sequence[str] | None = None
-) -> None:
-    """Raise if the example to render is one of its own demonstrations (by shown content)."""
-    for d in demos:
-        cols = list(columns) if columns is not None else sorted(d.values)
-        if _key(d.values, cols) == _key(example, cols):
-            raise LeakageError(
-                f"task {task!r}: example index={example.get('index')} is one of the prompt's "
-                "demonstrations; evaluate on promptlib.evaluation_rows(...) instead"
-            )
+        return getattr(leakage, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

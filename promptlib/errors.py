@@ -32,6 +32,10 @@ class VariantError(WorkbenchError):
     """A variant spec is malformed or asks for something the task cannot supply."""
 
 
+class VariantFileError(VariantError):
+    """A variant file (``--variant-file``) is missing, not JSON, or not a variant."""
+
+
 class LeakageError(WorkbenchError):
     """An evaluated example would appear among its own demonstrations."""
 

@@ -20,16 +20,23 @@ shown in any register or format.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from promptlib.demos import bind, check_no_leak, demonstrations
-from promptlib.errors import LeakageError, TemplateError, VariantError
+from promptlib.demos import bind, demonstrations
+from promptlib.errors import TemplateError, VariantError
+from promptlib.leakage import check_heldout, check_no_leak
+from promptlib.leakage import heldout_guard as heldout_guard  # its old home; re-exported
+from promptlib.leakage import query_columns as query_columns  # its old home; re-exported
 from promptlib.tasks import Task
 from promptlib.templates import Demo, ParsedPrompt, fill, placeholders
-from promptlib.variants import BASE_FILE, INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
+from promptlib.variants import (
+    BASE_FILE,
+    INSTRUCTION_FILES,
+    REGISTER_FILES,
+    PromptVariant,
+    frame_file,
+)
 
 Message = dict[str, str]
 
@@ -80,77 +87,12 @@ class CompiledPrompt:
 
     def render(self, example: Mapping[str, str]) -> str:
         check_no_leak(self.demos, dict(example), self.task, placeholders(self.query))
-        _check_guard(self.task, example)
+        check_heldout(self.task, example)
         return self.prefix() + fill(self._query(), example, where=self.source)
 
     def messages(self, example: Mapping[str, str]) -> list[Message]:
         """Chat form: the whole prompt as one user turn, as the paper's chat runs used it."""
         return [{"role": "user", "content": self.render(example)}]
-
-
-# ---- the held-out guard -------------------------------------------------------------------
-_GUARD_LOCK = threading.Lock()
-_GUARDED: dict[str, set[tuple[str, ...]]] = {}
-
-
-def _content_key(row: Mapping[str, str]) -> tuple[str, ...]:
-    """A row's identity by content (its text fields), so renders without an index are caught."""
-    return tuple(
-        f"{k}={' '.join(str(v).split())}"
-        for k, v in sorted(row.items())
-        if k not in ("index", "answer")
-    )
-
-
-@contextmanager
-def heldout_guard(task: str, rows: Sequence[Mapping[str, str]]) -> Iterator[None]:
-    """While active, rendering any of `rows` for `task` raises `LeakageError`.
-
-    An optimiser runs its search inside this guard, so no model call during the search can
-    ever see a held-out row. Process-wide (threads included), matched by content.
-    """
-    keys = {_content_key(r) for r in rows}
-    with _GUARD_LOCK:
-        _GUARDED.setdefault(task, set()).update(keys)
-    try:
-        yield
-    finally:
-        with _GUARD_LOCK:
-            _GUARDED[task].difference_update(keys)
-
-
-def _check_guard(task: str, example: Mapping[str, str]) -> None:
-    guarded = _GUARDED.get(task)
-    if not guarded:
-        return
-    key = _content_key(example)
-    # The example may carry only the template's columns: compare on the columns it has.
-    cols = {part.split("=", 1)[0] for part in key}
-    for g in guarded:
-        sub = tuple(part for part in g if part.split("=", 1)[0] in cols)
-        if sub == key:
-            raise LeakageError(
-                f"task {task!r}: a held-out row was rendered during the search "
-                f"(index {example.get('index', '?')}); the search may only see dev rows"
-            )
-
-
-def query_columns(variant: PromptVariant, task: Task) -> tuple[str, ...]:
-    """The columns a variant's query template shows (what identifies an example to a model)."""
-    if variant.register_text is not None:
-        return placeholders(variant.register_text)
-    name = _frame_file(variant)
-    if name in task.spec.prompt_files:
-        return placeholders(task.prompt(name).query)
-    return tuple(c for c in task.spec.columns if c not in ("index", "answer"))
-
-
-def _frame_file(variant: PromptVariant) -> str:
-    return (
-        INSTRUCTION_FILES.get(variant.instruction)
-        or REGISTER_FILES.get(variant.register)
-        or BASE_FILE
-    )
 
 
 def _need(task: Task, filename: str, why: str) -> ParsedPrompt:
@@ -173,7 +115,7 @@ def compile_prompt(
 ) -> CompiledPrompt:
     """Resolve `variant` for `task`; check the template's columns against `split` if given."""
     variant = bind(variant, task)
-    frame_name = _frame_file(variant)
+    frame_name = frame_file(variant)
     why = (
         f"instruction={variant.instruction}"
         if variant.instruction in INSTRUCTION_FILES

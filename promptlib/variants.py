@@ -12,7 +12,9 @@ The axes follow the LegalBench paper's prompt studies:
 A variant's id is the sha256 of its canonical JSON, so the same spec means the same prompt in
 any process. Variants are never mutated: `with_demos`, `with_instruction`... return new ones.
 Binding a sampled variant to a task (`promptlib.demos.bind`) records the chosen rows in
-``demo_rows``, so the id of a bound variant pins the exact demonstrations.
+``demo_rows``, so the id of a bound variant pins the exact demonstrations. A variant saved
+with `canonical_json` (an optimize report's ``best_variant_json``, say) is read back by
+`load_variant_file` (``workbench run --variant-file``) with the same id.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, TypeGuard
 import yaml
 
 from promptlib.data import read_text
-from promptlib.errors import VariantError, did_you_mean
+from promptlib.errors import VariantError, VariantFileError, did_you_mean
 
 INSTRUCTIONS = ("base", "reference", "description", "custom")
 REGISTERS = ("default", "plain", "technical", "custom")
@@ -203,6 +205,15 @@ class PromptVariant:
         return ",".join(parts) or "base"
 
 
+def frame_file(variant: PromptVariant) -> str:
+    """The prompt file that frames a variant (instruction, query template, separators)."""
+    return (
+        INSTRUCTION_FILES.get(variant.instruction)
+        or REGISTER_FILES.get(variant.register)
+        or BASE_FILE
+    )
+
+
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -301,3 +312,110 @@ def _int(value: str, key: str, minimum: int) -> int:
         hint = "; use demos=none for zero-shot" if key == "demos=k" else ""
         raise VariantError(f"{key} must be an integer >= {minimum}, got {value!r}{hint}")
     return n
+
+
+# ---- variants saved as JSON ---------------------------------------------------------------
+#: The JSON types each field of a saved variant may take (None: the field may be null).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "instruction": (str,),
+    "instruction_text": (str, type(None)),
+    "register": (str,),
+    "register_text": (str, type(None)),
+    "demos": (str,),
+    "k": (int, type(None)),
+    "seed": (int, type(None)),
+    "pool": (str,),
+    "format": (str,),
+    "answer_hint": (bool,),
+    "task": (str, type(None)),
+    "demo_rows": (list, type(None)),
+}
+REPORT_FIELD = "best_variant_json"
+
+
+def variant_from_saved(doc: object, where: str = "variant") -> PromptVariant:
+    """A variant from parsed JSON: its canonical form, or an optimize report holding one.
+
+    Accepts the object `PromptVariant.canonical_json()` writes, or a `workbench optimize
+    --json` report, whose `best_variant_json` field holds the winner's canonical JSON.
+    Anything else raises `VariantFileError` naming what is wrong.
+    """
+    if isinstance(doc, dict) and REPORT_FIELD in doc:
+        inner = doc[REPORT_FIELD]
+        if isinstance(inner, str):
+            try:
+                inner = json.loads(inner)
+            except json.JSONDecodeError as e:
+                raise VariantFileError(
+                    f"{where}: {REPORT_FIELD} is not valid JSON ({e.msg} at line {e.lineno} "
+                    f"column {e.colno})"
+                ) from None
+        return variant_from_saved(inner, f"{where} ({REPORT_FIELD})")
+    shape = (
+        "the canonical JSON of a variant (PromptVariant.canonical_json()) or a "
+        f"'workbench optimize --json' report with {REPORT_FIELD}"
+    )
+    if not isinstance(doc, dict):
+        raise VariantFileError(f"{where}: expected {shape}, not a JSON {_json_type(doc)}")
+    unknown = sorted(set(doc) - set(_FIELD_TYPES))
+    if unknown:
+        raise VariantFileError(
+            f"{where}: unknown variant field(s) {', '.join(map(repr, unknown))}; expected {shape}"
+        )
+    for key, value in doc.items():
+        types = _FIELD_TYPES[key]
+        wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        if wrong:
+            raise VariantFileError(
+                f"{where}: field {key!r} must be "
+                + " or ".join(_JSON_NAMES[t] for t in types)
+                + f", not a JSON {_json_type(value)}"
+            )
+    rows = doc.get("demo_rows")
+    if rows is not None and not all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in rows
+    ):
+        raise VariantFileError(
+            f"{where}: demo_rows must be a list of [split, index] pairs of strings, "
+            'e.g. [["train", "3"], ["train", "7"]]'
+        )
+    try:
+        return PromptVariant.from_dict(doc)
+    except VariantError as e:
+        raise VariantFileError(f"{where}: {e}") from None
+
+
+def load_variant_file(path: str | Path) -> PromptVariant:
+    """Read a variant saved as JSON (see `variant_from_saved`); errors are one clear line."""
+    p = Path(path).expanduser()
+    text = read_text(p, "variant file", VariantFileError)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise VariantFileError(
+            f"variant file {p} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
+    return variant_from_saved(doc, f"variant file {p}")
+
+
+_JSON_NAMES: dict[type, str] = {
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+    list: "a list",
+    type(None): "null",
+}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "object"
