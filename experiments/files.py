@@ -61,8 +61,17 @@ def atomic_write_dir(path: Path, files: Mapping[str, str]) -> None:
 
     The new folder is built under a temporary name and renamed into place; an existing folder
     is first moved aside and removed after the swap, so readers see the old set or the new
-    set of files, never a mix.
+    set of files, never a mix. Writers of the same folder (two runs of one trial) take turns
+    through a lock file beside it.
     """
+    import filelock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(path.parent / f".{path.name}.lock")):
+        _swap_dir(path, files)
+
+
+def _swap_dir(path: Path, files: Mapping[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     old: Path | None = None

@@ -59,6 +59,7 @@ TRIAL_ID = "workbench.trial_id"
 TRIAL_STATUS = "workbench.status"
 VARIANT_ID = "workbench.variant_id"
 STUDY = "workbench.study"
+LAST_RUN = "workbench.last_run"
 PARENT = "mlflow.parentRunId"
 
 
@@ -125,6 +126,7 @@ _FAST_FAIL_ENV = {
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
     "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE": "600",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
 }
 
 
@@ -329,19 +331,17 @@ class Tracker:
             if found:
                 run_id = str(found[0].info.run_id)
                 self.client.update_run(run_id, status="RUNNING")
-                return run_id
-            return self._create_run(
-                exp,
-                sweep_name,
-                {
-                    KIND: "sweep",
-                    SWEEP_ID: sweep_id,
-                    SWEEP_NAME: sweep_name,
-                    "git.commit": self.commit,
-                    **_versions(),
-                },
-                params,
-            )
+            else:
+                run_id = self._create_run(
+                    exp,
+                    sweep_name,
+                    {KIND: "sweep", SWEEP_ID: sweep_id, SWEEP_NAME: sweep_name,
+                     "git.commit": self.commit, **_versions()},
+                    params,
+                )  # fmt: skip
+            # `workbench report` shows the sweep run most recently, not the one created last
+            self.client.set_tag(run_id, LAST_RUN, f"{time.time():.6f}")
+            return run_id
 
     def study_parent(self, study_name: str, study_key: str, params: dict[str, Any]) -> str:
         """The optimisation study's parent run in this store: found by its key, else new."""
@@ -583,11 +583,32 @@ class Tracker:
             )
 
         version = _retrying("register_prompt", register)
-        # MLflow's registry resolves the run through the *default* tracking store: point it
-        # at ours (a URI setting, not an active run).
-        self.mlflow.set_tracking_uri(self.config.tracking_uri)
-        self.client.link_prompt_version_to_run(run_id, version)
+        with self._default_store():
+            self.client.link_prompt_version_to_run(run_id, version)
         return version
+
+    @contextlib.contextmanager
+    def _default_store(self) -> Iterator[None]:
+        """Point MLflow's *default* store at ours for one call, then put everything back.
+
+        MLflow's registry resolves a run through the default tracking store, and
+        `mlflow.set_tracking_uri` also exports MLFLOW_TRACKING_URI into the environment,
+        which would silently redirect every later `load_config()` in this process to this
+        store. Both are restored on the way out.
+        """
+        from mlflow.tracking import _tracking_service
+
+        before_env = os.environ.get("MLFLOW_TRACKING_URI")
+        before_uri = _tracking_service.utils._tracking_uri
+        self.mlflow.set_tracking_uri(self.config.tracking_uri)
+        try:
+            yield
+        finally:
+            self.mlflow.set_tracking_uri(before_uri)
+            if before_env is None:
+                os.environ.pop("MLFLOW_TRACKING_URI", None)
+            else:
+                os.environ["MLFLOW_TRACKING_URI"] = before_env
 
     def register_best(self, task: str, name: str, compiled: CompiledPrompt, alias: str) -> Any:
         """Register a prompt and point `alias` (e.g. 'best') at it."""
@@ -650,14 +671,15 @@ class Tracker:
                 "run 'workbench sweep ablations/<spec>.yaml' first"
             )
         runs = self.client.search_runs(
-            [exp.experiment_id],
-            filter_string=f"tags.`{KIND}` = 'sweep'",
-            order_by=["attributes.start_time DESC"],
-            max_results=1,
+            [exp.experiment_id], filter_string=f"tags.`{KIND}` = 'sweep'", max_results=10_000
         )
         if not runs:
             raise WorkbenchError(f"sweep {sweep_name!r} has no parent run yet")
-        run = runs[0]
+        # the sweep run most recently (a resumed sweep reuses an older parent)
+        run = max(
+            runs,
+            key=lambda r: float(r.data.tags.get(LAST_RUN) or 0) or r.info.start_time / 1000,
+        )
         try:
             doc = json.loads(self._artifact_text(run.info.run_id, "comparisons.json"))
         except Exception as e:

@@ -231,11 +231,35 @@ def test_saved_predictions_table(catalog: Catalog, tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trial_id"] == res.trial_id and summary["n"] == 5
     assert summary["status"] == "complete"
-    assert not list(out.glob(".*")) and not list(tmp_path.glob(".*"))  # no temporary files
+    leftovers = [p for p in tmp_path.glob(".*") if not p.name.endswith(".lock")]
+    assert not list(out.glob(".*")) and not leftovers  # no temporary files
     # a rerun replaces the folder as a whole: predictions and summary always land together
     res2 = run_trial(spec, catalog, ScriptedLM(yes_if="hearsay"))
     save_trial(res2, tmp_path)
     again = json.loads((out / "summary.json").read_text())
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert again["wall_time"] == res2.summary()["wall_time"] and len(lines) == 5
-    assert sorted(p.name for p in tmp_path.iterdir()) == [res.trial_id]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        res.trial_id
+    ]
+
+
+def test_concurrent_saves_of_one_trial_never_tear_or_crash(catalog: Catalog, tmp_path: Path) -> None:
+    """Two runs of one trial finishing at once: each write lands whole, none raises."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=5)
+    res = run_trial(spec, catalog, ScriptedLM())
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda _: save_trial(res, tmp_path), range(40)))
+    out = tmp_path / res.trial_id
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 5
+    assert json.loads((out / "summary.json").read_text())["trial_id"] == res.trial_id
+
+
+def test_a_password_in_api_base_is_not_shown(catalog: Catalog) -> None:
+    lm = _Identity(model="m", api_base="http://alice:S3cretPassw0rd@127.0.0.1:1/v1", mode="chat")
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="m", limit=3)
+    res = run_trial(spec, catalog, lm)
+    summary = json.dumps(res.summary())
+    assert "S3cretPassw0rd" not in summary and "alice:***@" in summary
