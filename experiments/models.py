@@ -517,18 +517,96 @@ def get_model(name: str, **kwargs: Any) -> LiteLLMModel:
     return LiteLLMModel(name, **kwargs)
 
 
-def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> list[float]:
-    """Log-likelihood of each continuation after `prompt`, for local models only.
+# ---- log-likelihood scoring ----------------------------------------------------------------
+LoglikNorm = Literal["sum", "per_byte"]
+"""How label log-likelihoods are compared: summed over the continuation's tokens, or that sum
+divided by the label's length in UTF-8 bytes (lm-evaluation-harness ``acc_norm``)."""
 
-    The prompt is evaluated once; each continuation is evaluated on top of it by rolling the
-    KV cache back to the prompt's end, so scoring n labels costs one prompt plus n short
-    continuations.
+
+def require_loglik_model(model: str) -> None:
+    """Raise `ModelError` (one clear line) unless `model` can be scored by log-likelihood.
+
+    Only the bundled local models can: remote APIs do not expose the log-probabilities of a
+    given continuation uniformly.
     """
     if not model.startswith(LOCAL_PROVIDER + "/"):
         raise ModelError(
-            f"log-likelihood scoring needs a local model (local/...), not {model!r}; "
-            "remote APIs do not expose prompt log-probabilities uniformly"
+            f"log-likelihood scoring (--scoring loglik or loglik-norm) needs a local model "
+            f"(e.g. {DEFAULT_MODEL}), not {model!r}: remote APIs do not expose prompt "
+            "log-probabilities uniformly; use --scoring generate"
         )
+    local_model_path(model.split("/", 1)[1])  # unknown or missing local model: install hint
+
+
+def label_bytes(label: str) -> int:
+    """Length of a label in UTF-8 bytes: the denominator of per-byte normalisation."""
+    return len(label.encode("utf-8"))
+
+
+def per_byte_scores(sums: Sequence[float], labels: Sequence[str]) -> list[float]:
+    """Each label's summed log-likelihood divided by the label's length in UTF-8 bytes.
+
+    This is lm-evaluation-harness's ``acc_norm`` (EleutherAI/lm-evaluation-harness,
+    ``lm_eval/api/task.py``: ``ConfigurableTask.process_results`` for ``multiple_choice``
+    tasks and ``MultipleChoiceTask.process_results``). There the model scores the
+    continuation ``target_delimiter + choice`` (``" " + choice``), and the prediction is the
+    argmax of the summed log-likelihoods divided by ``completion_len``, an array of
+    ``float(len(choice))`` for each choice: the choice's length in characters, *without*
+    the delimiter, although the delimiter's log-probability is in the sum. We do the same
+    with `labels` (the label text, not the joined continuation), counting UTF-8 bytes, which
+    equals the character count for ASCII labels such as LegalBench's. Leaving the
+    separator out also keeps the normalisation independent of the prompt format's
+    ``answer_join``.
+    """
+    if len(sums) != len(labels):
+        raise ValueError(f"{len(sums)} scores for {len(labels)} labels")
+    out = []
+    for total, label in zip(sums, labels, strict=True):
+        n = label_bytes(label)
+        if n == 0:
+            raise ModelError("per-byte log-likelihood needs non-empty labels, got ''")
+        out.append(total / n)
+    return out
+
+
+def pick_label(sums: Sequence[float], labels: Sequence[str], how: LoglikNorm) -> int:
+    """Index of the most likely label by `how`; a tie goes to the first label in order.
+
+    The first-wins tie rule is ``numpy.argmax``'s, as in lm-evaluation-harness. A NaN score
+    is an error (it would make the choice depend on the label order).
+    """
+    if not labels:
+        raise ValueError("no labels to choose from")
+    if how == "sum":
+        scores = [float(x) for x in sums]
+        if len(scores) != len(labels):
+            raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
+    elif how == "per_byte":
+        scores = per_byte_scores(sums, labels)
+    else:
+        raise ValueError(f"unknown log-likelihood normalisation {how!r}")
+    if any(math.isnan(x) for x in scores):
+        raise ModelError(
+            f"log-likelihood is NaN for a label: {dict(zip(labels, scores, strict=True))}"
+        )
+    best = 0
+    for j in range(1, len(scores)):
+        if scores[j] > scores[best]:  # strictly greater: ties keep the earlier label
+            best = j
+    return best
+
+
+def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> list[float]:
+    """Summed log-likelihood of each continuation after `prompt`, for local models only.
+
+    The prompt is evaluated once; each continuation is evaluated on top of it by rolling the
+    KV cache back to the prompt's end, so scoring n labels costs one prompt plus n short
+    continuations. The sums are not length-normalised: `pick_label` compares them as they
+    are (``sum``) or per byte (``per_byte``), so one pass serves both.
+    """
+    require_loglik_model(model)
+    if any(not c for c in continuations):
+        raise ModelError("log-likelihood scoring needs non-empty continuations")
     llm = load_local(model.split("/", 1)[1])
     with _LOCK:
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
@@ -546,6 +624,8 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
         scores = []
         for cont in continuations:
             cont_tokens = llm.tokenize(cont.encode("utf-8"), add_bos=False, special=False)
+            if not cont_tokens:
+                raise ModelError(f"continuation {cont!r} tokenizes to nothing")
             total = float(after_prompt[cont_tokens[0]])
             llm.n_tokens = n
             for i in range(1, len(cont_tokens)):

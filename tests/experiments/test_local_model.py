@@ -10,8 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from experiments.models import Decoding, get_model, label_logprobs, load_local
-from experiments.runner import TrialSpec, run_trial
+from experiments import runner
+from experiments.cache import ResponseCache
+from experiments.models import (
+    Decoding,
+    ModelError,
+    get_model,
+    label_bytes,
+    label_logprobs,
+    load_local,
+    per_byte_scores,
+    pick_label,
+)
+from experiments.runner import TrialSpec, resolve_trial, run_trial
 from promptlib import Catalog, compile_prompt, parse_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.data]
@@ -78,3 +89,126 @@ def test_cli_run_twice_second_run_makes_no_calls(lb_dir: Path, tmp_path: Path) -
     assert a["score"] == b["score"] and a["invalid_rate"] == b["invalid_rate"]
     for key in ("n", "score", "model_calls", "cache_hits", "invalid_rate"):
         assert key in b
+
+
+# ---- length-normalised log-likelihood (loglik-norm) ----------------------------------------
+def test_per_byte_arithmetic_and_first_label_wins_ties() -> None:
+    """No model: sum / UTF-8 bytes of the label (not of the joined continuation), argmax."""
+    import numpy as np
+
+    assert per_byte_scores([-3.0, -2.0], ["Yes", "No"]) == [-1.0, -1.0]
+    assert per_byte_scores([-4.0], ["été"]) == [-0.8]  # 5 bytes, 3 characters
+    assert label_bytes("fanciful") == 8  # the answer_join space is not counted
+    # summed: "No" (-2 > -3); per byte: a tie (-1 = -1), so the first label wins
+    assert pick_label([-3.0, -2.0], ["Yes", "No"], "sum") == 1
+    assert pick_label([-3.0, -2.0], ["Yes", "No"], "per_byte") == 0
+    assert pick_label([-2.0, -2.0, -1.0 - 1.0], ["a", "b", "c"], "sum") == 0
+    # normalisation flips the choice toward the longer label: -2/2 = -1 < -3/6 = -0.5
+    assert pick_label([-2.0, -3.0], ["ab", "abcdef"], "sum") == 0
+    assert pick_label([-2.0, -3.0], ["ab", "abcdef"], "per_byte") == 1
+    # -inf (probability 0) simply loses
+    assert pick_label([float("-inf"), -50.0], ["x", "y"], "per_byte") == 1
+    # agrees with numpy.argmax(sums / lengths), lm-evaluation-harness's acc_norm rule
+    rng = np.random.default_rng(0)
+    labels = ["generic", "descriptive", "suggestive", "arbitrary", "fanciful"]
+    lengths = np.array([float(len(x)) for x in labels])
+    for _ in range(500):
+        sums = rng.normal(-6, 3, size=len(labels)).round(1)  # rounding makes some ties
+        assert pick_label(list(sums), labels, "per_byte") == int(np.argmax(sums / lengths))
+        assert pick_label(list(sums), labels, "sum") == int(np.argmax(sums))
+    with pytest.raises(ModelError, match="non-empty"):
+        pick_label([-1.0, -2.0], ["", "b"], "per_byte")
+    with pytest.raises(ModelError, match="NaN"):
+        pick_label([float("nan"), -2.0], ["a", "b"], "sum")
+    with pytest.raises(ValueError, match="2 scores for 3 labels"):
+        pick_label([-1.0, -2.0], ["a", "b", "c"], "per_byte")
+
+
+def _spy_sums(monkeypatch: pytest.MonkeyPatch) -> list[list[float]]:
+    """Record the per-label sums the runner gets from the model, call by call."""
+    seen: list[list[float]] = []
+    real = label_logprobs  # the function the runner imported
+
+    def spy(model: str, prompt: str, continuations: list[str]) -> list[float]:
+        sums = real(model, prompt, continuations)
+        seen.append(list(sums))
+        return sums
+
+    monkeypatch.setattr(runner, "label_logprobs", spy)
+    return seen
+
+
+def test_loglik_norm_picks_argmax_of_sum_per_byte(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    labels = list(catalog.task("abercrombie").spec.labels or ())
+    lengths = np.array([float(len(x.encode("utf-8"))) for x in labels])
+    picked = {}
+    for scoring, rule in (("loglik", "sum"), ("loglik-norm", "per_byte")):
+        seen = _spy_sums(monkeypatch)
+        spec = TrialSpec(
+            task="abercrombie",
+            variant=parse_spec("base"),
+            model="local/smollm2",
+            limit=12,
+            scoring=scoring,  # type: ignore[arg-type]
+        )
+        res = run_trial(spec, catalog, get_model("local/smollm2"))
+        assert res.complete and res.decoding["loglik"] == rule
+        assert len(seen) == len(res.predictions) == 12
+        for pred, sums in zip(res.predictions, seen, strict=True):
+            s = np.array(sums)
+            expected = np.argmax(s / lengths) if rule == "per_byte" else np.argmax(s)
+            assert pred.parsed == labels[int(expected)]
+        picked[scoring] = [p.parsed for p in res.predictions]
+    assert set(picked["loglik-norm"]) <= set(labels)
+
+
+def test_loglik_scorings_differ_in_trial_id_and_cache(catalog: Catalog, tmp_path: Path) -> None:
+    lm = get_model("local/smollm2")
+
+    def spec(scoring: str) -> TrialSpec:
+        return TrialSpec(
+            task="hearsay",
+            variant=parse_spec("base"),
+            model="local/smollm2",
+            limit=4,
+            scoring=scoring,  # type: ignore[arg-type]
+        )
+
+    summed, normed = (
+        resolve_trial(spec("loglik"), catalog, lm),
+        resolve_trial(spec("loglik-norm"), catalog, lm),
+    )
+    assert (summed.decoding["loglik"], normed.decoding["loglik"]) == ("sum", "per_byte")
+    assert summed.id != normed.id
+    assert summed.id == resolve_trial(spec("loglik"), catalog, lm).id  # stable
+    cache = ResponseCache(tmp_path / "cache")
+    first = run_trial(spec("loglik"), catalog, lm, cache=cache)
+    other = run_trial(spec("loglik-norm"), catalog, lm, cache=cache)
+    again = run_trial(spec("loglik-norm"), catalog, lm, cache=cache)
+    assert (first.model_calls, first.cache_hits) == (4, 0)
+    assert (other.model_calls, other.cache_hits) == (4, 0)  # no answer shared with loglik
+    assert (again.model_calls, again.cache_hits) == (0, 4)
+    assert other.trial_id == again.trial_id != first.trial_id
+
+
+def test_cli_loglik_with_a_remote_model_is_one_line(lb_dir: Path, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "LEGALBENCH_DIR": str(lb_dir),
+        "WORKBENCH_CACHE_DIR": str(tmp_path / "cache"),
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+    }
+    for scoring in ("loglik", "loglik-norm"):
+        cmd = [sys.executable, "-m", "experiments.cli", "run", "hearsay", "--limit", "2"]
+        cmd += ["--model", "openai/gpt-4o-mini", "--scoring", scoring]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: log-likelihood scoring"), lines
+        assert "local model" in lines[0] and "Traceback" not in out.stderr
+        assert out.stdout == ""
+    assert not (tmp_path / "runs").exists()  # failed before any work
