@@ -46,7 +46,12 @@ DefinitionOpt = Annotated[
 ]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Ignore the response cache.")]
 ScoringOpt = Annotated[
-    str, typer.Option("--scoring", help="generate (default, as the paper) or loglik.")
+    str,
+    typer.Option(
+        "--scoring",
+        help="generate (default, as the paper), loglik (summed label log-likelihood) or "
+        "loglik-norm (per byte, like lm-eval's acc_norm); loglik* need a local model.",
+    ),
 ]
 ApiBase = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")]
 Concurrency = Annotated[
@@ -239,7 +244,11 @@ def run(
         raise VariantFileError(
             f"variant file {variant_file} holds a variant of task {chosen.task!r}, not {task!r}"
         )
-    _choice(scoring, ("generate", "loglik"), "--scoring")
+    _choice(scoring, ("generate", "loglik", "loglik-norm"), "--scoring")
+    if scoring.startswith("loglik"):
+        from experiments.models import require_loglik_model
+
+        require_loglik_model(model)  # a remote model: one clear line, before any work
     _choice(mode, (None, "chat", "completion"), "--mode")
     _choice(definition, ("code", "paper"), "--definition")
     spec = TrialSpec(
@@ -556,6 +565,7 @@ def sweep(
         ]
         lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
         lines.append(_comparison_table(result["comparisons"]))
+        lines.append(_across_table(result["across_tasks"]))
         lines.append(
             f"figures and table: reports/{result['sweep']}/ ; "
             f"MLflow: {safe_url(tracker.config.tracking_uri)}"
@@ -596,29 +606,64 @@ def _comparison_table(table: list[dict[str, Any]]) -> str:
         if r["p_value"] is None:
             out.append(left + f"not tested: {r['status']}")
             continue
+        ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
+        flag = " !" if r.get("ci_note") else ""
         out.append(
-            left + f"{r['statistic']:>+7.3f} [{r['ci_low']:+.3f},{r['ci_high']:+.3f}] "
-            f"{r['p_value']:>7.4f} {r['p_corrected']:>7.4f} {r['n']:>5} {r['mde_80']:>6.3f}"
+            left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
+            f"{r['p_corrected']:>7.4f} {r['n']:>5} {f(r.get('mde_80'), '.3f'):>6}{flag}"
         )
     tested = [r for r in table if r["p_value"] is not None]
     if not tested:
         out.append("no comparison was tested: every one involves an incomplete trial")
         return "\n".join(out)
     first = tested[0]
-    mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
-    how = []
-    if any(r["exact"] for r in tested):
-        how.append("exact over all 2^d swaps where d (discordant examples) <= 16")
-    if mc:
-        how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
-    out.append(
-        f"test: {first['test']}, two-sided, on {first['metric']}; p: {'; '.join(how)}. "
-        "95% CI: paired bootstrap (BCa, 2000 resamples) of A - B. p corr: "
-        f"{'Holm' if first['p_corrected'] == first['p_holm'] else 'Benjamini-Hochberg'} "
-        f"across this sweep's {len(tested)} tested comparisons. "
-        "MDE80: smallest difference detectable at 80% power."
+    metrics = sorted({r["metric"] for r in tested})
+    parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
+    if "k" in first:
+        parts.append(
+            f"test: {first['test']} of max - min over the {first['k']} draws "
+            f"(R={first['n_resamples']} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
+            "The paper's post-selection pair test (anti-conservative) is in the JSON as "
+            "p_post_selection"
+        )
+    else:
+        mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
+        how = []
+        if any(r["exact"] for r in tested):
+            how.append("exact over all swap patterns where few rows differ")
+        if mc:
+            how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
+        parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        parts.append(
+            f"95% CI: paired bootstrap ({2000} resamples) of A - B; '!' marks an interval "
+            "flagged degenerate or unreliable (smallest class < 10 rows)"
+        )
+        parts.append("MDE80: smallest difference detectable at 80% power")
+    parts.append(
+        f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
+        "tested comparisons"
     )
+    out.append(". ".join(parts) + ".")
     return "\n".join(out)
+
+
+def _across_table(across: list[dict[str, Any]]) -> str:
+    if not across:
+        return "across tasks: no across-task test (a single task, or no comparison)"
+    lines = ["across tasks:"]
+    for r in across:
+        p = "-" if r.get("p_value") is None else f"{r['p_value']:.4f}"
+        diff = r.get("mean_difference")
+        d = "" if diff is None else f", mean diff {diff:+.3f}"
+        note = f" ({r['note']})" if r.get("note") else ""
+        missing = (
+            f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
+        )
+        lines.append(
+            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} over {r['n_tasks']} tasks, "
+            f"p = {p}{d}{note}{missing}"
+        )
+    return "\n".join(lines)
 
 
 def _dry_run(
@@ -696,13 +741,24 @@ def optimize(
     ] = None,
     study: Annotated[str | None, typer.Option("--study", help="Study name.")] = None,
     sampler: Annotated[str, typer.Option("--sampler", help="tpe, random or grid.")] = "tpe",
+    pruner: Annotated[
+        str,
+        typer.Option(
+            "--pruner",
+            help="wilcoxon (default: signed-rank test on per-row values vs the best trial), "
+            "median (running score vs the median of earlier trials) or none.",
+        ),
+    ] = "wilcoxon",
     seed: Annotated[int, typer.Option("--seed", min=0, help="Sampler / DSPy seed.")] = 0,
     split_seed: Annotated[
         int, typer.Option("--split-seed", min=0, help="Seed of the dev/held-out split.")
     ] = 0,
     heldout: Annotated[float, typer.Option("--heldout", help="Held-out fraction.")] = 0.5,
     dev_limit: Annotated[
-        int | None, typer.Option("--dev-limit", min=2, help="Use only the first N dev rows.")
+        int | None,
+        typer.Option(
+            "--dev-limit", min=2, help="Search on a stratified seeded sample of N dev rows."
+        ),
     ] = None,
     heldout_limit: Annotated[
         int | None,
@@ -727,7 +783,12 @@ def optimize(
     from experiments.tracking import Tracker
 
     _choice(method, ("optuna", "dspy-labeled", "dspy-bootstrap", "dspy-mipro"), "--method")
-    _choice(scoring, ("generate", "loglik"), "--scoring")
+    _choice(pruner, ("wilcoxon", "median", "none"), "--pruner")
+    _choice(scoring, ("generate", "loglik", "loglik-norm"), "--scoring")
+    if scoring.startswith("loglik"):
+        from experiments.models import require_loglik_model
+
+        require_loglik_model(model)  # a remote model: one clear line, before any work
     if not 0.05 <= heldout <= 0.95:
         raise WorkbenchError("--heldout must be a fraction between 0.05 and 0.95")
     catalog = _catalog(data_dir, hf, prompts_dir)
@@ -743,6 +804,7 @@ def optimize(
         study_name=study,
         heldout_fraction=heldout,
         split_seed=split_seed,
+        pruner=pruner,
         dev_limit=dev_limit,
         heldout_limit=heldout_limit,
         scoring=scoring,  # type: ignore[arg-type]
@@ -774,15 +836,25 @@ def report(
     incomplete = doc.get("incomplete") or []
     if as_json:
         typer.echo(json.dumps({"run": info, **doc}, default=str))
+        if incomplete or info["status"] != "FINISHED":
+            raise typer.Exit(1)
         return
     lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
     lines.append(_comparison_table(table))
+    lines.append(_across_table(doc.get("across_tasks") or []))
     lines += [
         f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "
         "rows failed); rerun the sweep to resume"
         for t in incomplete
     ]
     typer.echo("\n".join(lines))
+    if incomplete or info["status"] != "FINISHED":
+        typer.echo(
+            f"error: sweep {sweep_name!r} is not complete (parent run {info['status']}); "
+            "its table is partial. Rerun the sweep to resume it",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -23,9 +23,27 @@ def _p_label(p: float | None) -> str:
     return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 
 
+def _metric_label(outcomes: Sequence[Any]) -> str:
+    metrics = sorted({getattr(o, "metric", "score") for o in outcomes})
+    return metrics[0].replace("_", " ") if len(metrics) == 1 else "official metric (per task)"
+
+
+def _chance_lines(ax: Any, tasks: Sequence[str], chance: Mapping[str, float | None]) -> None:
+    """A dotted line at 1/K over each task's own group of bars (K = its number of labels)."""
+    for i, t in enumerate(tasks):
+        level = chance.get(t)
+        if level is not None:
+            ax.hlines(level, i - 0.45, i + 0.45, color="grey", lw=0.8, ls=":")
+
+
 def pair_figure(
-    name: str, model: str, outcomes: Sequence[Any], table: Sequence[dict[str, Any]]
+    name: str,
+    model: str,
+    outcomes: Sequence[Any],
+    table: Sequence[dict[str, Any]],
+    chance: Mapping[str, float | None] | None = None,
 ) -> Any:
+    """Scores side by side; a missing score (incomplete trial) is marked, never drawn as 0."""
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     variants = list(dict.fromkeys(o.variant for o in outcomes))
     score = {(o.task, o.variant): o.score for o in outcomes}
@@ -34,25 +52,38 @@ def pair_figure(
     colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
     for j, v in enumerate(variants):
         xs = [i + (j - (len(variants) - 1) / 2) * width for i in range(len(tasks))]
-        ys = [score.get((t, v)) or 0.0 for t in tasks]
-        ax.bar(xs, ys, width=width, label=v, color=colors[j % len(colors)])
+        ys = [score.get((t, v)) for t in tasks]
+        ax.bar(
+            [x for x, y in zip(xs, ys, strict=True) if y is not None],
+            [y for y in ys if y is not None],
+            width=width,
+            label=v,
+            color=colors[j % len(colors)],
+        )
+        for x, y in zip(xs, ys, strict=True):
+            if y is None:
+                ax.text(x, 0.02, "n/a", ha="center", fontsize=6, rotation=90)
     for i, t in enumerate(tasks):
         rows = [r for r in table if r["task"] == t]
         if rows:
             top = max((score.get((t, v)) or 0.0) for v in variants)
             ax.text(i, min(top + 0.03, 1.02), _p_label(rows[0]["p_value"]), ha="center", fontsize=7)
+    _chance_lines(ax, tasks, chance or {})
     ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel("balanced accuracy")
-    ax.axhline(0.5, color="grey", lw=0.6, ls=":")
-    ax.set_title(f"{name} — {model}", fontsize=10)
+    ax.set_ylabel(_metric_label(outcomes))
+    ax.set_title(f"{name} — {model} (dotted: chance, 1/K)", fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
 
 def draws_figure(
-    name: str, model: str, outcomes: Sequence[Any], table: Sequence[dict[str, Any]]
+    name: str,
+    model: str,
+    outcomes: Sequence[Any],
+    table: Sequence[dict[str, Any]],
+    chance: Mapping[str, float | None] | None = None,
 ) -> Any:
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(tasks) + 2), 3.8))
@@ -85,11 +116,15 @@ def draws_figure(
             ax.text(
                 i, min(r["score_a"] + 0.04, 1.04), _p_label(r["p_value"]), ha="center", fontsize=7
             )
+    _chance_lines(ax, tasks, chance or {})
     ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel("balanced accuracy")
-    ax.axhline(0.5, color="grey", lw=0.6, ls=":")
-    ax.set_title(f"{name} — {model}\nscore of each demonstration draw", fontsize=9)
+    ax.set_ylabel(_metric_label(outcomes))
+    ax.set_title(
+        f"{name} — {model}\nscore of each demonstration draw (dotted: chance, 1/K); "
+        "p: range permutation test",
+        fontsize=9,
+    )
     if tasks:
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

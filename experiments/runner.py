@@ -40,14 +40,27 @@ from experiments.metrics import (
     scorable_metric,
     score,
 )
-from experiments.models import LM, Completion, Decoding, label_logprobs
+from experiments.models import (
+    LM,
+    Completion,
+    Decoding,
+    LoglikNorm,
+    label_bytes,
+    label_logprobs,
+    per_byte_scores,
+    pick_label,
+)
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog, Task, TaskSpec
 from promptlib.variants import PromptVariant
 
-Scoring = Literal["generate", "loglik"]
+Scoring = Literal["generate", "loglik", "loglik-norm"]
+# Log-likelihood scorings and how each compares the labels' summed log-probabilities (one
+# model pass computes the sums; the criterion is part of the trial id and the cache key).
+# loglik-norm divides by the label's UTF-8 bytes, like lm-evaluation-harness's acc_norm.
+LOGLIK: dict[str, LoglikNorm] = {"loglik": "sum", "loglik-norm": "per_byte"}
 Definition = Literal["code", "paper"]
 Progress = Callable[[int, int], None]
 
@@ -209,7 +222,7 @@ class TrialResult:
             "trial_id": self.trial_id,
             "task": self.spec.task,
             "model": self.spec.model,
-            "api_base": self.lm_identity.get("api_base"),
+            "api_base": _shown_url(self.lm_identity.get("api_base")),
             "mode": self.lm_identity.get("mode"),
             "variant": self.spec.variant.label,
             "variant_id": self.variant_id,
@@ -237,6 +250,12 @@ class TrialResult:
             "wall_time": round(self.wall_time, 3),
             "excluded_rows": self.excluded_rows,
         }
+
+
+def _shown_url(url: Any) -> Any:
+    from experiments.secrets import safe_url
+
+    return safe_url(url) if isinstance(url, str) else url
 
 
 def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> list[dict[str, str]]:
@@ -274,7 +293,7 @@ def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
         rows = select_rows(rows, spec.limit, spec.seed)
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
-    if spec.scoring == "loglik":
+    if spec.scoring in LOGLIK:
         labels = task.spec.labels
         if not labels:
             raise WorkbenchError(
@@ -283,7 +302,7 @@ def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
             )
         lm_identity: dict[str, Any] = {"model": spec.model, "mode": "loglik"}
         decoding: dict[str, Any] = {
-            "loglik": "sum",
+            "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in labels],
         }
     else:
@@ -308,7 +327,7 @@ def run_trial(
     compiled, rows, metric = resolved.compiled, resolved.rows, resolved.metric
     prompts = [compiled.render(r) for r in rows]
     labels = task.spec.labels
-    if spec.scoring == "loglik":
+    if spec.scoring in LOGLIK:
         completions, hits = _loglik(spec, task, compiled, prompts, cache, progress)
     else:
         decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
@@ -414,11 +433,19 @@ def _loglik(
     cache: ResponseCache | None,
     progress: Progress | None,
 ) -> tuple[list[Completion], list[bool]]:
-    """Pick the label with the highest log-likelihood as a continuation of the prompt."""
+    """Pick the label with the highest log-likelihood as a continuation of the prompt.
+
+    ``loglik`` compares the summed log-probabilities of ``answer_join + label``;
+    ``loglik-norm`` divides each sum by the label's length in UTF-8 bytes (lm-evaluation-
+    harness ``acc_norm``; see `experiments.models.per_byte_scores`). Both come from the same
+    model pass, and both sets of scores are kept in the Completion's ``extra``; the cache
+    key names the criterion, so the two scorings never share a cached answer.
+    """
     labels = task.spec.labels
     assert labels, "resolve_trial checks the label set"
+    how = LOGLIK[spec.scoring]
     conts = [compiled.answer_join + label for label in labels]
-    identity = {"model": spec.model, "mode": "loglik", "continuations": conts}
+    identity = {"model": spec.model, "mode": "loglik", "loglik": how, "continuations": conts}
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
     hits: list[bool] = []
@@ -430,13 +457,20 @@ def _loglik(
             hits.append(True)
         else:
             t0 = time.perf_counter()
-            scores = label_logprobs(spec.model, prompt, conts)
-            best = max(range(len(labels)), key=lambda j: scores[j])
+            sums = label_logprobs(spec.model, prompt, conts)
+            best = pick_label(sums, labels, how)
             comp = Completion(
                 text=labels[best],
                 tokens_in=0,
                 latency=time.perf_counter() - t0,
-                extra={"logprobs": dict(zip(labels, scores, strict=True))},
+                extra={
+                    "loglik": how,
+                    "logprobs": dict(zip(labels, sums, strict=True)),
+                    "label_bytes": {label: label_bytes(label) for label in labels},
+                    "logprobs_per_byte": dict(
+                        zip(labels, per_byte_scores(sums, labels), strict=True)
+                    ),
+                },
             )
             if cache is not None:
                 cache.put(key, comp)

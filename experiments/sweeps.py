@@ -52,6 +52,7 @@ _KEYS = {
     "n_resamples": int,
     "correction": str,
     "scoring": str,
+    "across_tasks": str,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 SPLITS = ("train", "test")
@@ -86,6 +87,7 @@ class SweepSpec:
     n_resamples: int
     correction: str
     scoring: str
+    across_tasks: str = "t"
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -165,8 +167,19 @@ def load_spec(path: str | Path) -> SweepSpec:
     if correction not in ("holm", "bh"):
         raise SpecError(f"{where}: correction must be holm or bh, not {correction!r}")
     scoring = doc.get("scoring", "generate")
-    if scoring not in ("generate", "loglik"):
-        raise SpecError(f"{where}: scoring must be generate or loglik, not {scoring!r}")
+    if scoring not in ("generate", "loglik", "loglik-norm"):
+        raise SpecError(
+            f"{where}: scoring must be generate, loglik or loglik-norm, not {scoring!r}"
+        )
+    default_across = "permutation" if comparisons == "best_vs_worst" else "t"
+    across = doc.get("across_tasks", default_across)
+    if across not in ("t", "wilcoxon", "permutation"):
+        raise SpecError(f"{where}: across_tasks must be t, wilcoxon or permutation, not {across!r}")
+    if comparisons == "best_vs_worst" and across != "permutation":
+        raise SpecError(
+            f"{where}: best_vs_worst needs across_tasks: permutation (a {across} test of the "
+            "best vs the worst draw is biased by choosing them after the fact)"
+        )
     return SweepSpec(
         path=where,
         name=name,
@@ -182,6 +195,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         n_resamples=int(n_resamples),
         correction=correction,
         scoring=scoring,
+        across_tasks=str(across),
         raw=doc,
     )
 
@@ -308,10 +322,11 @@ class TrialOutcome:
     run_id: str
     status: str  # a TrialStatus value
     n_errors: int
+    metric: str
     score: float | None  # the official score; None unless the trial is complete
     indices: list[str]
-    answers: list[str]
-    outputs: list[str | None]  # normalised generations; None where the call failed
+    answers: list[str]  # raw answers
+    generations: list[str | None]  # raw generations; None where the call failed
     correct: list[bool | None]
     resumed: bool
 
@@ -356,11 +371,24 @@ def trial_plan(
 
 
 def sweep_id(
-    spec: SweepSpec, lm_identities: list[dict[str, Any]], tasks: list[str], limit: int | None
+    spec: SweepSpec,
+    lm_identities: list[dict[str, Any]],
+    tasks: list[str],
+    limit: int | None,
+    trial_ids: list[str],
 ) -> str:
-    """The sweep's identity: spec, each model's identity (name, api_base, mode), tasks, limit."""
+    """The sweep's identity: spec, models (name, api_base, mode), tasks, limit, and the ids of
+    its trials, which cover the data and prompt content. Edit a TSV or a prompt file and the
+    sweep is a new one, with its own parent run: a parent never mixes trials of two setups.
+    """
     blob = json.dumps(
-        {"spec": spec.id, "models": lm_identities, "tasks": tasks, "limit": limit},
+        {
+            "spec": spec.id,
+            "models": lm_identities,
+            "tasks": tasks,
+            "limit": limit,
+            "trials": sorted(trial_ids),
+        },
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -394,7 +422,11 @@ def run_sweep(
     lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
     resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
     sid = sweep_id(
-        spec, [lms[m].cache_identity() for m in models], [p.task for p in planned], limit
+        spec,
+        [lms[m].cache_identity() for m in models],
+        [p.task for p in planned],
+        limit,
+        [rt.id for rt in resolved],
     )
     params = {
         "spec": spec.path,
@@ -430,6 +462,7 @@ def run_sweep(
                             run_id,
                             tracker.load_predictions(run_id),
                             "complete",
+                            rt.metric,
                             tracker.run_metrics(run_id).get("score"),
                             True,
                         )
@@ -451,6 +484,7 @@ def run_sweep(
                         run_id,
                         [vars(p) for p in result.predictions],
                         str(result.status),
+                        result.metric,
                         result.score,
                         False,
                     )
@@ -492,11 +526,10 @@ def _outcome(
     run_id: str,
     preds: list[dict[str, Any]],
     status: str,
+    metric: str,
     score: float | None,
     resumed: bool,
 ) -> TrialOutcome:
-    from experiments.metrics import normalize
-
     return TrialOutcome(
         task=t.planned.task,
         model=t.model,
@@ -505,10 +538,11 @@ def _outcome(
         run_id=run_id,
         status=status,
         n_errors=sum(p.get("error") is not None for p in preds),
+        metric=metric,
         score=score if status == "complete" else None,
         indices=[str(p["index"]) for p in preds],
-        answers=[normalize(p["answer"]) for p in preds],
-        outputs=[None if p["generation"] is None else normalize(p["generation"]) for p in preds],
+        answers=[str(p["answer"]) for p in preds],
+        generations=[p["generation"] for p in preds],
         correct=[p["correct"] for p in preds],
         resumed=resumed,
     )
@@ -530,138 +564,46 @@ def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> No
     atomic_write_text(out / "comparisons.csv", comparisons_csv(doc["comparisons"]))
 
 
-def _pairs(spec: SweepSpec, scores: dict[str, float | None]) -> list[tuple[str, str]]:
-    if spec.comparisons == "all_pairs":
-        return list(itertools.combinations([v.name for v in spec.variants], 2))
-    if spec.comparisons == "best_vs_worst":
-        valid = {k: v for k, v in scores.items() if v is not None}
-        if len(valid) < 2:
-            return []
-        best = max(valid, key=lambda k: valid[k])
-        worst = min(valid, key=lambda k: valid[k])
-        return [] if best == worst else [(best, worst)]
-    return list(spec.comparisons)  # type: ignore[arg-type]
-
-
-def _untested(model: str, task: str, a: TrialOutcome, b: TrialOutcome) -> dict[str, Any]:
-    why = "; ".join(
-        f"{o.variant} {o.status} ({o.n_errors} of {len(o.indices)} rows failed)"
-        for o in (a, b)
-        if not o.complete
-    )
-    return {
-        "model": model, "task": task, "a": a.variant, "b": b.variant, "status": why,
-        "metric": None, "score_a": a.score, "score_b": b.score, "statistic": None,
-        "p_value": None, "exact": None, "n_resamples": None, "n": None, "n_discordant": None,
-        "ci_low": None, "ci_high": None, "mde_80": None, "test": None,
-    }  # fmt: skip
-
-
 def compare(
     spec: SweepSpec, outcomes: list[TrialOutcome], catalog: Catalog
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Paired permutation tests per (model, task, pair), corrected across the sweep.
-
-    Rows are paired by row index. A pair involving an incomplete trial is listed with its
-    status and no p-value: failed rows are never scored as wrong answers.
-    """
-    from experiments import stats
+    """The sweep's comparisons per (model, task), corrected across the sweep, and the
+    declared across-task test (see `experiments.compare`)."""
+    from experiments import compare as cmp
 
     table: list[dict[str, Any]] = []
     groups: dict[tuple[str, str], dict[str, TrialOutcome]] = {}
     for o in outcomes:
         groups.setdefault((o.model, o.task), {})[o.variant] = o
     for (model, task), by_variant in groups.items():
-        metric = catalog.task(task).spec.metric
-        if spec.comparisons == "best_vs_worst" and not all(o.complete for o in by_variant.values()):
-            # the best and worst cannot be chosen among draws that lack a score
-            names = list(by_variant)
-            table.append(_untested(model, task, by_variant[names[0]], by_variant[names[-1]]))
-            table[-1]["a"], table[-1]["b"] = "best", "worst"
-            table[-1]["status"] = "; ".join(
-                f"{o.variant} {o.status} ({o.n_errors} of {len(o.indices)} rows failed)"
-                for o in by_variant.values() if not o.complete
-            )  # fmt: skip
-            continue
-        scores = {k: v.score for k, v in by_variant.items()}
-        for a, b in _pairs(spec, scores):
-            oa, ob = by_variant[a], by_variant[b]
-            if not (oa.complete and ob.complete):
-                table.append(_untested(model, task, oa, ob))
-                continue
-            pos_b = {idx: j for j, idx in enumerate(ob.indices)}
-            if set(pos_b) != set(oa.indices):
-                raise WorkbenchError(
-                    f"{task} ({model}): {a} and {b} were evaluated on different rows; "
-                    "rerun the sweep (its trials are paired on the same rows)"
-                )
-            order = [pos_b[idx] for idx in oa.indices]
-            ob_outputs = [ob.outputs[j] for j in order]
-            ob_correct = [ob.correct[j] for j in order]
-            test_metric: stats.MetricName
-            if metric == "balanced_accuracy":
-                y, pa, pb, test_metric = oa.answers, oa.outputs, ob_outputs, "balanced_accuracy"
-            else:  # other metrics: test per-row correctness, stated as such
-                y = ["1"] * len(oa.correct)
-                pa = ["1" if c else "0" for c in oa.correct]
-                pb = ["1" if c else "0" for c in ob_correct]
-                test_metric = "accuracy"
-            res = stats.paired_permutation_test(
-                y,
-                pa,
-                pb,
-                metric=test_metric,
-                n_resamples=spec.n_resamples,
-                seed=0,
+        arms = {
+            name: cmp.Arm(
+                name=name,
+                metric=o.metric,
+                indices=o.indices,
+                answers=o.answers,
+                generations=o.generations,
+                score=o.score,
+                status=o.status,
+                n_errors=o.n_errors,
             )
-            ci = stats.bootstrap_ci(y, pa, pb, metric=test_metric, n_resamples=2000, seed=0)
-            mde = stats.minimum_detectable_effect(y, pa, pb, metric=test_metric)
-            table.append(
-                {
-                    "model": model,
-                    "task": task,
-                    "a": a,
-                    "b": b,
-                    "status": "tested",
-                    "metric": test_metric,
-                    "score_a": oa.score,
-                    "score_b": ob.score,
-                    "statistic": res.statistic,
-                    "p_value": res.p_value,
-                    "exact": res.exact,
-                    "n_resamples": res.n_resamples,
-                    "n": res.n,
-                    "n_discordant": res.n_discordant,
-                    "ci_low": ci.low,
-                    "ci_high": ci.high,
-                    "mde_80": mde,
-                    "test": res.test,
-                }
-            )
-    tested = [row for row in table if row["p_value"] is not None]
-    ps = [row["p_value"] for row in tested]
-    holm = stats.holm(ps) if ps else []
-    bh = stats.benjamini_hochberg(ps) if ps else []
-    for row in table:
-        row["p_holm"] = row["p_bh"] = row["p_corrected"] = None
-    for row, ph, pb_ in zip(tested, holm, bh, strict=True):
-        row["p_holm"] = ph
-        row["p_bh"] = pb_
-        row["p_corrected"] = ph if spec.correction == "holm" else pb_
-    across: list[dict[str, Any]] = []
-    if isinstance(spec.comparisons, tuple):
-        for a, b in spec.comparisons:
-            for model in sorted({o.model for o in outcomes}):
-                rows = [r for r in table if r["a"] == a and r["b"] == b and r["model"] == model]
-                if any(r["p_value"] is None for r in rows):
-                    continue  # a task is incomplete: no across-task test on a partial set
-                sa = [r["score_a"] for r in rows]
-                sb = [r["score_b"] for r in rows]
-                if len(sa) >= 2 and any(x != y for x, y in zip(sa, sb, strict=True)):
-                    t = stats.paired_t_across_tasks(sa, sb)
-                    w = stats.wilcoxon_across_tasks(sa, sb)
-                    for r in (t, w):
-                        across.append({"model": model, "a": a, "b": b, **vars(r)})
+            for name, o in by_variant.items()
+        }
+        where = f"{task} ({model})"
+        if spec.comparisons == "best_vs_worst":
+            rows = [
+                cmp.best_vs_worst(list(arms.values()), n_resamples=spec.n_resamples, where=where)
+            ]
+        else:
+            rows = [
+                cmp.pair(arms[a], arms[b], n_resamples=spec.n_resamples, where=where)
+                for a, b in cmp.pairs_of(spec.comparisons, list(arms))
+            ]
+        table += [{"model": model, "task": task, **row} for row in rows]
+    cmp.correct(table, spec.correction)
+    tasks = list(dict.fromkeys(o.task for o in outcomes))
+    kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
+    across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
     return table, across
 
 
@@ -671,14 +613,17 @@ def _figures(
     from experiments.figures import draws_figure, pair_figure
 
     figures: dict[str, Any] = {}
+    chance: dict[str, float | None] = {}
+    for task in {o.task for o in outcomes}:
+        spec_ = catalog.task(task).spec
+        labels = spec_.labels if spec_.is_classification else None
+        chance[task] = 1.0 / len(labels) if labels else None
     for model in sorted({o.model for o in outcomes}):
         mine = [o for o in outcomes if o.model == model]
         rows = [r for r in table if r["model"] == model]
         tag = safe_model(model)
-        if spec.comparisons == "best_vs_worst":
-            figures[f"figure_{spec.name}_{tag}.png"] = draws_figure(spec.name, model, mine, rows)
-        else:
-            figures[f"figure_{spec.name}_{tag}.png"] = pair_figure(spec.name, model, mine, rows)
+        draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
+        figures[f"figure_{spec.name}_{tag}.png"] = draw(spec.name, model, mine, rows, chance)
     return figures
 
 

@@ -282,3 +282,45 @@ def test_a_sweep_against_another_server_does_not_resume_the_first_ones_results(
     assert [o["resumed"] for o in outs] == [0, 0]
     assert outs[0]["sweep_id"] != outs[1]["sweep_id"]
     assert outs[0]["parent_run_id"] != outs[1]["parent_run_id"]
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_edited_prompts_start_a_new_sweep_and_report_shows_the_latest_state(
+    env: dict[str, str], lb_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    data = tmp_path / "lb"
+    shutil.copytree(lb_dir / "tasks" / "hearsay", data / "tasks" / "hearsay")
+    env = {**env, "LEGALBENCH_DIR": str(data)}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("tasks: [hearsay, personal_jurisdiction]", "tasks: [hearsay]"))
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        cmd = ["sweep", str(spec), "--model", "openai/stub", "--api-base", stub.url,
+               "--retries", "0", "--limit", "10", "--json"]  # fmt: skip
+        first = cli(cmd, env, tmp_path)
+        assert first.returncode == 0, first.stderr[-2000:]
+        prompt = data / "tasks" / "hearsay" / "rule_description_prompt.txt"
+        prompt.write_text(prompt.read_text().replace("hearsay", "hear-say", 1))
+        stub.fail_fn = lambda p: "hear-say" in p  # the edited variant fails every row
+        second = cli(cmd, env, tmp_path)
+        assert second.returncode == 1
+        p1, p2 = (json.loads(r.stdout)["parent_run_id"] for r in (first, second))
+        assert p1 != p2, "an edited prompt resumed the old sweep's parent"
+        report = cli(["report", "concurrent_check"], env, tmp_path)
+        assert report.returncode == 1 and p2 in report.stdout and "not tested" in report.stdout
+        stub.fail_fn = None
+        third = cli(cmd, env, tmp_path)
+        assert third.returncode == 0 and json.loads(third.stdout)["parent_run_id"] == p2
+        report = cli(["report", "concurrent_check", "--json"], env, tmp_path)
+        assert report.returncode == 0
+        assert json.loads(report.stdout)["run"]["run_id"] == p2
+    # the first parent still holds exactly its own two FINISHED trials
+    runs = _all_runs(tmp_path)
+    for parent in (p1, p2):
+        kids = [
+            r for r in runs
+            if r.data.tags.get("mlflow.parentRunId") == parent and r.info.lifecycle_stage == "active"
+        ]  # fmt: skip
+        assert len(kids) == 2 and all(r.info.status == "FINISHED" for r in kids)

@@ -310,3 +310,34 @@ def test_dry_run_lists_the_trials_the_sweep_runs_and_calls_no_model(
     assert sorted(t["trial_id"] for t in planned) == sorted(
         r["trial"] for r in _child_runs(tmp_path)
     )
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_best_vs_worst_uses_the_range_test_and_says_so(lb_dir: Path, tmp_path: Path) -> None:
+    spec = write(
+        tmp_path,
+        "name: draws_check\ntasks: [hearsay, personal_jurisdiction]\n"
+        "fixed: {demos: 2, pool: train}\naxes: {seed: [0, 1, 2]}\n"
+        "comparisons: best_vs_worst\nn_resamples: 200\n",
+    )
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        cmd = [
+            sys.executable, "-m", "experiments.cli", "sweep", str(spec), "--model", "openai/stub",
+            "--api-base", stub.url, "--limit", "20",
+        ]  # fmt: skip
+        r = subprocess.run([*cmd, "--json"], env=_env(tmp_path, lb_dir), capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        text = subprocess.run(cmd, env=_env(tmp_path, lb_dir), capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+    out = json.loads(r.stdout)
+    assert len(out["comparisons"]) == 2
+    for row in out["comparisons"]:
+        assert row["test"].startswith("range permutation test") and row["k"] == 3
+        assert row["statistic"] == pytest.approx(row["score_a"] - row["score_b"])
+        assert row["score_a"] >= row["score_b"] and 0 < row["p_value"] <= 1
+        assert "anti-conservative" in row["post_selection_test"]
+        assert row["ci_low"] is None  # no interval for a pair chosen after the fact
+    (across,) = out["across_tasks"]
+    assert across["test"].startswith("Fisher") and across["n_tasks"] == 2
+    assert "range permutation test" in text.stdout and "across tasks:" in text.stdout
+    assert "Fisher" in text.stdout

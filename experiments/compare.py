@@ -1,0 +1,284 @@
+"""Comparisons between prompt variants: one module for sweeps and optimisation.
+
+Every test runs on the metric the table reports: the trial's official metric (F1 for the
+ssla tasks, LegalBench's own definitions for sara_numeric and the extraction tasks, balanced
+accuracy otherwise), recomputed from the raw generations, so a test's statistic *is* the
+reported score_a - score_b (this is checked, not assumed). Rows are paired by row index.
+
+- A fixed pair (A vs B, or every pair): the paired permutation test.
+- best_vs_worst (k draws): the *range* permutation test. Choosing the best and worst draw
+  after seeing the scores and testing that pair as if it were fixed in advance rejects far
+  above the nominal rate (25-31% at alpha = 0.05 with 5 interchangeable draws); the range
+  test permutes, within each row, which draw gave which answer, and tests max - min. The
+  paper's post-selection pair test is reported beside it, labelled as anti-conservative.
+- An arm with failed rows is never tested: its row says why and carries no p-value.
+- Across tasks: one declared test per comparison (t, as in the paper; Wilcoxon; or a
+  sign-flip permutation test); for best_vs_worst, Fisher's combination of the per-task range
+  tests. Tasks without a score are listed, not dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from experiments import stats
+from experiments.metrics import normalize
+from promptlib.errors import WorkbenchError
+
+AcrossTest = Literal["t", "wilcoxon", "permutation"]
+CI_RESAMPLES = 2000
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One variant's evaluated rows, as the comparisons need them."""
+
+    name: str
+    metric: str
+    indices: Sequence[str]
+    answers: Sequence[str]  # raw answers
+    generations: Sequence[str | None]  # raw generations; None where the row failed
+    score: float | None  # the official score; None unless the trial is complete
+    status: str = "complete"
+    n_errors: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete" and self.score is not None
+
+    def why_not(self) -> str:
+        return f"{self.name} {self.status} ({self.n_errors} of {len(self.indices)} rows failed)"
+
+
+def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]]]:
+    """Answers and each arm's generations in the first arm's row order, paired by index."""
+    first = arms[0]
+    answers = list(first.answers)
+    out = []
+    for arm in arms:
+        pos = {idx: j for j, idx in enumerate(arm.indices)}
+        if set(pos) != set(first.indices) or len(pos) != len(arm.indices):
+            raise WorkbenchError(
+                f"{where}: {first.name} and {arm.name} were evaluated on different rows; "
+                "rerun the sweep (its trials are paired on the same rows)"
+            )
+        gens = []
+        for idx, ans in zip(first.indices, answers, strict=True):
+            j = pos[idx]
+            if arm.answers[j] != ans:
+                raise WorkbenchError(f"{where}: row {idx} has different answers in two arms")
+            g = arm.generations[j]
+            assert g is not None, "only complete arms are compared"
+            gens.append(g)
+        out.append(gens)
+    return answers, out
+
+
+def _inputs(metric: str, answers: list[str], gens: list[list[str]]) -> tuple[Any, list[Any]]:
+    """What the statistics see: normalised labels for balanced accuracy, raw text otherwise."""
+    if metric == "balanced_accuracy":
+        return [normalize(a) for a in answers], [[normalize(g) for g in gs] for gs in gens]
+    return answers, gens
+
+
+def _check(where: str, statistic: float, expected: float, what: str) -> None:
+    if abs(statistic - expected) > _TOLERANCE:
+        raise AssertionError(
+            f"{where}: the tested statistic {statistic:+.6f} is not the reported {what} "
+            f"{expected:+.6f}; refusing to report a test of another quantity"
+        )
+
+
+def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict[str, Any]:
+    return {
+        "a": a,
+        "b": b,
+        "status": "; ".join(x.why_not() for x in arms if not x.complete),
+        "metric": arms[0].metric,
+        "score_a": None,
+        "score_b": None,
+        "statistic": None,
+        "p_value": None,
+        "test": test,
+        "exact": None,
+        "n_resamples": None,
+        "n": None,
+        "n_discordant": None,
+        "ci_low": None,
+        "ci_high": None,
+        "ci_note": None,
+        "mde_80": None,
+    }
+
+
+def pair(a: Arm, b: Arm, *, n_resamples: int, seed: int = 0, where: str = "") -> dict[str, Any]:
+    """Paired permutation test of A vs B on their official metric, with a BCa/bootstrap CI."""
+    name = "paired permutation test"
+    if not (a.complete and b.complete):
+        row = untested(where, a.name, b.name, (a, b), name)
+        row["score_a"], row["score_b"] = a.score, b.score
+        return row
+    if a.metric != b.metric:
+        raise WorkbenchError(f"{where}: {a.name} and {b.name} are scored with different metrics")
+    answers, (ga, gb) = _aligned((a, b), where)
+    y, (pa, pb) = _inputs(a.metric, answers, [ga, gb])
+    res = stats.paired_permutation_test(
+        y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed
+    )
+    assert a.score is not None and b.score is not None
+    _check(where, res.statistic, a.score - b.score, "score_a - score_b")
+    ci = stats.bootstrap_ci(y, pa, pb, metric=a.metric, n_resamples=CI_RESAMPLES, seed=seed)
+    mde = stats.minimum_detectable_effect(y, pa, pb, metric=a.metric)
+    return {
+        "a": a.name,
+        "b": b.name,
+        "status": "tested",
+        "metric": a.metric,
+        "score_a": a.score,
+        "score_b": b.score,
+        "statistic": res.statistic,
+        "p_value": res.p_value,
+        "test": res.test,
+        "exact": res.exact,
+        "n_resamples": res.n_resamples,
+        "n": res.n,
+        "n_discordant": res.n_discordant,
+        "ci_low": ci.low,
+        "ci_high": ci.high,
+        "ci_note": _ci_note(ci),
+        "mde_80": mde,
+    }
+
+
+def _ci_note(ci: Any) -> str | None:
+    notes = []
+    if getattr(ci, "degenerate", False):
+        notes.append("degenerate (zero width)")
+    if getattr(ci, "unreliable", False):
+        notes.append("unreliable (smallest class < 10 rows)")
+    return "; ".join(notes) or None
+
+
+def best_vs_worst(
+    arms: Sequence[Arm], *, n_resamples: int, seed: int = 0, where: str = ""
+) -> dict[str, Any]:
+    """Range permutation test over k draws; the post-selection pair test beside it."""
+    name = "range permutation test"
+    if not all(x.complete for x in arms):
+        return untested(where, "best", "worst", arms, name)
+    metric = arms[0].metric
+    answers, gens = _aligned(arms, where)
+    y, preds = _inputs(metric, answers, gens)
+    res = stats.range_permutation_test(y, preds, metric=metric, n_resamples=n_resamples, seed=seed)
+    best, worst = arms[res.best].name, arms[res.worst].name
+    sb, sw = arms[res.best].score, arms[res.worst].score
+    assert sb is not None and sw is not None
+    _check(where, res.statistic, sb - sw, "best - worst")
+    _check(where, max(res.scores) - min(res.scores), sb - sw, "range of the scores")
+    post = stats.post_selection_pair_test(
+        y, preds, metric=metric, n_resamples=n_resamples, seed=seed
+    )
+    return {
+        "a": best,
+        "b": worst,
+        "status": "tested",
+        "metric": metric,
+        "score_a": sb,
+        "score_b": sw,
+        "statistic": res.statistic,
+        "p_value": res.p_value,
+        "test": res.test,
+        "exact": False,
+        "n_resamples": res.n_resamples,
+        "n": res.n,
+        "n_discordant": None,
+        "k": len(arms),
+        "ci_low": None,  # an interval for a pair chosen after the fact would be biased
+        "ci_high": None,
+        "ci_note": "no interval: best and worst are chosen after seeing the scores",
+        "mde_80": None,
+        "p_post_selection": post.p_value,
+        "post_selection_test": "paired permutation test of the observed best vs worst draw: "
+        "post-selection, anti-conservative (as in the paper)",
+    }
+
+
+def correct(rows: list[dict[str, Any]], method: str) -> None:
+    """Holm and BH adjustments over the tested rows (in place); untested rows get None."""
+    tested = [r for r in rows if r["p_value"] is not None]
+    ps = [r["p_value"] for r in tested]
+    holm = stats.holm(ps) if ps else []
+    bh = stats.benjamini_hochberg(ps) if ps else []
+    for r in rows:
+        r["p_holm"] = r["p_bh"] = r["p_corrected"] = None
+    for r, ph, pb in zip(tested, holm, bh, strict=True):
+        r["p_holm"], r["p_bh"] = ph, pb
+        r["p_corrected"] = ph if method == "holm" else pb
+        r["correction"] = "Holm" if method == "holm" else "Benjamini-Hochberg"
+        r["family_size"] = len(tested)
+
+
+def pairs_of(kind: str | Sequence[tuple[str, str]], names: Sequence[str]) -> list[tuple[str, str]]:
+    if kind == "all_pairs":
+        return list(itertools.combinations(names, 2))
+    if isinstance(kind, str):
+        raise ValueError(f"no fixed pairs for {kind!r}")
+    return list(kind)
+
+
+def across_tasks(
+    table: list[dict[str, Any]],
+    *,
+    kind: str,
+    test: AcrossTest,
+    all_tasks: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One declared across-task test per (model, comparison); missing tasks are listed."""
+    out: list[dict[str, Any]] = []
+    models = sorted({r["model"] for r in table})
+    if kind == "best_vs_worst":
+        for model in models:
+            rows = [r for r in table if r["model"] == model]
+            tested = [r for r in rows if r["p_value"] is not None]
+            missing = sorted(set(all_tasks) - {r["task"] for r in tested})
+            res = _fisher([r["p_value"] for r in tested])
+            names = [r["task"] for r in tested]
+            out.append(
+                {"model": model, "a": "best", "b": "worst", **res, "tasks": names,
+                 "missing_tasks": missing}
+            )  # fmt: skip
+        return out
+    keys = sorted({(r["model"], r["a"], r["b"]) for r in table})
+    for model, a, b in keys:
+        rows = [r for r in table if (r["model"], r["a"], r["b"]) == (model, a, b)]
+        tested = [r for r in rows if r["score_a"] is not None and r["score_b"] is not None]
+        missing = sorted(set(all_tasks) - {r["task"] for r in tested})
+        result = stats.across_tasks(
+            test, [r["score_a"] for r in tested], [r["score_b"] for r in tested]
+        )
+        names = [r["task"] for r in tested]
+        out.append(
+            {"model": model, "a": a, "b": b, **_as_dict(result), "tasks": names,
+             "missing_tasks": missing}
+        )  # fmt: skip
+    return out
+
+
+def _as_dict(res: Any) -> dict[str, Any]:
+    return dict(vars(res)) if not isinstance(res, dict) else dict(res)
+
+
+def _fisher(p_values: list[float]) -> dict[str, Any]:
+    from scipy.stats import combine_pvalues
+
+    test = "Fisher's combination of per-task range permutation tests"
+    if len(p_values) < 2:
+        return {"test": test, "statistic": None, "p_value": None, "n_tasks": len(p_values),
+                "mean_difference": None, "note": "fewer than 2 tested tasks"}  # fmt: skip
+    r = combine_pvalues(p_values, method="fisher")
+    return {"test": test, "statistic": float(r.statistic), "p_value": float(r.pvalue),
+            "n_tasks": len(p_values), "mean_difference": None, "note": None}  # fmt: skip
