@@ -39,6 +39,7 @@ def _trial_runs(root: Path, study: str) -> list[Any]:
 def test_optuna_on_hearsay(lb_dir: Path, tmp_path: Path) -> None:
     rep = _run(["hearsay", "--model", "local/smollm2", "--trials", "8"], tmp_path, lb_dir)
     assert rep["n_trials"] == 8 and rep["best_variant"]
+    assert rep["pruner"] == "wilcoxon" and rep["search_model_calls"] > 0
     assert rep["dev_score"] is not None
     assert {"score", "ci_low", "ci_high", "n"} <= set(rep["heldout"])
     assert rep["heldout"]["ci_low"] <= rep["heldout"]["score"] <= rep["heldout"]["ci_high"]
@@ -62,6 +63,9 @@ def test_dspy_on_cuad_audit_rights(lb_dir: Path, tmp_path: Path, method: str) ->
     )  # fmt: skip
     assert rep["method"] == method and rep["heldout"]["n"] > 30
     assert "p_value" in rep and rep["base_heldout"]["score"] is not None
+    # the dev score is the runner's, on dev rows that are not the program's demonstrations
+    assert rep["dev_score"] is not None
+    assert any(n.startswith("dev score: balanced_accuracy") for n in rep["search_notes"])
     dev = set(rep["heldout_indices"])
     # the exported variant's demonstrations are dev or train rows, never held-out
     assert "demos=" in rep["best_variant"]
