@@ -8,8 +8,12 @@ paired permutation test; the report states both, with a bootstrap CI.
 
 The Optuna search space covers instruction, register, number of demonstrations and their
 seed, format and an answer hint — each only where the task supports it (the log says which
-axes are left out and why). Trials are evaluated on growing chunks of dev and pruned by a
-median pruner, so a hopeless trial stops calling the model. Storage is a SQLite file by
+axes are left out and why). Dev rows are evaluated in one fixed order shared by every trial
+of a study: shuffled (seeded) within each answer class and interleaved, so every prefix keeps
+the class balance of the whole of dev (LegalBench files are sorted by label). Trials are
+evaluated in batches along that order and a pruner (`--pruner`: Wilcoxon signed-rank on the
+per-row values by default, median of running scores, or none) stops a trial that is worse
+than the best one, so a hopeless prompt stops calling the model. Storage is a SQLite file by
 default; a PostgreSQL URL lets several processes share one study.
 """
 
@@ -20,8 +24,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from experiments.models import Completion
 from experiments.runner import Scoring, TrialResult, TrialSpec, run_trial
 from experiments.secrets import redact, safe_url
 from promptlib.demos import bind
@@ -31,9 +36,24 @@ from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog, Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
 
+if TYPE_CHECKING:
+    from experiments.cache import ResponseCache
+
 log = logging.getLogger("workbench.optimize")
 SPLIT_ATTR = "heldout_indices"
+EVALUATION_ATTR = "evaluation"
 FAILURE_ATTR = "failure"
+CALLS_ATTR = "model_calls"
+PRUNERS = ("wilcoxon", "median", "none")
+DEFAULT_PRUNER = "wilcoxon"
+# WilcoxonPruner: prune once a one-sided signed-rank test says the trial is worse than the
+# best one at p < WILCOXON_P, asked after each of WILCOXON_CHECKPOINTS batches of dev. 0.025
+# is about the Pocock-corrected level of a one-sided 0.1 test repeated at 10 looks (Optuna's
+# default, 0.1 at every look, prunes an equally good trial ~29% of the time); README has the
+# measurement behind the choice.
+WILCOXON_P = 0.025
+WILCOXON_STARTUP = 2
+WILCOXON_CHECKPOINTS = 10
 
 
 class TrialIncomplete(Exception):
@@ -90,6 +110,45 @@ def split_dev_heldout(
         seed,
         heldout_fraction,
     )
+
+
+def dev_order(
+    task: Task, split: DevHeldout, split_name: str = "test", limit: int | None = None
+) -> list[str]:
+    """Dev rows in the search's evaluation order: stratified by answer, shuffled, seeded.
+
+    LegalBench files are sorted by label (hearsay's first 16 dev rows are all "No"), so
+    taking dev in file order would prune on one class. Here each class is shuffled with the
+    split's seed and the classes are interleaved by largest deficit: after any t rows, each
+    class has within one row of its share of dev times t. Every prefix — the batches a
+    pruner sees, and the sample `limit` takes (`--dev-limit`) — keeps dev's class balance.
+    The order depends only on the split (rows and seed), so every trial and every worker of
+    a study evaluates the same rows in the same order.
+    """
+    import numpy as np
+
+    from experiments.metrics import normalize
+
+    answers = {r["index"]: normalize(r["answer"]) for r in task.rows(split_name)}
+    rng = np.random.default_rng(split.seed)
+    by_class: dict[str, list[str]] = {}
+    for i in split.dev:
+        by_class.setdefault(answers[i], []).append(i)
+    classes = sorted(by_class)
+    rank = {c: int(r) for c, r in zip(classes, rng.permutation(len(classes)), strict=True)}
+    for c in classes:
+        members = by_class[c]
+        by_class[c] = [members[int(j)] for j in rng.permutation(len(members))]
+    n = len(split.dev)
+    taken = dict.fromkeys(classes, 0)
+    order: list[str] = []
+    for t in range(1, n + 1):
+        open_classes = [c for c in classes if taken[c] < len(by_class[c])]
+        # the class furthest below its quota len(c) * t / n; ties by a seeded class rank
+        pick = max(open_classes, key=lambda c: (len(by_class[c]) * t - taken[c] * n, -rank[c]))
+        order.append(by_class[pick][taken[pick]])
+        taken[pick] += 1
+    return order[:limit] if limit else order
 
 
 @dataclass
@@ -170,11 +229,39 @@ class OptimizeConfig:
     split: str = "test"
     heldout_fraction: float = 0.5
     split_seed: int = 0
-    chunks: int = 3
+    pruner: str = DEFAULT_PRUNER  # wilcoxon | median | none
+    chunks: int | None = None  # checkpoints at which the pruner is asked; None: per pruner
     dev_limit: int | None = None
     heldout_limit: int | None = None
     n_resamples: int = 10_000
     scoring: Scoring = "generate"
+
+
+def checkpoints(cfg: OptimizeConfig, n_rows: int) -> int:
+    """How many batches dev is evaluated in: the pruner is asked after each one."""
+    if cfg.chunks is not None:
+        n = cfg.chunks
+    else:
+        n = {"median": 3, "wilcoxon": WILCOXON_CHECKPOINTS, "none": 1}[cfg.pruner]
+    return max(1, min(n, n_rows))
+
+
+def _pruner(cfg: OptimizeConfig) -> Any:
+    import warnings
+
+    import optuna
+
+    if cfg.pruner == "wilcoxon":
+        with warnings.catch_warnings():  # experimental in Optuna (since 3.6), stable API
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.pruners.WilcoxonPruner(
+                p_threshold=WILCOXON_P, n_startup_steps=WILCOXON_STARTUP
+            )
+    if cfg.pruner == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    if cfg.pruner == "none":
+        return optuna.pruners.NopPruner()
+    raise WorkbenchError(f"--pruner must be one of {', '.join(PRUNERS)}, not {cfg.pruner!r}")
 
 
 def _study_name(cfg: OptimizeConfig) -> str:
@@ -193,8 +280,15 @@ def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
     raise WorkbenchError(f"--sampler must be tpe, random or grid, not {cfg.sampler!r}")
 
 
-def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: DevHeldout) -> Any:
-    """Create the study once (later workers load it) and find its MLflow parent run."""
+def _open_study(
+    cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: DevHeldout, dev: list[str]
+) -> Any:
+    """Create the study once (later workers load it); check it evaluates as this worker would.
+
+    The study records its held-out split and how trials are evaluated (pruner, checkpoints,
+    the dev rows in order): a worker that would evaluate otherwise is refused, since its
+    values could not be compared with the study's.
+    """
     import optuna
 
     # ERROR: a FAIL trial is reported by the workbench; Optuna would print its traceback
@@ -202,7 +296,8 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
     url = cfg.storage or "sqlite:///optuna.db"
     storage = _rdb_storage(url)
     name = _study_name(cfg)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    pruner = _pruner(cfg)
+    evaluation = {"pruner": cfg.pruner, "checkpoints": checkpoints(cfg, len(dev)), "dev": dev}
     try:
         study = optuna.create_study(
             study_name=name,
@@ -211,6 +306,7 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
             sampler=_sampler(cfg, space),
             pruner=pruner,
         )
+        study.set_user_attr(EVALUATION_ATTR, evaluation)  # before the split: workers wait on it
         study.set_user_attr(SPLIT_ATTR, list(split.heldout))
     except optuna.exceptions.DuplicatedStudyError:
         study = optuna.load_study(
@@ -228,6 +324,17 @@ def _open_study(cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: De
         raise WorkbenchError(
             f"study {name!r} was created with another held-out split; use the same "
             "--split-seed and fraction, or a new --study name"
+        )
+    recorded = study.user_attrs.get(EVALUATION_ATTR)
+    if recorded is None:  # a study from before the attribute existed
+        study.set_user_attr(EVALUATION_ATTR, evaluation)
+    elif recorded != evaluation:
+        what = [k for k in ("pruner", "checkpoints", "dev") if recorded.get(k) != evaluation[k]]
+        raise WorkbenchError(
+            f"study {name!r} evaluates trials with another {' and '.join(what)} "
+            f"(pruner {recorded.get('pruner')}, {len(recorded.get('dev', []))} dev rows); "
+            "trials are only comparable on the same rows in the same order: use the same "
+            "--pruner and --dev-limit, or a new --study name"
         )
     return study
 
@@ -304,6 +411,8 @@ class OptimizeReport:
     n_dev: int
     search_notes: list[str]
     prompt_registry: str | None = None
+    pruner: str | None = None  # optuna only
+    search_model_calls: int = 0  # model calls of this invocation's search (cache hits apart)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -323,8 +432,11 @@ def optimize(
         raise WorkbenchError(
             f"optimisation supports classification tasks; {cfg.task!r} is {task.spec.task_type}"
         )
+    if cfg.pruner not in PRUNERS:
+        raise WorkbenchError(f"--pruner must be one of {', '.join(PRUNERS)}, not {cfg.pruner!r}")
     split = split_dev_heldout(task, cfg.split, cfg.heldout_fraction, cfg.split_seed)
-    dev = list(split.dev[: cfg.dev_limit] if cfg.dev_limit else split.dev)
+    # stratified, seeded order; --dev-limit takes its prefix, itself a stratified sample
+    dev = dev_order(task, split, cfg.split, cfg.dev_limit)
     space = search_space(task)
     for note in space.notes:
         log.info("search space: %s", note)
@@ -335,9 +447,9 @@ def optimize(
     ok = False
     try:
         if cfg.method == "optuna":
-            study = _open_study(cfg, space, tracker, split)
+            study = _open_study(cfg, space, tracker, split, dev)
             with heldout_guard(cfg.task, heldout_rows):
-                _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
+                calls = _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
             states = [t.state.name for t in study.trials]
             n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
             if "COMPLETE" not in states:
@@ -357,7 +469,25 @@ def optimize(
             from experiments.dspy_programs import compile_dspy
 
             with heldout_guard(cfg.task, heldout_rows):
-                best_variant, dev_score, notes = compile_dspy(cfg, task, dev, lm, seed=cfg.seed)
+                compiled = compile_dspy(cfg, task, dev, lm, seed=cfg.seed, cache=cache)
+                best_variant = compiled.variant
+                # scored by the workbench runner, like an Optuna trial: on dev rows that are
+                # not the program's own demonstrations (nor show the same text as one)
+                dev_res = _evaluate(cfg, catalog, lm, best_variant, tuple(dev), cache)
+            if not dev_res.complete:
+                raise IncompleteEvaluation(
+                    f"{cfg.method}: the dev evaluation of the compiled program is incomplete "
+                    f"({dev_res.failure_reason()}); no dev score on partial data. Rerun the "
+                    "same command: answered calls come from the response cache"
+                )
+            dev_score = dev_res.score
+            calls = compiled.model_calls + dev_res.model_calls
+            notes = [
+                *compiled.notes,
+                f"dev score: {dev_res.metric} on {len(dev_res.predictions)} of {len(dev)} dev "
+                f"rows (the {len(dev) - len(dev_res.predictions)} left out are the program's "
+                "demonstrations or show the same text as one)",
+            ]
             space.notes.extend(notes)
             n_trials, n_pruned, n_failed, best_params = 1, 0, 0, {"method": cfg.method}
             study_name = _study_name(cfg)
@@ -387,6 +517,8 @@ def optimize(
         n_dev=len(dev),
         search_notes=space.notes,
         prompt_registry=report["prompt_registry"],
+        pruner=cfg.pruner if cfg.method == "optuna" else None,
+        search_model_calls=calls,
     )
 
 
@@ -413,6 +545,14 @@ def _verdict(
 
         sample = select_rows([rows[i] for i in judged], cfg.heldout_limit, cfg.split_seed)
         judged = tuple(r["index"] for r in sample)
+    # Both prompts are judged on the same rows: those neither shows as a demonstration.
+    from promptlib import evaluation_rows
+
+    allowed = set(judged)
+    for v in (best_variant, PromptVariant()):
+        bound = compile_prompt(v, task, cfg.split).variant
+        allowed &= {r["index"] for r in evaluation_rows(bound, task, cfg.split)[0]}
+    judged = tuple(i for i in judged if i in allowed)
     best_res = _evaluate(cfg, catalog, lm, best_variant, judged, cache)
     base_res = _evaluate(cfg, catalog, lm, PromptVariant(), judged, cache)
     failed = [(name, r) for name, r in (("best", best_res), ("base", base_res)) if not r.complete]
@@ -435,10 +575,54 @@ def _verdict(
     return payload
 
 
-def _chunks(rows: list[str], n: int) -> list[list[str]]:
-    """Growing prefixes of dev: 1/n, 2/n, ..., all."""
+def _batches(rows: list[str], n: int) -> list[list[str]]:
+    """`rows` cut into `n` consecutive batches of (nearly) equal size, in order."""
     n = max(1, min(n, len(rows)))
-    return [rows[: round(len(rows) * (i + 1) / n)] for i in range(n)]
+    bounds = [round(len(rows) * i / n) for i in range(n + 1)]
+    return [rows[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+def instance_weights(task: Task, split: str, dev: list[str]) -> dict[str, float]:
+    """Per-row weights such that the mean over dev of weight x correct is the dev score.
+
+    For balanced accuracy (every classification task's official metric) a row of class c
+    weighs n / (K * n_c): K classes, n_c rows of class c among the n dev rows. The Wilcoxon
+    pruner compares trials on these per-row values, so it tests the metric the search
+    maximises, and the objective (balanced accuracy on dev) is their mean.
+    """
+    from experiments.metrics import normalize, scorable_metric
+
+    answers = {r["index"]: normalize(r["answer"]) for r in task.rows(split)}
+    if scorable_metric(task.name) != "balanced_accuracy":
+        return dict.fromkeys(dev, 1.0)
+    counts: dict[str, int] = {}
+    for i in dev:
+        counts[answers[i]] = counts.get(answers[i], 0) + 1
+    return {i: len(dev) / (len(counts) * counts[answers[i]]) for i in dev}
+
+
+class _TrialReplay:
+    """The answers one trial has had, in front of the response cache.
+
+    A trial is evaluated in batches; its whole result (logged, and the objective value) is
+    then assembled by running the runner on every row evaluated so far, answered from here
+    without calling the model again — failed rows too (the response cache never keeps
+    those), so a FAIL trial's run shows its errors without retrying them.
+    """
+
+    def __init__(self, cache: ResponseCache | None) -> None:
+        self.cache = cache
+        self.seen: dict[str, Completion] = {}
+
+    def get(self, key: str) -> Completion | None:
+        if key in self.seen:
+            return self.seen[key]
+        return self.cache.get(key) if self.cache is not None else None
+
+    def put(self, key: str, completion: Completion) -> None:
+        self.seen[key] = completion
+        if self.cache is not None:
+            self.cache.put(key, completion)
 
 
 def _run_optuna(
@@ -451,12 +635,27 @@ def _run_optuna(
     parent: str,
     dev: list[str],
     cache: Any,
-) -> None:
+) -> int:
+    """Run this worker's trials; returns the model calls they made (cache hits apart).
+
+    Each trial evaluates dev in `checkpoints` batches along the study's fixed order and asks
+    the pruner after each: Wilcoxon gets every row's value (`instance_weights` x correct)
+    reported at the row's position in that order, so trials are paired row by row; median
+    gets the running score on the rows so far. Failed rows end the trial as FAIL (Optuna
+    `catch`), whichever the pruner.
+    """
+    import dataclasses
+
     import optuna
 
     task = catalog.task(cfg.task)
+    position = {i: n for n, i in enumerate(dev)}
+    weight = instance_weights(task, cfg.split, dev)
+    n_checks = checkpoints(cfg, len(dev))
+    total_calls = 0
 
     def objective(trial: optuna.Trial) -> float:
+        nonlocal total_calls
         params = {
             "instruction": trial.suggest_categorical("instruction", space.instruction),
             "register": trial.suggest_categorical("register", space.register),
@@ -470,35 +669,58 @@ def _run_optuna(
         if params["instruction"] != "base" and params["register"] != "default":
             raise optuna.TrialPruned("no LegalBench prompt combines these levels")
         variant = variant_from_params(params)
-        result: TrialResult | None = None
-        score = 0.0
-        for step, rows in enumerate(_chunks(dev, cfg.chunks)):
-            spec = TrialSpec(
+        # dev rows showing the same text as one of this variant's demonstrations are left out
+        bound = compile_prompt(variant, task, cfg.split).variant
+        allowed = {r["index"] for r in evaluation_rows(bound, task, cfg.split)[0]}
+        rows = [i for i in dev if i in allowed]
+        replay = _TrialReplay(cache)
+        calls = hits = 0
+        done: list[str] = []
+
+        def spec(indices: list[str]) -> TrialSpec:
+            return TrialSpec(
                 task=cfg.task,
                 variant=variant,
                 model=cfg.model,
                 split=cfg.split,
                 scoring=cfg.scoring,
-                rows=tuple(rows),
+                rows=tuple(indices),
             )
-            result = run_trial(spec, catalog, lm, cache=cache)
-            if not result.complete:
+
+        def so_far() -> TrialResult:
+            whole = run_trial(spec(done), catalog, lm, cache=cast("ResponseCache", replay))
+            return dataclasses.replace(whole, model_calls=calls, cache_hits=hits)
+
+        for step, batch in enumerate(_batches(rows, n_checks)):
+            part = run_trial(spec(batch), catalog, lm, cache=cast("ResponseCache", replay))
+            calls, hits = calls + part.model_calls, hits + part.cache_hits
+            total_calls += part.model_calls
+            trial.set_user_attr(CALLS_ATTR, calls)
+            done += batch
+            if not part.complete:
                 # Provider errors are not a bad prompt: the trial FAILs with the reason.
+                result = so_far()
                 reason = f"{result.status}: {result.failure_reason()}"
                 trial.set_user_attr(FAILURE_ATTR, reason)
                 _log(tracker, parent, result, variant, task, trial, "FAIL", step)
                 raise TrialIncomplete(reason)
-            assert result.score is not None
-            score = result.score
-            trial.report(score, step)
-            if trial.should_prune():
-                _log(tracker, parent, result, variant, task, trial, "PRUNED", step)
+            if cfg.pruner == "wilcoxon":
+                for p in part.predictions:
+                    trial.report(weight[p.index] * float(bool(p.correct)), position[p.index])
+            elif cfg.pruner == "median":
+                running = so_far().score
+                assert running is not None
+                trial.report(running, step)
+            if cfg.pruner != "none" and trial.should_prune():
+                _log(tracker, parent, so_far(), variant, task, trial, "PRUNED", step)
                 raise optuna.TrialPruned()
-        assert result is not None
-        _log(tracker, parent, result, variant, task, trial, "COMPLETE", cfg.chunks - 1)
-        return score
+        result = so_far()
+        assert result.score is not None
+        _log(tracker, parent, result, variant, task, trial, "COMPLETE", n_checks - 1)
+        return result.score
 
     study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,))
+    return total_calls
 
 
 def _log(
@@ -560,28 +782,48 @@ def _compare(
     dev_score: float | None,
     n_dev: int,
 ) -> dict[str, Any]:
-    from experiments import stats
-    from experiments.metrics import normalize
+    """Best vs base on held-out, on the task's official metric (experiments.compare)."""
+    from experiments import compare, stats
 
-    by_base = {p.index: p for p in base.predictions}
-    paired = [(p, by_base[p.index]) for p in best.predictions if p.index in by_base]
-    y = [normalize(p.answer) for p, _ in paired]
-    a = [None if p.generation is None else normalize(p.generation) for p, _ in paired]
-    b = [None if q.generation is None else normalize(q.generation) for _, q in paired]
-    test = stats.paired_permutation_test(y, a, b, n_resamples=cfg.n_resamples, seed=0)
-    ci = stats.bootstrap_ci(y, a, n_resamples=2000, seed=0)
-    base_ci = stats.bootstrap_ci(y, b, n_resamples=2000, seed=0)
+    arms = [
+        compare.Arm(
+            name=name,
+            metric=r.metric,
+            indices=[p.index for p in r.predictions],
+            answers=[p.answer for p in r.predictions],
+            generations=[p.generation for p in r.predictions],
+            score=r.score,
+            status=str(r.status),
+            n_errors=r.n_errors,
+        )
+        for name, r in (("best", best), ("base", base))
+    ]
+    row = compare.pair(arms[0], arms[1], n_resamples=cfg.n_resamples, where=f"{cfg.task} held-out")
+    intervals = []
+    for arm in arms:
+        y, (pred,) = compare._inputs(
+            arm.metric, list(arm.answers), [list(map(str, arm.generations))]
+        )
+        intervals.append(stats.bootstrap_ci(y, pred, metric=arm.metric, n_resamples=2000, seed=0))
+    ci, base_ci = intervals
+    how = "exact" if row["exact"] else f"{row['n_resamples']} resamples"
     return {
-        "heldout": {"score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": len(paired)},
-        "base_heldout": {"score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high},
-        "p_value": test.p_value,
-        "statistic": test.statistic,
-        "test": f"{test.test}, two-sided, balanced_accuracy, "
-        + ("exact" if test.exact else f"{test.n_resamples} resamples")
-        + f", {test.n_discordant} discordant of {test.n}",
+        "heldout": {
+            "score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": row["n"],
+            "ci_note": compare._ci_note(ci),
+        },
+        "base_heldout": {
+            "score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high,
+            "ci_note": compare._ci_note(base_ci),
+        },
+        "p_value": row["p_value"],
+        "statistic": row["statistic"],
+        "metric": row["metric"],
+        "test": f"{row['test']}, two-sided, {row['metric']}, {how}, "
+        f"{row['n_discordant']} discordant of {row['n']}",
         "n_dev": n_dev,
         "heldout_indices": list(split.heldout),
-    }
+    }  # fmt: skip
 
 
 def report_text(r: OptimizeReport) -> str:

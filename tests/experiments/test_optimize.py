@@ -3,6 +3,7 @@ scripted LM (fast), tracked in MLflow."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,16 @@ from typing import Any
 import pytest
 
 from experiments.models import Completion, Decoding
-from experiments.optimize import OptimizeConfig, optimize, search_space, split_dev_heldout
+from experiments.optimize import (
+    OptimizeConfig,
+    dev_order,
+    optimize,
+    search_space,
+    split_dev_heldout,
+)
 from experiments.tracking import Tracker, load_config
 from promptlib import Catalog, LeakageError, compile_prompt, parse_spec
+from promptlib.errors import WorkbenchError
 from promptlib.render import heldout_guard
 
 pytestmark = pytest.mark.data
@@ -127,9 +135,7 @@ def test_optuna_study_never_shows_heldout_rows_to_the_model(
     assert len(logged) == len(set(logged)) == 6
     assert all(r.info.status == "FINISHED" for r in children)
     assert all("instruction" in r.data.params for r in children)
-    import mlflow
-
-    best = mlflow.genai.load_prompt("prompts:/hearsay.best@best")
+    best = tracker.client.load_prompt("prompts:/hearsay.best@best")
     assert "{{text}}" in best.template
 
 
@@ -218,3 +224,231 @@ def test_resumed_study_with_another_mlflow_store_gets_a_parent_there(
         assert len(parents) == 1 and parents[0].info.status == "FINISHED"
         assert len(children) == 2  # this invocation's trials, under this store's parent
     assert [r.n_trials for r in reports] == [2, 4]  # one study, resumed
+
+
+# ---- an unbiased search: stratified dev order, pruners ---------------------------------------
+@pytest.mark.parametrize("name", ["hearsay", "proa"])
+def test_every_chunk_keeps_the_dev_class_balance(catalog: Catalog, name: str) -> None:
+    """LegalBench files are label-sorted (hearsay's first 16 dev rows in file order are all
+    "No"); in the search's order every prefix has dev's class shares to within one row."""
+    task = catalog.task(name)
+    split = split_dev_heldout(task)
+    answers = {r["index"]: r["answer"] for r in task.rows("test")}
+    file_first = Counter(answers[i] for i in split.dev[:16])
+    assert len(file_first) == 1, "the data is no longer label-sorted: this test lost its point"
+    order = dev_order(task, split)
+    assert sorted(order) == sorted(split.dev)
+    assert order == dev_order(task, split) != dev_order(task, split_dev_heldout(task, seed=1))
+    whole = Counter(answers[i] for i in order)
+    for n_chunks in (3, 10):
+        for chunk in _chunks_of(order, n_chunks):
+            counts = Counter(answers[i] for i in chunk)
+            for label, k in whole.items():
+                share, dev_share = counts[label] / len(chunk), k / len(order)
+                assert abs(share - dev_share) <= 1 / len(chunk) + 1e-9, (n_chunks, len(chunk))
+    # --dev-limit: a stratified seeded sample, not the first N rows of the file
+    sample = dev_order(task, split, limit=12)
+    counts = Counter(answers[i] for i in sample)
+    assert len(sample) == 12 and len(counts) == 2
+    assert all(abs(counts[c] / 12 - k / len(order)) <= 1 / 12 for c, k in whole.items())
+
+
+def _chunks_of(order: list[str], n: int) -> list[list[str]]:
+    """The growing prefixes the median pruner scores (the search's batches, accumulated)."""
+    from experiments.optimize import _batches
+
+    out: list[str] = []
+    prefixes = []
+    for batch in _batches(order, n):
+        out += batch
+        prefixes.append(list(out))
+    return prefixes
+
+
+class AlwaysNo:
+    name = "scripted/no"
+    mode = "completion"
+    concurrency = 1
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": self.name}
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        self.calls += 1
+        return Completion(" No")
+
+
+class NoTracker:
+    """The tracker interface optimize uses, recording nothing (MLflow is tested above)."""
+
+    def study_parent(self, *args: Any, **kwargs: Any) -> str:
+        return "parent"
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def log_trial(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def register_best(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_study_summary(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _u(*parts: str) -> float:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class ScriptedByVariant:
+    """Accuracy set by the variant: 0.5, +0.3 with the answer hint, +0.15 in Claude format.
+
+    Half of each row's outcome is decided by the row alone (shared by every variant, as a
+    real instance is easy or hard for every prompt), half by the whole prompt; both ways a
+    row is right with probability p(variant). Deterministic.
+    """
+
+    mode = "completion"
+    concurrency = 1
+
+    def __init__(self, task: Any, name: str = "scripted/variant") -> None:
+        self.name = name
+        self.gold = {r["text"].strip(): r["answer"] for r in task.rows("test")}
+        self.calls = 0
+
+    @staticmethod
+    def p(hint: bool, claude: bool) -> float:
+        return 0.5 + 0.3 * hint + 0.15 * claude
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": self.name}
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        self.calls += 1
+        query = prompt.rsplit("Q:", 1)[-1]
+        gold = next(a for t, a in self.gold.items() if t in query)
+        p = self.p("Answer with one of" in prompt, "Reply with either" in prompt)
+        u = _u("row", query) if _u("half", query) < 0.5 else _u("prompt", prompt)
+        return Completion(" " + (gold if u < p else {"Yes": "No", "No": "Yes"}[gold]))
+
+
+def _study(cfg: OptimizeConfig, report: Any) -> Any:
+    import optuna
+
+    return optuna.load_study(study_name=report.study, storage=str(cfg.storage))
+
+
+def test_always_no_scores_chance_at_the_first_checkpoint(catalog: Catalog, tmp_path: Path) -> None:
+    """With dev in file order, an always-"No" prompt scored 1.0 on hearsay's first chunk."""
+    cfg = OptimizeConfig(
+        task="hearsay", model="scripted/no", n_trials=1, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", pruner="median", heldout_limit=10,
+    )  # fmt: skip
+    report = optimize(cfg, catalog, AlwaysNo(), NoTracker())
+    (trial,) = _study(cfg, report).trials
+    assert trial.intermediate_values[0] == pytest.approx(0.5)  # balanced accuracy, both classes
+    assert trial.value == pytest.approx(0.5)
+
+
+def test_wilcoxon_reports_each_row_at_its_position_and_prunes_losers(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    from experiments.optimize import CALLS_ATTR
+
+    lm = ScriptedByVariant(catalog.task("hearsay"))
+    cfg = OptimizeConfig(
+        task="hearsay", model=lm.name, n_trials=12, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", seed=0, pruner="wilcoxon", heldout_limit=10,
+    )  # fmt: skip
+    report = optimize(cfg, catalog, lm, NoTracker())
+    study = _study(cfg, report)
+    task = catalog.task("hearsay")
+    dev = dev_order(task, split_dev_heldout(task))
+    assert study.user_attrs["evaluation"]["dev"] == dev
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    pruned = [t for t in study.trials if t.state.name == "PRUNED"]
+    assert complete and pruned, "pick a seed whose random trials include clearly worse ones"
+    for t in complete:
+        # one value per dev row, at the row's position; their mean is the dev score
+        assert sorted(t.intermediate_values) == list(range(len(dev)))
+        mean = sum(t.intermediate_values.values()) / len(dev)
+        assert mean == pytest.approx(t.value)
+        assert t.user_attrs[CALLS_ATTR] == len(dev)
+    for t in pruned:  # a pruned trial stopped calling the model
+        assert t.user_attrs[CALLS_ATTR] == len(t.intermediate_values) < len(dev)
+    assert report.search_model_calls == sum(t.user_attrs[CALLS_ATTR] for t in study.trials)
+
+
+@pytest.mark.parametrize("pruner", ["wilcoxon", "median", "none"])
+def test_failed_rows_fail_the_trial_whatever_the_pruner(
+    catalog: Catalog, tmp_path: Path, pruner: str
+) -> None:
+    class FailsClaude(SpyLM):
+        def complete(self, prompt: str, decoding: Decoding) -> Completion:
+            if "Reply with either" in prompt:  # the Claude format: a provider error
+                return Completion(None, error="APIError 500 after 5 attempt(s): internal error")
+            return super().complete(prompt, decoding)
+
+    cfg = OptimizeConfig(
+        task="hearsay", model="scripted/lm", n_trials=8, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", seed=3, pruner=pruner, dev_limit=16, heldout_limit=10,
+    )  # fmt: skip
+    report = optimize(cfg, catalog, FailsClaude(), NoTracker())
+    trials = _study(cfg, report).trials
+    assert any(t.params.get("format") == "claude" for t in trials)
+    for t in trials:
+        failed = t.params.get("format") == "claude"
+        assert (t.state.name == "FAIL") == failed
+        if failed:
+            assert t.value is None and "rows failed" in t.user_attrs["failure"]
+    assert report.n_failed == sum(t.params.get("format") == "claude" for t in trials)
+
+
+def test_a_worker_that_would_evaluate_otherwise_is_refused(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    def cfg(pruner: str, dev_limit: int) -> OptimizeConfig:
+        return OptimizeConfig(
+            task="hearsay", model="scripted/lm", n_trials=1, storage=f"sqlite:///{tmp_path}/o.db",
+            heldout_limit=10, pruner=pruner, dev_limit=dev_limit,
+        )  # fmt: skip
+
+    optimize(cfg("wilcoxon", 12), catalog, SpyLM(), NoTracker())
+    for pruner, dev_limit in (("median", 12), ("wilcoxon", 14)):
+        with pytest.raises(WorkbenchError, match="evaluates trials with another"):
+            optimize(cfg(pruner, dev_limit), catalog, SpyLM(), NoTracker())
+
+
+@pytest.mark.slow
+def test_default_pruner_saves_calls_without_pruning_a_better_trial(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The README's pruner measurement, reduced: a model whose accuracy is set by the variant."""
+    from experiments.optimize import DEFAULT_PRUNER
+
+    def true_p(params: dict[str, Any]) -> float:
+        return ScriptedByVariant.p(bool(params["answer_hint"]), params["format"] == "claude")
+
+    task = catalog.task("hearsay")
+    studies = {}
+    for pruner in (DEFAULT_PRUNER, "none"):
+        cfg = OptimizeConfig(
+            task="hearsay", model="scripted/variant", n_trials=16, sampler="tpe", seed=0,
+            storage=f"sqlite:///{tmp_path}/{pruner}.db", pruner=pruner, heldout_limit=10,
+        )  # fmt: skip
+        report = optimize(cfg, catalog, ScriptedByVariant(task), NoTracker())
+        studies[pruner] = (report, _study(cfg, report))
+    (fast, pruned_study), (full, full_study) = studies[DEFAULT_PRUNER], studies["none"]
+    assert fast.n_pruned > 0 and fast.search_model_calls < full.search_model_calls
+    incumbent, best_value = None, -1.0  # the true accuracy of the best trial so far
+    for t in sorted(pruned_study.trials, key=lambda t: t.number):
+        if t.state.name == "PRUNED" and incumbent is not None:
+            assert true_p(t.params) <= incumbent, f"trial {t.number} was better than the best"
+        if t.state.name == "COMPLETE" and t.value > best_value:
+            incumbent, best_value = true_p(t.params), t.value
+    assert true_p(pruned_study.best_params) == true_p(full_study.best_params)

@@ -244,7 +244,9 @@ def test_saved_predictions_table(catalog: Catalog, tmp_path: Path) -> None:
     ]
 
 
-def test_concurrent_saves_of_one_trial_never_tear_or_crash(catalog: Catalog, tmp_path: Path) -> None:
+def test_concurrent_saves_of_one_trial_never_tear_or_crash(
+    catalog: Catalog, tmp_path: Path
+) -> None:
     """Two runs of one trial finishing at once: each write lands whole, none raises."""
     from concurrent.futures import ThreadPoolExecutor
 
