@@ -281,7 +281,12 @@ def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
 
 
 def _open_study(
-    cfg: OptimizeConfig, space: SearchSpace, tracker: Any, split: DevHeldout, dev: list[str]
+    cfg: OptimizeConfig,
+    space: SearchSpace,
+    tracker: Any,
+    split: DevHeldout,
+    dev: list[str],
+    setup: dict[str, Any] | None = None,
 ) -> Any:
     """Create the study once (later workers load it); check it evaluates as this worker would.
 
@@ -297,7 +302,15 @@ def _open_study(
     storage = _rdb_storage(url)
     name = _study_name(cfg)
     pruner = _pruner(cfg)
-    evaluation = {"pruner": cfg.pruner, "checkpoints": checkpoints(cfg, len(dev)), "dev": dev}
+    evaluation = {
+        "pruner": cfg.pruner,
+        "checkpoints": checkpoints(cfg, len(dev)),
+        "dev": dev,
+        # what answers the rows: the model's identity (api_base without its password, mode),
+        # the scoring and the dev rows' content — a worker on another server or data would
+        # otherwise be scored against this study's trials
+        **(setup or {}),
+    }
     try:
         study = optuna.create_study(
             study_name=name,
@@ -329,14 +342,29 @@ def _open_study(
     if recorded is None:  # a study from before the attribute existed
         study.set_user_attr(EVALUATION_ATTR, evaluation)
     elif recorded != evaluation:
-        what = [k for k in ("pruner", "checkpoints", "dev") if recorded.get(k) != evaluation[k]]
+        what = [k for k in evaluation if recorded.get(k) != evaluation[k]]
         raise WorkbenchError(
             f"study {name!r} evaluates trials with another {' and '.join(what)} "
             f"(pruner {recorded.get('pruner')}, {len(recorded.get('dev', []))} dev rows); "
-            "trials are only comparable on the same rows in the same order: use the same "
-            "--pruner and --dev-limit, or a new --study name"
+            "trials are only comparable on the same rows, model and scoring: use the same "
+            "--pruner, --dev-limit, --model/--api-base/--mode and --scoring, or a new --study name"
         )
     return study
+
+
+def _setup(cfg: OptimizeConfig, lm: Any, task: Task, dev: list[str]) -> dict[str, Any]:
+    """What decides a trial's answers besides its variant, as stored on the study."""
+    from experiments.runner import rows_fingerprint
+
+    identity = dict(lm.cache_identity())
+    if isinstance(identity.get("api_base"), str):
+        identity["api_base"] = safe_url(identity["api_base"])
+    by_index = {r["index"]: r for r in task.rows(cfg.split)}
+    return {
+        "model": identity,
+        "scoring": cfg.scoring,
+        "rows": rows_fingerprint([by_index[i] for i in dev]),
+    }
 
 
 def _study_parent(cfg: OptimizeConfig, tracker: Any, study_key: str) -> str:
@@ -447,7 +475,7 @@ def optimize(
     ok = False
     try:
         if cfg.method == "optuna":
-            study = _open_study(cfg, space, tracker, split, dev)
+            study = _open_study(cfg, space, tracker, split, dev, _setup(cfg, lm, task, dev))
             with heldout_guard(cfg.task, heldout_rows):
                 calls = _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
             states = [t.state.name for t in study.trials]

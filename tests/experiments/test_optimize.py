@@ -162,11 +162,11 @@ def test_failed_rows_fail_optuna_trials_and_the_verdict_refuses_partial_data(
         task="hearsay", model="openai/stub", n_trials=8, storage=storage, sampler="random",
         seed=3, dev_limit=12, heldout_limit=10,
     )  # fmt: skip
-    with StubOpenAI(reply_fn=hashed_yes_no, fail_fn=fails) as stub:
-        lm = get_model("openai/stub", api_base=stub.url, max_retries=0, concurrency=4)
-        with pytest.raises(IncompleteEvaluation, match="held-out evaluation incomplete") as err:
-            optimize(cfg, catalog, lm, tracker)
-        assert err.value.exit_code == 1
+    stub = StubOpenAI(reply_fn=hashed_yes_no, fail_fn=fails).start()
+    lm = get_model("openai/stub", api_base=stub.url, max_retries=0, concurrency=4)
+    with pytest.raises(IncompleteEvaluation, match="held-out evaluation incomplete") as err:
+        optimize(cfg, catalog, lm, tracker)
+    assert err.value.exit_code == 1
     import optuna
 
     study = optuna.load_study(study_name="hearsay.openai_stub.optuna", storage=storage)
@@ -190,11 +190,19 @@ def test_failed_rows_fail_optuna_trials_and_the_verdict_refuses_partial_data(
     assert len(parent) == 1 and parent[0].info.status == "FAILED"
     assert "p_value.best_vs_base" not in parent[0].data.metrics
 
-    # healthy again: the same study resumes, and the verdict is given
+    # healthy again (same server): the same study resumes, and the verdict is given
     cfg.n_trials = 1
-    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
-        lm = get_model("openai/stub", api_base=stub.url, max_retries=0, concurrency=4)
+    stub.fail_fn = None
+    try:
         report = optimize(cfg, catalog, lm, tracker)
+        # another server is another setup: the study refuses to mix its trials in
+        with StubOpenAI(reply_fn=hashed_yes_no) as other:
+            elsewhere = get_model("openai/stub", api_base=other.url, max_retries=0)
+            with pytest.raises(WorkbenchError, match="another model"):
+                optimize(cfg, catalog, elsewhere, tracker)
+            assert not other.requests
+    finally:
+        stub.stop()
     assert report.n_trials == 9 and 0 < report.p_value <= 1
     assert report.heldout["n"] == 10
 
