@@ -54,10 +54,18 @@ class Arm:
         return f"{self.name} {self.status} ({self.n_errors} of {len(self.indices)} rows failed)"
 
 
+def _row_order(index: str) -> tuple[int, int, str]:
+    """Numeric indices in numeric order, then the rest: a canonical order for pairing."""
+    return (0, int(index), "") if index.isdigit() else (1, 0, index)
+
+
 def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]]]:
-    """Answers and each arm's generations in the first arm's row order, paired by index."""
+    """Answers and each arm's generations, paired by row index, in a canonical row order
+    (so a resumed trial stored in another order gives the very same p-value)."""
     first = arms[0]
-    answers = list(first.answers)
+    order = sorted(range(len(first.indices)), key=lambda j: _row_order(str(first.indices[j])))
+    indices = [first.indices[j] for j in order]
+    answers = [first.answers[j] for j in order]
     out = []
     for arm in arms:
         pos = {idx: j for j, idx in enumerate(arm.indices)}
@@ -67,7 +75,7 @@ def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]
                 "rerun the sweep (its trials are paired on the same rows)"
             )
         gens = []
-        for idx, ans in zip(first.indices, answers, strict=True):
+        for idx, ans in zip(indices, answers, strict=True):
             j = pos[idx]
             if arm.answers[j] != ans:
                 raise WorkbenchError(f"{where}: row {idx} has different answers in two arms")
@@ -120,7 +128,9 @@ def pair(a: Arm, b: Arm, *, n_resamples: int, seed: int = 0, where: str = "") ->
     name = "paired permutation test"
     if not (a.complete and b.complete):
         row = untested(where, a.name, b.name, (a, b), name)
-        row["score_a"], row["score_b"] = a.score, b.score
+        # a score is shown only for an arm that is complete
+        row["score_a"] = a.score if a.complete else None
+        row["score_b"] = b.score if b.complete else None
         return row
     if a.metric != b.metric:
         raise WorkbenchError(f"{where}: {a.name} and {b.name} are scored with different metrics")
@@ -170,6 +180,8 @@ def best_vs_worst(
     name = "range permutation test"
     if not all(x.complete for x in arms):
         return untested(where, "best", "worst", arms, name)
+    if len({x.metric for x in arms}) != 1:
+        raise WorkbenchError(f"{where}: the draws are scored with different metrics")
     metric = arms[0].metric
     answers, gens = _aligned(arms, where)
     y, preds = _inputs(metric, answers, gens)
@@ -255,7 +267,7 @@ def across_tasks(
     keys = sorted({(r["model"], r["a"], r["b"]) for r in table})
     for model, a, b in keys:
         rows = [r for r in table if (r["model"], r["a"], r["b"]) == (model, a, b)]
-        tested = [r for r in rows if r["score_a"] is not None and r["score_b"] is not None]
+        tested = [r for r in rows if r["status"] == "tested"]  # complete arms only
         missing = sorted(set(all_tasks) - {r["task"] for r in tested})
         result = stats.across_tasks(
             test, [r["score_a"] for r in tested], [r["score_b"] for r in tested]

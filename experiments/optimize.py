@@ -851,6 +851,9 @@ def _compare(
         f"{row['n_discordant']} discordant of {row['n']}",
         "n_dev": n_dev,
         "heldout_indices": list(split.heldout),
+        # the rows behind the scores, CI and p-value (held-out, minus --heldout-limit's
+        # sample and any row either prompt shows as a demonstration)
+        "judged_indices": [p.index for p in best.predictions],
     }  # fmt: skip
 
 

@@ -88,6 +88,8 @@ class CompiledPrompt:
     def render(self, example: Mapping[str, str]) -> str:
         check_no_leak(self.demos, dict(example), self.task, placeholders(self.query))
         check_heldout(self.task, example)
+        for demo in self.demos:  # a demonstration shows its row (and answer) just as well
+            check_heldout(self.task, demo.values)
         return self.prefix() + fill(self._query(), example, where=self.source)
 
     def messages(self, example: Mapping[str, str]) -> list[Message]:

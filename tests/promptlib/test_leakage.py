@@ -195,3 +195,17 @@ def test_nested_guards_on_rendered_rows(catalog: Catalog) -> None:
             compiled.render({"text": b["text"]})  # by content, without index or answer
     for row in (a, b, c):
         compiled.render(row)
+
+
+@pytest.mark.data
+def test_a_guarded_row_shown_as_a_demonstration_is_caught(catalog: Catalog) -> None:
+    """The guard covers what the prompt shows: the query and every demonstration."""
+    task = catalog.task("hearsay")
+    compiled = compile_prompt(parse_spec("base"), task)
+    demo = compiled.demos[0]
+    row = next(iter(task.rows("test")))
+    compiled.render(row)
+    guarded = [{"index": "x", "answer": demo.answer, **demo.values}]
+    with heldout_guard("hearsay", guarded), pytest.raises(LeakageError):
+        compiled.render(row)
+    compiled.render(row)
