@@ -37,7 +37,9 @@ def _trial_runs(root: Path, study: str) -> list[Any]:
 
 
 def test_optuna_on_hearsay(lb_dir: Path, tmp_path: Path) -> None:
-    rep = _run(["hearsay", "--model", "local/smollm2", "--trials", "8"], tmp_path, lb_dir)
+    # a stratified 24-row dev sample keeps the real-model search within CI's time budget
+    args = ["hearsay", "--model", "local/smollm2", "--trials", "8", "--dev-limit", "24"]
+    rep = _run(args, tmp_path, lb_dir)
     assert rep["n_trials"] == 8 and rep["best_variant"]
     assert rep["pruner"] == "wilcoxon" and rep["search_model_calls"] > 0
     assert rep["dev_score"] is not None
