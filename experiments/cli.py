@@ -1,20 +1,29 @@
-"""The `workbench` command line.
+"""The `workbench` command line: option wiring only.
 
-Every command turns a `WorkbenchError` into a one-line message on stderr and exit code 2,
-and builds its whole output before printing, so a failure never leaves half an answer.
+Every command turns a `WorkbenchError` into a one-line message on stderr and its exit code,
+and builds its whole output before printing, so a failure never leaves half an answer. What
+is printed is built in `experiments.output`; the options several commands share (data
+source, model connection, cache) are declared once below and turned into a catalog, a model
+and a cache by `Setup`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from experiments import output
 from promptlib.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from experiments import runner
 
 app = typer.Typer(
     name="workbench",
@@ -23,9 +32,69 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+grade_app = typer.Typer(
+    help="Hand grading (rule_qa): export a trial's generations to CSV, import the grades.",
+    no_args_is_help=True,
+)
+app.add_typer(grade_app, name="grade")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+# ---- choices ---------------------------------------------------------------------------------
+class Scoring(StrEnum):
+    generate = "generate"
+    loglik = "loglik"
+    loglik_norm = "loglik-norm"
+
+
+class Split(StrEnum):
+    train = "train"
+    test = "test"
+
+
+class Mode(StrEnum):
+    chat = "chat"
+    completion = "completion"
+
+
+class Definition(StrEnum):
+    code = "code"
+    paper = "paper"
+
+
+# the runner's own (Literal) names of the same choices, checked by mypy
+SCORINGS: dict[Scoring, runner.Scoring] = {
+    Scoring.generate: "generate",
+    Scoring.loglik: "loglik",
+    Scoring.loglik_norm: "loglik-norm",
+}
+DEFINITIONS: dict[Definition, runner.Definition] = {
+    Definition.code: "code",
+    Definition.paper: "paper",
+}
+
+
+class Method(StrEnum):
+    optuna = "optuna"
+    dspy_labeled = "dspy-labeled"
+    dspy_bootstrap = "dspy-bootstrap"
+    dspy_mipro = "dspy-mipro"
+
+
+class Sampler(StrEnum):
+    tpe = "tpe"
+    random = "random"
+    grid = "grid"
+
+
+class Pruner(StrEnum):
+    wilcoxon = "wilcoxon"
+    median = "median"
+    none = "none"
+
+
+# ---- options shared by several commands (declared once) --------------------------------------
 DataDir = Annotated[
     str | None,
     typer.Option(
@@ -41,15 +110,20 @@ PromptsDir = Annotated[
     typer.Option("--prompts-dir", help="With --hf: a LegalBench checkout's tasks/ folder."),
 ]
 JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-DefinitionOpt = Annotated[
-    str, typer.Option("--definition", help="Metric definition: code (default) or paper.")
+TaskArg = Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini, or local/...")
 ]
+DefinitionOpt = Annotated[
+    Definition, typer.Option("--definition", help="Metric definition: code or paper.")
+]
+SplitOpt = Annotated[Split, typer.Option("--split", help="train or test.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Ignore the response cache.")]
 ScoringOpt = Annotated[
-    str,
+    Scoring,
     typer.Option(
         "--scoring",
-        help="generate (default, as the paper), loglik (summed label log-likelihood) or "
+        help="generate (as the paper), loglik (summed label log-likelihood) or "
         "loglik-norm (per byte, like lm-eval's acc_norm); loglik* need a local model.",
     ),
 ]
@@ -61,16 +135,76 @@ Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call
 Timeout = Annotated[
     float, typer.Option("--timeout", help="Seconds per call (a finite number > 0).")
 ]
+Variant = Annotated[
+    str,
+    typer.Option(
+        "--variant",
+        help="key=value,... e.g. 'instruction=description,demos=none' or "
+        "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
+    ),
+]
+# the shared defaults, in one place
+CONCURRENCY = 8
+RETRIES = 4
+TIMEOUT = 60.0
 
 
-def _choice(value: str | None, allowed: tuple[str | None, ...], flag: str) -> None:
-    if value not in allowed:
-        shown = " or ".join(str(a) for a in allowed if a is not None)
-        raise WorkbenchError(f"{flag} must be {shown}, not {value!r}")
+@dataclass
+class Setup:
+    """The shared options of a command, turned into a catalog, models and a cache on demand."""
+
+    data_dir: str | None = None
+    hf: bool = False
+    prompts_dir: str | None = None
+    api_base: str | None = None
+    concurrency: int = CONCURRENCY
+    retries: int = RETRIES
+    timeout: float = TIMEOUT
+    mode: str | None = None
+    no_cache: bool = False
+    _catalog: Any = field(default=None, repr=False)
+
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from promptlib.data import default_source
+            from promptlib.tasks import Catalog
+
+            self._catalog = Catalog(
+                default_source(data_dir=self.data_dir, hf=self.hf, prompts_dir=self.prompts_dir)
+            )
+        return self._catalog
+
+    def lm(self, model: str) -> Any:
+        from experiments.models import get_model
+
+        kwargs: dict[str, Any] = {
+            "api_base": self.api_base,
+            "concurrency": self.concurrency,
+            "max_retries": self.retries,
+            "timeout": self.timeout,
+        }
+        if self.mode is not None:
+            kwargs["mode"] = self.mode
+        return get_model(model, **kwargs)
+
+    def cache_outputs(self) -> list[tuple[str, Path]]:
+        """Folders this setup writes to (for `check_writable`)."""
+        from experiments.cache import cache_dir
+
+        return [] if self.no_cache else [("the response cache", cache_dir())]
+
+    def cache(self) -> Any:
+        from experiments.cache import ResponseCache
+
+        return None if self.no_cache else ResponseCache()
+
+
+def _catalog(data_dir: str | None, hf: bool, prompts_dir: str | None) -> Any:
+    return Setup(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir).catalog()
 
 
 def friendly(fn: F) -> F:
-    """Map workbench errors to a clear message and exit code 2."""
+    """Map workbench errors to a clear message and their exit code (2 unless said)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -85,11 +219,27 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _catalog(data_dir: str | None, hf: bool, prompts_dir: str | None) -> Any:
-    from promptlib.data import default_source
-    from promptlib.tasks import Catalog
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
 
-    return Catalog(default_source(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir))
+        try:
+            typer.echo(f"workbench {version('legal-prompt-workbench')}")
+        except PackageNotFoundError:
+            typer.echo("workbench (version unknown: the package is not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Prompt-engineering experiment workbench for LegalBench."""
 
 
 @app.command()
@@ -110,21 +260,7 @@ def tasks(
     if as_json:
         out = json.dumps([e.to_json() for e in entries], indent=1, ensure_ascii=False)
     else:
-        lines = []
-        for s in entries:
-            if isinstance(s, TaskProblem):
-                lines.append(f"{s.name:<60} error: {s.error}")
-                continue
-            labels = ",".join(s.labels) if s.labels else "-"
-            if len(labels) > 50:
-                labels = labels[:47] + "..."
-            n_test = "-" if s.n_test is None else str(s.n_test)
-            n_train = "-" if s.n_train is None else str(s.n_train)
-            lines.append(
-                f"{s.name:<60} {s.task_type:<11} {s.metric:<36} "
-                f"train={n_train:<4} test={n_test:<5} labels={labels}"
-            )
-        out = "\n".join(lines)
+        out = output.task_list(entries)
     typer.echo(out)
     for p in problems:
         typer.echo(f"error: task {p.name!r}: {p.error}", err=True)
@@ -135,16 +271,9 @@ def tasks(
 @app.command()
 @friendly
 def render(
-    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
-    variant: Annotated[
-        str,
-        typer.Option(
-            "--variant",
-            help="key=value,... e.g. 'instruction=description,demos=none' or "
-            "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
-        ),
-    ] = "base",
-    split: Annotated[str, typer.Option("--split", help="train or test.")] = "test",
+    task: TaskArg,
+    variant: Variant = "base",
+    split: SplitOpt = Split.test,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="First N rows.")] = None,
     data_dir: DataDir = None,
     hf: HF = False,
@@ -158,8 +287,8 @@ def render(
 
     spec = parse_spec(variant)
     t = _catalog(data_dir, hf, prompts_dir).task(task)
-    compiled = compile_prompt(spec, t, split)
-    rows, excluded = evaluation_rows(compiled.variant, t, split)
+    compiled = compile_prompt(spec, t, split.value)
+    rows, excluded = evaluation_rows(compiled.variant, t, split.value)
     if limit is not None:
         rows = rows[:limit]
     items = [
@@ -167,38 +296,22 @@ def render(
     ]
     if excluded:
         typer.echo(
-            f"note: {len(excluded)} {split} row(s) left out because they are demonstrations: "
-            + ", ".join(excluded),
+            f"note: {len(excluded)} {split.value} row(s) left out because they are "
+            "demonstrations: " + ", ".join(excluded),
             err=True,
         )
     if as_json:
         out = json.dumps(items, indent=1, ensure_ascii=False)
     else:
-        header = f"# task={task} variant={compiled.variant.label} id={compiled.variant.id[:12]}"
-        blocks = [header] + [
-            f"----- index={it['index']} answer={it['answer']}\n{it['prompt']}" for it in items
-        ]
-        out = "\n".join(blocks)
+        out = output.rendered_prompts(task, compiled.variant.label, compiled.variant.id, items)
     typer.echo(out)
-
-
-Variant = Annotated[
-    str,
-    typer.Option(
-        "--variant",
-        help="key=value,... e.g. 'instruction=description,demos=none' or "
-        "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
-    ),
-]
 
 
 @app.command()
 @friendly
 def run(
-    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
-    model: Annotated[
-        str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini.")
-    ] = "local/smollm2",
+    task: TaskArg,
+    model: ModelOpt = "local/smollm2",
     variant: Variant = "base",
     variant_file: Annotated[
         str | None,
@@ -209,30 +322,43 @@ def run(
             "Instead of --variant.",
         ),
     ] = None,
-    split: Annotated[str, typer.Option("--split", help="train or test.")] = "test",
+    split: SplitOpt = Split.test,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the --limit sample.")] = 0,
-    scoring: ScoringOpt = "generate",
+    scoring: ScoringOpt = Scoring.generate,
     mode: Annotated[
-        str | None, typer.Option("--mode", help="chat or completion (default by provider).")
+        Mode | None, typer.Option("--mode", help="chat or completion (default by provider).")
     ] = None,
     api_base: ApiBase = None,
-    concurrency: Concurrency = 8,
-    retries: Retries = 4,
-    timeout: Timeout = 60.0,
+    concurrency: Concurrency = CONCURRENCY,
+    retries: Retries = RETRIES,
+    timeout: Timeout = TIMEOUT,
     no_cache: NoCache = False,
-    definition: DefinitionOpt = "code",
+    no_track: Annotated[
+        bool,
+        typer.Option(
+            "--no-track",
+            envvar="WORKBENCH_NO_TRACK",
+            help="Do not log the trial to MLflow (it is still saved under runs/).",
+        ),
+    ] = False,
+    definition: DefinitionOpt = Definition.code,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Run one trial: a variant of a task through a model, scored like LegalBench."""
-    from experiments.cache import ResponseCache, cache_dir
+    """Run one trial: a variant of a task through a model, scored like LegalBench.
+
+    The trial is saved under runs/<trial id>/ and logged to MLflow (an experiment per task,
+    '<prefix>/run/<task>'; --no-track skips it). A rerun of the same trial reuses its run.
+    A task graded by hand (rule_qa) gets generations and no score: grade them with
+    'workbench grade export'.
+    """
     from experiments.files import check_writable
-    from experiments.models import get_model
+    from experiments.metrics import official_metric
     from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir, save_trial
     from promptlib.errors import VariantFileError
     from promptlib.variants import load_variant_file, parse_spec
@@ -244,50 +370,91 @@ def run(
         raise VariantFileError(
             f"variant file {variant_file} holds a variant of task {chosen.task!r}, not {task!r}"
         )
-    _choice(scoring, ("generate", "loglik", "loglik-norm"), "--scoring")
-    if scoring.startswith("loglik"):
+    if scoring is not Scoring.generate:
         from experiments.models import require_loglik_model
 
         require_loglik_model(model)  # a remote model: one clear line, before any work
-    _choice(mode, (None, "chat", "completion"), "--mode")
-    _choice(definition, ("code", "paper"), "--definition")
+    setup = Setup(
+        data_dir=data_dir,
+        hf=hf,
+        prompts_dir=prompts_dir,
+        api_base=api_base,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        mode=mode.value if mode else None,
+        no_cache=no_cache,
+    )
     spec = TrialSpec(
         task=task,
         variant=chosen,
         model=model,
-        split=split,
+        split=split.value,
         limit=limit,
         seed=seed,
-        scoring=scoring,  # type: ignore[arg-type]
-        definition=definition,  # type: ignore[arg-type]
+        scoring=SCORINGS[scoring],
+        definition=DEFINITIONS[definition],
     )
-    catalog = _catalog(data_dir, hf, prompts_dir)
+    catalog = setup.catalog()
     catalog.task(task)  # unknown task -> clear error before loading any model
-    lm = get_model(
-        model,
-        api_base=api_base,
-        concurrency=concurrency,
-        max_retries=retries,
-        timeout=timeout,
-        mode=mode,
-    )
-    resolved = resolve_trial(spec, catalog, lm)  # bad variant/rows fail here, before any call
-    outputs = [("trial results", runs_dir())]
-    if not no_cache:
-        outputs.append(("the response cache", cache_dir()))
-    check_writable(outputs)
-    cache = None if no_cache else ResponseCache()
-    result = _with_progress(
-        lambda progress: run_trial(resolved, catalog, lm, cache=cache, progress=progress),
-        f"{task} · {spec.variant.label} · {model}",
-    )
-    out_dir = save_trial(result)
-    summary = result.summary()
-    summary["predictions"] = str(out_dir / "predictions.jsonl")
-    if as_json:
-        typer.echo(json.dumps(summary, ensure_ascii=False))
+    lm = setup.lm(model)
+    manual = official_metric(task, spec.definition) == "manual"
+    if manual:
+        from experiments.grading import resolve_ungraded, run_ungraded
+
+        resolved = resolve_ungraded(spec, catalog, lm)
     else:
-        typer.echo(_format_summary(summary))
+        resolved = resolve_trial(spec, catalog, lm)  # bad variant/rows fail here, before calls
+    tracker = None
+    outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
+    if not no_track:
+        from experiments.tracking import Tracker
+
+        tracker = Tracker()  # an unusable store fails here, before any model call
+        artifacts = tracker.artifact_dir()
+        if artifacts is not None:
+            outputs.append(("MLflow artifacts", artifacts))
+    check_writable(outputs)
+    cache = setup.cache()
+    with output.progress_bar(f"{task} · {spec.variant.label} · {model}") as bar:
+        if manual:
+            result = run_ungraded(resolved, catalog, lm, cache=cache, progress=bar)
+        else:
+            result = run_trial(resolved, catalog, lm, cache=cache, progress=bar)
+    graded = None
+    if manual:
+        from experiments.grading import carry_grades, previous_grades
+
+        graded = previous_grades(runs_dir() / result.trial_id)
+    out_dir = save_trial(result)  # on disk before tracking: a store failure loses nothing
+    summary = result.summary()
+    if graded is not None:  # a rerun of a graded trial keeps its grades if nothing changed
+        summary.update(carry_grades(out_dir, graded) or {})
+    summary["predictions"] = str(out_dir / "predictions.jsonl")
+    track_error = None
+    if tracker is not None:
+        from experiments.tracking import TrackingError
+
+        task_files = catalog.task(task).files
+        try:
+            summary.update(
+                tracker.log_run(
+                    result,
+                    resolved.compiled,
+                    resolved.rows,
+                    source=str(task_files.split_path(spec.split)),
+                )
+            )
+        except TrackingError as e:
+            track_error = e
+    typer.echo(output.as_json(summary) if as_json else output.trial_summary(summary))
+    if track_error is not None:
+        typer.echo(
+            f"error: the trial is saved in {out_dir} but not tracked: {track_error}. Run the "
+            "same command again to track it (answers come from the cache), or add --no-track",
+            err=True,
+        )
+        raise typer.Exit(track_error.exit_code)
     if not result.complete:
         typer.echo(
             f"error: trial {result.status}: {result.failure_reason()}; see 'error' in "
@@ -298,62 +465,14 @@ def run(
         raise typer.Exit(1)
 
 
-def _with_progress(fn: Callable[[Any], Any], description: str) -> Any:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as bar:
-        tid = bar.add_task(description, total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(tid, completed=done, total=total)
-
-        return fn(progress)
-
-
-def _format_summary(s: dict[str, Any]) -> str:
-    def fmt(x: Any, spec: str = ".4f") -> str:
-        return "-" if x is None else format(x, spec)
-
-    lines = [
-        f"task      {s['task']}   split={s['split']}   n={s['n']}   status={s['status']}",
-        f"variant   {s['variant']}   ({s['variant_id'][:12]})",
-        f"model     {s['model']}   scoring={s['scoring']}",
-        f"{s['metric']:<28}{fmt(s['score'])}"
-        + (
-            ""
-            if s["score"] is not None
-            else f"   (on answered rows: {fmt(s['score_on_answered'])})"
-        ),
-        f"{'accuracy':<28}{fmt(s['accuracy'])}",
-        f"{'invalid rate':<28}{fmt(s['invalid_rate'])}",
-        f"{'errors':<28}{s['n_errors']}",
-        f"{'model calls / cache hits':<28}{s['model_calls']} / {s['cache_hits']}",
-        f"{'tokens in / out':<28}{s['tokens_in']} / {s['tokens_out']}",
-        f"{'cost (USD)':<28}{fmt(s['cost'], '.6f')}",
-        f"{'wall time (s)':<28}{s['wall_time']}",
-        f"predictions {s['predictions']}",
-    ]
-    return "\n".join(lines)
-
-
 @app.command()
 @friendly
 def score(
-    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
+    task: TaskArg,
     predictions: Annotated[
         Path, typer.Argument(help='JSONL, one {"generation": ..., "answer": ...} per line.')
     ],
-    definition: DefinitionOpt = "code",
+    definition: DefinitionOpt = Definition.code,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
@@ -363,30 +482,29 @@ def score(
     from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
 
-    _choice(definition, ("code", "paper"), "--definition")
+    how = DEFINITIONS[definition]
     spec = _catalog(data_dir, hf, prompts_dir).task(task).spec  # unknown task -> did you mean
     labels = spec.labels if spec.is_classification else None
     multi = spec.task_type == "multi-label"
     gens, answers, lines = _read_predictions(predictions, labels, multi_label=multi)
     try:
-        value = score_fn(task, gens, answers, definition)  # type: ignore[arg-type]
+        value = score_fn(task, gens, answers, how)
     except (ValueError, TypeError, ArithmeticError) as e:
         # A metric could not read some row (e.g. sara_numeric's answer is not a number):
         # find the first such row and name it.
         for gen, ans, n in zip(gens, answers, lines, strict=True):
             try:
-                score_fn(task, [gen], [ans], definition)  # type: ignore[arg-type]
+                score_fn(task, [gen], [ans], how)
             except (ValueError, TypeError, ArithmeticError) as row_error:
                 raise WorkbenchError(
                     f"{predictions}:{n}: cannot score this row for {task} ({row_error})"
                 ) from row_error
         raise WorkbenchError(f"{predictions}: cannot score {task} ({e})") from e
-    metric = official_metric(task, definition)  # type: ignore[arg-type]
+    metric = official_metric(task, how)
     if as_json:
-        out = {"task": task, "metric": metric, "score": value, "n": len(gens)}
-        typer.echo(json.dumps(out))
+        typer.echo(json.dumps({"task": task, "metric": metric, "score": value, "n": len(gens)}))
     else:
-        typer.echo(f"{task}  {metric} = {value:.4f}  (n={len(gens)})")
+        typer.echo(output.score_line(task, metric, value, len(gens)))
 
 
 def _read_predictions(
@@ -489,9 +607,9 @@ def sweep(
         bool, typer.Option("--dry-run", help="List trials and estimates; call no model.")
     ] = False,
     api_base: ApiBase = None,
-    concurrency: Concurrency = 8,
-    retries: Retries = 4,
-    timeout: Timeout = 60.0,
+    concurrency: Concurrency = CONCURRENCY,
+    retries: Retries = RETRIES,
+    timeout: Timeout = TIMEOUT,
     no_cache: NoCache = False,
     data_dir: DataDir = None,
     hf: HF = False,
@@ -502,173 +620,70 @@ def sweep(
     from experiments.sweeps import load_spec, plan_tasks, trial_plan
 
     spec = load_spec(spec_path)
-    catalog = _catalog(data_dir, hf, prompts_dir)
+    setup = Setup(
+        data_dir=data_dir,
+        hf=hf,
+        prompts_dir=prompts_dir,
+        api_base=api_base,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        no_cache=no_cache,
+    )
+    catalog = setup.catalog()
     models = (model,) if model else spec.models
     only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
-    from experiments.models import get_model
-
-    def lm_factory(name: str) -> Any:
-        return get_model(
-            name,
-            api_base=api_base,
-            concurrency=concurrency,
-            max_retries=retries,
-            timeout=timeout,
-        )
 
     if dry_run:
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
         trials = trial_plan(spec, planned, models)
-        typer.echo(_dry_run(spec, catalog, planned, trials, lm_factory, as_json))
+        items, skipped = _dry_run_items(catalog, planned, trials, setup.lm)
+        typer.echo(
+            json.dumps({"trials": items, "skipped": skipped})
+            if as_json
+            else output.dry_run(items, skipped)
+        )
         return
 
-    from experiments.cache import ResponseCache, cache_dir
     from experiments.files import check_writable
     from experiments.secrets import safe_url
     from experiments.sweeps import run_sweep
     from experiments.tracking import Tracker
 
     tracker = Tracker()
-    outputs = [("sweep reports", Path("reports"))]
-    if not no_cache:
-        outputs.append(("the response cache", cache_dir()))
+    outputs = [("sweep reports", Path("reports")), *setup.cache_outputs()]
     artifacts = tracker.artifact_dir()
     if artifacts is not None:
         outputs.append(("MLflow artifacts", artifacts))
     check_writable(outputs)
-    cache = None if no_cache else ResponseCache()
-
-    def go(progress: Any) -> Any:
-        def step(done: int, total: int, what: str) -> None:
-            progress(done, total)
-
-        return run_sweep(
+    with output.progress_bar(f"sweep {spec.name}") as bar:
+        result = run_sweep(
             spec,
             catalog,
             models=models,
             only=only,
             limit=limit,
             tracker=tracker,
-            lm_factory=lm_factory,
-            cache=cache,
-            progress=step,
+            lm_factory=setup.lm,
+            cache=setup.cache(),
+            progress=bar,
             reports_dir=Path("reports"),
         )
-
-    result = _with_progress(go, f"sweep {spec.name}")
+    if "trial_rows" not in result:  # per-trial invalid-output rates, from the child runs
+        result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
     if as_json:
         typer.echo(json.dumps(result, default=str))
     else:
-        lines = [
-            f"sweep {result['sweep']}: {result['trials']} trials "
-            f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
-        ]
-        lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
-        lines.append(_comparison_table(result["comparisons"]))
-        lines.append(_across_table(result["across_tasks"]))
-        lines.append(
-            f"figures and table: reports/{result['sweep']}/ ; "
-            f"MLflow: {safe_url(tracker.config.tracking_uri)}"
-        )
-        typer.echo("\n".join(lines))
+        typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
     if result["incomplete"]:
-        listed = "; ".join(
-            f"{t['task']} · {t['variant']} · {t['model']} ({t['status']}: {t['n_errors']} of "
-            f"{t['n']} rows failed)"
-            for t in result["incomplete"]
-        )
-        typer.echo(
-            f"error: {len(result['incomplete'])} trial(s) incomplete: {listed}. Their "
-            "comparisons have no p-value. Rerun the same command to resume: only the failed "
-            "rows are sent again.",
-            err=True,
-        )
+        typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
         raise typer.Exit(1)
 
 
-def _comparison_table(table: list[dict[str, Any]]) -> str:
-    if not table:
-        return "no comparisons (nothing to compare)"
-
-    def f(x: Any, spec: str) -> str:
-        return "-" if x is None else format(x, spec)
-
-    head = (
-        f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} {'diff':>7} "
-        f"{'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
-    )
-    out = [head]
-    for r in table:
-        left = (
-            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
-            f"{f(r['score_a'], '.3f'):>8} {f(r['score_b'], '.3f'):>8} "
-        )
-        if r["p_value"] is None:
-            out.append(left + f"not tested: {r['status']}")
-            continue
-        ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
-        flag = " !" if r.get("ci_note") else ""
-        out.append(
-            left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
-            f"{r['p_corrected']:>7.4f} {r['n']:>5} {f(r.get('mde_80'), '.3f'):>6}{flag}"
-        )
-    tested = [r for r in table if r["p_value"] is not None]
-    if not tested:
-        out.append("no comparison was tested: every one involves an incomplete trial")
-        return "\n".join(out)
-    first = tested[0]
-    metrics = sorted({r["metric"] for r in tested})
-    parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
-    if "k" in first:
-        parts.append(
-            f"test: {first['test']} of max - min over the {first['k']} draws "
-            f"(R={first['n_resamples']} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
-            "The paper's post-selection pair test (anti-conservative) is in the JSON as "
-            "p_post_selection"
-        )
-    else:
-        mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
-        how = []
-        if any(r["exact"] for r in tested):
-            how.append("exact over all swap patterns where few rows differ")
-        if mc:
-            how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
-        parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
-        parts.append(
-            f"95% CI: paired bootstrap ({2000} resamples) of A - B; '!' marks an interval "
-            "flagged degenerate or unreliable (smallest class < 10 rows)"
-        )
-        parts.append("MDE80: smallest difference detectable at 80% power")
-    parts.append(
-        f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
-        "tested comparisons"
-    )
-    out.append(". ".join(parts) + ".")
-    return "\n".join(out)
-
-
-def _across_table(across: list[dict[str, Any]]) -> str:
-    if not across:
-        return "across tasks: no across-task test (a single task, or no comparison)"
-    lines = ["across tasks:"]
-    for r in across:
-        p = "-" if r.get("p_value") is None else f"{r['p_value']:.4f}"
-        diff = r.get("mean_difference")
-        d = "" if diff is None else f", mean diff {diff:+.3f}"
-        note = f" ({r['note']})" if r.get("note") else ""
-        missing = (
-            f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
-        )
-        lines.append(
-            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} over {r['n_tasks']} tasks, "
-            f"p = {p}{d}{note}{missing}"
-        )
-    return "\n".join(lines)
-
-
-def _dry_run(
-    spec: Any, catalog: Any, planned: Any, trials: Any, lm_factory: Any, as_json: bool
-) -> str:
+def _dry_run_items(
+    catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The planned trials with prompt-token and cost estimates (no model call)."""
     from experiments.runner import decoding_for, resolve_trial
 
     items = []
@@ -692,25 +707,7 @@ def _dry_run(
             }
         )
     skipped = [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped]
-    if as_json:
-        return json.dumps({"trials": items, "skipped": skipped})
-    lines = [f"{'task':<40} {'variant':<28} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
-    for it in items:
-        cost = "?" if it["cost_est"] is None else f"${it['cost_est']:.4f}"
-        lines.append(
-            f"{it['task'][:40]:<40} {it['variant'][:28]:<28} {it['model'][:20]:<20} "
-            f"{it['n']:>5} {it['prompt_tokens_est']:>9} {cost:>9}"
-        )
-    total = sum(it["prompt_tokens_est"] for it in items)
-    costs = [it["cost_est"] for it in items]
-    known = all(c is not None for c in costs)
-    lines.append(
-        f"{len(items)} trials, ~{total} prompt tokens (4 characters per token), cost "
-        + (f"~${sum(c for c in costs if c is not None):.4f}" if known else "unknown for this model")
-        + "; no model was called"
-    )
-    lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]
-    return "\n".join(lines)
+    return items, skipped
 
 
 def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -724,13 +721,10 @@ def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
 @app.command()
 @friendly
 def optimize(
-    task: Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")],
-    model: Annotated[str, typer.Option("--model", help="litellm model.")] = "local/smollm2",
+    task: TaskArg,
+    model: ModelOpt = "local/smollm2",
     trials: Annotated[int, typer.Option("--trials", min=1, help="Trials for this worker.")] = 8,
-    method: Annotated[
-        str,
-        typer.Option("--method", help="optuna, dspy-labeled, dspy-bootstrap or dspy-mipro."),
-    ] = "optuna",
+    method: Annotated[Method, typer.Option("--method", help="Search method.")] = Method.optuna,
     storage: Annotated[
         str | None,
         typer.Option(
@@ -740,20 +734,22 @@ def optimize(
         ),
     ] = None,
     study: Annotated[str | None, typer.Option("--study", help="Study name.")] = None,
-    sampler: Annotated[str, typer.Option("--sampler", help="tpe, random or grid.")] = "tpe",
+    sampler: Annotated[Sampler, typer.Option("--sampler", help="Optuna sampler.")] = Sampler.tpe,
     pruner: Annotated[
-        str,
+        Pruner,
         typer.Option(
             "--pruner",
-            help="wilcoxon (default: signed-rank test on per-row values vs the best trial), "
+            help="wilcoxon (signed-rank test on per-row values vs the best trial), "
             "median (running score vs the median of earlier trials) or none.",
         ),
-    ] = "wilcoxon",
+    ] = Pruner.wilcoxon,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Sampler / DSPy seed.")] = 0,
     split_seed: Annotated[
         int, typer.Option("--split-seed", min=0, help="Seed of the dev/held-out split.")
     ] = 0,
-    heldout: Annotated[float, typer.Option("--heldout", help="Held-out fraction.")] = 0.5,
+    heldout: Annotated[
+        float, typer.Option("--heldout", min=0.05, max=0.95, help="Held-out fraction.")
+    ] = 0.5,
     dev_limit: Annotated[
         int | None,
         typer.Option(
@@ -764,62 +760,63 @@ def optimize(
         int | None,
         typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
     ] = None,
-    scoring: ScoringOpt = "generate",
+    scoring: ScoringOpt = Scoring.generate,
     api_base: ApiBase = None,
-    concurrency: Concurrency = 8,
-    retries: Retries = 4,
-    timeout: Timeout = 60.0,
+    concurrency: Concurrency = CONCURRENCY,
+    retries: Retries = RETRIES,
+    timeout: Timeout = TIMEOUT,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
-    from experiments.cache import ResponseCache, cache_dir
     from experiments.files import check_writable
-    from experiments.models import get_model
-    from experiments.optimize import OptimizeConfig, dumps, report_text
+    from experiments.optimize import OptimizeConfig, dumps
     from experiments.optimize import optimize as run_optimize
     from experiments.tracking import Tracker
 
-    _choice(method, ("optuna", "dspy-labeled", "dspy-bootstrap", "dspy-mipro"), "--method")
-    _choice(pruner, ("wilcoxon", "median", "none"), "--pruner")
-    _choice(scoring, ("generate", "loglik", "loglik-norm"), "--scoring")
-    if scoring.startswith("loglik"):
+    if scoring is not Scoring.generate:
         from experiments.models import require_loglik_model
 
         require_loglik_model(model)  # a remote model: one clear line, before any work
-    if not 0.05 <= heldout <= 0.95:
-        raise WorkbenchError("--heldout must be a fraction between 0.05 and 0.95")
-    catalog = _catalog(data_dir, hf, prompts_dir)
+    setup = Setup(
+        data_dir=data_dir,
+        hf=hf,
+        prompts_dir=prompts_dir,
+        api_base=api_base,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+    )
+    catalog = setup.catalog()
     catalog.task(task)
     cfg = OptimizeConfig(
         task=task,
         model=model,
         n_trials=trials,
-        method=method,
-        sampler=sampler,
+        method=method.value,
+        sampler=sampler.value,
         seed=seed,
         storage=storage,
         study_name=study,
         heldout_fraction=heldout,
         split_seed=split_seed,
-        pruner=pruner,
+        pruner=pruner.value,
         dev_limit=dev_limit,
         heldout_limit=heldout_limit,
-        scoring=scoring,  # type: ignore[arg-type]
+        scoring=SCORINGS[scoring],
     )
-    lm = get_model(
-        model, api_base=api_base, concurrency=concurrency, max_retries=retries, timeout=timeout
-    )
+    lm = setup.lm(model)
     tracker = Tracker()
-    outputs = [("the response cache", cache_dir())]
+    outputs = setup.cache_outputs()
     artifacts = tracker.artifact_dir()
     if artifacts is not None:
         outputs.append(("MLflow artifacts", artifacts))
     check_writable(outputs)
-    report = run_optimize(cfg, catalog, lm, tracker, cache=ResponseCache())
-    typer.echo(dumps(report) if as_json else report_text(report))
+    with output.progress_bar(f"optimize {task} · {method.value}") as bar:
+        report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
+    typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
 
 
 @app.command()
@@ -831,23 +828,16 @@ def report(
     """Print a sweep's comparison table again, from MLflow."""
     from experiments.tracking import Tracker
 
-    info, doc = Tracker().sweep_report(sweep_name)
-    table = doc["comparisons"]
+    tracker = Tracker()
+    info, doc = tracker.sweep_report(sweep_name)
+    trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
     incomplete = doc.get("incomplete") or []
     if as_json:
-        typer.echo(json.dumps({"run": info, **doc}, default=str))
+        typer.echo(json.dumps({"run": info, **doc, "trial_rows": trial_rows}, default=str))
         if incomplete or info["status"] != "FINISHED":
             raise typer.Exit(1)
         return
-    lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
-    lines.append(_comparison_table(table))
-    lines.append(_across_table(doc.get("across_tasks") or []))
-    lines += [
-        f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "
-        "rows failed); rerun the sweep to resume"
-        for t in incomplete
-    ]
-    typer.echo("\n".join(lines))
+    typer.echo(output.sweep_report(sweep_name, info, doc, trial_rows))
     if incomplete or info["status"] != "FINISHED":
         typer.echo(
             f"error: sweep {sweep_name!r} is not complete (parent run {info['status']}); "
@@ -855,6 +845,48 @@ def report(
             err=True,
         )
         raise typer.Exit(1)
+
+
+@grade_app.command("export")
+@friendly
+def grade_export(
+    trial: Annotated[
+        str, typer.Argument(help="A trial id (or a unique prefix) or its folder under runs/.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="CSV to write (default: grades-<trial id>.csv)."),
+    ] = None,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+) -> None:
+    """Write a trial's generations to a CSV with an empty 'grade' column for graders."""
+    from experiments.grading import export_csv, find_trial
+
+    trial_dir = find_trial(trial)
+    target = out or Path(f"grades-{trial_dir.name[:12]}.csv")
+    n = export_csv(trial_dir, _catalog(data_dir, hf, prompts_dir), target)
+    typer.echo(output.grade_export(str(target), n, trial_dir.name))
+
+
+@grade_app.command("import")
+@friendly
+def grade_import(
+    file: Annotated[Path, typer.Argument(help="A CSV written by 'workbench grade export'.")],
+    no_track: Annotated[
+        bool,
+        typer.Option(
+            "--no-track", envvar="WORKBENCH_NO_TRACK", help="Do not update the MLflow run."
+        ),
+    ] = False,
+    as_json: JSON = False,
+) -> None:
+    """Check a graded CSV and score it into its trial (and its MLflow run, if tracked)."""
+    from experiments.grading import import_grades
+
+    summary = import_grades(file, track=not no_track)
+    typer.echo(output.as_json(summary) if as_json else output.grade_import(summary))
 
 
 @app.command()

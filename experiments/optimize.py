@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from experiments.cache import ResponseCache
 
 log = logging.getLogger("workbench.optimize")
+StepProgress = Callable[[int, int, str], None]
+"""Told (done, total, what) as the search advances (the CLI draws a progress bar)."""
 SPLIT_ATTR = "heldout_indices"
 EVALUATION_ATTR = "evaluation"
 FAILURE_ATTR = "failure"
@@ -453,8 +456,13 @@ def optimize(
     tracker: Any,
     *,
     cache: Any = None,
+    progress: StepProgress | None = None,
 ) -> OptimizeReport:
-    """Search on dev inside the held-out guard, then evaluate the winner on held-out."""
+    """Search on dev inside the held-out guard, then evaluate the winner on held-out.
+
+    `progress(done, total, what)` is told after each finished Optuna trial (whatever its
+    state), once around a DSPy compile, and before the held-out verdict.
+    """
     task = catalog.task(cfg.task)
     if not task.spec.is_classification:
         raise WorkbenchError(
@@ -477,7 +485,9 @@ def optimize(
         if cfg.method == "optuna":
             study = _open_study(cfg, space, tracker, split, dev, _setup(cfg, lm, task, dev))
             with heldout_guard(cfg.task, heldout_rows):
-                calls = _run_optuna(cfg, study, space, catalog, lm, tracker, parent, dev, cache)
+                calls = _run_optuna(
+                    cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress
+                )
             states = [t.state.name for t in study.trials]
             n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
             if "COMPLETE" not in states:
@@ -496,6 +506,8 @@ def optimize(
         else:
             from experiments.dspy_programs import compile_dspy
 
+            if progress:
+                progress(0, 1, f"compiling with {cfg.method}")
             with heldout_guard(cfg.task, heldout_rows):
                 compiled = compile_dspy(cfg, task, dev, lm, seed=cfg.seed, cache=cache)
                 best_variant = compiled.variant
@@ -519,6 +531,8 @@ def optimize(
             space.notes.extend(notes)
             n_trials, n_pruned, n_failed, best_params = 1, 0, 0, {"method": cfg.method}
             study_name = _study_name(cfg)
+        if progress:
+            progress(n_trials, n_trials, "held-out verdict")
         report = _verdict(cfg, catalog, lm, tracker, parent, task, split, rows, dev, cache,
                           best_variant, dev_score, best_params)  # fmt: skip
         ok = True
@@ -663,6 +677,7 @@ def _run_optuna(
     parent: str,
     dev: list[str],
     cache: Any,
+    progress: StepProgress | None = None,
 ) -> int:
     """Run this worker's trials; returns the model calls they made (cache hits apart).
 
@@ -747,7 +762,17 @@ def _run_optuna(
         _log(tracker, parent, result, variant, task, trial, "COMPLETE", n_checks - 1)
         return result.score
 
-    study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,))
+    finished = 0
+
+    def tell(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        nonlocal finished
+        finished += 1
+        if progress:
+            progress(finished, cfg.n_trials, f"trial {trial.number} {trial.state.name.lower()}")
+
+    if progress:
+        progress(0, cfg.n_trials, "searching")
+    study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,), callbacks=[tell])
     return total_calls
 
 
@@ -858,27 +883,10 @@ def _compare(
 
 
 def report_text(r: OptimizeReport) -> str:
-    h, b = r.heldout, r.base_heldout
+    """The report as the CLI prints it (built in `experiments.output`)."""
+    from experiments.output import optimize_report
 
-    def f(x: Any) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    lines = [
-        f"task {r.task} · model {r.model} · method {r.method} · study {r.study}",
-        f"trials: {r.n_trials} ({r.n_pruned} pruned, {r.n_failed} failed); dev rows {r.n_dev}; "
-        f"held-out rows {h['n']} (never seen by the search)",
-        f"best variant: {r.best_variant}",
-        "winner: saved as JSON in the report (best_variant_json); rerun it with "
-        f"workbench run {r.task} --variant-file FILE",
-        f"dev score (search):        {f(r.dev_score)}",
-        f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]",
-        f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]",
-        f"best vs base on held-out:  p = {r.p_value:.4f}  ({r.test})",
-    ]
-    if r.prompt_registry:
-        lines.append(f"registered: {r.prompt_registry}")
-    lines += [f"note: {n}" for n in r.search_notes]
-    return "\n".join(lines)
+    return optimize_report(r.to_dict())
 
 
 def dumps(report: OptimizeReport) -> str:

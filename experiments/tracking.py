@@ -60,6 +60,7 @@ TRIAL_STATUS = "workbench.status"
 VARIANT_ID = "workbench.variant_id"
 STUDY = "workbench.study"
 LAST_RUN = "workbench.last_run"
+GRADED = "workbench.graded"
 PARENT = "mlflow.parentRunId"
 
 
@@ -450,38 +451,46 @@ class Tracker:
 
     def log_trial(
         self,
-        parent_id: str,
+        parent_id: str | None,
         result: TrialResult,
         compiled: CompiledPrompt,
         rows: list[dict[str, str]],
         name: str,
         extra_params: dict[str, Any] | None = None,
         source: str | None = None,
+        experiment_id: str | None = None,
     ) -> str:
-        """One child run for a trial, ended FINISHED (complete) or FAILED (rows failed).
+        """One run for a trial, ended FINISHED (complete) or FAILED (rows failed).
 
-        The run stays RUNNING until everything is logged, so a crash mid-log leaves a run
-        that resume recognises as unfinished. `source` is the split's TSV path.
+        Under a sweep's parent run it is a child run; with `parent_id` None it is a top-level
+        run of `experiment_id` (a `workbench run`, see `log_run`). The run stays RUNNING until
+        everything is logged, so a crash mid-log leaves a run that resume recognises as
+        unfinished. `source` is the split's TSV path.
         """
         from mlflow.entities import Param, RunTag
 
         spec = result.spec
         v = spec.variant
-        parent = self.client.get_run(parent_id)
         summary = result.summary()
         status = result.status
         tags = {
-            PARENT: parent_id,
-            KIND: "trial",
             TRIAL_ID: result.trial_id,
             TRIAL_STATUS: str(status),
             VARIANT_ID: result.variant_id,
-            SWEEP_ID: parent.data.tags.get(SWEEP_ID, ""),
             "git.commit": self.commit,
             **_versions(),
         }
+        if parent_id is not None:
+            parent = self.client.get_run(parent_id)
+            experiment_id = str(parent.info.experiment_id)
+            tags |= {PARENT: parent_id, KIND: "trial", SWEEP_ID: parent.data.tags.get(SWEEP_ID, "")}
+        else:
+            assert experiment_id is not None, "a run without a parent needs its experiment"
+            tags[KIND] = "run"
+        if result.metric == "manual":
+            tags[GRADED] = "false"  # graded by hand: no score until 'workbench grade import'
         run = self.client.create_run(
-            parent.info.experiment_id,
+            experiment_id,
             run_name=f"{spec.task} · {name} · {spec.model}",
             tags=tags,
         )
@@ -542,6 +551,107 @@ class Tracker:
             self._register_prompt(run_id, spec.task, name, compiled)
         self.finish(run_id, status.ok)
         return run_id
+
+    # ---- single runs (`workbench run`) and hand grades ------------------------------------
+    def run_experiment(self, task: str) -> tuple[str, str]:
+        """The experiment of a task's single runs: '<prefix>/run/<task>' (name, id)."""
+        suffix = f"run/{task}"
+        return f"{self.config.experiment_prefix}/{suffix}", self.experiment_id(suffix)
+
+    def _trial_runs(self, experiment_id: str, trial_id: str) -> list[Any]:
+        return list(
+            self.client.search_runs(
+                [experiment_id],
+                filter_string=f"tags.`{TRIAL_ID}` = '{trial_id}' and tags.`{KIND}` = 'run'",
+                order_by=["attributes.start_time ASC"],
+                max_results=1000,
+            )
+        )
+
+    def log_run(
+        self,
+        result: TrialResult,
+        compiled: CompiledPrompt,
+        rows: list[dict[str, str]],
+        source: str | None = None,
+    ) -> dict[str, Any]:
+        """Track a `workbench run` trial: at most one FINISHED run per trial id.
+
+        A trial that already has a FINISHED run is not logged again (its run is returned,
+        `mlflow_reused` true); earlier unfinished or FAILED runs of it (a rerun after failed
+        rows, a killed process) are deleted and the new attempt logged. The same lock file
+        as sweeps' claims serialises two processes running one trial. Store failures raise
+        `TrackingError`; the caller has saved the trial on disk before.
+        """
+        try:
+            name, exp = self.run_experiment(result.spec.task)
+            lock = _lock_dir(self.config) / f"run-{result.trial_id[:40]}-{exp[:16]}.lock"
+            with _file_lock(lock):
+                runs = self._trial_runs(exp, result.trial_id)
+                finished = [r for r in runs if r.info.status == "FINISHED"]
+                for run in runs:
+                    if not finished or run.info.run_id != finished[0].info.run_id:
+                        self.client.delete_run(run.info.run_id)
+                if finished:
+                    run_id, reused = str(finished[0].info.run_id), True
+                else:
+                    run_id = self.log_trial(
+                        None,
+                        result,
+                        compiled,
+                        rows,
+                        result.spec.variant.label,
+                        source=source,
+                        experiment_id=exp,
+                    )
+                    reused = False
+        except WorkbenchError:
+            raise
+        except Exception as e:  # the store went away or refused a write mid-way
+            raise _store_error(self.config, e) from None
+        return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": reused}
+
+    def log_grades(
+        self, task: str, trial_id: str, metrics: dict[str, float], grades: dict[str, Any]
+    ) -> str | None:
+        """Put hand grades on the trial's FINISHED run; None when the trial was not tracked."""
+        exp = self.client.get_experiment_by_name(f"{self.config.experiment_prefix}/run/{task}")
+        if exp is None:
+            return None
+        runs = [
+            r
+            for r in self._trial_runs(str(exp.experiment_id), trial_id)
+            if r.info.status == "FINISHED"
+        ]
+        if not runs:
+            return None
+        run_id = str(runs[0].info.run_id)
+        self._log_metrics(run_id, metrics)
+        self.client.log_dict(run_id, grades, "grades.json")
+        self.client.set_tag(run_id, GRADED, "true")
+        return run_id
+
+    def sweep_trials(self, parent_id: str) -> list[dict[str, Any]]:
+        """One row per trial of a sweep (its FINISHED or latest run): task, model, variant,
+        status, score and invalid_rate, from the child runs' params and metrics."""
+        rows: dict[str, dict[str, Any]] = {}
+        for run in self._children(parent_id):
+            tid = run.data.tags.get(TRIAL_ID)
+            if not tid or (tid in rows and rows[tid]["run_status"] == "FINISHED"):
+                continue
+            p, m = run.data.params, run.data.metrics
+            rows[tid] = {
+                "trial_id": tid,
+                "task": p.get("task"),
+                "model": p.get("model"),
+                "variant": p.get("variant"),
+                "status": run.data.tags.get(TRIAL_STATUS),
+                "run_status": run.info.status,
+                "score": m.get("score"),
+                "invalid_rate": m.get("invalid_rate"),
+                "n": m.get("n"),
+            }
+        return list(rows.values())
 
     def _log_dataset(
         self, run_id: str, task: str, split: str, rows: list[dict[str, str]], source: str | None

@@ -8,13 +8,14 @@ prompts are missing instead of inventing them.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
 import tarfile
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,10 +268,39 @@ Downloader = Callable[[], str]
 
 
 def _hf_download() -> str:
-    """Fetch nguha/legalbench's data.tar.gz (the only network call in this module)."""
+    """Fetch nguha/legalbench's data.tar.gz (the only network call in this module).
+
+    huggingface_hub draws its own download bar on stderr (unless HF_HUB_DISABLE_PROGRESS_BARS
+    is set); a spinner covers the time before the transfer starts.
+    """
     from huggingface_hub import hf_hub_download
 
-    return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
+    with _bar(f"downloading {HF_REPO_ID}"):
+        return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
+
+
+@contextlib.contextmanager
+def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for a long data step, shown on a terminal only (rich)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        tid = progress.add_task(description, total=None)
+
+        def step(done: int, total: int) -> None:
+            progress.update(tid, completed=done, total=total)
+
+        yield step
 
 
 class HuggingFaceSource(DataSource):
@@ -351,8 +381,11 @@ def _extract_atomically(archive: Path, dest: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
     try:
         try:
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp, filter="data")
+            with tarfile.open(archive) as tar, _bar(f"extracting {archive.name}") as step:
+                members = tar.getmembers()
+                for n, member in enumerate(members, 1):
+                    tar.extract(member, tmp, filter="data")
+                    step(n, len(members))
         except (tarfile.TarError, OSError) as e:
             raise DataError(
                 f"{archive}: cannot extract the LegalBench archive ({e}); delete it from the "

@@ -11,6 +11,10 @@ from promptlib import Catalog, LocalSource
 
 REPO = Path(__file__).resolve().parents[1]
 
+# `workbench run` logs to MLflow by default; a test that does not give the subprocess its
+# own store (`workbench_env`) must not create ./mlflow.db in the repository.
+os.environ.setdefault("WORKBENCH_NO_TRACK", "1")
+
 
 def legalbench_dir() -> Path | None:
     env = os.environ.get("LEGALBENCH_DIR")
@@ -47,7 +51,11 @@ def workbench_env(
     )
     # MLflow's set_tracking_uri() exports MLFLOW_TRACKING_URI into this process, which
     # would override the subprocess's own mlflow.yaml.
-    inherited = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MLFLOW_TRACKING_URI", "WORKBENCH_NO_TRACK")  # this store is for tracking
+    }
     return {
         **inherited,
         "LEGALBENCH_DIR": str(lb_dir),

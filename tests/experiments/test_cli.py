@@ -139,8 +139,19 @@ def test_run_bad_input(lb_dir: Path) -> None:
     assert r.returncode == 2 and "unknown local model 'local/gpt5'" in r.stderr
     r = workbench("run", "hearsay", "--model", "gpt-4o", data_dir=lb_dir)
     assert r.returncode == 2 and "no provider prefix" in r.stderr
+    # rule_qa is graded by hand: it runs (see test_grading.py); this copy's train split is
+    # empty, which is said before any model is loaded
     r = workbench("run", "rule_qa", "--split", "train", data_dir=lb_dir)
-    assert r.returncode == 2 and "graded by hand" in r.stderr
+    assert r.returncode == 2 and "no train rows to evaluate" in r.stderr and r.stdout == ""
+    r = workbench("run", "hearsay", "--scoring", "logprob", data_dir=lb_dir)
+    assert r.returncode == 2 and "'logprob' is not one of" in r.stderr and r.stdout == ""
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    r = workbench("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"workbench {version('legal-prompt-workbench')}"
 
 
 @pytest.mark.data

@@ -1,0 +1,376 @@
+"""Hand grading, for tasks LegalBench grades by hand (rule_qa).
+
+Such a task has no automatic metric, so a run produces generations and no score: its trial is
+*complete* and *ungraded* (`metric` "manual", `score` None), never scored by a stand-in.
+`export_csv` writes the generations for graders, one row per evaluated row with an empty
+`grade` column; `import_grades` checks a filled CSV against its trial (every row once, every
+grade 1/0 or correct/incorrect) and only then writes `grades.json` and the updated
+`summary.json` into the trial's folder together (metric "human-graded accuracy", `graded`
+rows), and puts the same numbers on the trial's MLflow run when it was tracked.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from experiments.cache import ResponseCache
+from experiments.models import LM
+from experiments.runner import (
+    Prediction,
+    Progress,
+    ResolvedTrial,
+    TrialResult,
+    TrialSpec,
+    decoding_for,
+    runs_dir,
+    select_rows,
+)
+from promptlib.errors import WorkbenchError
+from promptlib.leakage import evaluation_rows
+from promptlib.render import compile_prompt
+from promptlib.tasks import Catalog
+
+MANUAL = "manual"
+HUMAN_METRIC = "human-graded accuracy"
+COLUMNS = ("trial_id", "index", "question", "reference_answer", "generation", "grade")
+GRADE_VALUES = {"1": 1, "0": 0, "correct": 1, "incorrect": 0}
+
+
+class GradingError(WorkbenchError):
+    """A grades file does not fit its trial; nothing was written."""
+
+    exit_code = 1
+
+
+# ---- running a hand-graded task --------------------------------------------------------------
+def resolve_ungraded(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
+    """Bind a hand-graded task's trial like `runner.resolve_trial`, with metric "manual"."""
+    if spec.scoring != "generate":
+        raise WorkbenchError(
+            f"task {spec.task!r} is answered in prose and graded by hand; log-likelihood "
+            "scoring needs a label set: use --scoring generate"
+        )
+    task = catalog.task(spec.task)
+    compiled = compile_prompt(spec.variant, task, spec.split)
+    rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
+    rows = select_rows(rows, spec.limit, spec.seed)
+    if not rows:
+        raise WorkbenchError(
+            f"task {spec.task!r}: no {spec.split} rows to evaluate (its {spec.split}.tsv is "
+            "empty or missing); use the split that holds the questions (LegalBench's rule_qa: "
+            "test)"
+        )
+    decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
+    return ResolvedTrial(
+        spec, compiled, rows, excluded, MANUAL, dict(lm.cache_identity()), decoding
+    )
+
+
+def run_ungraded(
+    resolved: ResolvedTrial,
+    catalog: Catalog,
+    lm: LM,
+    *,
+    cache: ResponseCache | None = None,
+    progress: Progress | None = None,
+) -> TrialResult:
+    """Generations of a hand-graded task through the runner's cached gateway; no score."""
+    from experiments.runner import _generate  # the runner's cached, concurrent generation
+
+    start = time.perf_counter()
+    spec, compiled, rows = resolved.spec, resolved.compiled, resolved.rows
+    task = catalog.task(spec.task)
+    prompts = [compiled.render(r) for r in rows]
+    decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
+    completions, hits = _generate(lm, prompts, decoding, cache, progress)
+    preds = [
+        Prediction(
+            index=row["index"],
+            prompt_hash=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
+            answer=row["answer"],
+            generation=comp.text,
+            parsed=None,
+            correct=None,  # a person decides
+            tokens_in=comp.tokens_in,
+            tokens_out=comp.tokens_out,
+            latency=round(comp.latency, 4),
+            cache_hit=hit,
+            error=comp.error,
+            attempts=comp.attempts,
+        )
+        for row, prompt, comp, hit in zip(rows, prompts, completions, hits, strict=True)
+    ]
+    costs = [c.cost for c in completions if c.cost is not None]
+    return TrialResult(
+        spec=spec,
+        trial_id=resolved.id,
+        variant_id=compiled.variant.id,
+        metric=MANUAL,
+        predictions=preds,
+        score=None,
+        score_on_answered=None,
+        report=None,
+        model_calls=sum(not h for h in hits),
+        cache_hits=sum(hits),
+        wall_time=time.perf_counter() - start,
+        cost=sum(costs) if costs else None,
+        excluded_rows=resolved.excluded,
+        lm_identity=resolved.lm_identity,
+        decoding=resolved.decoding,
+    )
+
+
+# ---- finding and reading a trial -------------------------------------------------------------
+def find_trial(ref: str, root: Path | None = None) -> Path:
+    """A trial folder from its id, a unique id prefix, or its path."""
+    root = root or runs_dir()
+    as_path = Path(ref)
+    if (as_path / "summary.json").is_file():
+        return as_path
+    if not ref or "/" in ref or ref.startswith("."):
+        raise GradingError(f"{ref}: not a trial folder (no summary.json in it)")
+    matches = sorted(p for p in root.glob(f"{ref}*") if (p / "summary.json").is_file())
+    if not matches:
+        raise GradingError(
+            f"no trial {ref!r} under {root}/; give a trial id from 'workbench run' (its "
+            "predictions path shows it) or the trial's folder"
+        )
+    if len(matches) > 1:
+        shown = ", ".join(p.name[:16] for p in matches[:5])
+        raise GradingError(f"trial id prefix {ref!r} is ambiguous ({shown}); give more of it")
+    return matches[0]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise GradingError(f"{path}: cannot read the trial's file ({e})") from e
+
+
+def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = _read_json(trial_dir / "summary.json")
+    try:
+        lines = (trial_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+        preds = [json.loads(x) for x in lines if x.strip()]
+    except (OSError, ValueError) as e:
+        raise GradingError(f"{trial_dir}/predictions.jsonl: cannot read it ({e})") from e
+    if summary.get("metric") not in (MANUAL, HUMAN_METRIC):
+        raise GradingError(
+            f"trial {trial_dir.name[:12]} ({summary.get('task')}) is scored automatically "
+            f"({summary.get('metric')}); only hand-graded tasks such as rule_qa are graded here"
+        )
+    if summary.get("status") != "complete":
+        raise GradingError(
+            f"trial {trial_dir.name[:12]} is {summary.get('status')}: some rows have no "
+            "generation; rerun it with 'workbench run' until it is complete, then export"
+        )
+    return summary, preds
+
+
+# ---- export ----------------------------------------------------------------------------------
+def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
+    """Write the grading CSV (header `COLUMNS`, empty grades); returns the number of rows."""
+    from experiments.files import atomic_write_text
+
+    summary, preds = _trial(trial_dir)
+    data = {r["index"]: r for r in catalog.task(summary["task"]).rows(summary["split"])}
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(COLUMNS)
+    for p in preds:
+        row = data.get(str(p["index"]), {})
+        w.writerow(
+            [
+                summary["trial_id"],
+                p["index"],
+                row.get("text", ""),
+                p["answer"],
+                p["generation"],
+                "",
+            ]
+        )
+    atomic_write_text(out, buf.getvalue())
+    return len(preds)
+
+
+# ---- import ----------------------------------------------------------------------------------
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise GradingError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise GradingError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from e
+    except OSError as e:
+        raise GradingError(f"{path}: cannot read ({e.strerror or e})") from e
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+        header = list(reader.fieldnames or [])
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS]
+        if missing or extra:
+            what = "; ".join(
+                x
+                for x in (
+                    f"missing column(s) {', '.join(missing)}" if missing else "",
+                    f"unknown column(s) {', '.join(extra)}" if extra else "",
+                )
+                if x
+            )
+            raise GradingError(
+                f"{path}: line 1: {what}; expected {', '.join(COLUMNS)} (as written by "
+                "'workbench grade export')"
+            )
+        rows = []
+        for row in reader:
+            if None in row or any(v is None for v in row.values()):
+                raise GradingError(
+                    f"{path}: line {reader.line_num}: expected {len(COLUMNS)} fields"
+                )
+            rows.append(row)
+    except csv.Error as e:
+        raise GradingError(f"{path}: not a valid CSV ({e})") from e
+    return rows
+
+
+def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -> dict[str, Any]:
+    """Validate a graded CSV against its trial, then write grades and score atomically.
+
+    Every problem names the CSV line and column and nothing is written: the trial must be
+    known and hand-graded, every evaluated row must appear exactly once and no other, and
+    every grade must be 1/0 or correct/incorrect (any case). Returns the updated summary.
+    """
+    from experiments.files import atomic_write_dir
+
+    rows = _read_csv(path)
+    if not rows:
+        raise GradingError(f"{path}: no rows to import (only a header)")
+    ids = {r["trial_id"].strip() for r in rows}
+    if len(ids) != 1:
+        raise GradingError(
+            f"{path}: column trial_id holds {len(ids)} different trial ids; one file grades "
+            "one trial"
+        )
+    trial_id = ids.pop()
+    root = root or runs_dir()
+    trial_dir = root / trial_id
+    if not trial_id or not (trial_dir / "summary.json").is_file():
+        raise GradingError(
+            f"{path}: line 2, column trial_id: unknown trial {trial_id!r} (no {trial_dir}/); "
+            "grade a file exported from this machine's runs/ folder"
+        )
+    summary, preds = _trial(trial_dir)
+    by_index = {str(p["index"]): p for p in preds}
+    grades: dict[str, int] = {}
+    for line, row in enumerate(rows, 2):
+        idx = row["index"].strip()
+        if idx not in by_index:
+            raise GradingError(
+                f"{path}: line {line}, column index: row {idx!r} is not a row of trial "
+                f"{trial_id[:12]}; remove it"
+            )
+        if idx in grades:
+            raise GradingError(f"{path}: line {line}, column index: row {idx!r} appears twice")
+        raw = row["grade"].strip().lower()
+        if not raw:
+            raise GradingError(
+                f"{path}: line {line} (row {idx}), column grade: empty; every row needs a "
+                "grade, 1/0 or correct/incorrect"
+            )
+        if raw not in GRADE_VALUES:
+            raise GradingError(
+                f"{path}: line {line} (row {idx}), column grade: {row['grade']!r} is not a "
+                "grade; use 1/0 or correct/incorrect"
+            )
+        grades[idx] = GRADE_VALUES[raw]
+    missing = [i for i in by_index if i not in grades]
+    if missing:
+        raise GradingError(
+            f"{path}: column index: {len(missing)} row(s) of trial {trial_id[:12]} are missing "
+            f"(first: {missing[0]}); every exported row needs its grade"
+        )
+    n = len(grades)
+    accuracy = sum(grades.values()) / n
+    doc = {
+        "trial_id": trial_id,
+        "source": str(path),
+        "metric": HUMAN_METRIC,
+        "score": accuracy,
+        "graded": n,
+        "grades": [
+            {"index": i, "grade": grades[i], "generation": by_index[i]["generation"]}
+            for i in by_index
+        ],
+    }
+    new_summary = {**summary, "metric": HUMAN_METRIC, "score": accuracy, "graded": n}
+    files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
+    files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
+    files["grades.json"] = json.dumps(doc, indent=1, ensure_ascii=False)
+    atomic_write_dir(trial_dir, files)
+    if track:
+        from experiments.tracking import Tracker
+
+        run_id = Tracker().log_grades(
+            summary["task"],
+            trial_id,
+            {"human_graded_accuracy": accuracy, "score": accuracy, "n_graded": n},
+            doc,
+        )
+        if run_id is not None:
+            new_summary["mlflow_run_id"] = run_id
+    return new_summary
+
+
+def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None:
+    """After a rerun rewrote a trial's folder, put its earlier grades back.
+
+    `previous` is the old grades.json text. Grades are kept only if every generation is the
+    one that was graded; otherwise they are dropped (returns None) and must be exported again.
+    """
+    from experiments.files import atomic_write_dir
+
+    if previous is None:
+        return None
+    doc = json.loads(previous)
+    summary, preds = _trial(trial_dir)
+    now = {str(p["index"]): p["generation"] for p in preds}
+    if {g["index"]: g["generation"] for g in doc["grades"]} != now:
+        return None
+    new_summary = {
+        **summary,
+        "metric": HUMAN_METRIC,
+        "score": doc["score"],
+        "graded": doc["graded"],
+    }
+    files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
+    files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
+    files["grades.json"] = previous
+    atomic_write_dir(trial_dir, files)
+    return new_summary
+
+
+def previous_grades(trial_dir: Path) -> str | None:
+    """The grades.json text of a trial folder, if it was graded."""
+    p = trial_dir / "grades.json"
+    return p.read_text(encoding="utf-8") if p.is_file() else None
+
+
+__all__ = [
+    "COLUMNS",
+    "HUMAN_METRIC",
+    "GradingError",
+    "carry_grades",
+    "export_csv",
+    "find_trial",
+    "import_grades",
+    "previous_grades",
+    "resolve_ungraded",
+    "run_ungraded",
+]

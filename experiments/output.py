@@ -1,0 +1,343 @@
+"""Everything the `workbench` command line prints, built from plain result dicts.
+
+The CLI wires options to the library and hands the results here; each function returns the
+whole text (or JSON) so a command prints its answer in one piece, never half of it. Keeping
+the formatting in one module lets a command grow a section (a new table, a new column) by
+adding a function that takes the result dict, without touching the option wiring.
+
+Progress bars live here too: they go to stderr, so `--json` output on stdout stays clean.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+#: bootstrap resamples behind the comparison table's 95% CI (see experiments/compare.py)
+CI_RESAMPLES = 2000
+
+
+def _f(x: Any, spec: str = ".4f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def as_json(obj: Any) -> str:
+    """One JSON document (non-JSON values such as paths shown with str)."""
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+# ---- progress --------------------------------------------------------------------------------
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[..., None]]:
+    """A rich progress bar on stderr; yields `update(done, total, what=None)`.
+
+    It is shown only on a terminal and removed when done, so pipes and `--json` stay clean.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as bar:
+        tid = bar.add_task(description, total=None)
+
+        def update(done: int, total: int | None, what: str | None = None) -> None:
+            if what is None:
+                bar.update(tid, completed=done, total=total)
+            else:
+                bar.update(tid, completed=done, total=total, description=f"{description}: {what}")
+
+        yield update
+
+
+# ---- tasks and prompts -------------------------------------------------------------------------
+def task_list(entries: Sequence[Any]) -> str:
+    """`workbench tasks`: one line per task (a `TaskProblem` shows its error)."""
+    from promptlib.tasks import TaskProblem
+
+    lines = []
+    for s in entries:
+        if isinstance(s, TaskProblem):
+            lines.append(f"{s.name:<60} error: {s.error}")
+            continue
+        labels = ",".join(s.labels) if s.labels else "-"
+        if len(labels) > 50:
+            labels = labels[:47] + "..."
+        n_test = "-" if s.n_test is None else str(s.n_test)
+        n_train = "-" if s.n_train is None else str(s.n_train)
+        lines.append(
+            f"{s.name:<60} {s.task_type:<11} {s.metric:<36} "
+            f"train={n_train:<4} test={n_test:<5} labels={labels}"
+        )
+    return "\n".join(lines)
+
+
+def rendered_prompts(task: str, label: str, variant_id: str, items: list[dict[str, Any]]) -> str:
+    """`workbench render`: a header, then each prompt under its index and answer."""
+    header = f"# task={task} variant={label} id={variant_id[:12]}"
+    blocks = [header] + [
+        f"----- index={it['index']} answer={it['answer']}\n{it['prompt']}" for it in items
+    ]
+    return "\n".join(blocks)
+
+
+# ---- one trial -------------------------------------------------------------------------------
+def trial_summary(s: dict[str, Any]) -> str:
+    """`workbench run`: a trial's summary (`TrialResult.summary()` plus predictions/tracking)."""
+    graded = s.get("graded")
+    if s["score"] is not None:
+        score_line = f"{s['metric']:<28}{_f(s['score'])}"
+    elif s["metric"] == "manual" and s["status"] == "complete":
+        score_line = (
+            f"{'score':<28}ungraded (graded by hand: workbench grade export {s['trial_id'][:12]})"
+        )
+    else:
+        score_line = f"{s['metric']:<28}-   (on answered rows: {_f(s['score_on_answered'])})"
+    lines = [
+        f"task      {s['task']}   split={s['split']}   n={s['n']}   status={s['status']}",
+        f"variant   {s['variant']}   ({s['variant_id'][:12]})",
+        f"model     {s['model']}   scoring={s['scoring']}",
+        score_line,
+    ]
+    if graded:
+        lines.append(f"{'graded rows':<28}{graded}")
+    lines += [
+        f"{'accuracy':<28}{_f(s['accuracy'])}",
+        f"{'invalid rate':<28}{_f(s['invalid_rate'])}",
+        f"{'errors':<28}{s['n_errors']}",
+        f"{'model calls / cache hits':<28}{s['model_calls']} / {s['cache_hits']}",
+        f"{'tokens in / out':<28}{s['tokens_in']} / {s['tokens_out']}",
+        f"{'cost (USD)':<28}{_f(s['cost'], '.6f')}",
+        f"{'wall time (s)':<28}{s['wall_time']}",
+        f"predictions {s['predictions']}",
+    ]
+    if s.get("mlflow_run_id"):
+        lines.append(f"MLflow run  {s['mlflow_run_id']}   ({s.get('mlflow_experiment', '')})")
+    return "\n".join(lines)
+
+
+def score_line(task: str, metric: str, value: float, n: int) -> str:
+    """`workbench score`."""
+    return f"{task}  {metric} = {value:.4f}  (n={n})"
+
+
+# ---- sweeps ----------------------------------------------------------------------------------
+def _invalid_by_arm(trials: Sequence[dict[str, Any]] | None) -> dict[tuple[Any, ...], Any]:
+    """(model, task, variant) -> invalid-output rate, from a sweep's per-trial rows."""
+    return {(t["model"], t["task"], t["variant"]): t.get("invalid_rate") for t in (trials or ())}
+
+
+def comparison_table(
+    table: list[dict[str, Any]], trials: Sequence[dict[str, Any]] | None = None
+) -> str:
+    """The comparisons of a sweep, one line each, and a footnote saying how p was computed.
+
+    `trials` (per-trial rows with model, task, variant and invalid_rate) adds the columns
+    'inv A' / 'inv B': the share of each arm's rows whose output is not a valid label
+    ('-' when unknown, e.g. a task without a label set).
+    """
+    if not table:
+        return "no comparisons (nothing to compare)"
+    invalid = _invalid_by_arm(trials)
+    show_invalid = bool(invalid)
+    head = (
+        f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} "
+        + (f"{'inv A':>6} {'inv B':>6} " if show_invalid else "")
+        + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
+    )
+    out = [head]
+    for r in table:
+        left = (
+            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
+            f"{_f(r['score_a'], '.3f'):>8} {_f(r['score_b'], '.3f'):>8} "
+        )
+        if show_invalid:
+            inv_a = invalid.get((r.get("model"), r["task"], r["a"]))
+            inv_b = invalid.get((r.get("model"), r["task"], r["b"]))
+            left += f"{_f(inv_a, '.3f'):>6} {_f(inv_b, '.3f'):>6} "
+        if r["p_value"] is None:
+            out.append(left + f"not tested: {r['status']}")
+            continue
+        ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
+        flag = " !" if r.get("ci_note") else ""
+        out.append(
+            left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
+            f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('mde_80'), '.3f'):>6}{flag}"
+        )
+    tested = [r for r in table if r["p_value"] is not None]
+    if not tested:
+        out.append("no comparison was tested: every one involves an incomplete trial")
+        return "\n".join(out)
+    first = tested[0]
+    metrics = sorted({r["metric"] for r in tested})
+    parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
+    if show_invalid:
+        parts.append("inv: share of the arm's rows whose output is not a valid label")
+    if "k" in first:
+        parts.append(
+            f"test: {first['test']} of max - min over the {first['k']} draws "
+            f"(R={first['n_resamples']} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
+            "The paper's post-selection pair test (anti-conservative) is in the JSON as "
+            "p_post_selection"
+        )
+    else:
+        mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
+        how = []
+        if any(r["exact"] for r in tested):
+            how.append("exact over all swap patterns where few rows differ")
+        if mc:
+            how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
+        parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        parts.append(
+            f"95% CI: paired bootstrap ({CI_RESAMPLES} resamples) of A - B; '!' marks an "
+            "interval flagged degenerate or unreliable (smallest class < 10 rows)"
+        )
+        parts.append("MDE80: smallest difference detectable at 80% power")
+    parts.append(
+        f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
+        "tested comparisons"
+    )
+    out.append(". ".join(parts) + ".")
+    return "\n".join(out)
+
+
+def across_table(across: list[dict[str, Any]]) -> str:
+    """The declared across-task test of a sweep, one line per (model, comparison)."""
+    if not across:
+        return "across tasks: no across-task test (a single task, or no comparison)"
+    lines = ["across tasks:"]
+    for r in across:
+        p = "-" if r.get("p_value") is None else f"{r['p_value']:.4f}"
+        diff = r.get("mean_difference")
+        d = "" if diff is None else f", mean diff {diff:+.3f}"
+        note = f" ({r['note']})" if r.get("note") else ""
+        missing = (
+            f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
+        )
+        lines.append(
+            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} over {r['n_tasks']} tasks, "
+            f"p = {p}{d}{note}{missing}"
+        )
+    return "\n".join(lines)
+
+
+def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
+    """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
+
+    `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
+    the comparison table's invalid-output columns.
+    """
+    lines = [
+        f"sweep {result['sweep']}: {result['trials']} trials "
+        f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
+    ]
+    lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
+    lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
+    lines.append(across_table(result["across_tasks"]))
+    lines.append(f"figures and table: reports/{result['sweep']}/ ; MLflow: {tracking_uri}")
+    return "\n".join(lines)
+
+
+def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:
+    """stderr line of a sweep with incomplete trials."""
+    listed = "; ".join(
+        f"{t['task']} · {t['variant']} · {t['model']} ({t['status']}: {t['n_errors']} of "
+        f"{t['n']} rows failed)"
+        for t in incomplete
+    )
+    return (
+        f"error: {len(incomplete)} trial(s) incomplete: {listed}. Their comparisons have no "
+        "p-value. Rerun the same command to resume: only the failed rows are sent again."
+    )
+
+
+def sweep_report(
+    sweep_name: str,
+    info: dict[str, Any],
+    doc: dict[str, Any],
+    trials: Sequence[dict[str, Any]] | None = None,
+) -> str:
+    """`workbench report`: a sweep's tables again, from its MLflow parent run."""
+    lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
+    lines.append(comparison_table(doc["comparisons"], trials))
+    lines.append(across_table(doc.get("across_tasks") or []))
+    lines += [
+        f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "
+        "rows failed); rerun the sweep to resume"
+        for t in doc.get("incomplete") or []
+    ]
+    return "\n".join(lines)
+
+
+def dry_run(items: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> str:
+    """`workbench sweep --dry-run`: the planned trials with token and cost estimates."""
+    lines = [f"{'task':<40} {'variant':<28} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
+    for it in items:
+        cost = "?" if it["cost_est"] is None else f"${it['cost_est']:.4f}"
+        lines.append(
+            f"{it['task'][:40]:<40} {it['variant'][:28]:<28} {it['model'][:20]:<20} "
+            f"{it['n']:>5} {it['prompt_tokens_est']:>9} {cost:>9}"
+        )
+    total = sum(it["prompt_tokens_est"] for it in items)
+    costs = [it["cost_est"] for it in items]
+    known = all(c is not None for c in costs)
+    lines.append(
+        f"{len(items)} trials, ~{total} prompt tokens (4 characters per token), cost "
+        + (f"~${sum(c for c in costs if c is not None):.4f}" if known else "unknown for this model")
+        + "; no model was called"
+    )
+    lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]
+    return "\n".join(lines)
+
+
+# ---- optimisation ----------------------------------------------------------------------------
+def optimize_report(r: dict[str, Any]) -> str:
+    """`workbench optimize`: the search, the winner and its held-out verdict."""
+    h, b = r["heldout"], r["base_heldout"]
+
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    lines = [
+        f"task {r['task']} · model {r['model']} · method {r['method']} · study {r['study']}",
+        f"trials: {r['n_trials']} ({r['n_pruned']} pruned, {r['n_failed']} failed); dev rows "
+        f"{r['n_dev']}; held-out rows {h['n']} (never seen by the search)",
+        f"best variant: {r['best_variant']}",
+        "winner: saved as JSON in the report (best_variant_json); rerun it with "
+        f"workbench run {r['task']} --variant-file FILE",
+        f"dev score (search):        {f(r['dev_score'])}",
+        f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]",
+        f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]",
+        f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})",
+    ]
+    if r.get("prompt_registry"):
+        lines.append(f"registered: {r['prompt_registry']}")
+    lines += [f"note: {n}" for n in r.get("search_notes") or []]
+    return "\n".join(lines)
+
+
+# ---- grading ---------------------------------------------------------------------------------
+def grade_export(path: str, n_rows: int, trial_id: str) -> str:
+    return (
+        f"wrote {path}: {n_rows} rows of trial {trial_id[:12]} to grade; fill the 'grade' "
+        "column with 1/0 (or correct/incorrect), then: workbench grade import " + path
+    )
+
+
+def grade_import(summary: dict[str, Any]) -> str:
+    tracked = (
+        f"; MLflow run {summary['mlflow_run_id']} updated" if summary.get("mlflow_run_id") else ""
+    )
+    return (
+        f"trial {summary['trial_id'][:12]} ({summary['task']}): {summary['metric']} = "
+        f"{summary['score']:.4f} on {summary['graded']} graded rows{tracked}"
+    )
