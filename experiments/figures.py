@@ -129,3 +129,142 @@ def draws_figure(
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+# ---- prompt sensitivity (issue 11) ---------------------------------------------------------
+def _short_variant(name: str) -> str:
+    """``instruction=reference,seed=0`` -> ``reference · 0`` (the axes go in the axis label)."""
+    parts = [p.partition("=") for p in name.split(",")]
+    return " · ".join(v if sep else k for k, sep, v in parts)
+
+
+def _variant_axes(names: Sequence[str]) -> str:
+    keys = [p.partition("=")[0] for p in names[0].split(",")] if names else []
+    return ", ".join(k for k in keys if k)
+
+
+def variance_share_figure(report: Mapping[str, Any]) -> Any:
+    """Share of the variance of per-row correctness per factor (bars), with its CI."""
+    shares = report.get("variance_shares") or {}
+    models = list(shares)
+    factors: list[str] = []
+    for v in shares.values():
+        factors += [f for f in v["shares"] if f not in factors]
+    order = sorted(factors, key=lambda f: -max(shares[m]["shares"].get(f, 0.0) for m in models))
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.38 * max(1, len(order)) * max(1, len(models))))
+    height = 0.8 / max(1, len(models))
+    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
+    for j, m in enumerate(models):
+        ys = [i + (j - (len(models) - 1) / 2) * height for i in range(len(order))]
+        vals = [shares[m]["shares"].get(f, 0.0) for f in order]
+        ci = [shares[m]["ci"].get(f, [v, v]) for f, v in zip(order, vals, strict=True)]
+        err = [
+            [max(0.0, v - lo) for v, (lo, _) in zip(vals, ci, strict=True)],
+            [max(0.0, hi - v) for v, (_, hi) in zip(vals, ci, strict=True)],
+        ]
+        ax.barh(ys, vals, height=height, xerr=err, color=colors[j % len(colors)], label=m,
+                error_kw={"lw": 0.8, "capsize": 2})  # fmt: skip
+        for y, v in zip(ys, vals, strict=True):
+            ax.text(v + 0.005, y, f"{v:.1%}", va="center", fontsize=7)
+    ax.set_yticks(range(len(order)), order, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.0)
+    ax.set_xlabel("share of the variance of per-row correctness (95% bootstrap CI)")
+    ax.set_ylabel("factor")
+    ax.set_title("What moves per-row correctness: task, item, prompt axes", fontsize=10)
+    if not order:
+        ax.text(0.5, 0.5, "no task with 2 or more variants", ha="center", transform=ax.transAxes)
+    if models:
+        ax.legend(fontsize=8, loc="lower right", title="model", title_fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def forest_figure(report: Mapping[str, Any]) -> Any:
+    """Per-task paired effects of each axis contrast (95% CI) and the random-effects pool."""
+    from scipy.stats import norm
+
+    rows = list(report.get("meta_analysis") or [])
+    z = float(norm.ppf(0.975))
+    labels: list[str] = []
+    n_lines = sum(len(r["tasks"]) + 1 for r in rows)
+    fig, ax = plt.subplots(figsize=(7.5, 1.4 + 0.28 * max(2, n_lines)))
+    y = 0
+    for r in rows:
+        for task, eff, var in zip(r["tasks"], r["effects"], r["variances"], strict=True):
+            half = z * var**0.5
+            ax.errorbar(eff, y, xerr=half, fmt="s", color="#4C72B0", ms=4, lw=1, capsize=2)
+            labels.append(f"{task}")
+            y += 1
+        head = f"pooled: {r['a']} − {r['b']} ({r['model']})"
+        if r.get("pooled") is not None:
+            lo, hi = r["ci"]
+            ax.fill([lo, r["pooled"], hi, r["pooled"]], [y, y - 0.3, y, y + 0.3], color="#C44E52")
+            head += f", τ²={r['tau2']:.3g}, I²={r['i2']:.0%}"
+        else:
+            ax.text(0, y, f"not pooled: {r.get('note')}", fontsize=7, va="center")
+        labels.append(head)
+        y += 1
+    ax.axvline(0, color="grey", lw=0.8, ls=":")
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.invert_yaxis()
+    metric = rows[0]["metric"].replace("_", " ") if rows else "score"
+    ax.set_xlabel(f"difference in {metric} between the two levels (95% CI)")
+    ax.set_ylabel("task / pooled contrast")
+    ax.set_title("Effect of each prompt axis per task, pooled by random effects", fontsize=10)
+    if not rows:
+        ax.text(0.5, 0.5, "no axis contrast (demonstration draws are not pooled)",
+                ha="center", transform=ax.transAxes, fontsize=8)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
+    """Task x variant scores, one panel per model; a missing (excluded) trial is blank."""
+    import numpy as np
+
+    per_task = list(report.get("per_task") or [])
+    models = list(dict.fromkeys(r["model"] for r in per_task)) or ["(none)"]
+    tasks = list(dict.fromkeys(r["task"] for r in per_task))
+    variants: list[str] = []
+    for r in per_task:
+        variants += [v for v in r["scores"] if v not in variants]
+    width = max(6.0, 1.6 + 0.55 * len(variants))
+    fig, axes = plt.subplots(
+        len(models), 1, figsize=(width, 1.6 + (0.45 * max(1, len(tasks)) + 1.3) * len(models)),
+        squeeze=False,
+    )  # fmt: skip
+    image = None
+    for ax, model in zip(axes[:, 0], models, strict=True):
+        grid = np.full((len(tasks), len(variants)), np.nan)
+        for r in per_task:
+            if r["model"] == model:
+                for v, s in r["scores"].items():
+                    grid[tasks.index(r["task"]), variants.index(v)] = s
+        image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for i in range(len(tasks)):
+            for j in range(len(variants)):
+                val = grid[i, j]
+                color = "white" if val < 0.6 else "black"
+                text = "n/a" if np.isnan(val) else f"{val:.2f}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+        ax.set_xticks(range(len(variants)), [_short_variant(v) for v in variants],
+                      rotation=45, ha="right", fontsize=7)  # fmt: skip
+        ax.set_yticks(range(len(tasks)), tasks, fontsize=8)
+        ax.set_xlabel(f"variant ({_variant_axes(variants)})")
+        ax.set_ylabel("task")
+        ax.set_title(f"Score of each prompt variant — {model}", fontsize=10)
+    if image is not None:
+        metric = {r["metric"] for r in per_task}
+        label = metric.pop().replace("_", " ") if len(metric) == 1 else "official metric"
+        fig.colorbar(image, ax=list(axes[:, 0]), label=label, shrink=0.9)
+    return fig
+
+
+def sensitivity_figures(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The three sensitivity figures, by the file name they are logged under."""
+    return {
+        "variance_shares.png": variance_share_figure(report),
+        "forest.png": forest_figure(report),
+        "sensitivity_heatmap.png": sensitivity_heatmap(report),
+    }

@@ -1,0 +1,788 @@
+"""Prompt sensitivity of a sweep: how much each prompt factor moves a legal task.
+
+Pure functions over the sweep's trials (one per task, model and variant; a variant's name
+``instruction=reference,seed=0`` carries its axis values). `sensitivity_report` returns a
+JSON-able document with, for a sweep that has at least two variants of a (task, model):
+
+- per (task, model): spread (max - min of the task's official metric over the variants, with
+  the range permutation test's p-value from `experiments.stats`), MaxP, AvgP (Mizrahi et al.),
+  PromptSensiScore (ProSA: per row, the mean over variant pairs of |correct_i - correct_j|,
+  averaged over rows) and the share of rows whose correctness depends on the prompt; each with
+  a percentile bootstrap CI over rows (all variants of a row resampled together, stratified by
+  answer class for balanced accuracy as `stats.bootstrap_ci` does);
+- per model, the variance of per-row correctness split into task, row (within task), each
+  axis, axis x task, axis x axis, and residual (row x prompt) shares, summing to 1, each with a
+  cluster-bootstrap CI over rows (see `variance_shares`);
+- per model and axis contrast, a random-effects meta-analysis across tasks of the per-task
+  paired effect, with the paper's paired t-test beside it;
+- with two or more models, rank stability (Kendall tau between model rankings under each pair
+  of variants, and how often the best model changes with the prompt).
+
+An incomplete trial is excluded (listed in ``notes`` and ``excluded``), never scored as wrong.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from experiments import stats
+
+FloatArray = NDArray[np.float64]
+N_RESAMPLES = 1000
+LEVEL = 0.95
+RESIDUAL = "residual (row x prompt)"
+ROW = "row (within task)"
+TASK = "task"
+AXIS_X_AXIS = "axis x axis"
+UNATTRIBUTED = "prompt (not attributed: unbalanced task)"
+DRAW_AXES = ("seed",)  # demonstration draws: exchangeable levels, no pooled direction
+MEASURES = ("spread", "maxp", "avgp", "sensitiscore", "share_prompt_dependent")
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One (task, model, variant) as the analysis needs it."""
+
+    task: str
+    model: str
+    variant: str
+    metric: str
+    complete: bool
+    indices: Sequence[str]
+    answers: Sequence[str]
+    generations: Sequence[str | None]
+    correct: Sequence[bool | None]
+    score: float | None = None
+    status: str = "complete"
+    axes: dict[str, str] = field(default_factory=dict)
+
+
+def parse_axes(variant: str) -> dict[str, str]:
+    """Axis values from a sweep variant's name: ``instruction=reference,seed=0``."""
+    if variant in ("", "base"):
+        return {}
+    out = {}
+    for part in variant.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"variant name {variant!r} is not axis=level pairs")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def as_trials(outcomes: Iterable[Any]) -> list[Trial]:
+    """`Trial`s from sweep `TrialOutcome`s (or any object with the same attributes)."""
+    out = []
+    for o in outcomes:
+        if isinstance(o, Trial):
+            out.append(o)
+            continue
+        complete = o.status == "complete" and o.score is not None
+        out.append(
+            Trial(
+                task=o.task, model=o.model, variant=o.variant, metric=o.metric,
+                complete=complete, indices=list(o.indices), answers=list(o.answers),
+                generations=list(o.generations), correct=list(o.correct), score=o.score,
+                status=o.status, axes=parse_axes(o.variant),
+            )
+        )  # fmt: skip
+    return out
+
+
+# ---- one (task, model): aligned rows ----------------------------------------------------------
+@dataclass(frozen=True)
+class Group:
+    """A (task, model)'s complete variants on their common rows, in a canonical row order."""
+
+    task: str
+    model: str
+    metric: str
+    variants: tuple[str, ...]
+    axes: tuple[dict[str, str], ...]
+    indices: tuple[str, ...]
+    answers: tuple[str, ...]
+    generations: tuple[tuple[str, ...], ...]  # [variant][row]
+    correct: NDArray[np.float64]  # (rows, variants) 0/1
+    scores: tuple[float, ...]  # the trials' official scores
+
+
+def _row_order(index: str) -> tuple[int, int, str]:
+    return (0, int(index), "") if index.isdigit() else (1, 0, index)
+
+
+def _group(trials: Sequence[Trial]) -> Group:
+    first = trials[0]
+    common = set(first.indices)
+    for t in trials[1:]:
+        common &= set(t.indices)
+    indices = tuple(sorted(common, key=_row_order))
+    gens, corr = [], []
+    answers: tuple[str, ...] = ()
+    for t in trials:
+        pos = {idx: j for j, idx in enumerate(t.indices)}
+        gens.append(tuple(str(t.generations[pos[i]]) for i in indices))
+        corr.append([1.0 if t.correct[pos[i]] else 0.0 for i in indices])
+        if not answers:
+            answers = tuple(str(t.answers[pos[i]]) for i in indices)
+    metrics = {t.metric for t in trials}
+    if len(metrics) != 1:
+        raise ValueError(f"{first.task} ({first.model}): variants scored with {sorted(metrics)}")
+    return Group(
+        task=first.task,
+        model=first.model,
+        metric=first.metric,
+        variants=tuple(t.variant for t in trials),
+        axes=tuple(t.axes or parse_axes(t.variant) for t in trials),
+        indices=indices,
+        answers=answers,
+        generations=tuple(gens),
+        correct=np.asarray(corr, dtype=np.float64).T,
+        scores=tuple(float(t.score) for t in trials if t.score is not None),
+    )
+
+
+def _strata(group: Group) -> NDArray[np.intp]:
+    """Answer class of each row for the class-based metrics (as stats.bootstrap_ci), else one."""
+    y = np.asarray(group.answers, dtype=object)
+    if group.metric in stats.STRATIFIED_METRICS:
+        return stats._class_index(y, group.metric)
+    return np.zeros(len(y), dtype=np.intp)
+
+
+def _variant_scores(group: Group, counts: FloatArray) -> FloatArray:
+    """(r, v) official metric of every variant under r row-count vectors (resamples)."""
+    y = np.asarray(group.answers, dtype=object)
+    preds = [np.asarray(g, dtype=object) for g in group.generations]
+    fn = stats.metric_fn(group.metric)
+    observed = [fn(y, p) for p in preds]
+    dec = stats._checked_decomposition(group.metric, y, preds, observed)
+    if dec is not None:
+        n, v, m = dec.stats.shape
+        totals = (counts @ dec.stats.reshape(n, v * m)).reshape(len(counts), v, m)
+        return np.asarray(dec.combine(totals), dtype=np.float64)
+    out = np.empty((len(counts), len(preds)))  # a metric without a decomposition: recompute
+    for b, c in enumerate(counts):
+        idx = np.repeat(np.arange(len(y)), c.astype(int))
+        out[b] = [fn(y[idx], p[idx]) for p in preds]
+    return out
+
+
+def _sensi(correct: FloatArray) -> tuple[float, float]:
+    """PromptSensiScore and share of prompt-dependent rows of a (rows, variants) 0/1 array."""
+    k = correct.shape[1]
+    m = correct.sum(axis=1)
+    per_row = m * (k - m) / (k * (k - 1) / 2)
+    dependent = (m > 0) & (m < k)
+    return float(per_row.mean()), float(dependent.mean())
+
+
+def _ci(values: FloatArray, level: float = LEVEL) -> list[float]:
+    a = (1 - level) / 2
+    lo, hi = np.quantile(values, [a, 1 - a])
+    return [float(lo), float(hi)]
+
+
+def _recentred_ci(estimate: float, boot: FloatArray, level: float = LEVEL) -> list[float]:
+    """Percentile interval of a share, moved so the bootstrap median sits on the estimate.
+
+    A resample of rows adds its own sampling noise to every sum of squares once more, so the
+    bootstrap distribution of a small factor's share sits above the estimate (measured: the
+    plain percentile interval of a 1% share often excludes it). Recentring keeps the
+    bootstrap's width and puts it around the estimate; clipped to [0, 1].
+    """
+    lo, hi = _ci(boot, level)
+    shift = float(np.median(boot)) - estimate
+    return [max(0.0, lo - shift), min(1.0, hi - shift)]
+
+
+def _resample_counts(
+    strata: NDArray[np.intp], n_resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    sizes = np.bincount(strata)
+    return np.asarray(stats._resample_counts(strata, sizes, n_resamples, rng), dtype=np.float64)
+
+
+def task_measures(
+    group: Group, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> tuple[dict[str, Any], FloatArray, FloatArray]:
+    """Spread, MaxP, AvgP, PromptSensiScore, prompt-dependent share of one (task, model), with
+    CIs; also the bootstrap row counts and per-variant scores (reused by the meta-analysis)."""
+    rng = np.random.default_rng(seed)
+    counts = _resample_counts(_strata(group), n_resamples, rng)
+    observed = _variant_scores(group, np.ones((1, len(group.indices))))[0]
+    boot = _variant_scores(group, counts)
+    test = stats.range_permutation_test(
+        list(group.answers), [list(g) for g in group.generations], metric=group.metric,
+        n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    sensi, share = _sensi(group.correct)
+    k = group.correct.shape[1]
+    m = group.correct.sum(axis=1)
+    per_row = m * (k - m) / (k * (k - 1) / 2)
+    dependent = ((m > 0) & (m < k)).astype(float)
+    n = len(group.indices)
+    bs_sensi = counts @ per_row / n
+    bs_share = counts @ dependent / n
+    values = {
+        "spread": (float(observed.max() - observed.min()), np.ptp(boot, axis=1)),
+        "maxp": (float(observed.max()), boot.max(axis=1)),
+        "avgp": (float(observed.mean()), boot.mean(axis=1)),
+        "sensitiscore": (sensi, bs_sensi),
+        "share_prompt_dependent": (share, bs_share),
+    }
+    out: dict[str, Any] = {
+        "task": group.task,
+        "model": group.model,
+        "metric": group.metric,
+        "n_rows": n,
+        "n_variants": k,
+        "variants": list(group.variants),
+        "scores": {v: float(s) for v, s in zip(group.variants, observed, strict=True)},
+        "best": group.variants[int(np.argmax(observed))],
+        "worst": group.variants[int(np.argmin(observed))],
+        "spread_p_value": test.p_value,
+        "spread_test": test.test,
+        "n_resamples": n_resamples,
+        "ci_method": f"percentile bootstrap over rows ({n_resamples} resamples, all variants "
+        "of a row together"
+        + (", stratified by answer class)" if group.metric in stats.STRATIFIED_METRICS else ")"),
+    }
+    for name, (est, dist) in values.items():
+        out[name] = est
+        out[f"{name}_ci"] = _ci(np.asarray(dist, dtype=np.float64))
+    out["note"] = (
+        "spread's bootstrap CI is biased upwards (max - min of noisy scores); read it with the "
+        "range test's p-value"
+    )
+    return out, counts, boot
+
+
+# ---- variance decomposition -------------------------------------------------------------------
+def _task_design(group: Group) -> tuple[list[str], FloatArray | None]:
+    """The task's varying axes and its correctness as an array (rows, levels_1, ..., levels_k),
+    or None when the variants are not a full factorial of those axes (unbalanced)."""
+    keys = sorted({k for a in group.axes for k in a})
+    varying = [k for k in keys if len({a.get(k) for a in group.axes}) > 1]
+    arr = _as_factorial(group, group.correct[None])
+    return varying, None if arr is None else arr[0]
+
+
+def _effects(arr: FloatArray) -> dict[frozenset[int], FloatArray]:
+    """Balanced-ANOVA effects of every subset of the dims of `arr` (leading batch dim 0).
+
+    The effect of a subset S is sum over T in S of (-1)^|S - T| times the mean of `arr` over
+    the dims outside T: the orthogonal decomposition of a full factorial with one observation
+    per cell, i.e. the OLS sums of squares of the saturated-but-one model (types I, II and III
+    agree in a balanced design).
+    """
+    dims = list(range(1, arr.ndim))
+    means: dict[frozenset[int], FloatArray] = {}
+    for r in range(len(dims) + 1):
+        for sub in itertools.combinations(dims, r):
+            other = tuple(d for d in dims if d not in sub)
+            means[frozenset(sub)] = arr.mean(axis=other, keepdims=True) if other else arr
+    effects = {}
+    for s in means:
+        e = np.zeros_like(means[s])
+        for r in range(len(s) + 1):
+            for t in itertools.combinations(sorted(s), r):
+                e = e + (-1) ** (len(s) - r) * means[frozenset(t)]
+        effects[s] = e
+    return effects
+
+
+def _ss(e: FloatArray, full_shape: tuple[int, ...]) -> FloatArray:
+    """Sum of squares of an effect broadcast to the full design, per batch entry."""
+    reps = math.prod(full_shape[1:]) / math.prod(e.shape[1:])
+    return np.asarray((e**2).reshape(len(e), -1).sum(axis=1) * reps, dtype=np.float64)
+
+
+def _decompose(
+    designs: Sequence[tuple[list[str], FloatArray | None, FloatArray]],
+) -> dict[str, FloatArray]:
+    """Sums of squares per factor across tasks, for a batch of resamples.
+
+    `designs` holds, per task, its varying axes, its (batch, rows, levels...) array (None if
+    unbalanced) and its (batch, rows, variants) correctness. Returns {factor: (batch,) SS},
+    including "total".
+    """
+    batch = designs[0][2].shape[0]
+    ss: dict[str, FloatArray] = {}
+
+    def add(name: str, value: FloatArray) -> None:
+        ss[name] = ss.get(name, np.zeros(batch)) + value
+
+    n_obs = [d[2].shape[1] * d[2].shape[2] for d in designs]
+    means = [d[2].reshape(batch, -1).mean(axis=1) for d in designs]
+    grand = sum(m * n for m, n in zip(means, n_obs, strict=True)) / sum(n_obs)
+    add("total", sum(((d[2].reshape(batch, -1) - grand[:, None]) ** 2).sum(1) for d in designs))
+    add(TASK, sum(n * (m - grand) ** 2 for m, n in zip(means, n_obs, strict=True)))
+    # axis main effects per task, pooled later into axis and axis x task
+    main: dict[tuple[str, tuple[str, ...]], list[tuple[int, FloatArray]]] = {}
+    for t, (varying, arr, corr) in enumerate(designs):
+        if arr is None:  # not a full factorial: rows and the between-variant part only
+            eff = _effects(corr)
+            add(ROW, _ss(eff[frozenset({1})], corr.shape))
+            add(UNATTRIBUTED, _ss(eff[frozenset({2})], corr.shape))
+            add(RESIDUAL, _ss(eff[frozenset({1, 2})], corr.shape))
+            continue
+        eff = _effects(arr)
+        for s, e in eff.items():
+            if not s:
+                continue
+            value = _ss(e, arr.shape)
+            if s == {1}:
+                add(ROW, value)
+            elif 1 in s:
+                add(RESIDUAL, value)
+            elif len(s) == 1:
+                (d,) = s
+                main.setdefault((varying[d - 2], (str(t),)), []).append((n_obs[t], e))
+            else:
+                add(AXIS_X_AXIS, value)
+    # pool each axis's within-task main effects (same number of levels) into a common effect
+    by_axis: dict[str, list[tuple[int, FloatArray]]] = {}
+    for (axis, _), items in main.items():
+        by_axis.setdefault(axis, []).extend(items)
+    for axis, items in by_axis.items():
+        groups: dict[int, list[tuple[int, FloatArray]]] = {}
+        for n, e in items:
+            groups.setdefault(e.size // batch, []).append((n, e))
+        for members in groups.values():
+            vecs = [(n, e.reshape(batch, -1)) for n, e in members]
+            w = sum(n for n, _ in vecs)
+            common: FloatArray = np.sum([n * v for n, v in vecs], axis=0) / w
+            levels = common.shape[1]
+            add(axis, w / levels * (common**2).sum(axis=1))
+            add(
+                f"{axis} x task",
+                np.sum([n / levels * ((v - common) ** 2).sum(axis=1) for n, v in vecs], axis=0),
+            )
+    return ss
+
+
+def _design_batch(
+    group: Group, rows: NDArray[np.intp] | None
+) -> tuple[list[str], FloatArray | None, FloatArray]:
+    varying, arr = _task_design(group)
+    if rows is None:
+        return varying, None if arr is None else arr[None], group.correct[None]
+    return varying, None if arr is None else arr[rows], group.correct[rows]
+
+
+def variance_shares(
+    groups: Sequence[Group], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """Shares of the variance of per-row correctness (0/1) of one model's trials.
+
+    A linear probability model with factors task, row within task, each axis, axis x task,
+    axis x axis and residual (row x prompt), fitted by OLS; every task's variants are evaluated
+    on the same rows, so each task's design is a balanced full factorial and the sums of
+    squares are the closed-form ANOVA ones (checked against statsmodels' anova_lm in the
+    tests). The CI of each share is a cluster bootstrap: rows resampled within each task
+    (stratified by answer class for class-based metrics), all variants of a row together; the
+    percentile interval recentred on the estimate (`_recentred_ci`).
+    """
+    if not groups:
+        raise ValueError("no complete (task, model) with at least 2 variants")
+    rng = np.random.default_rng(seed)
+    point = _decompose([_design_batch(g, None) for g in groups])
+    total = float(point.pop("total")[0])
+    factors = list(point)
+    shares = {f: (float(point[f][0]) / total if total > 0 else 0.0) for f in factors}
+    boot: dict[str, list[float]] = {f: [] for f in factors}
+    chunk = 100
+    for start in range(0, n_resamples, chunk):
+        r = min(chunk, n_resamples - start)
+        designs = []
+        for g in groups:
+            strata = _strata(g)
+            idx = np.empty((r, len(strata)), dtype=np.intp)
+            for c in np.unique(strata):
+                members = np.flatnonzero(strata == c)
+                idx[:, members] = members[rng.integers(0, len(members), (r, len(members)))]
+            designs.append(_design_batch(g, idx))
+        ss = _decompose(designs)
+        tot = ss.pop("total")
+        for f in factors:
+            boot[f].extend((ss.get(f, np.zeros(r)) / np.where(tot > 0, tot, 1.0)).tolist())
+    return {
+        "shares": shares,
+        "ci": {f: _recentred_ci(shares[f], np.asarray(boot[f])) for f in factors},
+        "sum_of_shares": float(sum(shares.values())),
+        "total_sum_of_squares": total,
+        "n_observations": int(sum(g.correct.size for g in groups)),
+        "tasks": [g.task for g in groups],
+        "method": "OLS ANOVA sums of squares of a linear probability model of per-row "
+        "correctness (balanced within task; closed form); CI: cluster bootstrap over rows within "
+        f"task ({n_resamples} resamples), percentile recentred on the estimate",
+        "n_resamples": n_resamples,
+    }
+
+
+def expected_shares(truth: Sequence[Group]) -> dict[str, float]:
+    """The shares `variance_shares` estimates when each row's correctness is Bernoulli with
+    the probabilities in ``truth[i].correct`` (a linear probability model), independently.
+
+    Every factor's sum of squares is a quadratic form q_f of the data, so for y = p + e with
+    independent e_i of variance p_i (1 - p_i): E[q_f(y)] = q_f(p) + sum_i p_i (1 - p_i)
+    q_f(u_i), u_i the i-th unit vector (exact; the cross term has mean 0). The expected share
+    is E[q_f] / E[q_total] (a ratio of expectations: the share's own mean differs by O(1/N)).
+    """
+    point = _decompose([_design_batch(g, None) for g in truth])
+    expected = {f: float(v[0]) for f, v in point.items()}
+    sizes = [g.correct.size for g in truth]
+    for t, g in enumerate(truth):
+        p = g.correct.ravel()
+        var = p * (1 - p)
+        for start in range(0, sizes[t], 256):
+            ids = np.arange(start, min(start + 256, sizes[t]))
+            designs = []
+            for u, h in enumerate(truth):
+                corr = np.zeros((len(ids), *h.correct.shape))
+                if u == t:
+                    flat = corr.reshape(len(ids), -1)
+                    flat[np.arange(len(ids)), ids] = 1.0
+                varying, _ = _task_design(h)
+                designs.append((varying, _as_factorial(h, corr), corr))
+            ss = _decompose(designs)
+            for f, v in ss.items():
+                expected[f] = expected.get(f, 0.0) + float(v @ var[ids])
+    total = expected.pop("total")
+    return {f: v / total for f, v in expected.items()}
+
+
+def _as_factorial(group: Group, corr: FloatArray) -> FloatArray | None:
+    """(batch, rows, variants) values laid out as the task's (batch, rows, levels...) array."""
+    keys = sorted({k for a in group.axes for k in a})
+    varying = [k for k in keys if len({a.get(k) for a in group.axes}) > 1]
+    levels = [sorted({str(a.get(k)) for a in group.axes}) for k in varying]
+    shape = [len(lv) for lv in levels]
+    if math.prod(shape) != len(group.variants):
+        return None
+    arr = np.full((corr.shape[0], corr.shape[1], *shape), np.nan)
+    for j, a in enumerate(group.axes):
+        pos = tuple(lv.index(str(a.get(k))) for k, lv in zip(varying, levels, strict=True))
+        where: tuple[slice | int, ...] = (slice(None), slice(None), *pos)
+        arr[where] = corr[:, :, j]
+    return None if np.isnan(arr).any() else arr
+
+
+# ---- meta-analysis across tasks ----------------------------------------------------------------
+def _level_mean(group: Group, scores: FloatArray, axis: str, level: str) -> FloatArray:
+    cols = [j for j, a in enumerate(group.axes) if a.get(axis) == level]
+    return np.asarray(scores[..., cols].mean(axis=-1), dtype=np.float64)
+
+
+def meta_analysis(
+    groups: Sequence[Group],
+    boots: Sequence[FloatArray],
+    observed: Sequence[FloatArray],
+    *,
+    level: float = LEVEL,
+) -> list[dict[str, Any]]:
+    """Per axis contrast (level a vs level b): random-effects pooled effect across tasks.
+
+    Each task's effect is the difference of its official metric between the two levels,
+    averaged over the other axes' variants; its variance is the variance of that difference
+    over the paired row bootstrap (the same resamples for both levels). Pooled with
+    statsmodels' `combine_effects`, Paule-Mandel tau^2 (never negative; statsmodels' own
+    DerSimonian-Laird does not truncate tau^2 at 0). I^2 = max(0, (Q - df) / Q). The paper's
+    paired t-test over per-task scores is reported beside it. Demonstration draws (`seed`) are
+    exchangeable levels with no shared meaning across tasks: they are not pooled.
+    """
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    contrasts: dict[tuple[str, str, str], list[int]] = {}
+    for gi, g in enumerate(groups):
+        keys = sorted({k for a in g.axes for k in a})
+        for axis in keys:
+            if axis in DRAW_AXES:
+                continue
+            levels = sorted({a[axis] for a in g.axes if axis in a})
+            for a, b in itertools.combinations(levels, 2):
+                contrasts.setdefault((axis, a, b), []).append(gi)
+    out = []
+    for (axis, a, b), members in contrasts.items():
+        effects, variances, names, sa, sb = [], [], [], [], []
+        for gi in members:
+            g = groups[gi]
+            d_obs = float(
+                _level_mean(g, observed[gi], axis, a) - _level_mean(g, observed[gi], axis, b)
+            )
+            d_boot = _level_mean(g, boots[gi], axis, a) - _level_mean(g, boots[gi], axis, b)
+            effects.append(d_obs)
+            variances.append(float(np.var(d_boot, ddof=1)))
+            names.append(g.task)
+            sa.append(float(_level_mean(g, observed[gi], axis, a)))
+            sb.append(float(_level_mean(g, observed[gi], axis, b)))
+        t_test = stats.paired_t_across_tasks(sa, sb)
+        row: dict[str, Any] = {
+            "axis": axis,
+            "a": f"{axis}={a}",
+            "b": f"{axis}={b}",
+            "tasks": names,
+            "effects": effects,
+            "variances": variances,
+            "metric": groups[members[0]].metric,
+            "paired_t": {"statistic": t_test.statistic, "p_value": t_test.p_value,
+                         "mean_difference": t_test.mean_difference, "note": t_test.note},
+        }  # fmt: skip
+        usable = [v > 0 for v in variances]
+        if len(members) < 2 or not all(usable):
+            row.update(pooled=None, ci=None, tau2=None, i2=None, q=None, p_value=None)
+            row["note"] = (
+                "fewer than 2 tasks: nothing to pool"
+                if len(members) < 2
+                else "a task's effect has zero bootstrap variance (no row differs): not pooled"
+            )
+            out.append(row)
+            continue
+        res = combine_effects(
+            np.asarray(effects), np.asarray(variances), method_re="iterated",
+            row_names=names, alpha=1 - level,
+        )  # fmt: skip
+        frame = res.summary_frame()
+        re = frame.loc["random effect"]
+        q, df = float(res.q), len(members) - 1
+        from scipy.stats import norm
+
+        z = float(re["eff"]) / float(re["sd_eff"]) if float(re["sd_eff"]) > 0 else math.inf
+        row.update(
+            pooled=float(re["eff"]),
+            se=float(re["sd_eff"]),
+            ci=[float(re["ci_low"]), float(re["ci_upp"])],
+            p_value=float(2 * norm.sf(abs(z))),
+            tau2=float(max(res.tau2, 0.0)),
+            i2=float(max(0.0, (q - df) / q)) if q > 0 else 0.0,
+            q=q,
+            method="random effects (Paule-Mandel tau^2), normal CI; per-task variance from the "
+            "paired row bootstrap",
+            note=None,
+        )
+        out.append(row)
+    return out
+
+
+# ---- rank stability -------------------------------------------------------------------------
+def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """Per task with >= 2 models sharing >= 2 variants: Kendall tau between the model
+    rankings under each pair of variants, and the share of variants whose best model differs
+    from the best under the mean score."""
+    from scipy.stats import kendalltau
+
+    out = []
+    tasks = list(dict.fromkeys(g.task for g in groups))
+    for task in tasks:
+        mine = [g for g in groups if g.task == task]
+        models = [g.model for g in mine]
+        if len(models) < 2:
+            continue
+        common = sorted(set.intersection(*(set(g.variants) for g in mine)))
+        if len(common) < 2:
+            continue
+        score = np.array([[dict(zip(g.variants, g.scores, strict=True))[v] for v in common]
+                          for g in mine])  # fmt: skip
+        taus = []
+        for i, j in itertools.combinations(range(len(common)), 2):
+            t = kendalltau(score[:, i], score[:, j]).statistic
+            if not math.isnan(t):
+                taus.append(float(t))
+        best_mean = models[int(np.argmax(score.mean(axis=1)))]
+        best = [models[int(np.argmax(score[:, j]))] for j in range(len(common))]
+        out.append({
+            "task": task,
+            "models": models,
+            "variants": common,
+            "mean_kendall_tau": float(np.mean(taus)) if taus else None,
+            "n_pairs": len(taus),
+            "n_pairs_undefined": len(common) * (len(common) - 1) // 2 - len(taus),
+            "best_model_by_variant": dict(zip(common, best, strict=True)),
+            "best_model_mean": best_mean,
+            "share_best_changes": float(np.mean([b != best_mean for b in best])),
+        })  # fmt: skip
+    return out
+
+
+# ---- the report ----------------------------------------------------------------------------
+def sensitivity_report(
+    outcomes: Iterable[Any], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """The sweep's sensitivity document (JSON-able) from its trials (`TrialOutcome`s of
+    `run_sweep`, or `Trial`s)."""
+    trials = as_trials(outcomes)
+    notes: list[str] = []
+    excluded = [
+        {"task": t.task, "model": t.model, "variant": t.variant, "status": t.status}
+        for t in trials if not t.complete
+    ]  # fmt: skip
+    if excluded:
+        notes.append(
+            f"{len(excluded)} incomplete trial(s) excluded (not scored as wrong): "
+            + "; ".join(
+                f"{e['task']} {e['variant']} ({e['model']}): {e['status']}" for e in excluded
+            )
+        )
+    by: dict[tuple[str, str], list[Trial]] = {}
+    for t in trials:
+        if t.complete:
+            by.setdefault((t.task, t.model), []).append(t)
+    groups: list[Group] = []
+    per_task: list[dict[str, Any]] = []
+    boots: list[FloatArray] = []
+    observed: list[FloatArray] = []
+    for (task, model), mine in by.items():
+        if len(mine) < 2:
+            notes.append(f"{task} ({model}): fewer than 2 complete variants, no sensitivity")
+            continue
+        g = _group(mine)
+        if not g.indices:
+            notes.append(f"{task} ({model}): the variants share no rows")
+            continue
+        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=seed)
+        groups.append(g)
+        per_task.append(measures)
+        boots.append(boot)
+        observed.append(np.asarray(list(measures["scores"].values()), dtype=np.float64))
+    models = list(dict.fromkeys(g.model for g in groups))
+    shares = {
+        m: variance_shares([g for g in groups if g.model == m], n_resamples=n_resamples, seed=seed)
+        for m in models
+    }
+    meta = []
+    for m in models:
+        idx = [i for i, g in enumerate(groups) if g.model == m]
+        for row in meta_analysis(
+            [groups[i] for i in idx], [boots[i] for i in idx], [observed[i] for i in idx]
+        ):
+            meta.append({"model": m, **row})
+    return {
+        "per_task": per_task,
+        "variance_shares": shares,
+        "meta_analysis": meta,
+        "rank_stability": rank_stability(groups),
+        "excluded": excluded,
+        "notes": notes,
+        "n_resamples": n_resamples,
+    }
+
+
+def pooled_effects(
+    outcomes: Iterable[Any], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs)."""
+    by: dict[tuple[str, str], list[Trial]] = {}
+    for t in as_trials(outcomes):
+        if t.complete:
+            by.setdefault((t.model, t.task), []).append(t)
+    out = []
+    for model in dict.fromkeys(m for m, _ in by):
+        groups = [_group(ts) for (m, _), ts in by.items() if m == model and len(ts) >= 2]
+        boots, observed = [], []
+        for g in groups:
+            counts = _resample_counts(_strata(g), n_resamples, np.random.default_rng(seed))
+            boots.append(_variant_scores(g, counts))
+            observed.append(_variant_scores(g, np.ones((1, len(g.indices))))[0])
+        out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed)]
+    return out
+
+
+def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
+    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor."""
+    return {
+        m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"]}
+        for m, v in report["variance_shares"].items()
+    }
+
+
+def metric_name(task: str, model: str, measure: str) -> str:
+    """``sensitivity.<task>.<model>.<measure>``, with every character MLflow refuses in a
+    metric name (anything but letters, digits, _ - . / space :) replaced by ``_``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_\-./ :]", "_", f"sensitivity.{task}.{model}.{measure}")
+
+
+def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
+    """The parent run's metrics: every measure and its CI bounds, per (task, model)."""
+    out: dict[str, float] = {}
+    for row in report["per_task"]:
+        for m in MEASURES:
+            out[metric_name(row["task"], row["model"], m)] = row[m]
+            lo, hi = row[f"{m}_ci"]
+            out[metric_name(row["task"], row["model"], f"{m}_ci_low")] = lo
+            out[metric_name(row["task"], row["model"], f"{m}_ci_high")] = hi
+        if row["spread_p_value"] is not None:
+            out[metric_name(row["task"], row["model"], "spread_p_value")] = row["spread_p_value"]
+    return out
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def format_sensitivity(report: dict[str, Any]) -> str:
+    """The sensitivity section of `workbench report` (plain text)."""
+    lines = ["Prompt sensitivity", "=================="]
+    if not report.get("per_task"):
+        lines.append("no (task, model) with at least 2 complete variants")
+    else:
+        lines.append(
+            f"{'task':<28} {'model':<16} {'k':>2} {'spread [95% CI]':<22} {'p':>6} "
+            f"{'MaxP':>6} {'AvgP':>6} {'SensiScore [CI]':<21} {'dep.rows':>8}"
+        )
+        for r in report["per_task"]:
+            sp = f"{_fmt(r['spread'])} [{_fmt(r['spread_ci'][0])}, {_fmt(r['spread_ci'][1])}]"
+            ss = (
+                f"{_fmt(r['sensitiscore'])} [{_fmt(r['sensitiscore_ci'][0])}, "
+                f"{_fmt(r['sensitiscore_ci'][1])}]"
+            )
+            lines.append(
+                f"{r['task'][:28]:<28} {r['model'][:16]:<16} {r['n_variants']:>2} {sp:<22} "
+                f"{_fmt(r['spread_p_value']):>6} {_fmt(r['maxp']):>6} {_fmt(r['avgp']):>6} "
+                f"{ss:<21} {_fmt(r['share_prompt_dependent']):>8}"
+            )
+        lines.append(
+            f"(metric: each task's official metric; CIs: {report['per_task'][0]['ci_method']}; "
+            "p: range permutation test of the spread)"
+        )
+    for model, v in report.get("variance_shares", {}).items():
+        lines.append("")
+        lines.append(f"Variance of per-row correctness, {model} ({v['n_observations']} obs.)")
+        for f, s in sorted(v["shares"].items(), key=lambda kv: -kv[1]):
+            lo, hi = v["ci"][f]
+            lines.append(f"  {f:<40} {s:6.1%}  [{lo:6.1%}, {hi:6.1%}]")
+    if report.get("meta_analysis"):
+        lines.append("")
+        lines.append("Pooled effect across tasks (random effects) | paired t-test")
+        for m in report["meta_analysis"]:
+            head = f"  {m['model']}: {m['a']} - {m['b']} over {len(m['tasks'])} tasks: "
+            if m.get("pooled") is None:
+                lines.append(head + f"not pooled ({m['note']})")
+                continue
+            t = m["paired_t"]
+            lines.append(
+                head + f"{m['pooled']:+.3f} [{m['ci'][0]:+.3f}, {m['ci'][1]:+.3f}] "
+                f"p={_fmt(m['p_value'])} tau2={m['tau2']:.4f} I2={m['i2']:.0%} | "
+                f"t p={_fmt(t['p_value'])}"
+            )
+    if report.get("rank_stability"):
+        lines.append("")
+        lines.append("Rank stability of models across prompts")
+        for r in report["rank_stability"]:
+            lines.append(
+                f"  {r['task']}: mean Kendall tau {_fmt(r['mean_kendall_tau'], 2)} over "
+                f"{r['n_pairs']} variant pairs; best model changes in "
+                f"{r['share_best_changes']:.0%} of variants (best on average: "
+                f"{r['best_model_mean']})"
+            )
+    for n in report.get("notes", []):
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
