@@ -18,16 +18,19 @@ tests compare like with like.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from experiments.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
@@ -406,6 +409,7 @@ def run_sweep(
     cache: Any = None,
     progress: Any = None,
     reports_dir: Path | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a sweep, log it to the tracker, and test its comparisons.
 
@@ -413,8 +417,12 @@ def run_sweep(
     back; one a peer process is running is left for later and waited for at the end. An
     incomplete trial's run ends FAILED and its comparisons get no p-value; the parent ends
     FINISHED only when every trial is complete.
+
+    `executor` (default: `LocalExecutor`, in this process) computes the claimed trials; this
+    function alone claims, logs to MLflow and compares, whatever the executor. A trial the
+    executor lost (its Ray worker died past its retries) has no run and counts as failed.
     """
-    from experiments.runner import resolve_trial, run_trial
+    from experiments.runner import resolve_trial
 
     models = models or spec.models
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
@@ -439,35 +447,57 @@ def run_sweep(
     }
     parent = tracker.parent_run(spec.name, sid, params)
     outcomes: dict[int, TrialOutcome] = {}
+    held: dict[int, contextlib.ExitStack] = {}  # claims of trials handed to the executor
+    executor = executor or LocalExecutor()
     ok = False
+
+    def claimed(pending: list[int], wait: bool, deferred: list[int]) -> Iterator[TrialJob]:
+        """Claim trials one at a time, as the executor asks for work; yield those to run."""
+        for i in pending:
+            t, rt = plan[i], resolved[i]
+            if progress:
+                progress(
+                    len(outcomes), len(plan), f"{t.planned.task} · {t.variant.name} · {t.model}"
+                )
+            stack = contextlib.ExitStack()
+            claim = stack.enter_context(tracker.claim(parent, rt.id, wait=wait))
+            if claim is None:
+                stack.close()
+                deferred.append(i)
+                continue
+            if claim.startswith("done:"):
+                stack.close()
+                run_id = claim.removeprefix("done:")
+                outcomes[i] = _outcome(
+                    t,
+                    rt.id,
+                    run_id,
+                    tracker.load_predictions(run_id),
+                    "complete",
+                    rt.metric,
+                    tracker.run_metrics(run_id).get("score"),
+                    True,
+                )
+                continue
+            held[i] = stack  # released once the result is logged
+            yield TrialJob(i, rt, catalog.task(t.planned.task), lms[t.model])
+
     try:
         pending = list(range(len(plan)))
         for wait in (False, True):  # first pass skips trials a peer is running; second waits
-            deferred = []
-            for i in pending:
+            deferred: list[int] = []
+            for job, result in executor.map_trials(
+                claimed(pending, wait, deferred), catalog, cache
+            ):
+                i = job.key
                 t, rt = plan[i], resolved[i]
-                if progress:
-                    progress(
-                        len(outcomes), len(plan), f"{t.planned.task} · {t.variant.name} · {t.model}"
-                    )
-                with tracker.claim(parent, rt.id, wait=wait) as claim:
-                    if claim is None:
-                        deferred.append(i)
-                        continue
-                    if claim.startswith("done:"):
-                        run_id = claim.removeprefix("done:")
+                try:
+                    if isinstance(result, TrialLost):  # no run logged: the rerun resumes it
                         outcomes[i] = _outcome(
-                            t,
-                            rt.id,
-                            run_id,
-                            tracker.load_predictions(run_id),
-                            "complete",
-                            rt.metric,
-                            tracker.run_metrics(run_id).get("score"),
-                            True,
-                        )
+                            t, rt.id, "", _lost(rt.rows, result.reason), "failed",
+                            rt.metric, None, False,
+                        )  # fmt: skip
                         continue
-                    result = run_trial(rt, catalog, lms[t.model], cache=cache)
                     task = catalog.task(t.planned.task)
                     run_id = tracker.log_trial(
                         parent,
@@ -488,6 +518,8 @@ def run_sweep(
                         result.score,
                         False,
                     )
+                finally:
+                    held.pop(i).close()
             pending = deferred
         ordered = [outcomes[i] for i in range(len(plan))]
         if progress:
@@ -505,6 +537,8 @@ def run_sweep(
         tracker.log_comparisons(parent, doc, figures)
         ok = not incomplete
     finally:
+        for stack in held.values():
+            stack.close()
         tracker.finish(parent, ok)
     return {
         "sweep": spec.name,
@@ -546,6 +580,15 @@ def _outcome(
         correct=[p["correct"] for p in preds],
         resumed=resumed,
     )
+
+
+def _lost(rows: Sequence[dict[str, str]], reason: str) -> list[dict[str, Any]]:
+    """Predictions of a trial that never ran to the end: every row failed, with the reason."""
+    return [
+        {"index": r["index"], "answer": r["answer"], "generation": None, "correct": None,
+         "error": reason}
+        for r in rows
+    ]  # fmt: skip
 
 
 def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> None:

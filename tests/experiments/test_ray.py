@@ -1,0 +1,315 @@
+"""Sweeps on a Ray cluster: same trials, predictions and p-values as in-process; a killed
+worker's trial is retried or left for resume, never logged twice.
+
+The module starts a two-node Ray cluster (a head and one worker node, one CPU each) in its own
+process groups and takes both groups down at teardown (no `ray stop`, which would stop every
+Ray process on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments.models import LiteLLMModel
+from experiments.stub_server import StubOpenAI, hashed_yes_no
+from experiments.sweeps import load_spec, run_sweep
+from experiments.tracking import Tracker, TrackingConfig
+from promptlib import Catalog
+
+ray = pytest.importorskip("ray")
+from experiments.executors import LocalExecutor, RayExecutor  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.data]
+
+SPEC = """
+name: ray_check
+tasks: [hearsay, personal_jurisdiction]
+fixed: {demos: none}
+axes:
+  instruction: [reference, description]
+comparisons: [[instruction=reference, instruction=description]]
+n_resamples: 200
+"""
+KEY = "sk-dummy-key-for-the-local-stub"
+BOOT_TIMEOUT = 150.0
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    ray_cli = Path(sys.executable).parent / "ray"
+    common = [
+        "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+        "--disable-usage-stats", "--object-store-memory", str(100 * 1024**2),
+        "--node-manager-port", str(_port()), "--object-manager-port", str(_port()),
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(ray_cli), "start", *args, *common],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group: teardown kills exactly it
+        )
+    deadline = time.monotonic() + BOOT_TIMEOUT
+    while "Ray runtime started" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            pytest.fail(f"ray start did not come up:\n{log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.2)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A head and one worker node on this machine; yields the GCS address."""
+    root = tmp_path_factory.mktemp("ray")
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "OPENAI_API_KEY": KEY,  # the workers' environment: the stub's dummy key
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    port = _port()
+    head = _start_node(
+        ["--head", "--port", str(port), "--include-dashboard=false",
+         "--temp-dir", str(root / "t")],
+        root / "head.log",
+        env,
+    )  # fmt: skip
+    try:
+        worker = _start_node(["--address", f"127.0.0.1:{port}"], root / "worker.log", env)
+    except BaseException:
+        _stop(head)
+        raise
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        _stop(worker)
+        _stop(head)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mlflow")
+
+
+def _tracker(store: Path, prefix: str) -> Tracker:
+    """One MLflow store for the module; each sweep in its own experiment (prefix)."""
+    return Tracker(
+        TrackingConfig(
+            tracking_uri=f"sqlite:///{store}/mlflow.db",
+            artifact_location=(store / "artifacts").as_uri(),
+            experiment_prefix=prefix,
+            prompt_registry=False,
+            source="test",
+        )
+    )
+
+
+def _sweep(
+    spec: Path,
+    catalog: Catalog,
+    tracker: Tracker,
+    lm: LiteLLMModel,
+    executor: Any,
+    limit: int,
+) -> dict[str, Any]:
+    try:
+        return run_sweep(
+            load_spec(spec),
+            catalog,
+            models=(lm.name,),
+            limit=limit,
+            tracker=tracker,
+            lm_factory=lambda _name: lm,
+            executor=executor,
+        )
+    finally:
+        executor.close()
+
+
+def _trials(tracker: Tracker, parent: str) -> dict[str, dict[str, Any]]:
+    """trial id -> (run status, predictions as compared) of every child run of `parent`."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in tracker._children(parent):
+        tid = run.data.tags["workbench.trial_id"]
+        assert tid not in out, f"two runs for trial {tid}"
+        preds = tracker.load_predictions(run.info.run_id) if run.info.status == "FINISHED" else []
+        keep = ("index", "answer", "generation", "parsed", "correct", "error", "prompt_hash")
+        out[tid] = {
+            "status": run.info.status,
+            "score": run.data.metrics.get("score"),
+            "predictions": [{k: p[k] for k in keep} for p in preds],
+        }
+    return out
+
+
+def _p_values(result: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    return [
+        (c["task"], c["model"], c["p_value"], c.get("p_corrected")) for c in result["comparisons"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("spec") / "ray_check.yaml"
+    p.write_text(SPEC)
+    return p
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubOpenAI]:
+    with StubOpenAI(latency=0.05, reply_fn=hashed_yes_no) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def local_stub_run(
+    spec_path: Path, catalog: Catalog, store: Path, stub: StubOpenAI
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The reference: the same sweep through the local executor."""
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+    tracker = _tracker(store, "local")
+    lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+    result = _sweep(spec_path, catalog, tracker, lm, LocalExecutor(), limit=10)
+    assert result["status"] == "complete"
+    return result, _trials(tracker, result["parent_run_id"])
+
+
+def test_ray_gives_the_same_trials_predictions_and_p_values(
+    cluster: str,
+    spec_path: Path,
+    catalog: Catalog,
+    store: Path,
+    stub: StubOpenAI,
+    local_stub_run: tuple[dict[str, Any], dict[str, dict[str, Any]]],
+) -> None:
+    local, local_trials = local_stub_run
+    tracker = _tracker(store, "ray")
+    lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+    result = _sweep(spec_path, catalog, tracker, lm, RayExecutor(cluster), limit=10)
+    assert result["status"] == "complete" and result["trials"] == 4
+    assert result["sweep_id"] == local["sweep_id"]
+    trials = _trials(tracker, result["parent_run_id"])
+    assert trials == local_trials  # same ids, every prediction, the same scores
+    assert _p_values(result) == _p_values(local)
+    assert all(p is not None for _, _, p, _ in _p_values(result))
+    assert result["across_tasks"] == local["across_tasks"]
+
+
+def _kill_when_busy(executor: RayExecutor, stub: StubOpenAI, after: int) -> list[int]:
+    """Wait until the workers have sent `after` requests, then SIGKILL the first actor's
+    process (mid-trial: each actor holds a trial whose rows are still being sent)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if executor.spawned_pids and len(stub.requests) >= after:
+            victim = executor.spawned_pids[0]
+            os.kill(victim, signal.SIGKILL)
+            return [victim]
+        time.sleep(0.05)
+    raise AssertionError("the workers never got busy")
+
+
+def test_a_killed_worker_is_retried_and_no_trial_has_two_runs(
+    cluster: str,
+    spec_path: Path,
+    catalog: Catalog,
+    store: Path,
+    local_stub_run: tuple[dict[str, Any], dict[str, dict[str, Any]]],
+) -> None:
+    local, local_trials = local_stub_run
+    with StubOpenAI(latency=0.15, reply_fn=hashed_yes_no) as slow:
+        tracker = _tracker(store, "killed")
+        lm = LiteLLMModel("openai/stub", api_base=slow.url, concurrency=1)
+        executor = RayExecutor(cluster, max_restarts=2, max_task_retries=2)
+        killer = threading.Thread(target=_kill_when_busy, args=(executor, slow, 3), daemon=True)
+        killer.start()
+        result = _sweep(spec_path, catalog, tracker, lm, executor, limit=10)
+        killer.join(5)
+        sent = len(slow.requests)
+    assert result["status"] == "complete", result["incomplete"]
+    assert sent > 4 * 10  # the killed trial's rows were sent again: it was retried
+    trials = _trials(tracker, result["parent_run_id"])
+    assert all(t["status"] == "FINISHED" for t in trials.values())
+    assert trials == local_trials  # one FINISHED run per trial, predictions as in-process
+    assert _p_values(result) == _p_values(local)
+
+
+def test_a_worker_killed_past_its_retries_leaves_the_trial_for_resume(
+    cluster: str,
+    spec_path: Path,
+    catalog: Catalog,
+    store: Path,
+    local_stub_run: tuple[dict[str, Any], dict[str, dict[str, Any]]],
+) -> None:
+    local, local_trials = local_stub_run
+    with StubOpenAI(latency=0.15, reply_fn=hashed_yes_no) as slow:
+        tracker = _tracker(store, "lost")
+        lm = LiteLLMModel("openai/stub", api_base=slow.url, concurrency=1)
+        executor = RayExecutor(cluster, max_restarts=0, max_task_retries=0)
+        killer = threading.Thread(target=_kill_when_busy, args=(executor, slow, 3), daemon=True)
+        killer.start()
+        first = _sweep(spec_path, catalog, tracker, lm, executor, limit=10)
+        killer.join(5)
+        assert first["status"] == "incomplete"
+        lost = first["incomplete"]
+        assert len(lost) == 1 and lost[0]["status"] == "failed" and lost[0]["n_errors"] == 10
+        runs = _trials(tracker, first["parent_run_id"])
+        assert lost[0]["trial_id"] not in runs  # nothing logged for it
+        assert all(t["status"] == "FINISHED" for t in runs.values()) and len(runs) == 3
+        parent = tracker.client.get_run(first["parent_run_id"])
+        assert parent.info.status == "FAILED"
+        # The rerun (here in-process) runs only the lost trial.
+        again = _sweep(spec_path, catalog, tracker, lm, LocalExecutor(), limit=10)
+    assert again["status"] == "complete" and again["resumed"] == 3
+    assert again["parent_run_id"] == first["parent_run_id"]
+    assert _trials(tracker, again["parent_run_id"]) == local_trials
+    assert _p_values(again) == _p_values(local)
+
+
+@pytest.mark.model
+def test_real_model_sweep_on_two_ray_replicas_matches_in_process(
+    cluster: str, spec_path: Path, catalog: Catalog, store: Path
+) -> None:
+    lm = LiteLLMModel("local/smollm2")
+    local = _sweep(spec_path, catalog, _tracker(store, "m-local"), lm, LocalExecutor(), limit=8)
+    tracker = _tracker(store, "m-ray")
+    on_ray = _sweep(
+        spec_path, catalog, tracker, lm, RayExecutor(cluster, replicas=2, n_threads=1), limit=8
+    )
+    assert local["status"] == on_ray["status"] == "complete"
+    ref = _trials(_tracker(store, "m-local"), local["parent_run_id"])
+    assert _trials(tracker, on_ray["parent_run_id"]) == ref
+    assert any(p["generation"] for t in ref.values() for p in t["predictions"])
+    assert _p_values(on_ray) == _p_values(local)
