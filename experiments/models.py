@@ -705,6 +705,23 @@ LoglikNorm = Literal["sum", "per_byte"]
 divided by the label's length in UTF-8 bytes (lm-evaluation-harness ``acc_norm``)."""
 
 
+Scoring = Literal["generate", "loglik", "loglik-norm"]
+
+
+def default_scoring(model: str, *, zero_shot: bool, has_label_set: bool) -> Scoring:
+    """How a trial is scored when its spec does not say (issue 10, point 3).
+
+    Tiny local models answer zero-shot prompts with an empty line or prose, so generation
+    would measure their formatting, not their choice: for a local model on a zero-shot
+    prompt of a task with a label set, the label with the highest log-likelihood is the
+    answer. Everything else generates (few-shot prompts show the answer format, and remote
+    APIs do not uniformly expose log-probabilities).
+    """
+    if model.startswith(LOCAL_PROVIDER + "/") and zero_shot and has_label_set:
+        return "loglik"
+    return "generate"
+
+
 def require_loglik_model(model: str) -> None:
     """Raise `ModelError` (one clear line) unless `model` can be scored by log-likelihood.
 

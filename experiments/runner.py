@@ -50,13 +50,15 @@ from experiments.models import (
     per_byte_scores,
     pick_label,
 )
+from experiments.models import (
+    Scoring as Scoring,  # re-exported: runner.Scoring
+)
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog, Task, TaskSpec
 from promptlib.variants import PromptVariant
 
-Scoring = Literal["generate", "loglik", "loglik-norm"]
 # Log-likelihood scorings and how each compares the labels' summed log-probabilities (one
 # model pass computes the sums; the criterion is part of the trial id and the cache key).
 # loglik-norm divides by the label's UTF-8 bytes, like lm-evaluation-harness's acc_norm.

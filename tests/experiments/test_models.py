@@ -309,3 +309,14 @@ def test_api_key_never_reaches_cache_outputs_or_logs(lb_dir: Path, tmp_path: Pat
     for root in (cache, runs):
         blobs += [p.read_bytes().decode("latin-1") for p in root.rglob("*") if p.is_file()]
     assert blobs and not any(FAKE_KEY in b for b in blobs)
+
+
+def test_default_scoring_is_loglik_only_for_local_zero_shot_with_labels() -> None:
+    from experiments.models import default_scoring
+
+    for model in ("local/smollm2", "local/gemma3-270m"):
+        assert default_scoring(model, zero_shot=True, has_label_set=True) == "loglik"
+        assert default_scoring(model, zero_shot=False, has_label_set=True) == "generate"
+        assert default_scoring(model, zero_shot=True, has_label_set=False) == "generate"
+    for model in ("openai/gpt-4o-mini", "hosted_vllm/smollm2", "localhost/x"):
+        assert default_scoring(model, zero_shot=True, has_label_set=True) == "generate"
