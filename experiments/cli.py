@@ -94,6 +94,13 @@ class Pruner(StrEnum):
     none = "none"
 
 
+class ExecutorName(StrEnum):
+    """Where a sweep's trials run (`experiments.executors.get_executor`); for `--executor`."""
+
+    local = "local"
+    ray = "ray"
+
+
 # ---- options shared by several commands (declared once) --------------------------------------
 DataDir = Annotated[
     str | None,
@@ -408,9 +415,12 @@ def run(
     tracker = None
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
-        from experiments.tracking import Tracker
+        from experiments.tracking import Tracker, TrackingError
 
-        tracker = Tracker()  # an unusable store fails here, before any model call
+        try:
+            tracker = Tracker()  # an unusable store fails here, before any model call
+        except TrackingError as e:
+            raise TrackingError(f"{e}; or pass --no-track to run without MLflow") from None
         artifacts = tracker.artifact_dir()
         if artifacts is not None:
             outputs.append(("MLflow artifacts", artifacts))
@@ -433,8 +443,6 @@ def run(
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
     if tracker is not None:
-        from experiments.tracking import TrackingError
-
         task_files = catalog.task(task).files
         try:
             summary.update(

@@ -121,7 +121,8 @@ def trial_summary(s: dict[str, Any]) -> str:
         f"predictions {s['predictions']}",
     ]
     if s.get("mlflow_run_id"):
-        lines.append(f"MLflow run  {s['mlflow_run_id']}   ({s.get('mlflow_experiment', '')})")
+        again = "; this trial was tracked before" if s.get("mlflow_reused") else ""
+        lines.append(f"MLflow run  {s['mlflow_run_id']}   ({s.get('mlflow_experiment')}{again})")
     return "\n".join(lines)
 
 

@@ -1,0 +1,233 @@
+"""rule_qa, graded by hand: a run gives generations and no score; grades go out as a CSV and
+come back checked, into the trial's folder and its MLflow run; bad grade files change nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import workbench_env
+
+pytestmark = pytest.mark.data
+
+ROWS = [
+    ("0", "What is the rule for hearsay?", "An out-of-court statement offered for its truth."),
+    ("1", "What is the mailbox rule?", "An acceptance is effective on dispatch."),
+    ("2", "What is res judicata?", "Claim preclusion: a final judgment bars relitigation."),
+    ("3", "What is the parol evidence rule?", "It bars prior agreements contradicting a writing."),
+]
+
+
+def _data(root: Path, lb_dir: Path) -> Path:
+    """A LegalBench-layout folder with rule_qa's real prompt and four questions."""
+    task = root / "data" / "tasks" / "rule_qa"
+    task.mkdir(parents=True)
+    shutil.copy(lb_dir / "tasks" / "rule_qa" / "base_prompt.txt", task / "base_prompt.txt")
+    lines = ["index\ttext\tanswer\tdoctrine"] + [f"{i}\t{q}\t{a}\tx" for i, q, a in ROWS]
+    (task / "test.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root / "data"
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def trial(lb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """rule_qa run once through a stub model, tracked in its own MLflow store."""
+    from experiments.stub_server import StubOpenAI
+
+    root = tmp_path_factory.mktemp("grading")
+    data = _data(root, lb_dir)
+    env = workbench_env(root, data, "grd") | {
+        "WORKBENCH_RUNS_DIR": str(root / "runs"),
+        "OPENAI_API_KEY": "sk-stub",
+    }
+    with StubOpenAI(reply_fn=lambda prompt: f"Answer {len(prompt)}.") as stub:
+        cmd = ["run", "rule_qa", "--model", "openai/stub", "--api-base", stub.url, "--json"]
+        first = _cli(cmd, env, root)
+        yield {"root": root, "env": env, "cmd": cmd, "run": first}
+
+
+def _summary(t: dict[str, Any]) -> dict[str, Any]:
+    assert t["run"].returncode == 0, t["run"].stderr
+    return dict(json.loads(t["run"].stdout))
+
+
+def _trial_dir(t: dict[str, Any]) -> Path:
+    return Path(t["root"], "runs", _summary(t)["trial_id"])
+
+
+def _mlflow_run(t: dict[str, Any]) -> Any:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{t['root']}/mlflow.db")
+    return client.get_run(_summary(t)["mlflow_run_id"])
+
+
+def _exported(t: dict[str, Any]) -> list[dict[str, str]]:
+    out = t["root"] / "export.csv"
+    if not out.exists():
+        r = _cli(
+            ["grade", "export", _summary(t)["trial_id"][:10], "-o", str(out)], t["env"], t["root"]
+        )
+        assert r.returncode == 0, r.stderr
+    return list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+
+
+def _write(path: Path, rows: list[dict[str, str]], columns: list[str] | None = None) -> Path:
+    from experiments.grading import COLUMNS
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns or list(COLUMNS), extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_run_gives_generations_and_no_score(trial: dict[str, Any]) -> None:
+    s = _summary(trial)
+    assert s["status"] == "complete" and s["n"] == len(ROWS) and s["n_errors"] == 0
+    assert s["metric"] == "manual" and s["score"] is None and s["score_on_answered"] is None
+    preds = (_trial_dir(trial) / "predictions.jsonl").read_text().splitlines()
+    gens = [json.loads(x)["generation"] for x in preds]
+    assert all(g.startswith("Answer ") for g in gens) and len(set(gens)) > 1
+    run = _mlflow_run(trial)
+    assert run.info.status == "FINISHED" and "score" not in run.data.metrics
+    assert run.data.tags["workbench.graded"] == "false"
+
+
+def test_export_lists_each_row_with_an_empty_grade(trial: dict[str, Any]) -> None:
+    rows = _exported(trial)
+    preds = [
+        json.loads(x) for x in (_trial_dir(trial) / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert [r["index"] for r in rows] == [p["index"] for p in preds]
+    by_index = {i: (q, a) for i, q, a in ROWS}
+    for r, p in zip(rows, preds, strict=True):
+        assert (r["question"], r["reference_answer"]) == by_index[r["index"]]
+        assert r["generation"] == p["generation"] and r["grade"] == ""
+        assert r["trial_id"] == _summary(trial)["trial_id"]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+BAD: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]]], str]] = {
+    "unknown trial": (
+        lambda rows: [{**r, "trial_id": "f" * 64} for r in rows],
+        "line 2, column trial_id: unknown trial",
+    ),
+    "missing row": (lambda rows: rows[:-1], "1 row(s) of trial"),
+    "extra row": (
+        lambda rows: [*rows, {**rows[0], "index": "99"}],
+        "line 6, column index: row '99' is not a row of trial",
+    ),
+    "duplicate row": (lambda rows: [*rows, rows[0]], "line 6, column index: row '0' appears twice"),
+    "bad grade": (
+        lambda rows: [{**r, "grade": "maybe" if r is rows[2] else "1"} for r in rows],
+        "line 4 (row 2), column grade: 'maybe' is not a grade",
+    ),
+    "empty grade": (
+        lambda rows: [{**r, "grade": "" if r is rows[1] else "0"} for r in rows],
+        "line 3 (row 1), column grade: empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_grade_file_names_row_and_column_and_writes_nothing(
+    trial: dict[str, Any], tmp_path: Path, case: str
+) -> None:
+    from experiments.grading import GradingError, import_grades
+
+    change, message = BAD[case]
+    rows = [{**r, "grade": "1"} for r in _exported(trial)]
+    path = _write(tmp_path / "g.csv", change(rows))
+    before = _snapshot(_trial_dir(trial))
+    with pytest.raises(GradingError) as err:
+        import_grades(path, root=trial["root"] / "runs", track=False)
+    assert message in str(err.value) and str(path) in str(err.value)
+    assert _snapshot(_trial_dir(trial)) == before
+
+
+def test_bad_columns_and_cli_exit_code(trial: dict[str, Any], tmp_path: Path) -> None:
+    from experiments.grading import COLUMNS
+
+    rows = [{**r, "grade": "1"} for r in _exported(trial)]
+    columns = [c for c in COLUMNS if c != "grade"] + ["score"]
+    path = _write(tmp_path / "cols.csv", [{**r, "score": "1"} for r in rows], columns)
+    before = _snapshot(_trial_dir(trial))
+    r = _cli(["grade", "import", str(path)], trial["env"], trial["root"])
+    assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert "line 1: missing column(s) grade; unknown column(s) score" in err
+    assert _snapshot(_trial_dir(trial)) == before
+
+
+def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path: Path) -> None:
+    rows = _exported(trial)
+    marks = ["1", "incorrect", "Correct", "0"]  # 2 of 4 correct
+    path = _write(
+        tmp_path / "graded.csv", [{**r, "grade": g} for r, g in zip(rows, marks, strict=True)]
+    )
+    r = _cli(["grade", "import", str(path), "--json"], trial["env"], trial["root"])
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["metric"] == "human-graded accuracy" and out["score"] == 0.5 and out["graded"] == 4
+    saved = json.loads((_trial_dir(trial) / "summary.json").read_text())
+    assert saved["score"] == 0.5 and saved["graded"] == 4 and saved["status"] == "complete"
+    grades = json.loads((_trial_dir(trial) / "grades.json").read_text())
+    assert [g["grade"] for g in grades["grades"]] == [1, 0, 1, 0]
+    run = _mlflow_run(trial)
+    assert out["mlflow_run_id"] == run.info.run_id
+    assert run.data.metrics["human_graded_accuracy"] == 0.5 and run.data.metrics["n_graded"] == 4
+    assert run.data.tags["workbench.graded"] == "true"
+    # a rerun of the same trial (answers from the cache) keeps the grades and its one run
+    again = _cli(trial["cmd"], trial["env"], trial["root"])
+    assert again.returncode == 0, again.stderr
+    s = json.loads(again.stdout)
+    assert s["score"] == 0.5 and s["graded"] == 4 and s["mlflow_reused"] is True
+    assert (_trial_dir(trial) / "grades.json").is_file()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_rule_qa_on_the_local_model(lb_dir: Path, tmp_path: Path) -> None:
+    data = _data(tmp_path, lb_dir)
+    env = {
+        **os.environ,
+        "LEGALBENCH_DIR": str(data),
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+        "WORKBENCH_CACHE_DIR": str(tmp_path / "cache"),
+        "WORKBENCH_NO_TRACK": "1",
+    }
+    r = _cli(
+        ["run", "rule_qa", "--model", "local/smollm2", "--limit", "2", "--json"], env, tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["status"] == "complete" and s["score"] is None and s["n"] == 2
+    preds = [json.loads(x) for x in Path(s["predictions"]).read_text().splitlines()]
+    assert all(isinstance(p["generation"], str) and p["error"] is None for p in preds)

@@ -1,0 +1,209 @@
+"""`workbench run` is tracked in MLflow (an experiment per task), once per trial id.
+
+A real-model run appears in the store with its metrics; a rerun reuses its run; --no-track
+leaves the store untouched; an incomplete trial's run ends FAILED without a score and a
+later complete rerun replaces it; an unusable store fails before any model call.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import workbench_env
+
+pytestmark = pytest.mark.data
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=900,
+    )
+
+
+def _runs(root: Path, prefix: str, task: str, model: str = "local/smollm2") -> list[Any]:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name(f"{prefix}/run/{task}")
+    if exp is None:
+        return []
+    return list(client.search_runs([exp.experiment_id], f"params.model = '{model}'"))
+
+
+@pytest.fixture(scope="module")
+def store(lb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """One MLflow store for the module (creating a store costs MLflow's migrations)."""
+    root = tmp_path_factory.mktemp("track")
+    env = workbench_env(root, lb_dir, "trk") | {
+        "WORKBENCH_RUNS_DIR": str(root / "runs"),
+        "OPENAI_API_KEY": "sk-test-secret-never-logged",
+    }
+    return root, env
+
+
+@pytest.fixture(scope="module")
+def smollm_runs(lb_dir: Path, store: tuple[Path, dict[str, str]]) -> dict[str, Any]:
+    """One real-model trial run twice against the store, and once more with --no-track."""
+    root, env = store
+    cmd = ["run", "hearsay", "--model", "local/smollm2", "--limit", "10", "--json"]
+    first = _cli(cmd, env | {"FORCE_COLOR": "1"}, root)  # progress drawn as on a terminal
+    second = _cli(cmd, env, root)
+    other = root / "untracked"
+    other.mkdir()
+    env2 = workbench_env(other, lb_dir, "trk") | {
+        "WORKBENCH_RUNS_DIR": str(other / "runs"),
+        "WORKBENCH_CACHE_DIR": env["WORKBENCH_CACHE_DIR"],  # answers from the first run
+    }
+    untracked = _cli([*cmd, "--no-track"], env2, other)
+    return {"root": root, "other": other, "runs": (first, second, untracked)}
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_real_model_run_is_tracked_with_its_metrics(smollm_runs: dict[str, Any]) -> None:
+    first = smollm_runs["runs"][0]
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)  # the progress bar goes to stderr: the JSON parses
+    assert "hearsay · base · local/smollm2" in first.stderr
+    runs = _runs(smollm_runs["root"], "trk", "hearsay")
+    assert [r.info.run_id for r in runs] == [summary["mlflow_run_id"]]
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["workbench.trial_id"] == summary["trial_id"]
+    m, p = run.data.metrics, run.data.params
+    assert m["score"] == pytest.approx(summary["score"])
+    assert m["n"] == summary["n"] == 10 and m["n_errors"] == 0
+    assert m["invalid_rate"] == pytest.approx(summary["invalid_rate"])
+    assert p["task"] == "hearsay" and p["model"] == "local/smollm2" and p["limit"] == "10"
+    assert p["split"] == "test" and p["scoring"] == "generate" and p["variant"] == "base"
+    # the on-disk copy stays
+    assert Path(smollm_runs["root"], summary["predictions"]).is_file()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_rerun_reuses_the_run(smollm_runs: dict[str, Any]) -> None:
+    first, second, _ = smollm_runs["runs"]
+    assert second.returncode == 0, second.stderr
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert b["trial_id"] == a["trial_id"] and b["model_calls"] == 0
+    assert b["mlflow_reused"] is True and b["mlflow_run_id"] == a["mlflow_run_id"]
+    assert len(_runs(smollm_runs["root"], "trk", "hearsay")) == 1
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_no_track_leaves_the_store_empty(smollm_runs: dict[str, Any]) -> None:
+    untracked = smollm_runs["runs"][2]
+    assert untracked.returncode == 0, untracked.stderr
+    summary = json.loads(untracked.stdout)
+    assert "mlflow_run_id" not in summary and summary["n"] == 10
+    assert not (smollm_runs["other"] / "mlflow.db").exists()
+    assert (smollm_runs["other"] / summary["predictions"]).is_file()
+
+
+def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str]]) -> None:
+    """Failed rows: a FAILED run with n_errors and no score; the complete rerun replaces it."""
+    from experiments.stub_server import StubOpenAI
+
+    root, env = store
+    with StubOpenAI(script=["ok", "500", "ok"], reply="Yes") as stub:
+        cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url]
+        cmd += ["--limit", "3", "--retries", "0", "--concurrency", "1", "--json"]
+        bad = _cli(cmd, env, root)
+        assert bad.returncode == 1 and "incomplete" in bad.stderr
+        runs = _runs(root, "trk", "hearsay", "openai/stub")
+        assert len(runs) == 1 and runs[0].info.status == "FAILED"
+        assert runs[0].data.metrics["n_errors"] == 1 and "score" not in runs[0].data.metrics
+        assert runs[0].data.tags["workbench.status"] == "incomplete"
+        good = _cli(cmd, env, root)
+    assert good.returncode == 0, good.stderr
+    runs = _runs(root, "trk", "hearsay", "openai/stub")
+    assert [r.info.status for r in runs] == ["FINISHED"]
+    assert runs[0].data.metrics["score"] == pytest.approx(json.loads(good.stdout)["score"])
+    logged = json.dumps([r.data.params for r in runs]) + json.dumps([r.data.tags for r in runs])
+    assert "sk-test-secret" not in logged
+
+
+def test_unusable_store_fails_before_any_call(lb_dir: Path, tmp_path: Path) -> None:
+    from experiments.stub_server import StubOpenAI
+
+    env = workbench_env(tmp_path, lb_dir, "bad", tracking_uri="sqlite:////proc/no/such/x.db")
+    env["WORKBENCH_RUNS_DIR"] = str(tmp_path / "runs")
+    with StubOpenAI() as stub:
+        cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url, "--limit", "2"]
+        r = _cli(cmd, env, tmp_path)
+        assert stub.requests == []
+    assert r.returncode == 2 and r.stdout == ""
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "cannot use the MLflow tracking store" in err
+    assert "--no-track" in err and "Traceback" not in err
+
+
+def test_sweep_and_report_show_each_arms_invalid_rate(store: tuple[Path, dict[str, str]]) -> None:
+    """Point 3 (display): 'inv A'/'inv B' in the comparison table, from the trials' runs."""
+    import hashlib
+
+    from experiments.stub_server import StubOpenAI, hashed_yes_no
+
+    root, env = store
+    replies: list[str] = []
+
+    def reply(prompt: str) -> str:
+        text = (
+            "Maybe"
+            if hashlib.sha256(prompt.encode()).digest()[1] % 3 == 0
+            else hashed_yes_no(prompt)
+        )
+        replies.append(text)
+        return text
+
+    spec = root / "inv.yaml"
+    spec.write_text(
+        "name: inv_display\ntasks: [hearsay]\nfixed: {demos: none}\n"
+        "axes: {instruction: [reference, description]}\n"
+    )
+    with StubOpenAI(reply_fn=reply) as stub:
+        args = ["--model", "openai/stub", "--api-base", stub.url, "--limit", "12", "--no-cache"]
+        swept = _cli(["sweep", str(spec), *args], env, root)
+    assert swept.returncode == 0, swept.stderr
+    shown = _cli(["report", "inv_display"], env, root)
+    as_json = _cli(["report", "inv_display", "--json"], env, root)
+    assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr
+    rows = json.loads(as_json.stdout)["trial_rows"]
+    assert len(rows) == 2 and all(r["n"] == 12 for r in rows)
+    # the rates add up to the invalid answers the stub actually gave
+    assert sum(r["invalid_rate"] * r["n"] for r in rows) == pytest.approx(replies.count("Maybe"))
+    assert 0 < replies.count("Maybe") < len(replies) == 24
+    by_variant = {r["variant"]: r["invalid_rate"] for r in rows}
+    cmp = json.loads(as_json.stdout)["comparisons"][0]
+    expected = f"{by_variant[cmp['a']]:.3f} {by_variant[cmp['b']]:.3f}"
+    for out in (swept.stdout, shown.stdout):
+        lines = out.splitlines()
+        assert lines[0].startswith("sweep inv_display")
+        assert "inv A" in lines[1] and "inv B" in lines[1] and expected in lines[2]
+
+
+def test_optimize_draws_progress_on_stderr_only(store: tuple[Path, dict[str, str]]) -> None:
+    from experiments.stub_server import StubOpenAI, hashed_yes_no
+
+    root, env = store
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        cmd = ["optimize", "hearsay", "--model", "openai/stub", "--api-base", stub.url]
+        cmd += ["--trials", "2", "--sampler", "random", "--dev-limit", "8", "--heldout-limit", "8"]
+        cmd += ["--storage", f"sqlite:///{root}/optuna.db", "--json"]
+        r = _cli(cmd, env | {"FORCE_COLOR": "1"}, root)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["n_trials"] == 2
+    assert "optimize hearsay · optuna" in r.stderr and "held-out verdict" in r.stderr
