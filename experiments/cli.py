@@ -9,7 +9,6 @@ and a cache by `Setup`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -265,7 +264,7 @@ def tasks(
     entries = _catalog(data_dir, hf, prompts_dir).survey()
     problems = [e for e in entries if isinstance(e, TaskProblem)]
     if as_json:
-        out = json.dumps([e.to_json() for e in entries], indent=1, ensure_ascii=False)
+        out = output.as_json([e.to_json() for e in entries], indent=1)
     else:
         out = output.task_list(entries)
     typer.echo(out)
@@ -308,7 +307,7 @@ def render(
             err=True,
         )
     if as_json:
-        out = json.dumps(items, indent=1, ensure_ascii=False)
+        out = output.as_json(items, indent=1)
     else:
         out = output.rendered_prompts(task, compiled.variant.label, compiled.variant.id, items)
     typer.echo(out)
@@ -489,12 +488,13 @@ def score(
     """Score given generations with the task's official LegalBench metric."""
     from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
+    from experiments.predictions import read_predictions
 
     how = DEFINITIONS[definition]
     spec = _catalog(data_dir, hf, prompts_dir).task(task).spec  # unknown task -> did you mean
     labels = spec.labels if spec.is_classification else None
     multi = spec.task_type == "multi-label"
-    gens, answers, lines = _read_predictions(predictions, labels, multi_label=multi)
+    gens, answers, lines = read_predictions(predictions, labels, multi_label=multi)
     try:
         value = score_fn(task, gens, answers, how)
     except (ValueError, TypeError, ArithmeticError) as e:
@@ -510,89 +510,9 @@ def score(
         raise WorkbenchError(f"{predictions}: cannot score {task} ({e})") from e
     metric = official_metric(task, how)
     if as_json:
-        typer.echo(json.dumps({"task": task, "metric": metric, "score": value, "n": len(gens)}))
+        typer.echo(output.as_json({"task": task, "metric": metric, "score": value, "n": len(gens)}))
     else:
         typer.echo(output.score_line(task, metric, value, len(gens)))
-
-
-def _read_predictions(
-    path: Path, labels: tuple[str, ...] | None = None, *, multi_label: bool = False
-) -> tuple[list[str], list[str], list[int]]:
-    """Generations, answers and their line numbers from a JSONL predictions file.
-
-    Each line is an object whose "generation" and "answer" are strings (an integer is read
-    as its digits). null, lists, objects, booleans or other numbers are errors, as are
-    answers outside `labels` (compared as LegalBench normalises; for multi-label tasks each
-    comma-separated part), bytes that are not UTF-8 and JSON that cannot be parsed; every
-    error names the file and line.
-    """
-    from experiments.metrics import normalize
-
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise WorkbenchError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise WorkbenchError(f"{path}: is a directory, not a JSONL file") from None
-    except OSError as e:
-        raise WorkbenchError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from e
-    allowed = {normalize(label) for label in labels} if labels else None
-    gens: list[str] = []
-    answers: list[str] = []
-    lines: list[int] = []
-    for n, raw_line in enumerate(raw.splitlines(), 1):
-        try:
-            line = raw_line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise WorkbenchError(
-                f"{path}:{n}: not UTF-8 (byte 0x{raw_line[e.start]:02x} at column {e.start + 1})"
-            ) from None
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e.msg})") from e
-        except RecursionError:
-            raise WorkbenchError(f"{path}:{n}: JSON nested too deeply to read") from None
-        except ValueError as e:  # e.g. an integer longer than Python reads (4300 digits)
-            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e})") from None
-        if not isinstance(obj, dict):
-            raise WorkbenchError(f"{path}:{n}: expected a JSON object")
-        row: dict[str, str] = {}
-        for key in ("generation", "answer"):
-            if key not in obj:
-                raise WorkbenchError(f"{path}:{n}: missing field {key!r}")
-            value = obj[key]
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            if not isinstance(value, str):
-                kinds = {
-                    bool: "a boolean",
-                    list: "a list",
-                    dict: "an object",
-                    float: "a decimal number",
-                }
-                kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
-                failed = value is None and key == "generation"
-                hint = " (a failed row? rerun it before scoring)" if failed else ""
-                raise WorkbenchError(
-                    f"{path}:{n}: field {key!r} is {kind}, expected a string{hint}"
-                )
-            row[key] = value
-        if allowed is not None:
-            parts = row["answer"].split(",") if multi_label else [row["answer"]]
-            outside = [p.strip() for p in parts if normalize(p) not in allowed]
-            if outside:
-                shown = ", ".join(repr(label) for label in labels or ())
-                raise WorkbenchError(
-                    f"{path}:{n}: answer {outside[0]!r} is not a label of this task "
-                    f"(labels: {shown})"
-                )
-        gens.append(row["generation"])
-        answers.append(row["answer"])
-        lines.append(n)
-    return gens, answers, lines
 
 
 @app.command()
@@ -647,7 +567,7 @@ def sweep(
         trials = trial_plan(spec, planned, models)
         items, skipped = _dry_run_items(catalog, planned, trials, setup.lm)
         typer.echo(
-            json.dumps({"trials": items, "skipped": skipped})
+            output.as_json({"trials": items, "skipped": skipped})
             if as_json
             else output.dry_run(items, skipped)
         )
@@ -680,7 +600,7 @@ def sweep(
     if "trial_rows" not in result:  # per-trial invalid-output rates, from the child runs
         result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
     if as_json:
-        typer.echo(json.dumps(result, default=str))
+        typer.echo(output.as_json(result))
     else:
         typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
     if result["incomplete"]:
@@ -841,7 +761,7 @@ def report(
     trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
     incomplete = doc.get("incomplete") or []
     if as_json:
-        typer.echo(json.dumps({"run": info, **doc, "trial_rows": trial_rows}, default=str))
+        typer.echo(output.as_json({"run": info, **doc, "trial_rows": trial_rows}))
         if incomplete or info["status"] != "FINISHED":
             raise typer.Exit(1)
         return
@@ -906,49 +826,9 @@ def ui(
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
-    import contextlib
-    import os
-    import signal
-    import socket
-    import subprocess
+    from experiments.tracking import serve_ui
 
-    from experiments.secrets import safe_url
-    from experiments.tracking import load_config, ui_command
-
-    try:  # a port in use or not ours to bind: say so now, not after the server gives up
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, port))
-    except OSError as e:
-        raise WorkbenchError(
-            f"cannot serve the MLflow UI on {host}:{port} ({e.strerror or e}); "
-            "pass another --port (or stop what uses it)"
-        ) from None
-    cmd = ui_command(load_config(), port, host)
-    shown = " ".join(safe_url(c) for c in cmd[3:])
-    typer.echo(f"MLflow UI on http://{host}:{port}  ({shown})", err=True)
-    # The MLflow server forks workers and job consumers; run it as its own process group
-    # and take the whole group down with us, so no worker outlives the command.
-    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
-
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        code = proc.wait()
-        # The server only returns by itself when it failed to serve.
-        typer.echo(f"error: the MLflow server stopped (exit code {code})", err=True)
-        code = code or 1
-    except KeyboardInterrupt:
-        code = 0
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-    raise typer.Exit(code)
+    raise typer.Exit(serve_ui(port, host, say=lambda text: typer.echo(text, err=True)))
 
 
 def main() -> None:

@@ -23,9 +23,9 @@ def _f(x: Any, spec: str = ".4f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def as_json(obj: Any) -> str:
+def as_json(obj: Any, indent: int | None = None) -> str:
     """One JSON document (non-JSON values such as paths shown with str)."""
-    return json.dumps(obj, ensure_ascii=False, default=str)
+    return json.dumps(obj, ensure_ascii=False, default=str, indent=indent)
 
 
 # ---- progress --------------------------------------------------------------------------------

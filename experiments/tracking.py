@@ -37,7 +37,7 @@ import re
 import subprocess
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -868,3 +868,67 @@ def ui_command(config: TrackingConfig, port: int, host: str = "127.0.0.1") -> li
     if config.artifact_location:
         cmd += ["--default-artifact-root", config.artifact_location]
     return [*cmd, "--host", host, "--port", str(port)]
+
+
+def log_sensitivity(
+    tracker: Tracker, parent_run_id: str, report: dict[str, Any], figures: dict[str, Any]
+) -> None:
+    """A sweep's prompt sensitivity on its parent run (see `experiments.sensitivity`).
+
+    Metrics ``sensitivity.<task>.<model>.<measure>`` (spread, maxp, avgp, sensitiscore,
+    share_prompt_dependent, their ``_ci_low``/``_ci_high`` and ``spread_p_value``; characters
+    MLflow refuses in a name become ``_``, so ``local/smollm2`` stays ``local/smollm2``), the
+    artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
+    ``sensitivity.json`` (the whole report), and the figures.
+    """
+    from experiments.sensitivity import sensitivity_metrics, variance_shares_artifact
+
+    tracker.client.log_dict(parent_run_id, variance_shares_artifact(report), "variance_shares.json")
+    tracker.client.log_dict(parent_run_id, report, "sensitivity.json")
+    tracker._log_metrics(parent_run_id, sensitivity_metrics(report))
+    for filename, fig in figures.items():
+        tracker.client.log_figure(parent_run_id, fig, filename)
+
+
+def serve_ui(port: int, host: str = "127.0.0.1", say: Callable[[str], None] = print) -> int:
+    """Run the MLflow UI on the configured store until interrupted; returns the exit code.
+
+    A port that cannot be bound is a `WorkbenchError` before anything starts. The MLflow
+    server forks workers and job consumers, so it runs as its own process group and the
+    whole group is taken down on the way out: no worker outlives the command. The server
+    only returns by itself when it failed to serve (exit code 1 or its own).
+    """
+    import signal
+    import socket
+
+    try:  # a port in use or not ours to bind: say so now, not after the server gives up
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, port))
+    except OSError as e:
+        raise WorkbenchError(
+            f"cannot serve the MLflow UI on {host}:{port} ({e.strerror or e}); "
+            "pass another --port (or stop what uses it)"
+        ) from None
+    cmd = ui_command(load_config(), port, host)
+    shown = " ".join(safe_url(c) for c in cmd[3:])
+    say(f"MLflow UI on http://{host}:{port}  ({shown})")
+    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        code = proc.wait()
+        say(f"error: the MLflow server stopped (exit code {code})")
+        code = code or 1
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    return code

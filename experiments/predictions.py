@@ -1,0 +1,88 @@
+"""Reading a predictions file (`workbench score`): every bad line is named, never scored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from promptlib.errors import WorkbenchError
+
+
+def read_predictions(
+    path: Path, labels: tuple[str, ...] | None = None, *, multi_label: bool = False
+) -> tuple[list[str], list[str], list[int]]:
+    """Generations, answers and their line numbers from a JSONL predictions file.
+
+    Each line is an object whose "generation" and "answer" are strings (an integer is read
+    as its digits). null, lists, objects, booleans or other numbers are errors, as are
+    answers outside `labels` (compared as LegalBench normalises; for multi-label tasks each
+    comma-separated part), bytes that are not UTF-8 and JSON that cannot be parsed; every
+    error names the file and line.
+    """
+    from experiments.metrics import normalize
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise WorkbenchError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise WorkbenchError(f"{path}: is a directory, not a JSONL file") from None
+    except OSError as e:
+        raise WorkbenchError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from e
+    allowed = {normalize(label) for label in labels} if labels else None
+    gens: list[str] = []
+    answers: list[str] = []
+    lines: list[int] = []
+    for n, raw_line in enumerate(raw.splitlines(), 1):
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise WorkbenchError(
+                f"{path}:{n}: not UTF-8 (byte 0x{raw_line[e.start]:02x} at column {e.start + 1})"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e.msg})") from e
+        except RecursionError:
+            raise WorkbenchError(f"{path}:{n}: JSON nested too deeply to read") from None
+        except ValueError as e:  # e.g. an integer longer than Python reads (4300 digits)
+            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e})") from None
+        if not isinstance(obj, dict):
+            raise WorkbenchError(f"{path}:{n}: expected a JSON object")
+        row: dict[str, str] = {}
+        for key in ("generation", "answer"):
+            if key not in obj:
+                raise WorkbenchError(f"{path}:{n}: missing field {key!r}")
+            value = obj[key]
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            if not isinstance(value, str):
+                kinds = {
+                    bool: "a boolean",
+                    list: "a list",
+                    dict: "an object",
+                    float: "a decimal number",
+                }
+                kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
+                failed = value is None and key == "generation"
+                hint = " (a failed row? rerun it before scoring)" if failed else ""
+                raise WorkbenchError(
+                    f"{path}:{n}: field {key!r} is {kind}, expected a string{hint}"
+                )
+            row[key] = value
+        if allowed is not None:
+            parts = row["answer"].split(",") if multi_label else [row["answer"]]
+            outside = [p.strip() for p in parts if normalize(p) not in allowed]
+            if outside:
+                shown = ", ".join(repr(label) for label in labels or ())
+                raise WorkbenchError(
+                    f"{path}:{n}: answer {outside[0]!r} is not a label of this task "
+                    f"(labels: {shown})"
+                )
+        gens.append(row["generation"])
+        answers.append(row["answer"])
+        lines.append(n)
+    return gens, answers, lines
