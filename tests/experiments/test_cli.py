@@ -151,7 +151,9 @@ def test_version() -> None:
     from importlib.metadata import version
 
     r = workbench("--version")
-    assert r.returncode == 0 and r.stdout.strip() == f"workbench {version('legal-prompt-workbench')}"
+    assert (
+        r.returncode == 0 and r.stdout.strip() == f"workbench {version('legal-prompt-workbench')}"
+    )
 
 
 @pytest.mark.data
