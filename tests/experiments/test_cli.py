@@ -198,3 +198,21 @@ def test_run_with_failing_provider_is_failed_exit_1(lb_dir: Path, tmp_path: Path
     assert "has no score" in r.stderr and "Traceback" not in r.stderr
     saved = Path(summary["predictions"]).read_text().splitlines()
     assert len(saved) == 3 and all(json.loads(x)["error"] for x in saved)
+
+
+def test_comparison_table_shows_each_arms_invalid_rate() -> None:
+    from experiments.output import comparison_table
+
+    row = {
+        "model": "m", "task": "hearsay", "a": "va", "b": "vb", "score_a": 0.7, "score_b": 0.5,
+        "p_value": None, "status": "incomplete trial",
+    }  # fmt: skip
+    trials = [
+        {"model": "m", "task": "hearsay", "variant": "va", "invalid_rate": 0.125},
+        {"model": "m", "task": "hearsay", "variant": "vb", "invalid_rate": None},
+        {"model": "other", "task": "hearsay", "variant": "vb", "invalid_rate": 0.9},
+    ]
+    head, line, *_ = comparison_table([row], trials).splitlines()
+    assert "inv A" in head and "inv B" in head
+    assert " 0.125      - " in line  # vb's rate on model m is unknown, not other's 0.900
+    assert "inv A" not in comparison_table([row])  # no per-trial rows: no column
