@@ -26,11 +26,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from experiments.executors import Executor, LocalExecutor, TrialJob, TrialLost
+from experiments.models import Scoring, default_scoring
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
@@ -89,7 +90,7 @@ class SweepSpec:
     comparisons: tuple[tuple[str, str], ...] | str
     n_resamples: int
     correction: str
-    scoring: str
+    scoring: str | None  # None: per trial, models.default_scoring (loglik for local zero-shot)
     across_tasks: str = "t"
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -169,8 +170,8 @@ def load_spec(path: str | Path) -> SweepSpec:
     correction = doc.get("correction", "holm")
     if correction not in ("holm", "bh"):
         raise SpecError(f"{where}: correction must be holm or bh, not {correction!r}")
-    scoring = doc.get("scoring", "generate")
-    if scoring not in ("generate", "loglik", "loglik-norm"):
+    scoring = doc.get("scoring")
+    if scoring is not None and scoring not in ("generate", "loglik", "loglik-norm"):
         raise SpecError(
             f"{where}: scoring must be generate, loglik or loglik-norm, not {scoring!r}"
         )
@@ -260,6 +261,7 @@ class PlannedTask:
     task: str
     rows: tuple[str, ...]  # the rows every variant of this task is evaluated on
     skipped: str | None = None  # why the task is skipped, if it is
+    has_label_set: bool = False  # log-likelihood scoring needs one
 
 
 def plan_tasks(
@@ -311,7 +313,11 @@ def plan_tasks(
         chosen = select_rows(
             [rows_by_id[i] for i in common or []], limit or spec.limit, spec.sample_seed
         )
-        planned.append(PlannedTask(name, tuple(r["index"] for r in chosen)))
+        planned.append(
+            PlannedTask(
+                name, tuple(r["index"] for r in chosen), has_label_set=bool(task.spec.labels)
+            )
+        )
     return planned
 
 
@@ -366,11 +372,22 @@ def trial_plan(
                     model=model,
                     split=spec.split,
                     seed=spec.sample_seed,
-                    scoring=spec.scoring,  # type: ignore[arg-type]
+                    scoring=trial_scoring(spec, model, nv.variant, pt.has_label_set),
                     rows=pt.rows,
                 )
                 out.append(PlannedTrial(model, pt, nv, ts))
     return out
+
+
+def trial_scoring(
+    spec: SweepSpec, model: str, variant: PromptVariant, has_label_set: bool
+) -> Scoring:
+    """The spec's `scoring:` if it sets one; otherwise log-likelihood for a local model on a
+    zero-shot prompt of a task with a label set (tiny models answer such prompts with prose
+    or an empty line), and generation for everything else."""
+    if spec.scoring is not None:
+        return cast(Scoring, spec.scoring)
+    return default_scoring(model, zero_shot=variant.demos == "none", has_label_set=has_label_set)
 
 
 def sweep_id(
