@@ -601,6 +601,8 @@ class Tracker:
                         compiled,
                         rows,
                         result.spec.variant.label,
+                        # the --limit sample's seed ('seed' is the variant's demo draw)
+                        {"sample_seed": result.spec.seed, "variant_id": result.variant_id},
                         source=source,
                         experiment_id=exp,
                     )

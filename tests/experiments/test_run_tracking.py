@@ -87,6 +87,7 @@ def test_real_model_run_is_tracked_with_its_metrics(smollm_runs: dict[str, Any])
     assert m["invalid_rate"] == pytest.approx(summary["invalid_rate"])
     assert p["task"] == "hearsay" and p["model"] == "local/smollm2" and p["limit"] == "10"
     assert p["split"] == "test" and p["scoring"] == "generate" and p["variant"] == "base"
+    assert p["sample_seed"] == "0" and p["variant_id"] == summary["variant_id"]
     # the on-disk copy stays
     assert Path(smollm_runs["root"], summary["predictions"]).is_file()
 
@@ -188,7 +189,7 @@ def test_sweep_and_report_show_each_arms_invalid_rate(store: tuple[Path, dict[st
     assert 0 < replies.count("Maybe") < len(replies) == 24
     by_variant = {r["variant"]: r["invalid_rate"] for r in rows}
     cmp = json.loads(as_json.stdout)["comparisons"][0]
-    expected = f"{by_variant[cmp['a']]:.3f} {by_variant[cmp['b']]:.3f}"
+    expected = f"{by_variant[cmp['a']]:>6.3f} {by_variant[cmp['b']]:>6.3f}"
     for out in (swept.stdout, shown.stdout):
         lines = out.splitlines()
         assert lines[0].startswith("sweep inv_display")
