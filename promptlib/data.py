@@ -270,13 +270,12 @@ Downloader = Callable[[], str]
 def _hf_download() -> str:
     """Fetch nguha/legalbench's data.tar.gz (the only network call in this module).
 
-    huggingface_hub draws its own download bar on stderr (unless HF_HUB_DISABLE_PROGRESS_BARS
-    is set); a spinner covers the time before the transfer starts.
+    huggingface_hub draws its own download progress bar on stderr (unless
+    HF_HUB_DISABLE_PROGRESS_BARS is set); the extraction that follows has ours (`_bar`).
     """
     from huggingface_hub import hf_hub_download
 
-    with _bar(f"downloading {HF_REPO_ID}"):
-        return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
+    return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
 
 
 @contextlib.contextmanager
