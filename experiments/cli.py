@@ -364,8 +364,9 @@ def run(
     'workbench grade export'.
     """
     from experiments.files import check_writable
+    from experiments.grading import save_keeping_grades
     from experiments.metrics import official_metric
-    from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir, save_trial
+    from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir
     from promptlib.errors import VariantFileError
     from promptlib.variants import load_variant_file, parse_spec
 
@@ -430,15 +431,10 @@ def run(
             result = run_ungraded(resolved, catalog, lm, cache=cache, progress=bar)
         else:
             result = run_trial(resolved, catalog, lm, cache=cache, progress=bar)
-    graded = None
-    if manual:
-        from experiments.grading import carry_grades, previous_grades
-
-        graded = previous_grades(runs_dir() / result.trial_id)
-    out_dir = save_trial(result)  # on disk before tracking: a store failure loses nothing
-    summary = result.summary()
-    if graded is not None:  # a rerun of a graded trial keeps its grades if nothing changed
-        summary.update(carry_grades(out_dir, graded) or {})
+    # on disk before tracking: a store failure loses nothing (hand grades carried over)
+    out_dir, summary = save_keeping_grades(result)
+    if summary.get("grades_dropped"):
+        typer.echo(f"note: {summary['grades_dropped']}", err=True)
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
     if tracker is not None:

@@ -356,6 +356,29 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
     return new_summary
 
 
+def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
+    """`runner.save_trial`, keeping a hand-graded trial's grades across a rerun.
+
+    Returns the folder and the summary to show; when the generations changed since they were
+    graded, the grades are dropped and `grades_dropped` says so.
+    """
+    from experiments.runner import save_trial
+
+    previous = previous_grades(runs_dir() / result.trial_id) if result.metric == MANUAL else None
+    out_dir = save_trial(result)
+    summary = result.summary()
+    if previous is not None:
+        carried = carry_grades(out_dir, previous)
+        if carried is None:
+            summary["grades_dropped"] = (
+                f"the generations of trial {result.trial_id[:12]} changed since they were "
+                "graded; its grades were dropped: export and grade it again"
+            )
+        else:
+            summary.update(carried)
+    return out_dir, summary
+
+
 def previous_grades(trial_dir: Path) -> str | None:
     """The grades.json text of a trial folder, if it was graded."""
     p = trial_dir / "grades.json"
@@ -373,4 +396,5 @@ __all__ = [
     "previous_grades",
     "resolve_ungraded",
     "run_ungraded",
+    "save_keeping_grades",
 ]
