@@ -164,11 +164,12 @@ def variance_share_figure(report: Mapping[str, Any]) -> Any:
         ]
         ax.barh(ys, vals, height=height, xerr=err, color=colors[j % len(colors)], label=m,
                 error_kw={"lw": 0.8, "capsize": 2})  # fmt: skip
-        for y, v in zip(ys, vals, strict=True):
-            ax.text(v + 0.005, y, f"{v:.1%}", va="center", fontsize=7)
+        for y, v, (_, hi) in zip(ys, vals, ci, strict=True):
+            ax.text(max(v, hi) + 0.01, y, f"{v:.1%}", va="center", fontsize=7)
     ax.set_yticks(range(len(order)), order, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1.0)
+    top = max([hi for m in models for _, hi in shares[m]["ci"].values()] or [1.0])
+    ax.set_xlim(0, min(1.0, top + 0.12))
     ax.set_xlabel("share of the variance of per-row correctness (95% bootstrap CI)")
     ax.set_ylabel("factor")
     ax.set_title("What moves per-row correctness: task, item, prompt axes", fontsize=10)
@@ -187,35 +188,45 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
     rows = list(report.get("meta_analysis") or [])
     z = float(norm.ppf(0.975))
     labels: list[str] = []
-    n_lines = sum(len(r["tasks"]) + 1 for r in rows)
-    fig, ax = plt.subplots(figsize=(7.5, 1.4 + 0.28 * max(2, n_lines)))
+    n_lines = sum(len(r["tasks"]) + 2 for r in rows)
+    fig, ax = plt.subplots(figsize=(8.5, 1.6 + 0.26 * max(2, n_lines)), layout="constrained")
     y = 0
+    heads = []
     for r in rows:
+        a, b = r["a"].partition("=")[2], r["b"].partition("=")[2]
+        labels.append(f"{r['axis']}: {a} − {b}  [{r['model']}]")
+        heads.append(y)
+        y += 1
         for task, eff, var in zip(r["tasks"], r["effects"], r["variances"], strict=True):
             half = z * var**0.5
             ax.errorbar(eff, y, xerr=half, fmt="s", color="#4C72B0", ms=4, lw=1, capsize=2)
             labels.append(f"{task}")
             y += 1
-        head = f"pooled: {r['a']} − {r['b']} ({r['model']})"
         if r.get("pooled") is not None:
             lo, hi = r["ci"]
             ax.fill([lo, r["pooled"], hi, r["pooled"]], [y, y - 0.3, y, y + 0.3], color="#C44E52")
-            head += f", τ²={r['tau2']:.3g}, I²={r['i2']:.0%}"
+            labels.append(f"pooled (τ²={r['tau2']:.2g}, I²={r['i2']:.0%})")
         else:
             ax.text(0, y, f"not pooled: {r.get('note')}", fontsize=7, va="center")
-        labels.append(head)
+            labels.append("pooled")
         y += 1
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    for h in heads:
+        ax.get_yticklabels()[h].set_fontweight("bold")
+        ax.axhline(h - 0.5, color="lightgrey", lw=0.6)
     ax.invert_yaxis()
     metric = rows[0]["metric"].replace("_", " ") if rows else "score"
-    ax.set_xlabel(f"difference in {metric} between the two levels (95% CI)")
-    ax.set_ylabel("task / pooled contrast")
-    ax.set_title("Effect of each prompt axis per task, pooled by random effects", fontsize=10)
+    ax.set_xlabel(f"difference in {metric}, first level − second (95% CI)")
+    ax.set_ylabel("axis contrast / task")
+    ax.set_title(
+        "Effect of each prompt axis per task (squares) and pooled\n"
+        "by random effects (diamonds: 95% CI); demonstration draws are not pooled",
+        fontsize=9,
+    )
     if not rows:
         ax.text(0.5, 0.5, "no axis contrast (demonstration draws are not pooled)",
                 ha="center", transform=ax.transAxes, fontsize=8)  # fmt: skip
-    fig.tight_layout()
     return fig
 
 
@@ -231,8 +242,8 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
         variants += [v for v in r["scores"] if v not in variants]
     width = max(6.0, 1.6 + 0.55 * len(variants))
     fig, axes = plt.subplots(
-        len(models), 1, figsize=(width, 1.6 + (0.45 * max(1, len(tasks)) + 1.3) * len(models)),
-        squeeze=False,
+        len(models), 1, figsize=(width, 1.0 + (0.45 * max(1, len(tasks)) + 2.2) * len(models)),
+        squeeze=False, layout="constrained",
     )  # fmt: skip
     image = None
     for ax, model in zip(axes[:, 0], models, strict=True):

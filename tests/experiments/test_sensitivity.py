@@ -10,6 +10,7 @@ full size through the sweep path.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -236,3 +237,32 @@ def test_figures_have_labelled_axes() -> None:
             if ax.get_label() == "<colorbar>":
                 continue
             assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
+    tmp_path: Any,
+) -> None:
+    import json
+
+    from experiments.figures import sensitivity_figures
+    from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
+
+    config = TrackingConfig(
+        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),
+        experiment_prefix="sens-test", prompt_registry=False, source="test",
+    )  # fmt: skip
+    tracker = Tracker(config)
+    parent = tracker.parent_run("grid", "0" * 64, {"spec": "grid.yaml"})
+    trials, _ = simulate(6, n_tasks=2, n_rows=8, models=("local/smollm2",))
+    rep = S.sensitivity_report(trials, n_resamples=100)
+    log_sensitivity(tracker, parent, rep, sensitivity_figures(rep))
+    run = tracker.client.get_run(parent)
+    for measure in ("spread", "avgp", "maxp", "sensitiscore"):
+        key = f"sensitivity.task0.local/smollm2.{measure}"
+        assert run.data.metrics[key] == pytest.approx(rep["per_task"][0][measure])
+    arts = {a.path for a in tracker.client.list_artifacts(parent)}
+    assert {"variance_shares.json", "sensitivity.json", "forest.png"} <= arts
+    path = tracker.client.download_artifacts(parent, "variance_shares.json", str(tmp_path))
+    doc = json.loads(Path(path).read_text())
+    assert sum(doc["local/smollm2"]["shares"].values()) == pytest.approx(1.0)
+    assert set(doc["local/smollm2"]["ci"]) == set(doc["local/smollm2"]["shares"])
