@@ -252,6 +252,13 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
             if r["model"] == model:
                 for v, s in r["scores"].items():
                     grid[tasks.index(r["task"]), variants.index(v)] = s
+        ax.set_xlabel(f"variant ({_variant_axes(variants)})")
+        ax.set_ylabel("task")
+        ax.set_title(f"Score of each prompt variant — {model}", fontsize=10)
+        if not tasks:
+            ax.text(0.5, 0.5, "no task with 2 or more complete variants", ha="center",
+                    transform=ax.transAxes)  # fmt: skip
+            continue
         image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
         for i in range(len(tasks)):
             for j in range(len(variants)):
@@ -262,9 +269,6 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
         ax.set_xticks(range(len(variants)), [_short_variant(v) for v in variants],
                       rotation=45, ha="right", fontsize=7)  # fmt: skip
         ax.set_yticks(range(len(tasks)), tasks, fontsize=8)
-        ax.set_xlabel(f"variant ({_variant_axes(variants)})")
-        ax.set_ylabel("task")
-        ax.set_title(f"Score of each prompt variant — {model}", fontsize=10)
     if image is not None:
         metric = {r["metric"] for r in per_task}
         label = metric.pop().replace("_", " ") if len(metric) == 1 else "official metric"
