@@ -555,7 +555,8 @@ class LiteLLMModel:
             return litellm.text_completion(prompt=prompt, **kwargs)
         return litellm.completion(messages=[{"role": "user", "content": prompt}], **kwargs)
 
-    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+    def _with_retries(self, call: Any) -> tuple[Any, BaseException | None, int]:
+        """(reply, None, attempts), or (None, the last error, attempts) after the retries."""
         from tenacity import (
             RetryError,
             Retrying,
@@ -577,18 +578,23 @@ class LiteLLMModel:
             retry=retry_if_exception(_retryable),
             reraise=False,
         )
-        start = time.perf_counter()
         attempts = 0
         try:
             for attempt in retrying:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
-                    response = self._call(prompt, decoding)
+                    response = call()
         except RetryError as e:
-            exc = e.last_attempt.exception()
-            return self._failure(exc, attempts, start)
+            return None, e.last_attempt.exception(), attempts
         except Exception as e:  # a non-retryable provider error is a row state, not a crash
-            return self._failure(e, attempts, start)
+            return None, e, attempts
+        return response, None, attempts
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        start = time.perf_counter()
+        response, exc, attempts = self._with_retries(lambda: self._call(prompt, decoding))
+        if exc is not None or response is None:
+            return self._failure(exc, attempts, start)
         return self._success(response, attempts, start)
 
     def _failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion:
@@ -722,17 +728,21 @@ def default_scoring(model: str, *, zero_shot: bool, has_label_set: bool) -> Scor
     return "generate"
 
 
-def require_loglik_model(model: str) -> None:
+def require_loglik_model(model: str, api_base: str | None = None) -> None:
     """Raise `ModelError` (one clear line) unless `model` can be scored by log-likelihood.
 
-    Only the bundled local models can: remote APIs do not expose the log-probabilities of a
-    given continuation uniformly.
+    The bundled local models can, and so can a served model behind `api_base` whose
+    completions endpoint returns prompt log-probabilities (``echo`` with ``logprobs``, as
+    vLLM and llama.cpp's server do; checked on the first call). Hosted APIs without an
+    `api_base` do not expose the log-probabilities of a given continuation uniformly.
     """
     if not model.startswith(LOCAL_PROVIDER + "/"):
+        if api_base:
+            return
         raise ModelError(
             f"log-likelihood scoring (--scoring loglik or loglik-norm) needs a local model "
-            f"(e.g. {DEFAULT_MODEL}), not {model!r}: remote APIs do not expose prompt "
-            "log-probabilities uniformly; use --scoring generate"
+            f"(e.g. {DEFAULT_MODEL}) or a served one with --api-base, not {model!r}: remote "
+            "APIs do not expose prompt log-probabilities uniformly; use --scoring generate"
         )
     local_model_path(model.split("/", 1)[1])  # unknown or missing local model: install hint
 
@@ -849,3 +859,102 @@ def _logsoftmax(logits: Any) -> Any:
 
     m = logits.max()
     return logits - m - np.log(np.exp(logits - m).sum())
+
+
+# ---- log-likelihood from a served model -----------------------------------------------------
+class NoPromptLogprobs(ModelError):
+    """The server does not return prompt log-probabilities: loglik scoring is impossible."""
+
+
+def _no_prompt_logprobs(server: str, why: str) -> NoPromptLogprobs:
+    from experiments.secrets import safe_url
+
+    return NoPromptLogprobs(
+        f"the server at {safe_url(server)} does not return prompt log-probabilities ({why}); "
+        "log-likelihood scoring needs a completions endpoint that honours echo with logprobs "
+        "(vLLM, llama.cpp's server with --logits_all true); use --scoring generate"
+    )
+
+
+def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
+    """Sum of the log-probabilities of the tokens of `continuation` in an echoed completion.
+
+    `logprobs` is the OpenAI completions ``choices[0].logprobs`` of ``prompt + continuation``
+    sent with ``echo=True``: ``tokens``, ``token_logprobs`` and ``text_offset`` (character
+    offsets into the echoed text). The continuation's tokens are those starting at or after
+    ``len(prompt)`` and before its end (the generated token after it is left out). A token
+    spanning the boundary means the server's tokenizer merged the prompt's end with the
+    label, so the label has no log-probability of its own: that is an error, not a guess.
+    """
+    if logprobs is None:
+        raise _no_prompt_logprobs(server, "no logprobs in the reply")
+    offsets = _field(logprobs, "text_offset")
+    values = _field(logprobs, "token_logprobs")
+    tokens = _field(logprobs, "tokens")
+    if not offsets or values is None or tokens is None:
+        raise _no_prompt_logprobs(server, "no token offsets or log-probabilities")
+    if not (len(offsets) == len(values) == len(tokens)):
+        raise _no_prompt_logprobs(server, "tokens, offsets and log-probabilities differ in count")
+    start, end = len(prompt), len(prompt) + len(continuation)
+    if min(offsets) >= start:
+        raise _no_prompt_logprobs(server, "the prompt was not echoed")
+    total, found = 0.0, 0
+    for token, offset, value in zip(tokens, offsets, values, strict=True):
+        if offset < start < offset + len(str(token)):
+            raise ModelError(
+                f"the server at {server} tokenizes the end of the prompt together with the "
+                f"label {continuation!r} (token {token!r}): the label's log-likelihood is not "
+                "defined there; end the prompt differently or use --scoring generate"
+            )
+        if start <= offset < end:
+            if not _finite(value) and value != float("-inf"):
+                raise _no_prompt_logprobs(server, f"log-probability {value!r} for {token!r}")
+            total += float(value)
+            found += 1
+    if found == 0:
+        raise _no_prompt_logprobs(server, f"no token of {continuation!r} in the echo")
+    return total
+
+
+class ServedCallError(ModelError):
+    """A served log-likelihood call failed after its retries: a row state, not a crash."""
+
+
+def served_label_logprobs(
+    lm: LiteLLMModel, prompt: str, continuations: Sequence[str]
+) -> list[float]:
+    """Summed log-likelihood of each continuation after `prompt`, from a served model.
+
+    One ``/v1/completions`` call per label through litellm (``echo=True``, ``logprobs=1``,
+    one generated token, temperature 0), with the gateway's retries. The server tokenizes
+    ``prompt + continuation`` as a whole, as lm-evaluation-harness's API models do.
+    """
+    if not lm.api_base:
+        raise ModelError(f"{lm.name}: served log-likelihood needs an api_base")
+    if any(not c for c in continuations):
+        raise ModelError("log-likelihood scoring needs non-empty continuations")
+    litellm = _litellm()
+    out = []
+    for cont in continuations:
+        kwargs: dict[str, Any] = {
+            "model": lm.name,
+            "api_base": lm.api_base,
+            "prompt": prompt + cont,
+            "echo": True,
+            "logprobs": 1,
+            "max_tokens": 1,  # 0 means "no limit" to some servers
+            "temperature": 0.0,
+            "timeout": lm.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        response, exc, attempts = lm._with_retries(lambda kw=kwargs: litellm.text_completion(**kw))
+        if exc is not None:
+            failed = lm._failure(exc, attempts, time.perf_counter())
+            raise ServedCallError(failed.error or "served log-likelihood call failed")
+        choices = _field(response, "choices")
+        if not choices:
+            raise _no_prompt_logprobs(lm.api_base, "no choices in the reply")
+        logprobs = _field(choices[0], "logprobs")
+        out.append(continuation_logprob(logprobs, prompt, cont, lm.api_base))
+    return out

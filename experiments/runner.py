@@ -45,10 +45,12 @@ from experiments.models import (
     Completion,
     Decoding,
     LoglikNorm,
+    ServedCallError,
     label_bytes,
     label_logprobs,
     per_byte_scores,
     pick_label,
+    served_label_logprobs,
 )
 from experiments.models import (
     Scoring as Scoring,  # re-exported: runner.Scoring
@@ -303,6 +305,8 @@ def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
                 f"{task.spec.task_type}: use --scoring generate"
             )
         lm_identity: dict[str, Any] = {"model": spec.model, "mode": "loglik"}
+        if served_api_base(lm):  # a served model: its server is part of its identity
+            lm_identity["api_base"] = served_api_base(lm)
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in labels],
@@ -330,7 +334,15 @@ def run_trial(
     prompts = [compiled.render(r) for r in rows]
     labels = task.spec.labels
     if spec.scoring in LOGLIK:
-        completions, hits = _loglik(spec, task, compiled, prompts, cache, progress)
+        completions, hits = _loglik(
+            spec,
+            task,
+            compiled,
+            prompts,
+            cache,
+            progress,
+            served=lm if served_api_base(lm) else None,
+        )
     else:
         decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
         completions, hits = _generate(lm, prompts, decoding, cache, progress)
@@ -434,6 +446,7 @@ def _loglik(
     prompts: Sequence[str],
     cache: ResponseCache | None,
     progress: Progress | None,
+    served: LM | None = None,
 ) -> tuple[list[Completion], list[bool]]:
     """Pick the label with the highest log-likelihood as a continuation of the prompt.
 
@@ -447,7 +460,14 @@ def _loglik(
     assert labels, "resolve_trial checks the label set"
     how = LOGLIK[spec.scoring]
     conts = [compiled.answer_join + label for label in labels]
-    identity = {"model": spec.model, "mode": "loglik", "loglik": how, "continuations": conts}
+    identity: dict[str, Any] = {
+        "model": spec.model,
+        "mode": "loglik",
+        "loglik": how,
+        "continuations": conts,
+    }
+    if served is not None:  # a served model's sums come from its server (and its tokenizer)
+        identity["api_base"] = served_api_base(served)
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
     hits: list[bool] = []
@@ -459,7 +479,17 @@ def _loglik(
             hits.append(True)
         else:
             t0 = time.perf_counter()
-            sums = label_logprobs(spec.model, prompt, conts)
+            if served is not None:
+                try:
+                    sums = served_label_logprobs(served, prompt, conts)  # type: ignore[arg-type]
+                except ServedCallError as e:  # the call failed after retries: a row state
+                    out.append(Completion(None, latency=time.perf_counter() - t0, error=str(e)))
+                    hits.append(False)
+                    if progress:
+                        progress(n, len(prompts))
+                    continue
+            else:
+                sums = label_logprobs(spec.model, prompt, conts)
             best = pick_label(sums, labels, how)
             comp = Completion(
                 text=labels[best],
@@ -481,6 +511,14 @@ def _loglik(
         if progress:
             progress(n, len(prompts))
     return out, hits
+
+
+def served_api_base(lm: LM) -> str | None:
+    """The api_base of a served (non-local) model, else None."""
+    base = getattr(lm, "api_base", None)
+    if not isinstance(base, str) or not base or getattr(lm, "is_local", False):
+        return None
+    return base
 
 
 # ---- saving --------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
   content; completion: ``text: null``), ``list_content`` (content / text is a list),
   ``not_json`` (an HTML body).
 
+A completion sent with ``echo`` and ``logprobs`` gets ``logprobs: null`` (a server that does
+not return prompt log-probabilities), or, with ``echo_logprobs=True``, the echoed text with
+deterministic per-token log-probabilities (`stub_logprobs`), as vLLM and llama.cpp's server.
+
     python -m experiments.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
 """
 
@@ -36,6 +40,36 @@ from typing import Any
 def hashed_yes_no(prompt: str) -> str:
     """A deterministic, prompt-dependent Yes/No: different prompts score differently."""
     return "Yes" if hashlib.sha256(prompt.encode()).digest()[0] % 2 else "No"
+
+
+def stub_token_logprob(token: str) -> float:
+    """A deterministic log-probability in (-10, 0] for a token."""
+    return -(hashlib.sha256(token.encode()).digest()[0] % 100) / 10
+
+
+def stub_tokens(text: str) -> list[str]:
+    """The stub's tokenizer: each run of spaces is glued to the word after it."""
+    import re
+
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def stub_logprobs(text: str) -> dict[str, Any]:
+    """OpenAI completions ``logprobs`` for an echoed `text` (first token: None, as OpenAI)."""
+    tokens = stub_tokens(text)
+    offsets, at = [], 0
+    for token in tokens:
+        offsets.append(at)
+        at += len(token)
+    values: list[float | None] = [stub_token_logprob(t) for t in tokens]
+    if values:
+        values[0] = None
+    return {
+        "tokens": tokens,
+        "token_logprobs": values,
+        "text_offset": offsets,
+        "top_logprobs": [None] * len(tokens),
+    }
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -64,6 +98,7 @@ class StubOpenAI:
         script: list[str] | None = None,
         rate_limit_headers: dict[str, str] | None = None,
         port: int = 0,
+        echo_logprobs: bool = False,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -75,6 +110,9 @@ class StubOpenAI:
         self.fail_fn = fail_fn  # prompts it returns True for always get a 500 (persistent)
         self.script = list(script or [])  # explicit per-request outcomes, consumed first
         self.rate_limit_headers = rate_limit_headers  # sent with 429s instead of Retry-After
+        # answer completions sent with echo and logprobs with the prompt's log-probabilities
+        # (`stub_logprobs`), as vLLM and llama.cpp's server do; otherwise logprobs is null
+        self.echo_logprobs = echo_logprobs
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
@@ -187,6 +225,11 @@ class StubOpenAI:
                     obj = "chat.completion"
                 else:
                     choice = {"index": 0, "text": content, "finish_reason": "stop"}
+                    if body.get("echo") and body.get("logprobs") is not None:
+                        choice["logprobs"] = None
+                        if stub.echo_logprobs:
+                            choice["text"] = prompt + str(content)
+                            choice["logprobs"] = stub_logprobs(prompt + str(content))
                     obj = "text_completion"
                 choices = [] if outcome == "empty_choices" else [choice]
                 return self._send(
