@@ -225,8 +225,8 @@ def correct(rows: list[dict[str, Any]], method: str) -> None:
     ps = [r["p_value"] for r in tested]
     holm = stats.holm(ps) if ps else []
     bh = stats.benjamini_hochberg(ps) if ps else []
-    for r in rows:
-        r["p_holm"] = r["p_bh"] = r["p_corrected"] = None
+    for r in rows:  # every row has every key (comparisons.csv takes its columns from row 1)
+        r["p_holm"] = r["p_bh"] = r["p_corrected"] = r["correction"] = r["family_size"] = None
     for r, ph, pb in zip(tested, holm, bh, strict=True):
         r["p_holm"], r["p_bh"] = ph, pb
         r["p_corrected"] = ph if method == "holm" else pb

@@ -22,6 +22,7 @@ reaches the driver.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -100,30 +101,19 @@ class _OneTask:
 
 
 def _preload_local(name: str, n_threads: int) -> None:
-    """Load a bundled model into this process with `n_threads` threads (one per CPU Ray gave
-    the actor, not one per core of the node), where `experiments.models` finds it."""
+    """Load a bundled model in this actor with `n_threads` threads: the CPUs Ray gave the
+    actor, not every core of the node (llama.cpp would oversubscribe them)."""
+    from unittest import mock
+
     from experiments import models
 
     if not name.startswith(models.LOCAL_PROVIDER + "/"):
         return
-    short = name.split("/", 1)[1]
-    with models._LOCK:
-        if short in models._LOADED:
-            return
-        from llama_cpp import Llama
-
-        if not models._LOADED:
-            import atexit
-
-            atexit.register(models._close_local_models)
-        models._LOADED[short] = Llama(
-            model_path=models.local_model_path(short),
-            n_ctx=int(os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")),
-            n_threads=n_threads,
-            seed=0,
-            logits_all=False,
-            verbose=False,
-        )
+    os.environ["WORKBENCH_LOCAL_N_THREADS"] = str(n_threads)
+    # `load_local` sizes its thread pool by os.cpu_count(); in this actor process that is
+    # the actor's share. Same loader, so every other setting is as in a local run.
+    with mock.patch.object(os, "cpu_count", return_value=n_threads):
+        models.load_local(name.split("/", 1)[1])
 
 
 class TrialWorker:
@@ -235,11 +225,15 @@ class RayExecutor:
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
     ) -> Iterator[tuple[TrialJob, TrialResult | TrialLost]]:
         ray = self.ray
+        source = iter(jobs)
+        first = next(source, None)
+        if first is None:  # every trial resumed or held by a peer: start no actor
+            return
+        source = itertools.chain([first], source)
         if not self._actors:
             self._spawn(str(cache.directory) if cache is not None else None)
         free = list(self._actors)
         running: dict[Any, tuple[TrialJob, Any]] = {}
-        source = iter(jobs)
         exhausted = False
         died = _worker_died()
         while True:
@@ -262,8 +256,8 @@ class RayExecutor:
                 cause = e.cause if isinstance(e.cause, BaseException) else None
                 raise (cause or ExecutorError(str(e))) from None
             except died as e:
-                first = str(e).strip().splitlines()
-                result = TrialLost(f"Ray worker lost: {first[0][:200] if first else e}")
+                lines = str(e).strip().splitlines()
+                result = TrialLost(f"Ray worker lost: {lines[0][:200] if lines else e}")
             yield job, result
             if isinstance(result, TrialLost):
                 self._actors.remove(actor)
