@@ -144,7 +144,10 @@ def _group(trials: Sequence[Trial]) -> Group:
         answers=answers,
         generations=tuple(gens),
         correct=np.asarray(corr, dtype=np.float64).T,
-        scores=tuple(float(t.score) for t in trials if t.score is not None),
+        # the trials' own scores, to check the recomputed ones against (same rows only)
+        scores=tuple(float(t.score) for t in trials if t.score is not None)
+        if all(len(t.indices) == len(indices) for t in trials)
+        else (),
     )
 
 
@@ -217,6 +220,14 @@ def task_measures(
     rng = np.random.default_rng(seed)
     counts = _resample_counts(_strata(group), n_resamples, rng)
     observed = _variant_scores(group, np.ones((1, len(group.indices))))[0]
+    if len(group.scores) == len(observed) and not np.allclose(
+        observed, group.scores, rtol=0, atol=1e-9
+    ):
+        raise AssertionError(
+            f"{group.task} ({group.model}): scores recomputed from the generations "
+            f"{observed.tolist()} are not the trials' scores {list(group.scores)}; refusing "
+            "to report the sensitivity of another quantity"
+        )
     boot = _variant_scores(group, counts)
     test = stats.range_permutation_test(
         list(group.answers), [list(g) for g in group.generations], metric=group.metric,
@@ -588,8 +599,12 @@ def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
         common = sorted(set.intersection(*(set(g.variants) for g in mine)))
         if len(common) < 2:
             continue
-        score = np.array([[dict(zip(g.variants, g.scores, strict=True))[v] for v in common]
-                          for g in mine])  # fmt: skip
+
+        def scores_of(g: Group) -> dict[str, float]:
+            values = _variant_scores(g, np.ones((1, len(g.indices))))[0]
+            return dict(zip(g.variants, values.tolist(), strict=True))
+
+        score = np.array([[sc[v] for v in common] for sc in map(scores_of, mine)])
         taus = []
         for i, j in itertools.combinations(range(len(common)), 2):
             t = kendalltau(score[:, i], score[:, j]).statistic
