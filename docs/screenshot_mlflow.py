@@ -28,9 +28,12 @@ from pathlib import Path
 MIN_BYTES = 60_000  # a loaded compare view with tables; a spinner page is a few kB
 
 
+HOST = "127.0.0.1"
+
+
 def free_port() -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((HOST, 0))
         return int(s.getsockname()[1])
 
 
@@ -78,13 +81,13 @@ def main() -> int:
         print("error: chromium not found (apt-get install chromium)", file=sys.stderr)
         return 2
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{HOST}:{port}"
     ui = subprocess.Popen(
-        [sys.executable, "-m", "experiments.cli", "ui", "--port", str(port)],
+        [sys.executable, "-m", "experiments.cli", "ui", "--port", str(port), "--host", HOST],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + 300
         while True:
             try:
                 urllib.request.urlopen(base + "/", timeout=2)
@@ -102,7 +105,7 @@ def main() -> int:
             shoot(chromium, url, tmp, args.size, args.budget)
             if tmp.is_file() and tmp.stat().st_size >= MIN_BYTES:
                 os.replace(tmp, args.out)
-                print(f"{args.out}: {url.replace(base, 'http://127.0.0.1:5000')}")
+                print(f"{args.out}: {url}")
                 return 0
         tmp.unlink(missing_ok=True)
         print(f"error: the screenshot of {url} stayed nearly empty", file=sys.stderr)
