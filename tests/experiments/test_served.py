@@ -178,7 +178,7 @@ def test_served_generation_equals_local_row_by_row(
     env = {**workbench_env(tmp_path, lb_dir, "served"), "WORKBENCH_RUNS_DIR": str(tmp_path / "r")}
     rows = {}
     for name, extra in (
-        ("served", ["--model", "openai/smollm2", "--api-base", llama_server]),
+        ("served", ["--model", "openai/smollm2", "--api-base", llama_server, "--timeout", "600"]),
         ("local", ["--model", "local/smollm2"]),
     ):
         cmd = [sys.executable, "-m", "experiments.cli", "run", "hearsay", "--limit", "10"]
@@ -200,7 +200,7 @@ def test_served_generation_equals_local_row_by_row(
 @pytest.mark.data
 def test_served_loglik_picks_the_local_labels(llama_server: str, catalog: Catalog) -> None:
     """Zero-shot prompts (short: llama.cpp's server sorts the vocabulary for every token)."""
-    served_lm = get_model("openai/smollm2", api_base=llama_server, mode="completion")
+    served_lm = get_model("openai/smollm2", api_base=llama_server, mode="completion", timeout=900.0)
     served = run_trial(_loglik_spec("openai/smollm2", 6, "demos=none"), catalog, served_lm)
     local = run_trial(
         _loglik_spec("local/smollm2", 6, "demos=none"), catalog, get_model("local/smollm2")
