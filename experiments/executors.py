@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 # Settings a worker process needs from the driver's environment. Provider API keys are *not*
 # forwarded (they would be stored in the cluster's runtime environment): set them on each
 # node before `ray start`. A local instance (no address) inherits the driver's environment.
-FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WORKBENCH_LOCAL_N_CTX")
+FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WORKBENCH_LOCAL_N_CTX", "OMP_WAIT_POLICY")
 
 
 class ExecutorError(WorkbenchError):

@@ -341,3 +341,13 @@ def test_best_vs_worst_uses_the_range_test_and_says_so(lb_dir: Path, tmp_path: P
     assert across["test"].startswith("Fisher") and across["n_tasks"] == 2
     assert "range permutation test" in text.stdout and "across tasks:" in text.stdout
     assert "Fisher" in text.stdout
+
+
+def test_executor_choice_errors_name_the_option() -> None:
+    from experiments.executors import ExecutorError, LocalExecutor, get_executor
+
+    assert isinstance(get_executor("local"), LocalExecutor)
+    with pytest.raises(ExecutorError, match="--ray-address needs --executor ray"):
+        get_executor("local", "auto")
+    with pytest.raises(ExecutorError, match="--executor must be local or ray, not 'dask'"):
+        get_executor("dask")
