@@ -268,9 +268,17 @@ def task_measures(
     for name, (est, dist) in values.items():
         out[name] = est
         out[f"{name}_ci"] = _ci(np.asarray(dist, dtype=np.float64))
+    smallest = int(np.bincount(_strata(group)).min())
+    unit = "class" if group.metric in stats.STRATIFIED_METRICS else "sample"
+    out["ci_unreliable"] = smallest < stats.MIN_CLASS_ROWS
     out["note"] = (
         "spread's bootstrap CI is biased upwards (max - min of noisy scores); read it with the "
         "range test's p-value"
+        + (
+            f"; CIs unreliable: the smallest {unit} has {smallest} rows (< {stats.MIN_CLASS_ROWS})"
+            if out["ci_unreliable"]
+            else ""
+        )
     )
     return out, counts, boot
 
@@ -759,8 +767,9 @@ def format_sensitivity(report: dict[str, Any]) -> str:
                 f"{_fmt(r['sensitiscore'])} [{_fmt(r['sensitiscore_ci'][0])}, "
                 f"{_fmt(r['sensitiscore_ci'][1])}]"
             )
+            flag = "!" if r.get("ci_unreliable") else " "
             lines.append(
-                f"{r['task'][:28]:<28} {r['model'][:16]:<16} {r['n_variants']:>2} {sp:<22} "
+                f"{r['task'][:27] + flag:<28} {r['model'][:16]:<16} {r['n_variants']:>2} {sp:<22} "
                 f"{_fmt(r['spread_p_value']):>6} {_fmt(r['maxp']):>6} {_fmt(r['avgp']):>6} "
                 f"{ss:<21} {_fmt(r['share_prompt_dependent']):>8}"
             )
@@ -768,6 +777,10 @@ def format_sensitivity(report: dict[str, Any]) -> str:
             f"(metric: each task's official metric; CIs: {report['per_task'][0]['ci_method']}; "
             "p: range permutation test of the spread)"
         )
+        if any(r.get("ci_unreliable") for r in report["per_task"]):
+            lines.append(
+                f"! CIs unreliable: the smallest answer class has < {stats.MIN_CLASS_ROWS} rows"
+            )
     for model, v in report.get("variance_shares", {}).items():
         lines.append("")
         lines.append(f"Variance of per-row correctness, {model} ({v['n_observations']} obs.)")

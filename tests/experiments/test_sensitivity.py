@@ -104,6 +104,8 @@ def test_measures_of_a_hand_computed_example() -> None:
         lo, hi = row[f"{m}_ci"]
         assert lo <= hi
     assert 0 < row["spread_p_value"] <= 1
+    assert row["ci_unreliable"]  # 3 rows per answer class: flagged, and marked in the text
+    assert "! CIs unreliable" in S.format_sensitivity(rep)
 
 
 def test_an_incomplete_trial_is_excluded_with_a_note_not_scored_as_wrong() -> None:
