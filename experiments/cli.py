@@ -539,6 +539,18 @@ def sweep(
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
+    executor: Annotated[
+        str,
+        typer.Option("--executor", help="Where trials run: local (this process) or ray."),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: a "
+            "private local Ray instance). See docs/scale-out.md.",
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
     from experiments.sweeps import load_spec, plan_tasks, trial_plan
@@ -569,30 +581,37 @@ def sweep(
         )
         return
 
+    from experiments.executors import check_choice, get_executor
     from experiments.files import check_writable
     from experiments.secrets import safe_url
     from experiments.sweeps import run_sweep
     from experiments.tracking import Tracker
 
+    check_choice(executor, ray_address)
     tracker = Tracker()
     outputs = [("sweep reports", Path("reports")), *setup.cache_outputs()]
     artifacts = tracker.artifact_dir()
     if artifacts is not None:
         outputs.append(("MLflow artifacts", artifacts))
     check_writable(outputs)
-    with output.progress_bar(f"sweep {spec.name}") as bar:
-        result = run_sweep(
-            spec,
-            catalog,
-            models=models,
-            only=only,
-            limit=limit,
-            tracker=tracker,
-            lm_factory=setup.lm,
-            cache=setup.cache(),
-            progress=bar,
-            reports_dir=Path("reports"),
-        )
+    runner = get_executor(executor, ray_address)
+    try:
+        with output.progress_bar(f"sweep {spec.name}") as bar:
+            result = run_sweep(
+                spec,
+                catalog,
+                models=models,
+                only=only,
+                limit=limit,
+                tracker=tracker,
+                lm_factory=setup.lm,
+                cache=setup.cache(),
+                progress=bar,
+                reports_dir=Path("reports"),
+                executor=runner,
+            )
+    finally:
+        runner.close()
     if "trial_rows" not in result:  # per-trial invalid-output rates, from the child runs
         result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
     if as_json:

@@ -277,12 +277,15 @@ class RayExecutor:
             self._started = False
 
 
+def check_choice(name: str, address: str | None = None) -> None:
+    """Refuse a wrong ``--executor``/``--ray-address`` pair before anything starts."""
+    if name not in ("local", "ray"):
+        raise ExecutorError(f"--executor must be local or ray, not {name!r}")
+    if name == "local" and address is not None:
+        raise ExecutorError("--ray-address needs --executor ray")
+
+
 def get_executor(name: str, address: str | None = None) -> Executor:
     """The executor behind ``--executor local|ray`` and ``--ray-address``."""
-    if name == "local":
-        if address is not None:
-            raise ExecutorError("--ray-address needs --executor ray")
-        return LocalExecutor()
-    if name == "ray":
-        return RayExecutor(address)
-    raise ExecutorError(f"--executor must be local or ray, not {name!r}")
+    check_choice(name, address)
+    return LocalExecutor() if name == "local" else RayExecutor(address)
