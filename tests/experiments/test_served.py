@@ -198,12 +198,22 @@ def test_served_generation_equals_local_row_by_row(
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.data
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "llama-cpp-python 0.3.36's server shifts echoed prompt logprobs by one token for "
+        "models without a BOS token (SmolLM2): it reports log P(t_k | t_<=k) for t_k "
+        "(measured: ' Yes' after 'Q: Is the sky blue?\nA:' gets -11.2047, which local "
+        "scoring gives for ' Yes' after '...A: Yes'; the right value is -2.8225). "
+        "Strict: this fails loudly once upstream is fixed."
+    ),
+)
 def test_served_loglik_picks_the_local_labels(llama_server: str, catalog: Catalog) -> None:
     """Zero-shot prompts (short: llama.cpp's server sorts the vocabulary for every token)."""
     served_lm = get_model("openai/smollm2", api_base=llama_server, mode="completion", timeout=900.0)
-    served = run_trial(_loglik_spec("openai/smollm2", 6, "demos=none"), catalog, served_lm)
+    served = run_trial(_loglik_spec("openai/smollm2", 4, "demos=none"), catalog, served_lm)
     local = run_trial(
-        _loglik_spec("local/smollm2", 6, "demos=none"), catalog, get_model("local/smollm2")
+        _loglik_spec("local/smollm2", 4, "demos=none"), catalog, get_model("local/smollm2")
     )
     assert served.complete and local.complete
     assert [p.parsed for p in served.predictions] == [p.parsed for p in local.predictions]
