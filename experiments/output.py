@@ -244,6 +244,12 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
     lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
     lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
     lines.append(across_table(result["across_tasks"]))
+    sens = result.get("sensitivity") or {}
+    if sens.get("per_task") or sens.get("error"):
+        lines.append(
+            sens.get("error")
+            or f"prompt sensitivity: workbench report {result['sweep']}  (section at the end)"
+        )
     lines.append(f"figures and table: reports/{result['sweep']}/ ; MLflow: {tracking_uri}")
     return "\n".join(lines)
 
@@ -276,7 +282,19 @@ def sweep_report(
         "rows failed); rerun the sweep to resume"
         for t in doc.get("incomplete") or []
     ]
+    lines.append(sensitivity_section(doc.get("sensitivity")))
     return "\n".join(lines)
+
+
+def sensitivity_section(sens: dict[str, Any] | None) -> str:
+    """The prompt-sensitivity section of `workbench report` (`experiments.sensitivity`)."""
+    if not sens:
+        return "prompt sensitivity: not computed for this sweep (run it again to add it)"
+    if sens.get("error"):
+        return f"prompt sensitivity: {sens['error']}"
+    from experiments.sensitivity import format_sensitivity
+
+    return format_sensitivity(sens)
 
 
 def dry_run(items: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> str:

@@ -548,10 +548,20 @@ def run_sweep(
              "status": o.status, "n_errors": o.n_errors, "n": len(o.indices)}
             for o in ordered if not o.complete
         ]  # fmt: skip
-        doc = {"comparisons": table, "across_tasks": across, "incomplete": incomplete}
+        sens, sens_figures = _sensitivity(spec, ordered)
+        doc = {
+            "comparisons": table,
+            "across_tasks": across,
+            "incomplete": incomplete,
+            "sensitivity": sens,
+        }
         if reports_dir is not None:
-            _write_report(reports_dir / spec.name, doc, figures)
+            _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
         tracker.log_comparisons(parent, doc, figures)
+        if sens.get("per_task"):
+            from experiments.tracking import log_sensitivity
+
+            log_sensitivity(tracker, parent, sens, sens_figures)
         ok = not incomplete
     finally:
         for stack in held.values():
@@ -568,7 +578,28 @@ def run_sweep(
         "incomplete": incomplete,
         "comparisons": table,
         "across_tasks": across,
+        "sensitivity": sens,
     }
+
+
+def _sensitivity(
+    spec: SweepSpec, ordered: list[TrialOutcome]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The sweep's prompt-sensitivity report and its figures (`experiments.sensitivity`).
+
+    A report the analysis refuses (e.g. scores it cannot reproduce from the generations) is
+    recorded as an error beside the comparisons, which stand on their own: never a number.
+    """
+    from experiments.figures import sensitivity_figures
+    from experiments.sensitivity import sensitivity_report
+
+    if len(spec.variants) < 2:
+        return {"per_task": [], "notes": ["one variant: nothing to compare"]}, {}
+    try:
+        sens = sensitivity_report(ordered, n_resamples=spec.n_resamples)
+    except (ValueError, AssertionError) as e:
+        return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
+    return sens, (sensitivity_figures(sens) if sens.get("per_task") else {})
 
 
 def _outcome(

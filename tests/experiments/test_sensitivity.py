@@ -269,3 +269,73 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     doc = json.loads(Path(path).read_text())
     assert sum(doc["local/smollm2"]["shares"].values()) == pytest.approx(1.0)
     assert set(doc["local/smollm2"]["ci"]) == set(doc["local/smollm2"]["shares"])
+
+
+GRID = """
+name: sens_check
+tasks: [hearsay, personal_jurisdiction]
+fixed: {demos: none}
+axes:
+  instruction: [reference, description]
+comparisons: [[instruction=reference, instruction=description]]
+n_resamples: 200
+"""
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_sweep_reports_and_logs_its_sensitivity(lb_dir: Path, tmp_path: Path) -> None:
+    """The wiring: `workbench sweep` logs metrics, variance_shares.json and the figures on the
+    parent run, and `workbench report` prints the section with the same numbers."""
+    import json
+    import subprocess
+    import sys
+
+    import mlflow
+
+    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from tests.conftest import workbench_env
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(GRID)
+    env = {**workbench_env(tmp_path, lb_dir, "test"), "OPENAI_API_KEY": "sk-dummy-key-for-stub"}
+    base = [sys.executable, "-m", "experiments.cli"]
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        run = subprocess.run(
+            [*base, "sweep", str(spec), "--model", "openai/stub", "--api-base", stub.url,
+             "--limit", "20", "--json"],
+            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    sens = result["sensitivity"]
+    assert {(r["task"], r["model"]) for r in sens["per_task"]} == {
+        ("hearsay", "openai/stub"),
+        ("personal_jurisdiction", "openai/stub"),
+    }
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    parent = client.get_run(result["parent_run_id"])
+    metrics = parent.data.metrics
+    for measure in ("spread", "avgp", "maxp", "sensitiscore"):
+        assert f"sensitivity.hearsay.openai/stub.{measure}" in metrics, sorted(metrics)
+    hearsay = next(r for r in sens["per_task"] if r["task"] == "hearsay")
+    assert metrics["sensitivity.hearsay.openai/stub.spread"] == pytest.approx(
+        hearsay["spread"]["estimate"] if isinstance(hearsay["spread"], dict) else hearsay["spread"]
+    )
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"variance_shares.json", "sensitivity.json"} <= artifacts, artifacts
+    assert any(a.endswith(".png") and "forest" in a for a in artifacts), artifacts
+    shares = json.loads(
+        Path(
+            client.download_artifacts(parent.info.run_id, "variance_shares.json", str(tmp_path))
+        ).read_text()
+    )
+    for per_model in shares.values():
+        assert sum(per_model["shares"].values()) == pytest.approx(1.0)
+    rep = subprocess.run(
+        [*base, "report", "sens_check"], env=env, capture_output=True, text=True, cwd=tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert rep.returncode == 0, rep.stderr
+    assert "Prompt sensitivity" in rep.stdout
+    assert (tmp_path / "reports" / "sens_check").is_dir() or "reports" in run.stdout
