@@ -24,7 +24,7 @@ $(VENV)/.setup-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,local]'
+	$(BIN)/pip install --quiet -e '.[dev,local,server,ray]'
 	touch $@
 
 setup: $(VENV)/.setup-local
@@ -49,9 +49,10 @@ lint: setup-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-## test: lint, type-check, then every test (data-backed ones included)
+## test: lint, type-check, then every test (data-, model- and cluster-backed ones included),
+## two at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers)
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
