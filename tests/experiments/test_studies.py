@@ -1,5 +1,6 @@
-"""The paper's three studies on the embedded model, tracked in MLflow, then read back: by
-`workbench report`, by the analysis notebook (nbclient), and in the MLflow UI (Chromium)."""
+"""The paper's three studies and the `make demo` study on the embedded models, tracked in
+MLflow, then read back: by `workbench report`, by the analysis notebook (nbclient), and in the
+MLflow UI (Chromium). Every sweep runs once, in one module-scoped store, on few rows."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -22,11 +24,20 @@ from tests.conftest import workbench_env
 
 pytestmark = [pytest.mark.model, pytest.mark.data, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
+LIMIT = 20  # rows per task: enough for a p-value, small enough for CI's budget
+DEMO_LIMIT = 10  # the demo spec (3 tasks x 2 variants x 2 models) on fewer rows
 STUDIES = {
     "reference_vs_description": ("hearsay", "instruction"),
     "plain_vs_technical": ("proa", "register"),
     "demo_resampling": ("overruling", "seed"),
 }
+
+
+def _sweep(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "sweep", *args],
+        env=env, cwd=root, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -35,30 +46,15 @@ def store(tmp_path_factory: pytest.TempPathFactory, lb_dir: Path) -> dict[str, A
     env = workbench_env(root, lb_dir, "study")
     outputs = {}
     for study, (task, _) in STUDIES.items():
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "experiments.cli",
-                "sweep",
-                str(REPO / "ablations" / f"{study}.yaml"),
-                "--model",
-                "local/smollm2",
-                "--tasks",
-                task,
-                "--limit",
-                "40",
-                "--json",
-            ],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
+        spec = str(REPO / "ablations" / f"{study}.yaml")
+        args = ["--model", "local/smollm2", "--tasks", task, "--limit", str(LIMIT), "--json"]
+        r = _sweep(root, env, spec, *args)
         assert r.returncode == 0, r.stderr[-3000:]
         outputs[study] = json.loads(r.stdout)
-    return {"root": root, "env": env, "outputs": outputs}
+    # the demo as `make demo` runs it (human-readable output), on fewer rows
+    demo = _sweep(root, env, str(REPO / "ablations" / "demo.yaml"), "--limit", str(DEMO_LIMIT))
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    return {"root": root, "env": env, "outputs": outputs, "demo_stdout": demo.stdout}
 
 
 def _client(root: Path) -> Any:
@@ -84,7 +80,7 @@ def test_study_is_tracked_with_parent_children_pvalue_and_figure(
     assert all(c.data.tags["mlflow.parentRunId"] == parent.info.run_id for c in children)
     assert all(axis in c.data.params and c.data.params["task"] == task for c in children)
     assert len({c.data.params[axis] for c in children}) == n_variants
-    assert all(c.data.params["n_rows"] == "40" for c in children)
+    assert all(c.data.params["n_rows"] == str(LIMIT) for c in children)
     p_metrics = [k for k in parent.data.metrics if k.startswith("p_value.")]
     assert len(p_metrics) == 1 and 0 < parent.data.metrics[p_metrics[0]] <= 1
     artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
@@ -112,6 +108,34 @@ def test_report_prints_the_table_from_mlflow(store: dict[str, Any]) -> None:
         env=store["env"], cwd=store["root"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert missing.returncode == 2 and "no sweep named 'no_such_sweep'" in missing.stderr
+
+
+def test_demo_prints_a_cross_model_table_with_p_values(store: dict[str, Any]) -> None:
+    """What `make demo` shows: both embedded models, every comparison tested, figures."""
+    out = store["demo_stdout"]
+    assert out.startswith("sweep demo: 12 trials")  # 3 tasks x 2 variants x 2 models
+    r = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "report", "demo", "--json"],
+        env=store["env"], cwd=store["root"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    table = json.loads(r.stdout)["comparisons"]
+    assert {(row["model"], row["task"]) for row in table} == {
+        (m, t)
+        for m in ("local/smollm2", "local/gemma3-270m")
+        for t in ("hearsay", "abercrombie", "personal_jurisdiction")
+    }
+    for row in table:  # loglik scoring: every trial completes, so every pair is tested
+        assert row["p_value"] is not None and 0 < row["p_value"] <= 1
+        assert row["n"] == DEMO_LIMIT
+        # the printed table shows this row's p-value on the row's line
+        assert any(
+            row["task"] in line and f"{row['p_value']:.4f}" in line for line in out.splitlines()
+        ), out
+    across = [line for line in out.splitlines() if " over 3 tasks, p = " in line]
+    assert len(across) == 2  # one across-task t-test per model
+    figures = sorted(p.name for p in (store["root"] / "reports" / "demo").glob("figure_*.png"))
+    assert figures == ["figure_demo_local_gemma3_270m.png", "figure_demo_local_smollm2.png"]
 
 
 def test_analysis_notebook_rebuilds_the_table(store: dict[str, Any]) -> None:
@@ -167,32 +191,44 @@ def test_mlflow_ui_shows_the_runs_in_headless_chromium(store: dict[str, Any]) ->
                 break
             except OSError:
                 time.sleep(0.5)
-        exp = _client(store["root"]).get_experiment_by_name("study/demo_resampling")
-        url = f"http://127.0.0.1:{port}/#/experiments/{exp.experiment_id}/runs"
+        client = _client(store["root"])
+        exp = client.get_experiment_by_name("study/demo")
+        children = client.search_runs(
+            [exp.experiment_id], filter_string="tags.`workbench.kind` = 'trial'"
+        )
+        assert len(children) == 12
+        base = f"http://127.0.0.1:{port}/#"
+        runs = quote(json.dumps([c.info.run_id for c in children]))
+        compare = (
+            f"{base}/compare-runs?runs={runs}&experiments={quote(json.dumps([exp.experiment_id]))}"
+        )
         flags = [
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={store['root'] / 'chromium'}", "--virtual-time-budget=30000",
             "--window-size=1400,900",
         ]  # fmt: skip
-        text = ""
-        for _ in range(3):  # the UI's first page load can outrun its API: retry
-            dom = subprocess.run(
-                [chromium, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=180
-            ).stdout
-            text = re.sub(r"<[^>]+>", "", dom)
-            if "matching runs" in text:
-                break
-        assert "demo_resampling" in text
-        assert "6 matching runs" in text  # the parent and its five draws
-        shot = store["root"] / "mlflow_ui.png"
-        subprocess.run(
-            [chromium, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=180
-        )
-        assert shot.stat().st_size > 20_000
-        keep = REPO / "reports" / "mlflow_ui_screenshot.png"
-        keep.parent.mkdir(exist_ok=True)
-        shutil.copy(shot, keep)
+
+        def page(url: str, ready: str) -> str:
+            text = ""
+            for _ in range(3):  # the UI's first page load can outrun its API: retry
+                dom = subprocess.run(
+                    [chromium, *flags, "--dump-dom", url],
+                    capture_output=True, text=True, timeout=180,
+                ).stdout  # fmt: skip
+                text = re.sub(r"<[^>]+>", "", dom)
+                if ready in text:
+                    break
+            return text
+
+        text = page(f"{base}/experiments/{exp.experiment_id}/runs", "matching runs")
+        assert "study/demo" in text
+        assert "13 matching runs" in text  # the demo's parent and its twelve trials
+        text = page(compare, "Comparing 12 Runs")
+        assert "Comparing 12 Runs" in text
+        for c in children:  # every trial of the demo, by name, with its score
+            assert c.info.run_name in text
+        assert "score" in text and "local/gemma3-270m" in text
     finally:
         ui.terminate()  # `workbench ui` takes its MLflow server's process group down with it
         try:
