@@ -145,7 +145,10 @@ def _variant_axes(names: Sequence[str]) -> str:
 
 def variance_share_figure(report: Mapping[str, Any]) -> Any:
     """Share of the variance of per-row correctness per factor (bars), with its CI."""
-    shares = report.get("variance_shares") or {}
+    all_shares = report.get("variance_shares") or {}
+    # a model with no variance has no shares (all null): drawn as no bars, named in the title
+    shares = {m: v for m, v in all_shares.items() if v.get("sum_of_shares") is not None}
+    no_variance = [m for m in all_shares if m not in shares]
     models = list(shares)
     factors: list[str] = []
     for v in shares.values():
@@ -170,9 +173,15 @@ def variance_share_figure(report: Mapping[str, Any]) -> Any:
     ax.invert_yaxis()
     top = max([hi for m in models for _, hi in shares[m]["ci"].values()] or [1.0])
     ax.set_xlim(0, min(1.0, top + 0.12))
-    ax.set_xlabel("share of the variance of per-row correctness (95% bootstrap CI)")
+    ax.set_xlabel(
+        "share of the variance of per-row correctness\n"
+        "(95% recentred percentile bootstrap interval)"
+    )
     ax.set_ylabel("factor")
-    ax.set_title("What moves per-row correctness: task, item, prompt axes", fontsize=10)
+    title = "What moves per-row correctness: task, item, prompt axes"
+    if no_variance:
+        title += f"\nno variance (no shares): {', '.join(no_variance)}"
+    ax.set_title(title, fontsize=10)
     if not order:
         ax.text(0.5, 0.5, "no task with 2 or more variants", ha="center", transform=ax.transAxes)
     if models:
@@ -187,6 +196,7 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
 
     rows = list(report.get("meta_analysis") or [])
     z = float(norm.ppf(0.975))
+    metrics = sorted({str(r["metric"]) for r in rows})  # pooled only within one metric
     labels: list[str] = []
     n_lines = sum(len(r["tasks"]) + 2 for r in rows)
     fig, ax = plt.subplots(figsize=(8.5, 1.6 + 0.26 * max(2, n_lines)), layout="constrained")
@@ -194,7 +204,8 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
     heads = []
     for r in rows:
         a, b = r["a"].partition("=")[2], r["b"].partition("=")[2]
-        labels.append(f"{r['axis']}: {a} − {b}  [{r['model']}]")
+        unit = f", {r['metric'].replace('_', ' ')}" if len(metrics) > 1 else ""
+        labels.append(f"{r['axis']}: {a} − {b}  [{r['model']}{unit}]")
         heads.append(y)
         y += 1
         for task, eff, var in zip(r["tasks"], r["effects"], r["variances"], strict=True):
@@ -216,8 +227,11 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
         ax.get_yticklabels()[h].set_fontweight("bold")
         ax.axhline(h - 0.5, color="lightgrey", lw=0.6)
     ax.invert_yaxis()
-    metric = rows[0]["metric"].replace("_", " ") if rows else "score"
-    ax.set_xlabel(f"difference in {metric}, first level − second (95% CI)")
+    metric = metrics[0].replace("_", " ") if len(metrics) == 1 else "each contrast's metric"
+    ax.set_xlabel(
+        f"difference in {metric}, first level − second\n"
+        "(tasks: 95% CI; pooled: Hartung-Knapp-Sidik-Jonkman 95% CI)"
+    )
     ax.set_ylabel("axis contrast / task")
     ax.set_title(
         "Effect of each prompt axis per task (squares) and pooled\n"

@@ -44,6 +44,27 @@ AXIS_X_AXIS = "axis x axis"
 UNATTRIBUTED = "prompt (not attributed: unbalanced task)"
 DRAW_AXES = ("seed",)  # demonstration draws: exchangeable levels, no pooled direction
 MEASURES = ("spread", "maxp", "avgp", "sensitiscore", "share_prompt_dependent")
+# measures with a bootstrap CI: a percentile bootstrap of a max (MaxP) or of max - min (spread)
+# does not cover (measured 21-24% for MaxP of equal variants, 0% for a spread of 0), so those
+# two carry no CI; the spread's inference is the range permutation test's p-value
+CI_MEASURES = ("avgp", "sensitiscore", "share_prompt_dependent")
+TIE_TOL = 1e-12
+
+
+def draw_factor(axis: str) -> str:
+    """The variance factor of a demonstration-draw axis: its levels mean nothing across tasks
+    (draw 0 of one task is not draw 0 of another), so it is never split into a pooled main
+    effect and an "x task" part."""
+    return f"{axis} (within task)"
+
+
+def _group_seed(seed: int, *parts: str) -> int:
+    """A group's own RNG seed from the user's seed and its identity: no number depends on the
+    order of the trials or on which other (task, model)s the sweep holds."""
+    import hashlib
+
+    h = hashlib.sha256("\0".join((str(seed), *parts)).encode()).digest()
+    return int.from_bytes(h[:8], "big")
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,7 @@ class Group:
     generations: tuple[tuple[str, ...], ...]  # [variant][row]
     correct: NDArray[np.float64]  # (rows, variants) 0/1
     scores: tuple[float, ...]  # the trials' official scores
+    notes: tuple[str, ...] = ()  # rows dropped to align the variants
 
 
 def _row_order(index: str) -> tuple[int, int, str]:
@@ -118,11 +140,38 @@ def _row_order(index: str) -> tuple[int, int, str]:
 
 
 def _group(trials: Sequence[Trial]) -> Group:
+    """Align a (task, model)'s variants on their common rows. Each trial's own score is first
+    checked against its generations on all its rows; variants scored on different rows are
+    restricted to the common rows with a note saying how many rows each lost."""
+    trials = sorted(trials, key=lambda t: t.variant)
     first = trials[0]
     common = set(first.indices)
     for t in trials[1:]:
         common &= set(t.indices)
     indices = tuple(sorted(common, key=_row_order))
+    fn = stats.metric_fn(first.metric)
+    for t in trials:
+        if t.score is None:
+            continue
+        own = fn(
+            np.asarray([str(a) for a in t.answers], dtype=object),
+            np.asarray([str(g) for g in t.generations], dtype=object),
+        )
+        if not math.isclose(float(own), float(t.score), rel_tol=0, abs_tol=1e-9):
+            raise AssertionError(
+                f"{t.task} ({t.model}) {t.variant}: score recomputed from its generations "
+                f"{float(own)} is not the trial's score {t.score}; refusing to report the "
+                "sensitivity of another quantity"
+            )
+    notes: tuple[str, ...] = ()
+    if any(len(t.indices) != len(indices) for t in trials):
+        notes = (
+            f"{first.task} ({first.model}): variants scored on different rows; restricted to "
+            f"the {len(indices)} rows all share ("
+            + ", ".join(f"{t.variant}: {len(t.indices)} rows, {len(t.indices) - len(indices)} "
+                        "dropped" for t in trials)
+            + "); each trial's own score was checked on its own rows",
+        )  # fmt: skip
     gens, corr = [], []
     answers: tuple[str, ...] = ()
     for t in trials:
@@ -148,6 +197,7 @@ def _group(trials: Sequence[Trial]) -> Group:
         scores=tuple(float(t.score) for t in trials if t.score is not None)
         if all(len(t.indices) == len(indices) for t in trials)
         else (),
+        notes=notes,
     )
 
 
@@ -241,9 +291,9 @@ def task_measures(
     n = len(group.indices)
     bs_sensi = counts @ per_row / n
     bs_share = counts @ dependent / n
-    values = {
-        "spread": (float(observed.max() - observed.min()), np.ptp(boot, axis=1)),
-        "maxp": (float(observed.max()), boot.max(axis=1)),
+    values: dict[str, tuple[float, FloatArray | None]] = {
+        "spread": (float(observed.max() - observed.min()), None),
+        "maxp": (float(observed.max()), None),
         "avgp": (float(observed.mean()), boot.mean(axis=1)),
         "sensitiscore": (sensi, bs_sensi),
         "share_prompt_dependent": (share, bs_share),
@@ -256,24 +306,35 @@ def task_measures(
         "n_variants": k,
         "variants": list(group.variants),
         "scores": {v: float(s) for v, s in zip(group.variants, observed, strict=True)},
-        "best": group.variants[int(np.argmax(observed))],
-        "worst": group.variants[int(np.argmin(observed))],
+        # every variant tied at the top (bottom), not the first in input order
+        "best": [
+            v
+            for v, s in zip(group.variants, observed, strict=True)
+            if s >= observed.max() - TIE_TOL
+        ],
+        "worst": [
+            v
+            for v, s in zip(group.variants, observed, strict=True)
+            if s <= observed.min() + TIE_TOL
+        ],
         "spread_p_value": test.p_value,
         "spread_test": test.test,
         "n_resamples": n_resamples,
+        "ci_measures": list(CI_MEASURES),
         "ci_method": f"percentile bootstrap over rows ({n_resamples} resamples, all variants "
         "of a row together"
         + (", stratified by answer class)" if group.metric in stats.STRATIFIED_METRICS else ")"),
     }
     for name, (est, dist) in values.items():
         out[name] = est
-        out[f"{name}_ci"] = _ci(np.asarray(dist, dtype=np.float64))
+        if name in CI_MEASURES and dist is not None:
+            out[f"{name}_ci"] = _ci(np.asarray(dist, dtype=np.float64))
     smallest = int(np.bincount(_strata(group)).min())
     unit = "class" if group.metric in stats.STRATIFIED_METRICS else "sample"
     out["ci_unreliable"] = smallest < stats.MIN_CLASS_ROWS
     out["note"] = (
-        "spread's bootstrap CI is biased upwards (max - min of noisy scores); read it with the "
-        "range test's p-value"
+        "spread and MaxP carry no CI (a bootstrap of a max or of max - min does not cover); "
+        "the spread's inference is the range permutation test's p-value"
         + (
             f"; CIs unreliable: the smallest {unit} has {smallest} rows (< {stats.MIN_CLASS_ROWS})"
             if out["ci_unreliable"]
@@ -361,6 +422,8 @@ def _decompose(
                 add(ROW, value)
             elif 1 in s:
                 add(RESIDUAL, value)
+            elif len(s) == 1 and varying[min(s) - 2] in DRAW_AXES:
+                add(draw_factor(varying[min(s) - 2]), value)  # never pooled across tasks
             elif len(s) == 1:
                 (d,) = s
                 main.setdefault((varying[d - 2], (str(t),)), []).append((n_obs[t], e))
@@ -411,17 +474,39 @@ def variance_shares(
     """
     if not groups:
         raise ValueError("no complete (task, model) with at least 2 variants")
-    rng = np.random.default_rng(seed)
+    groups = sorted(groups, key=lambda g: g.task)
+    # one RNG per task, seeded from its identity: the order of the tasks changes no number
+    rngs = [
+        np.random.default_rng(_group_seed(seed, "shares", g.task, g.model, *g.variants))
+        for g in groups
+    ]
     point = _decompose([_design_batch(g, None) for g in groups])
     total = float(point.pop("total")[0])
     factors = list(point)
-    shares = {f: (float(point[f][0]) / total if total > 0 else 0.0) for f in factors}
+    smallest = min(int(np.bincount(_strata(g)).min()) for g in groups)
+    common: dict[str, Any] = {
+        "total_sum_of_squares": total,
+        "n_observations": int(sum(g.correct.size for g in groups)),
+        "tasks": [g.task for g in groups],
+        "n_resamples": n_resamples,
+        "unreliable": smallest < stats.MIN_CLASS_ROWS,
+    }
+    if total <= 0:  # every row right (or wrong) under every prompt: nothing to share out
+        return {
+            "shares": {f: None for f in factors},
+            "ci": {f: None for f in factors},
+            "sum_of_shares": None,
+            **common,
+            "method": "no variance: per-row correctness is the same everywhere, so no share",
+            "note": "no variance: every observation has the same correctness; shares undefined",
+        }
+    shares = {f: float(point[f][0]) / total for f in factors}
     boot: dict[str, list[float]] = {f: [] for f in factors}
     chunk = 100
     for start in range(0, n_resamples, chunk):
         r = min(chunk, n_resamples - start)
         designs = []
-        for g in groups:
+        for g, rng in zip(groups, rngs, strict=True):
             strata = _strata(g)
             idx = np.empty((r, len(strata)), dtype=np.intp)
             for c in np.unique(strata):
@@ -436,13 +521,17 @@ def variance_shares(
         "shares": shares,
         "ci": {f: _recentred_ci(shares[f], np.asarray(boot[f])) for f in factors},
         "sum_of_shares": float(sum(shares.values())),
-        "total_sum_of_squares": total,
-        "n_observations": int(sum(g.correct.size for g in groups)),
-        "tasks": [g.task for g in groups],
+        **common,
         "method": "OLS ANOVA sums of squares of a linear probability model of per-row "
-        "correctness (balanced within task; closed form); CI: cluster bootstrap over rows within "
-        f"task ({n_resamples} resamples), percentile recentred on the estimate",
-        "n_resamples": n_resamples,
+        "correctness (balanced within task; closed form); demonstration draws as one factor "
+        "within task; CI: recentred percentile bootstrap interval (cluster bootstrap over rows "
+        f"within task, {n_resamples} resamples)",
+        "note": (
+            f"CIs unreliable: a task's smallest answer class has {smallest} rows "
+            f"(< {stats.MIN_CLASS_ROWS})"
+            if common["unreliable"]
+            else None
+        ),
     }
 
 
@@ -495,9 +584,16 @@ def _as_factorial(group: Group, corr: FloatArray) -> FloatArray | None:
 
 
 # ---- meta-analysis across tasks ----------------------------------------------------------------
-def _level_mean(group: Group, scores: FloatArray, axis: str, level: str) -> FloatArray:
-    cols = [j for j, a in enumerate(group.axes) if a.get(axis) == level]
-    return np.asarray(scores[..., cols].mean(axis=-1), dtype=np.float64)
+def _matched_cells(group: Group, axis: str, a: str, b: str) -> list[tuple[int, int]]:
+    """Pairs of variant columns (level a, level b) equal on every other axis: a contrast is
+    taken only over cells present for both levels, so a lost trial cannot confound it."""
+
+    def rest(ax: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, v) for k, v in ax.items() if k != axis))
+
+    at = {rest(x): j for j, x in enumerate(group.axes) if x.get(axis) == a}
+    bt = {rest(x): j for j, x in enumerate(group.axes) if x.get(axis) == b}
+    return [(at[k], bt[k]) for k in sorted(set(at) & set(bt))]
 
 
 def meta_analysis(
@@ -507,19 +603,24 @@ def meta_analysis(
     *,
     level: float = LEVEL,
 ) -> list[dict[str, Any]]:
-    """Per axis contrast (level a vs level b): random-effects pooled effect across tasks.
+    """Per metric and axis contrast (level a vs level b): random-effects pooled effect across
+    the tasks scored with that metric (effects on different metrics are not one quantity).
 
-    Each task's effect is the difference of its official metric between the two levels,
-    averaged over the other axes' variants; its variance is the variance of that difference
-    over the paired row bootstrap (the same resamples for both levels). Pooled with
-    statsmodels' `combine_effects`, Paule-Mandel tau^2 (never negative; statsmodels' own
-    DerSimonian-Laird does not truncate tau^2 at 0). I^2 = max(0, (Q - df) / Q). The paper's
-    paired t-test over per-task scores is reported beside it. Demonstration draws (`seed`) are
-    exchangeable levels with no shared meaning across tasks: they are not pooled.
+    Each task's effect is the difference of its official metric between the two levels over
+    the matched cells (combinations of the other axes present for both levels); a task with
+    none is left out with a note. Its variance is the variance of that difference over the
+    paired row bootstrap. Pooled with statsmodels' `combine_effects` (Paule-Mandel tau^2),
+    with the Hartung-Knapp-Sidik-Jonkman interval: t(k-1) and statsmodels' HKSJ variance,
+    floored at the usual random-effects variance (q >= 1), because the normal interval
+    under-covers with few heterogeneous tasks (measured 0.84 at k=3, tau=0.10).
+    I^2 = max(0, (Q - df) / Q). The paper's paired t-test over the same matched level means is
+    reported beside it. Demonstration draws (`seed`) are not pooled: their levels mean nothing
+    across tasks.
     """
+    from scipy.stats import t as t_dist
     from statsmodels.stats.meta_analysis import combine_effects
 
-    contrasts: dict[tuple[str, str, str], list[int]] = {}
+    contrasts: dict[tuple[str, str, str, str], list[int]] = {}
     for gi, g in enumerate(groups):
         keys = sorted({k for a in g.axes for k in a})
         for axis in keys:
@@ -527,21 +628,35 @@ def meta_analysis(
                 continue
             levels = sorted({a[axis] for a in g.axes if axis in a})
             for a, b in itertools.combinations(levels, 2):
-                contrasts.setdefault((axis, a, b), []).append(gi)
+                contrasts.setdefault((g.metric, axis, a, b), []).append(gi)
     out = []
-    for (axis, a, b), members in contrasts.items():
+    for (metric, axis, a, b), members in sorted(contrasts.items()):
         effects, variances, names, sa, sb = [], [], [], [], []
+        notes: list[str] = []
         for gi in members:
             g = groups[gi]
-            d_obs = float(
-                _level_mean(g, observed[gi], axis, a) - _level_mean(g, observed[gi], axis, b)
-            )
-            d_boot = _level_mean(g, boots[gi], axis, a) - _level_mean(g, boots[gi], axis, b)
-            effects.append(d_obs)
+            pairs = _matched_cells(g, axis, a, b)
+            n_a = sum(x.get(axis) == a for x in g.axes)
+            n_b = sum(x.get(axis) == b for x in g.axes)
+            if not pairs:
+                notes.append(f"{g.task}: no combination of the other axes has both levels; "
+                             "left out")  # fmt: skip
+                continue
+            if len(pairs) < max(n_a, n_b):
+                notes.append(
+                    f"{g.task}: contrast over the {len(pairs)} matched cells only "
+                    f"({n_a} variants at {a}, {n_b} at {b})"
+                )
+            ca = [p[0] for p in pairs]
+            cb = [p[1] for p in pairs]
+            obs_a = float(observed[gi][ca].mean())
+            obs_b = float(observed[gi][cb].mean())
+            d_boot = boots[gi][:, ca].mean(axis=1) - boots[gi][:, cb].mean(axis=1)
+            effects.append(obs_a - obs_b)
             variances.append(float(np.var(d_boot, ddof=1)))
             names.append(g.task)
-            sa.append(float(_level_mean(g, observed[gi], axis, a)))
-            sb.append(float(_level_mean(g, observed[gi], axis, b)))
+            sa.append(obs_a)
+            sb.append(obs_b)
         t_test = stats.paired_t_across_tasks(sa, sb)
         row: dict[str, Any] = {
             "axis": axis,
@@ -550,16 +665,17 @@ def meta_analysis(
             "tasks": names,
             "effects": effects,
             "variances": variances,
-            "metric": groups[members[0]].metric,
+            "metric": metric,
             "paired_t": {"statistic": t_test.statistic, "p_value": t_test.p_value,
                          "mean_difference": t_test.mean_difference, "note": t_test.note},
+            "notes": notes,
         }  # fmt: skip
         usable = [v > 0 for v in variances]
-        if len(members) < 2 or not all(usable):
+        if len(names) < 2 or not all(usable):
             row.update(pooled=None, ci=None, tau2=None, i2=None, q=None, p_value=None)
             row["note"] = (
                 "fewer than 2 tasks: nothing to pool"
-                if len(members) < 2
+                if len(names) < 2
                 else "a task's effect has zero bootstrap variance (no row differs): not pooled"
             )
             out.append(row)
@@ -568,26 +684,31 @@ def meta_analysis(
             np.asarray(effects), np.asarray(variances), method_re="iterated",
             row_names=names, alpha=1 - level,
         )  # fmt: skip
-        frame = res.summary_frame()
-        re = frame.loc["random effect"]
-        q, df = float(res.q), len(members) - 1
-        from scipy.stats import norm
-
-        z = float(re["eff"]) / float(re["sd_eff"]) if float(re["sd_eff"]) > 0 else math.inf
+        q, df = float(res.q), len(names) - 1
+        pooled = float(res.mean_effect_re)
+        # HKSJ variance with the q >= 1 floor: never narrower than the usual RE interval
+        se = math.sqrt(max(float(res.var_hksj_re), float(res.sd_eff_w_re) ** 2))
+        crit = float(t_dist.ppf(1 - (1 - level) / 2, df))
+        tstat = pooled / se if se > 0 else math.inf
         row.update(
-            pooled=float(re["eff"]),
-            se=float(re["sd_eff"]),
-            ci=[float(re["ci_low"]), float(re["ci_upp"])],
-            p_value=float(2 * norm.sf(abs(z))),
+            pooled=pooled,
+            se=se,
+            ci=[pooled - crit * se, pooled + crit * se],
+            p_value=float(2 * t_dist.sf(abs(tstat), df)),
             tau2=float(max(res.tau2, 0.0)),
             i2=float(max(0.0, (q - df) / q)) if q > 0 else 0.0,
             q=q,
-            method="random effects (Paule-Mandel tau^2), normal CI; per-task variance from the "
-            "paired row bootstrap",
+            method="random effects (Paule-Mandel tau^2); Hartung-Knapp-Sidik-Jonkman interval "
+            "(t with k-1 df, q >= 1 floor); per-task variance from the paired row bootstrap",
             note=None,
         )
         out.append(row)
     return out
+
+
+def _tied_best(names: Sequence[str], values: FloatArray) -> list[str]:
+    """Every name whose value ties the maximum (a tie is not broken by input order)."""
+    return [n for n, x in zip(names, values, strict=True) if x >= values.max() - TIE_TOL]
 
 
 # ---- rank stability -------------------------------------------------------------------------
@@ -600,7 +721,7 @@ def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
     out = []
     tasks = list(dict.fromkeys(g.task for g in groups))
     for task in tasks:
-        mine = [g for g in groups if g.task == task]
+        mine = sorted((g for g in groups if g.task == task), key=lambda g: g.model)
         models = [g.model for g in mine]
         if len(models) < 2:
             continue
@@ -618,8 +739,10 @@ def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
             t = kendalltau(score[:, i], score[:, j]).statistic
             if not math.isnan(t):
                 taus.append(float(t))
-        best_mean = models[int(np.argmax(score.mean(axis=1)))]
-        best = [models[int(np.argmax(score[:, j]))] for j in range(len(common))]
+        best_mean = _tied_best(models, score.mean(axis=1))
+        best = [_tied_best(models, score[:, j]) for j in range(len(common))]
+        # a change: none of the best models on average is among this variant's tied best
+        changed = [not set(b) & set(best_mean) for b in best]
         out.append({
             "task": task,
             "models": models,
@@ -629,7 +752,8 @@ def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
             "n_pairs_undefined": len(common) * (len(common) - 1) // 2 - len(taus),
             "best_model_by_variant": dict(zip(common, best, strict=True)),
             "best_model_mean": best_mean,
-            "share_best_changes": float(np.mean([b != best_mean for b in best])),
+            "n_variants_with_tied_best": sum(len(b) > 1 for b in best),
+            "share_best_changes": float(np.mean(changed)),
         })  # fmt: skip
     return out
 
@@ -640,7 +764,8 @@ def sensitivity_report(
 ) -> dict[str, Any]:
     """The sweep's sensitivity document (JSON-able) from its trials (`TrialOutcome`s of
     `run_sweep`, or `Trial`s)."""
-    trials = as_trials(outcomes)
+    # a canonical order: the input order changes no number
+    trials = sorted(as_trials(outcomes), key=lambda t: (t.task, t.model, t.variant))
     notes: list[str] = []
     excluded = [
         {"task": t.task, "model": t.model, "variant": t.variant, "status": t.status}
@@ -666,10 +791,12 @@ def sensitivity_report(
             notes.append(f"{task} ({model}): fewer than 2 complete variants, no sensitivity")
             continue
         g = _group(mine)
+        notes.extend(g.notes)
         if not g.indices:
             notes.append(f"{task} ({model}): the variants share no rows")
             continue
-        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=seed)
+        gseed = _group_seed(seed, "measures", task, model, *g.variants)
+        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=gseed)
         groups.append(g)
         per_task.append(measures)
         boots.append(boot)
@@ -686,6 +813,19 @@ def sensitivity_report(
             [groups[i] for i in idx], [boots[i] for i in idx], [observed[i] for i in idx]
         ):
             meta.append({"model": m, **row})
+            notes.extend(f"{m} {row['a']} - {row['b']}: {n}" for n in row["notes"])
+    metrics_pooled: dict[tuple[str, str], set[str]] = {(r["model"], r["axis"]): set() for r in meta}
+    for r in meta:
+        metrics_pooled[(r["model"], r["axis"])].add(r["metric"])
+    for (m, axis), ms in metrics_pooled.items():
+        if len(ms) > 1:
+            notes.append(
+                f"{m} {axis}: tasks use different official metrics ({', '.join(sorted(ms))}); "
+                "each metric's tasks are pooled separately"
+            )
+    for m, v in shares.items():
+        if v.get("note"):
+            notes.append(f"variance shares ({m}): {v['note']}")
     return {
         "per_task": per_task,
         "variance_shares": shares,
@@ -702,7 +842,7 @@ def pooled_effects(
 ) -> list[dict[str, Any]]:
     """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs)."""
     by: dict[tuple[str, str], list[Trial]] = {}
-    for t in as_trials(outcomes):
+    for t in sorted(as_trials(outcomes), key=lambda t: (t.task, t.model, t.variant)):
         if t.complete:
             by.setdefault((t.model, t.task), []).append(t)
     out = []
@@ -710,7 +850,9 @@ def pooled_effects(
         groups = [_group(ts) for (m, _), ts in by.items() if m == model and len(ts) >= 2]
         boots, observed = [], []
         for g in groups:
-            counts = _resample_counts(_strata(g), n_resamples, np.random.default_rng(seed))
+            gseed = _group_seed(seed, "measures", g.task, g.model, *g.variants)
+            rng = np.random.default_rng(gseed)
+            counts = _resample_counts(_strata(g), n_resamples, rng)
             boots.append(_variant_scores(g, counts))
             observed.append(_variant_scores(g, np.ones((1, len(g.indices))))[0])
         out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed)]
@@ -718,11 +860,13 @@ def pooled_effects(
 
 
 def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
-    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor."""
+    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor;
+    every share null with a note when there is no variance to share out."""
     return {
-        m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"]}
+        m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"],
+            "unreliable": v.get("unreliable", False), "note": v.get("note")}
         for m, v in report["variance_shares"].items()
-    }
+    }  # fmt: skip
 
 
 def metric_name(task: str, model: str, measure: str) -> str:
@@ -734,16 +878,34 @@ def metric_name(task: str, model: str, measure: str) -> str:
 
 
 def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
-    """The parent run's metrics: every measure and its CI bounds, per (task, model)."""
+    """The parent run's metrics: every measure, the CI bounds of those with a CI and the
+    spread's p-value, per (task, model). Two different (task, model, measure) mapping to one
+    name (``a.b`` + ``c`` vs ``a`` + ``b.c``, or a character MLflow refuses replaced by ``_``)
+    is refused: one would silently overwrite the other."""
     out: dict[str, float] = {}
+    owner: dict[str, tuple[str, str, str]] = {}
+
+    def put(row: dict[str, Any], measure: str, value: float) -> None:
+        name = metric_name(row["task"], row["model"], measure)
+        key = (row["task"], row["model"], measure)
+        if name in owner and owner[name] != key:
+            raise ValueError(
+                f"MLflow metric name {name!r} would hold both task {owner[name][0]!r} / model "
+                f"{owner[name][1]!r} / {owner[name][2]} and task {key[0]!r} / model {key[1]!r} / "
+                f"{key[2]}; rename a task or model alias so the names differ"
+            )
+        owner[name] = key
+        out[name] = value
+
     for row in report["per_task"]:
         for m in MEASURES:
-            out[metric_name(row["task"], row["model"], m)] = row[m]
+            put(row, m, row[m])
+        for m in CI_MEASURES:
             lo, hi = row[f"{m}_ci"]
-            out[metric_name(row["task"], row["model"], f"{m}_ci_low")] = lo
-            out[metric_name(row["task"], row["model"], f"{m}_ci_high")] = hi
+            put(row, f"{m}_ci_low", lo)
+            put(row, f"{m}_ci_high", hi)
         if row["spread_p_value"] is not None:
-            out[metric_name(row["task"], row["model"], "spread_p_value")] = row["spread_p_value"]
+            put(row, "spread_p_value", row["spread_p_value"])
     return out
 
 
@@ -758,24 +920,32 @@ def format_sensitivity(report: dict[str, Any]) -> str:
         lines.append("no (task, model) with at least 2 complete variants")
     else:
         lines.append(
-            f"{'task':<28} {'model':<16} {'k':>2} {'spread [95% CI]':<22} {'p':>6} "
-            f"{'MaxP':>6} {'AvgP':>6} {'SensiScore [CI]':<21} {'dep.rows':>8}"
+            f"{'task':<28} {'model':<16} {'k':>2} {'spread':>6} {'p':>6} "
+            f"{'MaxP':>6} {'AvgP [95% CI]':<21} {'SensiScore [CI]':<21} {'dep.rows [CI]':<21}"
         )
         for r in report["per_task"]:
-            sp = f"{_fmt(r['spread'])} [{_fmt(r['spread_ci'][0])}, {_fmt(r['spread_ci'][1])}]"
+            sp = _fmt(r["spread"])
+            av = f"{_fmt(r['avgp'])} [{_fmt(r['avgp_ci'][0])}, {_fmt(r['avgp_ci'][1])}]"
+            dp = (
+                f"{_fmt(r['share_prompt_dependent'])} [{_fmt(r['share_prompt_dependent_ci'][0])}"
+                f", {_fmt(r['share_prompt_dependent_ci'][1])}]"
+            )
             ss = (
                 f"{_fmt(r['sensitiscore'])} [{_fmt(r['sensitiscore_ci'][0])}, "
                 f"{_fmt(r['sensitiscore_ci'][1])}]"
             )
             flag = "!" if r.get("ci_unreliable") else " "
             lines.append(
-                f"{r['task'][:27] + flag:<28} {r['model'][:16]:<16} {r['n_variants']:>2} {sp:<22} "
-                f"{_fmt(r['spread_p_value']):>6} {_fmt(r['maxp']):>6} {_fmt(r['avgp']):>6} "
-                f"{ss:<21} {_fmt(r['share_prompt_dependent']):>8}"
+                f"{r['task'][:27] + flag:<28} {r['model'][:16]:<16} {r['n_variants']:>2} {sp:>6} "
+                f"{_fmt(r['spread_p_value']):>6} {_fmt(r['maxp']):>6} {av:<21} "
+                f"{ss:<21} {dp:<21}"
             )
+            if len(r["best"]) > 1 or len(r["worst"]) > 1:
+                lines.append(f"  tied: best {', '.join(r['best'])}; worst {', '.join(r['worst'])}")
         lines.append(
             f"(metric: each task's official metric; CIs: {report['per_task'][0]['ci_method']}; "
-            "p: range permutation test of the spread)"
+            "spread and MaxP have no CI: a bootstrap of a max or of max - min does not cover; "
+            "p: range permutation test of the spread, its inference)"
         )
         if any(r.get("ci_unreliable") for r in report["per_task"]):
             lines.append(
@@ -783,15 +953,28 @@ def format_sensitivity(report: dict[str, Any]) -> str:
             )
     for model, v in report.get("variance_shares", {}).items():
         lines.append("")
-        lines.append(f"Variance of per-row correctness, {model} ({v['n_observations']} obs.)")
+        flag = " (! CIs unreliable: small answer class)" if v.get("unreliable") else ""
+        lines.append(
+            f"Variance of per-row correctness, {model} ({v['n_observations']} obs.; "
+            f"recentred percentile bootstrap interval){flag}"
+        )
+        if v.get("sum_of_shares") is None:
+            lines.append(f"  {v.get('note')}")
+            continue
         for f, s in sorted(v["shares"].items(), key=lambda kv: -kv[1]):
             lo, hi = v["ci"][f]
             lines.append(f"  {f:<40} {s:6.1%}  [{lo:6.1%}, {hi:6.1%}]")
     if report.get("meta_analysis"):
         lines.append("")
-        lines.append("Pooled effect across tasks (random effects) | paired t-test")
+        lines.append(
+            "Pooled effect across tasks (random effects, Hartung-Knapp-Sidik-Jonkman 95% CI; "
+            "within one metric) | paired t-test"
+        )
         for m in report["meta_analysis"]:
-            head = f"  {m['model']}: {m['a']} - {m['b']} over {len(m['tasks'])} tasks: "
+            head = (
+                f"  {m['model']}: {m['a']} - {m['b']} ({m['metric']}) over "
+                f"{len(m['tasks'])} tasks: "
+            )
             if m.get("pooled") is None:
                 lines.append(head + f"not pooled ({m['note']})")
                 continue
@@ -809,7 +992,8 @@ def format_sensitivity(report: dict[str, Any]) -> str:
                 f"  {r['task']}: mean Kendall tau {_fmt(r['mean_kendall_tau'], 2)} over "
                 f"{r['n_pairs']} variant pairs; best model changes in "
                 f"{r['share_best_changes']:.0%} of variants (best on average: "
-                f"{r['best_model_mean']})"
+                f"{', '.join(r['best_model_mean'])}; variants with tied best: "
+                f"{r['n_variants_with_tied_best']})"
             )
     for n in report.get("notes", []):
         lines.append(f"note: {n}")
