@@ -380,7 +380,9 @@ def run(
     if scoring is not Scoring.generate:
         from experiments.models import require_loglik_model
 
-        require_loglik_model(model)  # a remote model: one clear line, before any work
+        # a remote model without a server that echoes prompt log-probabilities: one clear
+        # line, before any work
+        require_loglik_model(model, api_base)
     setup = Setup(
         data_dir=data_dir,
         hf=hf,

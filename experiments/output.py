@@ -150,15 +150,19 @@ def comparison_table(
         return "no comparisons (nothing to compare)"
     invalid = _invalid_by_arm(trials)
     show_invalid = bool(invalid)
+    models = sorted({str(r.get("model")) for r in table})
+    width = max(len(m) for m in models) if len(models) > 1 else 0
     head = (
-        f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} "
+        (f"{'model':<{width}} " if width else "")
+        + f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} "
         + (f"{'inv A':>6} {'inv B':>6} " if show_invalid else "")
         + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
     )
     out = [head]
     for r in table:
         left = (
-            f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
+            (f"{r.get('model')!s:<{width}} " if width else "")
+            + f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
             f"{_f(r['score_a'], '.3f'):>8} {_f(r['score_b'], '.3f'):>8} "
         )
         if show_invalid:
@@ -225,7 +229,7 @@ def across_table(across: list[dict[str, Any]]) -> str:
             f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
         )
         lines.append(
-            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} over {r['n_tasks']} tasks, "
+            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} ({r['n_tasks']} tasks), "
             f"p = {p}{d}{note}{missing}"
         )
     return "\n".join(lines)
@@ -250,7 +254,11 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
             sens.get("error")
             or f"prompt sensitivity: workbench report {result['sweep']}  (section at the end)"
         )
-    lines.append(f"figures and table: reports/{result['sweep']}/ ; MLflow: {tracking_uri}")
+    if result.get("figures"):
+        lines.append("figures: " + ", ".join(result["figures"]))
+    lines.append(f"table: reports/{result['sweep']}/comparisons.csv ; MLflow store: {tracking_uri}")
+    where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
+    lines.append(f"MLflow UI on these runs: make ui  (or: workbench ui){where}")
     return "\n".join(lines)
 
 

@@ -372,22 +372,25 @@ def trial_plan(
                     model=model,
                     split=spec.split,
                     seed=spec.sample_seed,
-                    scoring=trial_scoring(spec, model, nv.variant, pt.has_label_set),
+                    scoring=trial_scoring(spec, model, pt.has_label_set),
                     rows=pt.rows,
                 )
                 out.append(PlannedTrial(model, pt, nv, ts))
     return out
 
 
-def trial_scoring(
-    spec: SweepSpec, model: str, variant: PromptVariant, has_label_set: bool
-) -> Scoring:
-    """The spec's `scoring:` if it sets one; otherwise log-likelihood for a local model on a
-    zero-shot prompt of a task with a label set (tiny models answer such prompts with prose
-    or an empty line), and generation for everything else."""
+def trial_scoring(spec: SweepSpec, model: str, has_label_set: bool) -> Scoring:
+    """The spec's `scoring:` if it sets one; otherwise log-likelihood for a local model when
+    every variant of the spec is zero-shot and the task has a label set (tiny models answer
+    such prompts with prose or an empty line), and generation for everything else.
+
+    Decided per (model, task), never per variant: the arms of a comparison are always scored
+    the same way.
+    """
     if spec.scoring is not None:
         return cast(Scoring, spec.scoring)
-    return default_scoring(model, zero_shot=variant.demos == "none", has_label_set=has_label_set)
+    zero_shot = all(nv.variant.demos == "none" for nv in spec.variants)
+    return default_scoring(model, zero_shot=zero_shot, has_label_set=has_label_set)
 
 
 def sweep_id(
@@ -549,6 +552,7 @@ def run_sweep(
             for o in ordered if not o.complete
         ]  # fmt: skip
         sens, sens_figures = _sensitivity(spec, ordered)
+        written: list[str] = []
         doc = {
             "comparisons": table,
             "across_tasks": across,
@@ -557,6 +561,9 @@ def run_sweep(
         }
         if reports_dir is not None:
             _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
+            written = [
+                str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
+            ]
         tracker.log_comparisons(parent, doc, figures)
         if sens.get("per_task"):
             from experiments.tracking import log_sensitivity
@@ -579,6 +586,9 @@ def run_sweep(
         "comparisons": table,
         "across_tasks": across,
         "sensitivity": sens,
+        "figures": written,
+        "experiment": f"{getattr(getattr(tracker, 'config', None), 'experiment_prefix', '')}/"
+        f"{spec.name}",
     }
 
 

@@ -52,3 +52,13 @@ def test_a_task_without_a_label_set_generates(catalog: Catalog, tmp_path: Path) 
         "name: t\ntasks: [sara_numeric]\naxes: {demos: [none, base]}\ncomparisons: all_pairs\n"
     )
     assert set(_scorings(spec, catalog, ("local/smollm2",)).values()) == {"generate"}
+
+
+def test_one_scoring_per_task_and_model_when_the_spec_mixes_demos(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """A zero-shot arm scored by log-likelihood against a few-shot arm scored by generation
+    would compare two scorings, not two prompts: the default applies to the whole spec."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: t\ntasks: [hearsay]\naxes: {demos: [none, base]}\n")
+    assert set(_scorings(spec, catalog, ("local/smollm2",)).values()) == {"generate"}

@@ -132,7 +132,7 @@ def test_demo_prints_a_cross_model_table_with_p_values(store: dict[str, Any]) ->
         assert any(
             row["task"] in line and f"{row['p_value']:.4f}" in line for line in out.splitlines()
         ), out
-    across = [line for line in out.splitlines() if " over 3 tasks, p = " in line]
+    across = [line for line in out.splitlines() if " (3 tasks), p = " in line]
     assert len(across) == 2  # one across-task t-test per model
     figures = sorted(p.name for p in (store["root"] / "reports" / "demo").glob("figure_*.png"))
     assert figures == ["figure_demo_local_gemma3_270m.png", "figure_demo_local_smollm2.png"]
