@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ MANUAL = "manual"
 HUMAN_METRIC = "human-graded accuracy"
 COLUMNS = ("trial_id", "index", "question", "reference_answer", "generation", "grade")
 GRADE_VALUES = {"1": 1, "0": 0, "correct": 1, "incorrect": 0}
+# A cell starting with one of these is a formula to Excel and LibreOffice (CSV injection).
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_QUOTED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
 
 
 class GradingError(WorkbenchError):
@@ -175,6 +179,30 @@ def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 # ---- export ----------------------------------------------------------------------------------
+def csv_cell(text: str) -> str:
+    """`text` safe to open in a spreadsheet: a formula-like cell gets a leading quote.
+
+    Cells already starting with quotes before a formula character get one more, so
+    `csv_uncell` gives back exactly the text that was exported.
+    """
+    return f"'{text}" if _FORMULA.match(text) else text
+
+
+def csv_uncell(cell: str) -> str:
+    """The text `csv_cell` exported (its protective quote removed)."""
+    return cell[1:] if _QUOTED_FORMULA.match(cell) else cell
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal up to what a spreadsheet may change: line endings and trailing whitespace."""
+
+    def norm(t: str) -> str:
+        lines = t.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return "\n".join(x.rstrip() for x in lines).rstrip()
+
+    return norm(a) == norm(b)
+
+
 def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
     """Write the grading CSV (header `COLUMNS`, empty grades); returns the number of rows."""
     from experiments.files import atomic_write_text
@@ -190,9 +218,9 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
             [
                 summary["trial_id"],
                 p["index"],
-                row.get("text", ""),
-                p["answer"],
-                p["generation"],
+                csv_cell(row.get("text", "")),
+                csv_cell(str(p["answer"])),
+                csv_cell(p["generation"] or ""),
                 "",
             ]
         )
@@ -201,7 +229,8 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
 
 
 # ---- import ----------------------------------------------------------------------------------
-def _read_csv(path: Path) -> list[dict[str, str]]:
+def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """(first line number, row) of each record; a generation may span several lines."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -229,12 +258,12 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
                 "'workbench grade export')"
             )
         rows = []
+        end = reader.line_num
         for row in reader:
+            start, end = end + 1, reader.line_num
             if None in row or any(v is None for v in row.values()):
-                raise GradingError(
-                    f"{path}: line {reader.line_num}: expected {len(COLUMNS)} fields"
-                )
-            rows.append(row)
+                raise GradingError(f"{path}: line {start}: expected {len(COLUMNS)} fields")
+            rows.append((start, row))
     except csv.Error as e:
         raise GradingError(f"{path}: not a valid CSV ({e})") from e
     return rows
@@ -252,7 +281,7 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     rows = _read_csv(path)
     if not rows:
         raise GradingError(f"{path}: no rows to import (only a header)")
-    ids = {r["trial_id"].strip() for r in rows}
+    ids = {r["trial_id"].strip() for _, r in rows}
     if len(ids) != 1:
         raise GradingError(
             f"{path}: column trial_id holds {len(ids)} different trial ids; one file grades "
@@ -263,13 +292,14 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     trial_dir = root / trial_id
     if not trial_id or not (trial_dir / "summary.json").is_file():
         raise GradingError(
-            f"{path}: line 2, column trial_id: unknown trial {trial_id!r} (no {trial_dir}/); "
+            f"{path}: line {rows[0][0]}, column trial_id: unknown trial {trial_id!r} "
+            f"(no {trial_dir}/); "
             "grade a file exported from this machine's runs/ folder"
         )
     summary, preds = _trial(trial_dir)
     by_index = {str(p["index"]): p for p in preds}
     grades: dict[str, int] = {}
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         idx = row["index"].strip()
         if idx not in by_index:
             raise GradingError(
@@ -288,6 +318,14 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
             raise GradingError(
                 f"{path}: line {line} (row {idx}), column grade: {row['grade']!r} is not a "
                 "grade; use 1/0 or correct/incorrect"
+            )
+        now = by_index[idx]["generation"] or ""
+        if not same_text(csv_uncell(row["generation"]), now):
+            raise GradingError(
+                f"{path}: line {line} (row {idx}), column generation: not the trial's current "
+                "generation (the trial was rerun since this file was exported, or the text was "
+                f"edited); export it again with 'workbench grade export {trial_id[:12]}' and "
+                "grade the new file"
             )
         grades[idx] = GRADE_VALUES[raw]
     missing = [i for i in by_index if i not in grades]
@@ -317,15 +355,30 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     if track:
         from experiments.tracking import Tracker
 
-        run_id = Tracker().log_grades(
-            summary["task"],
-            trial_id,
-            {"human_graded_accuracy": accuracy, "score": accuracy, "n_graded": n},
-            doc,
-        )
+        run_id = Tracker().log_grades(summary["task"], trial_id, grade_metrics(doc), doc)
         if run_id is not None:
             new_summary["mlflow_run_id"] = run_id
     return new_summary
+
+
+def grade_metrics(doc: dict[str, Any]) -> dict[str, float]:
+    """The MLflow metrics of a grades.json document."""
+    return {"human_graded_accuracy": doc["score"], "score": doc["score"], "n_graded": doc["graded"]}
+
+
+def _grades_match(doc: dict[str, Any], generations: dict[str, str | None]) -> bool:
+    """True when `doc` graded exactly these generations (row index -> text)."""
+    return {str(g["index"]): g["generation"] for g in doc["grades"]} == generations
+
+
+def current_grades(result: TrialResult, root: Path | None = None) -> dict[str, Any] | None:
+    """The saved grades.json of `result`'s trial if they grade exactly its generations."""
+    text = previous_grades((root or runs_dir()) / result.trial_id)
+    if text is None or not result.complete:
+        return None
+    doc: dict[str, Any] = json.loads(text)
+    now = {str(p.index): p.generation for p in result.predictions}
+    return doc if _grades_match(doc, now) else None
 
 
 def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None:
@@ -333,15 +386,19 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
 
     `previous` is the old grades.json text. Grades are kept only if every generation is the
     one that was graded; otherwise they are dropped (returns None) and must be exported again.
+    Reads the folder as it is (no completeness check: the caller decides what to save).
     """
     from experiments.files import atomic_write_dir
 
     if previous is None:
         return None
     doc = json.loads(previous)
-    summary, preds = _trial(trial_dir)
-    now = {str(p["index"]): p["generation"] for p in preds}
-    if {g["index"]: g["generation"] for g in doc["grades"]} != now:
+    summary = _read_json(trial_dir / "summary.json")
+    if summary.get("status") != "complete":
+        return None
+    lines = (trial_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    now = {str(p["index"]): p["generation"] for p in map(json.loads, filter(str.strip, lines))}
+    if not _grades_match(doc, now):
         return None
     new_summary = {
         **summary,
@@ -356,15 +413,30 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
     return new_summary
 
 
+INCOMPLETE_RERUN = "incomplete-rerun"
+
+
 def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
     """`runner.save_trial`, keeping a hand-graded trial's grades across a rerun.
 
-    Returns the folder and the summary to show; when the generations changed since they were
-    graded, the grades are dropped and `grades_dropped` says so.
+    Returns the folder of the saved predictions and the summary to show. When the generations
+    changed since they were graded, the grades are dropped and `grades_dropped` says so. An
+    incomplete rerun of a graded trial never replaces it: the graded folder stays as it was,
+    the attempt is saved in its `incomplete-rerun/` subfolder and `grades_kept` says so.
     """
     from experiments.runner import save_trial
 
-    previous = previous_grades(runs_dir() / result.trial_id) if result.metric == MANUAL else None
+    trial_dir = runs_dir() / result.trial_id
+    previous = previous_grades(trial_dir) if result.metric == MANUAL else None
+    if previous is not None and not result.complete:
+        attempt = save_trial(result, root=trial_dir / INCOMPLETE_RERUN)
+        summary = result.summary()
+        summary["grades_kept"] = (
+            f"this rerun of trial {result.trial_id[:12]} is {result.status} and was not saved "
+            f"over the graded trial in {trial_dir} (its grades and score are unchanged); the "
+            f"attempt is in {attempt}"
+        )
+        return attempt, summary
     out_dir = save_trial(result)
     summary = result.summary()
     if previous is not None:
@@ -390,8 +462,12 @@ __all__ = [
     "HUMAN_METRIC",
     "GradingError",
     "carry_grades",
+    "csv_cell",
+    "csv_uncell",
+    "current_grades",
     "export_csv",
     "find_trial",
+    "grade_metrics",
     "import_grades",
     "previous_grades",
     "resolve_ungraded",

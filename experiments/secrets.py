@@ -16,25 +16,60 @@ What `redact` hides:
   are not treated as secrets.
 - anything that looks like an OpenAI-style key (``sk-`` + 14 or more characters), cut after
   its first 6 characters;
-- the password of any URL (``scheme://user:***@host``), as `safe_url` does.
+- the password of any URL (``scheme://user:***@host``) and the values of its query and
+  fragment parameters (``?token=***``), as `safe_url` does.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(//[^:/@\s]+):[^@\s/]*@")
+# a URL, with or without its scheme, up to the next whitespace or double quote or angle
+# bracket (a password may hold any other character, so the URL is cut no earlier)
+_URL = re.compile(r'(?:\b[A-Za-z][A-Za-z0-9+.\-]*:)?//[^\s"<>]+')
 _SK_KEY = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}")
 _NOT_SECRETS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 MIN_SECRET_LENGTH = 3
 _ANYWHERE_LENGTH = 8  # from this length on a value is replaced even inside a longer word
 
 
+def _mask_params(text: str) -> str:
+    """`a=1&token=x&flag` -> `a=***&token=***&***`: keys kept, every value (and every bare
+    parameter, which may be a key on its own) hidden."""
+    parts = []
+    for part in text.split("&"):
+        key, eq, value = part.partition("=")
+        parts.append(f"{key}={'***' if value else ''}" if eq else ("***" if part else ""))
+    return "&".join(parts)
+
+
+def _safe_one(url: str) -> str:
+    """One URL without its password and query/fragment values (see `safe_url`)."""
+    scheme, slashes, rest = url.partition("//")
+    # The userinfo runs to the *last* '@': passwords hold '@', '/', '?' and '#' unescaped.
+    userinfo, at, hostpart = rest.rpartition("@")
+    if at and (":" in userinfo or not re.search(r"[/?#]", userinfo)):
+        user, colon, _password = userinfo.partition(":")
+        rest = f"{user}{':***' if colon else ''}@{hostpart}"
+    try:
+        parts = urllib.parse.urlsplit(f"{scheme}{slashes}{rest}")
+    except ValueError:  # e.g. an unclosed IPv6 bracket: hide everything after the host
+        return f"{scheme}{slashes}***"
+    query = _mask_params(parts.query) if parts.query else ""
+    fragment = _mask_params(parts.fragment) if "=" in parts.fragment else parts.fragment
+    base, _, _ = f"{scheme}{slashes}{rest}".partition("?")
+    base = base.partition("#")[0]
+    return base + (f"?{query}" if "?" in rest else "") + (f"#{fragment}" if "#" in rest else "")
+
+
 def safe_url(url: str) -> str:
-    """A URL without its password: ``postgresql+psycopg2://user:***@host/db``."""
-    return _URL_PASSWORD.sub(r"\1:***@", url)
+    """`url` (or every URL in a text) without its secrets: the password of its userinfo and
+    the values of its query and fragment parameters (keys kept), e.g.
+    ``postgresql+psycopg2://user:***@host/db?sslkey=***``."""
+    return _URL.sub(lambda m: _safe_one(m.group(0)), url)
 
 
 def _secrets() -> list[tuple[str, str]]:

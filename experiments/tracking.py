@@ -61,6 +61,8 @@ VARIANT_ID = "workbench.variant_id"
 STUDY = "workbench.study"
 LAST_RUN = "workbench.last_run"
 GRADED = "workbench.graded"
+PREDICTIONS_SHA = "workbench.predictions_sha"  # what a `workbench run` run recorded
+GRADES_SHA = "workbench.grades_sha"  # the hand grades on it, when graded
 PARENT = "mlflow.parentRunId"
 
 
@@ -575,25 +577,37 @@ class Tracker:
         rows: list[dict[str, str]],
         source: str | None = None,
     ) -> dict[str, Any]:
-        """Track a `workbench run` trial: at most one FINISHED run per trial id.
+        """Track a `workbench run` trial: at most one FINISHED run per trial id, and it shows
+        the trial's current predictions and grades.
 
-        A trial that already has a FINISHED run is not logged again (its run is returned,
-        `mlflow_reused` true); earlier unfinished or FAILED runs of it (a rerun after failed
-        rows, a killed process) are deleted and the new attempt logged. The same lock file
-        as sweeps' claims serialises two processes running one trial. Store failures raise
-        `TrackingError`; the caller has saved the trial on disk before.
+        A FINISHED run is reused (`mlflow_reused` true) only when its predictions (hash of
+        every row's generation and parsed answer) and its hand grades are the ones of this
+        result and the grades saved with it; otherwise the result is logged as a new run
+        (with the saved grades, if they grade these generations) and the stale runs are
+        deleted, as are unfinished or FAILED ones (a rerun after failed rows, a killed
+        process). An incomplete result never replaces a FINISHED run: it is logged FAILED
+        beside it. The same lock file as sweeps' claims serialises two processes running one
+        trial. Store failures raise `TrackingError`; the caller has saved the trial on disk
+        before.
         """
+        from experiments.grading import current_grades, grade_metrics
+
+        grades = current_grades(result) if result.metric == "manual" else None
+        want = {
+            PREDICTIONS_SHA: predictions_sha(result),
+            GRADES_SHA: _sha(grades["grades"]) if grades is not None else "",
+        }
         try:
             name, exp = self.run_experiment(result.spec.task)
             lock = _lock_dir(self.config) / f"run-{result.trial_id[:40]}-{exp[:16]}.lock"
             with _file_lock(lock):
                 runs = self._trial_runs(exp, result.trial_id)
                 finished = [r for r in runs if r.info.status == "FINISHED"]
-                for run in runs:
-                    if not finished or run.info.run_id != finished[0].info.run_id:
-                        self.client.delete_run(run.info.run_id)
-                if finished:
-                    run_id, reused = str(finished[0].info.run_id), True
+                same = [
+                    r for r in finished if all(r.data.tags.get(k, "") == v for k, v in want.items())
+                ]
+                if result.complete and same:
+                    run_id, reused = str(same[0].info.run_id), True
                 else:
                     run_id = self.log_trial(
                         None,
@@ -607,30 +621,50 @@ class Tracker:
                         experiment_id=exp,
                     )
                     reused = False
+                    self.client.set_tag(run_id, PREDICTIONS_SHA, want[PREDICTIONS_SHA])
+                    if grades is not None:
+                        self._put_grades(run_id, grade_metrics(grades), grades)
+                # an incomplete attempt leaves the trial's FINISHED run(s) in place
+                keep = {run_id} | (
+                    set() if result.complete else {str(r.info.run_id) for r in finished}
+                )
+                for run in runs:
+                    if str(run.info.run_id) not in keep:
+                        self.client.delete_run(run.info.run_id)
         except WorkbenchError:
             raise
         except Exception as e:  # the store went away or refused a write mid-way
             raise _store_error(self.config, e) from None
         return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": reused}
 
+    def _put_grades(self, run_id: str, metrics: dict[str, float], grades: dict[str, Any]) -> None:
+        self._log_metrics(run_id, metrics)
+        self.client.log_dict(run_id, grades, "grades.json")
+        self.client.set_tag(run_id, GRADES_SHA, _sha(grades["grades"]))
+        self.client.set_tag(run_id, GRADED, "true")
+
     def log_grades(
         self, task: str, trial_id: str, metrics: dict[str, float], grades: dict[str, Any]
     ) -> str | None:
-        """Put hand grades on the trial's FINISHED run; None when the trial was not tracked."""
+        """Put hand grades on the trial's FINISHED run; None when the trial was not tracked.
+
+        Only a run that recorded the graded generations gets them (others are stale: the
+        next `workbench run` of the trial replaces them).
+        """
         exp = self.client.get_experiment_by_name(f"{self.config.experiment_prefix}/run/{task}")
         if exp is None:
             return None
+        # a hand-graded task has no parsed answers
+        want = _sha([[str(g["index"]), g["generation"], None] for g in grades["grades"]])
         runs = [
             r
             for r in self._trial_runs(str(exp.experiment_id), trial_id)
-            if r.info.status == "FINISHED"
+            if r.info.status == "FINISHED" and r.data.tags.get(PREDICTIONS_SHA, want) == want
         ]
         if not runs:
             return None
         run_id = str(runs[0].info.run_id)
-        self._log_metrics(run_id, metrics)
-        self.client.log_dict(run_id, grades, "grades.json")
-        self.client.set_tag(run_id, GRADED, "true")
+        self._put_grades(run_id, metrics, grades)
         return run_id
 
     def sweep_trials(self, parent_id: str) -> list[dict[str, Any]]:
@@ -805,6 +839,17 @@ class Tracker:
 
 def _param(value: Any) -> str:
     return "none" if value is None else str(value)
+
+
+def _sha(value: Any) -> str:
+    """A short stable hash of JSON-able `value` (a tag value: MLflow caps tags, not this)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def predictions_sha(result: TrialResult) -> str:
+    """What a run of `result` shows: each row's index, generation and parsed answer."""
+    return _sha([[str(p.index), p.generation, p.parsed] for p in result.predictions])
 
 
 def _jsonl(result: TrialResult) -> str:

@@ -152,6 +152,13 @@ BAD: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]]], str
         lambda rows: [{**r, "grade": "" if r is rows[1] else "0"} for r in rows],
         "line 3 (row 1), column grade: empty",
     ),
+    "changed generation": (
+        lambda rows: [
+            {**r, "generation": r["generation"] + " Edited." if r is rows[1] else r["generation"]}
+            for r in rows
+        ],
+        "line 3 (row 1), column generation: not the trial's current generation",
+    ),
 }
 
 
@@ -189,8 +196,13 @@ def test_bad_columns_and_cli_exit_code(trial: dict[str, Any], tmp_path: Path) ->
 def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path: Path) -> None:
     rows = _exported(trial)
     marks = ["1", "incorrect", "Correct", "0"]  # 2 of 4 correct
+    # what a spreadsheet may do to a generation (line endings, trailing blanks) is accepted
     path = _write(
-        tmp_path / "graded.csv", [{**r, "grade": g} for r, g in zip(rows, marks, strict=True)]
+        tmp_path / "graded.csv",
+        [
+            {**r, "grade": g, "generation": r["generation"].replace("\n", "\r\n") + "  "}
+            for r, g in zip(rows, marks, strict=True)
+        ],
     )
     r = _cli(["grade", "import", str(path), "--json"], trial["env"], trial["root"])
     assert r.returncode == 0, r.stderr
@@ -210,6 +222,96 @@ def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path
     s = json.loads(again.stdout)
     assert s["score"] == 0.5 and s["graded"] == 4 and s["mlflow_reused"] is True
     assert (_trial_dir(trial) / "grades.json").is_file()
+
+
+def test_formula_cells_are_quoted_on_export_and_match_on_import(tmp_path: Path) -> None:
+    """A generation such as '=HYPERLINK(...)' is not a formula in Excel, and still matches."""
+    from experiments.grading import csv_cell, csv_uncell
+
+    for text in ["=1+1", "+31 6", "-x", "@SUM(A1)", "\tx", "'=x", "''@y", "'plain", "a=b", ""]:
+        cell = csv_cell(text)
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), text
+        assert csv_uncell(cell) == text
+    assert csv_cell("Answer 3.") == "Answer 3." and csv_cell("=x") == "'=x"
+
+
+def test_rerun_never_applies_old_grades_to_new_generations(
+    trial: dict[str, Any], tmp_path: Path
+) -> None:
+    """Graded, then rerun with --no-cache: an incomplete rerun keeps the graded trial as it
+    was; a complete one with new generations drops the grades (disk and MLflow), and the old
+    grades file is refused, naming the line."""
+    import mlflow
+
+    from experiments.stub_server import StubOpenAI
+
+    env, root = trial["env"], trial["root"]
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    with StubOpenAI(reply_fn=lambda prompt: "=Yes, it applies.") as stub:
+        cmd = ["run", "rule_qa", "--model", "openai/stub-rerun", "--api-base", stub.url]
+        cmd += ["--retries", "0", "--json"]
+        first = _cli(cmd, env, root)
+        assert first.returncode == 0, first.stderr
+        tid = json.loads(first.stdout)["trial_id"]
+        folder = root / "runs" / tid
+        out = tmp_path / "export.csv"
+        assert _cli(["grade", "export", tid, "-o", str(out)], env, root).returncode == 0
+        rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+        assert all(r["generation"] == "'=Yes, it applies." for r in rows)  # not a formula
+        graded = _write(tmp_path / "graded.csv", [{**r, "grade": "1"} for r in rows])
+        imported = _cli(["grade", "import", str(graded), "--json"], env, root)
+        assert imported.returncode == 0, imported.stderr
+        graded_run = json.loads(imported.stdout)["mlflow_run_id"]
+        before = _snapshot(folder)
+        assert json.loads(before["summary.json"])["score"] == 1.0
+
+        # an incomplete rerun: the graded trial stays as it was, the attempt beside it
+        stub.reply_fn = lambda prompt: "No."
+        stub.fail_fn = lambda prompt: "mailbox" in prompt
+        bad = _cli([*cmd, "--no-cache"], env, root)
+        assert bad.returncode == 1 and "incomplete" in bad.stderr
+        s = json.loads(bad.stdout)
+        assert (
+            s["status"] != "complete"
+            and "was not saved over the graded trial" in (s["grades_kept"])
+        )
+        assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+        attempt = [json.loads(x) for x in Path(s["predictions"]).read_text().splitlines()]
+        assert Path(s["predictions"]).parent != folder
+        assert sum(p["error"] is not None for p in attempt) == 1
+        exp = client.get_experiment_by_name("grd/run/rule_qa")
+        runs = {
+            r.info.run_id: r
+            for r in client.search_runs([exp.experiment_id], f"tags.`workbench.trial_id` = '{tid}'")
+        }
+        assert runs[graded_run].info.status == "FINISHED"  # the graded run is kept
+        assert runs[graded_run].data.metrics["human_graded_accuracy"] == 1.0
+        assert sorted(r.info.status for r in runs.values()) == ["FAILED", "FINISHED"]
+
+        # a complete rerun with other generations: grades dropped, on disk and in MLflow
+        stub.fail_fn = None
+        good = _cli([*cmd, "--no-cache"], env, root)
+    assert good.returncode == 0, good.stderr
+    s = json.loads(good.stdout)
+    assert s["score"] is None and "grades were dropped" in s["grades_dropped"]
+    assert "grades.json" not in _snapshot(folder)
+    runs = {
+        r.info.run_id: r
+        for r in client.search_runs([exp.experiment_id], f"tags.`workbench.trial_id` = '{tid}'")
+    }
+    assert list(runs) == [s["mlflow_run_id"]] != [graded_run] and not s["mlflow_reused"]
+    new = runs[s["mlflow_run_id"]]
+    assert new.info.status == "FINISHED" and new.data.tags["workbench.graded"] == "false"
+    assert "human_graded_accuracy" not in new.data.metrics and "score" not in new.data.metrics
+
+    # the grades made on the old generations are refused, naming the line; nothing written
+    before = _snapshot(folder)
+    refused = _cli(["grade", "import", str(graded)], env, root)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "line 2 (row 0), column generation: not the trial's current generation" in (
+        refused.stderr
+    )
+    assert _snapshot(folder) == before
 
 
 @pytest.mark.model
