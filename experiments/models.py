@@ -866,6 +866,10 @@ class NoPromptLogprobs(ModelError):
     """The server does not return prompt log-probabilities: loglik scoring is impossible."""
 
 
+class MisalignedPromptLogprobs(NoPromptLogprobs):
+    """The server returns prompt log-probabilities that do not belong to their tokens."""
+
+
 def _no_prompt_logprobs(server: str, why: str) -> NoPromptLogprobs:
     from experiments.secrets import safe_url
 
@@ -876,44 +880,172 @@ def _no_prompt_logprobs(server: str, why: str) -> NoPromptLogprobs:
     )
 
 
-def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
-    """Sum of the log-probabilities of the tokens of `continuation` in an echoed completion.
+def _unusable_echo(server: str, why: str) -> NoPromptLogprobs:
+    from experiments.secrets import safe_url
+
+    return NoPromptLogprobs(
+        f"the server at {safe_url(server)} returns prompt log-probabilities that cannot be "
+        f"matched to the label's tokens ({why}); the label's log-likelihood would be a guess; "
+        "use --scoring generate"
+    )
+
+
+ALIGNMENT_TOLERANCE = 0.01
+"""How far apart (nats) two requests' most likely log-probabilities at the label's first
+position may be before the server counts as misaligned: loose enough for the float noise of
+batched GPU servers, far below the gaps a shifted server shows (0.04 to 0.4 measured)."""
+
+
+@dataclass(frozen=True)
+class EchoedContinuation:
+    """What one echoed completion says about a continuation after a prompt."""
+
+    logprob: float
+    """Summed log-probability of the continuation's tokens."""
+    prompt_tokens: tuple[str, ...]
+    """The server's tokens before the continuation (requests are compared only when equal)."""
+    first_top: float | None
+    """The largest value in ``top_logprobs`` at the continuation's first token: the most
+    likely next token's log-probability *given the prompt only*, if the server is aligned.
+    None when the server sends no ``top_logprobs``."""
+
+
+def _char_offsets(tokens: Sequence[str], offsets: Sequence[Any], text: str) -> list[int]:
+    """Character offsets of the echoed tokens in `text`.
+
+    When the tokens spell `text` from its start, their positions follow from their lengths,
+    whatever unit the server's ``text_offset`` is in (some count UTF-8 bytes). Otherwise the
+    server's offsets are taken as they are, and the caller checks every token it counts.
+    """
+    if "".join(tokens).startswith(text):
+        out, at = [], 0
+        for token in tokens:
+            out.append(at)
+            at += len(token)
+        return out
+    return [int(o) for o in offsets]
+
+
+def echoed_continuation(
+    logprobs: Any, prompt: str, continuation: str, server: str
+) -> EchoedContinuation:
+    """The continuation's summed log-probability in an echoed completion, checked.
 
     `logprobs` is the OpenAI completions ``choices[0].logprobs`` of ``prompt + continuation``
-    sent with ``echo=True``: ``tokens``, ``token_logprobs`` and ``text_offset`` (character
-    offsets into the echoed text). The continuation's tokens are those starting at or after
-    ``len(prompt)`` and before its end (the generated token after it is left out). A token
-    spanning the boundary means the server's tokenizer merged the prompt's end with the
-    label, so the label has no log-probability of its own: that is an error, not a guess.
+    sent with ``echo=True``: ``tokens``, ``token_logprobs``, ``text_offset`` and optionally
+    ``top_logprobs``. The continuation's tokens are those starting at or after
+    ``len(prompt)`` and before its end (the generated token after it is left out); they must
+    sit where the text has them, start exactly at the prompt's end and join to the
+    continuation exactly, or nothing is summed (offsets in another unit would otherwise add
+    a prompt token's log-probability silently). A token spanning the boundary means the
+    server's tokenizer merged the prompt's end with the label, so the label has no
+    log-probability of its own: that is an error, not a guess.
     """
     if logprobs is None:
         raise _no_prompt_logprobs(server, "no logprobs in the reply")
     offsets = _field(logprobs, "text_offset")
     values = _field(logprobs, "token_logprobs")
     tokens = _field(logprobs, "tokens")
+    tops = _field(logprobs, "top_logprobs")
     if not offsets or values is None or tokens is None:
         raise _no_prompt_logprobs(server, "no token offsets or log-probabilities")
     if not (len(offsets) == len(values) == len(tokens)):
         raise _no_prompt_logprobs(server, "tokens, offsets and log-probabilities differ in count")
-    start, end = len(prompt), len(prompt) + len(continuation)
-    if min(offsets) >= start:
+    if tops is not None and len(tops) != len(tokens):
+        raise _no_prompt_logprobs(server, "tokens and top_logprobs differ in count")
+    tokens = [str(t) for t in tokens]
+    text = prompt + continuation
+    start, end = len(prompt), len(text)
+    if min(int(o) for o in offsets) >= start:
         raise _no_prompt_logprobs(server, "the prompt was not echoed")
-    total, found = 0.0, 0
-    for token, offset, value in zip(tokens, offsets, values, strict=True):
-        if offset < start < offset + len(str(token)):
+    chars = _char_offsets(tokens, offsets, text)
+    total, first = 0.0, None
+    counted: list[str] = []
+    prompt_tokens: list[str] = []
+    for i, (token, offset, value) in enumerate(zip(tokens, chars, values, strict=True)):
+        if (
+            offset < end
+            and offset + len(token) > start
+            and text[offset : offset + len(token)] != token
+        ):
+            raise _unusable_echo(
+                server,
+                f"token {token!r} is not at text offset {offset}: the offsets count bytes, "
+                "not characters, or the token runs past the label",
+            )
+        if offset < start < offset + len(token):
             raise ModelError(
                 f"the server at {server} tokenizes the end of the prompt together with the "
                 f"label {continuation!r} (token {token!r}): the label's log-likelihood is not "
                 "defined there; end the prompt differently or use --scoring generate"
             )
-        if start <= offset < end:
+        if offset < start:
+            prompt_tokens.append(token)
+        elif offset < end:
+            if not counted:
+                if offset != start:
+                    raise _unusable_echo(
+                        server, f"the label's first token starts at {offset}, not {start}"
+                    )
+                first = i
             if not _finite(value) and value != float("-inf"):
                 raise _no_prompt_logprobs(server, f"log-probability {value!r} for {token!r}")
             total += float(value)
-            found += 1
-    if found == 0:
+            counted.append(token)
+    if not counted:
         raise _no_prompt_logprobs(server, f"no token of {continuation!r} in the echo")
-    return total
+    if "".join(counted) != continuation:
+        raise _unusable_echo(
+            server, f"the label's tokens {counted!r} do not spell {continuation!r}"
+        )
+    first_top = None
+    if tops is not None and first is not None and tops[first]:
+        top_values = [float(v) for v in dict(tops[first]).values()]
+        if top_values and all(map(_finite, top_values)):
+            first_top = max(top_values)
+    return EchoedContinuation(total, tuple(prompt_tokens), first_top)
+
+
+def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
+    """Sum of the log-probabilities of the tokens of `continuation` in an echoed completion
+    (`echoed_continuation`, checked)."""
+    return echoed_continuation(logprobs, prompt, continuation, server).logprob
+
+
+def check_alignment(
+    echoes: Sequence[EchoedContinuation], continuations: Sequence[str], server: str
+) -> None:
+    """Raise `MisalignedPromptLogprobs` if the echoes show the server's log-probabilities
+    belong to other positions than their tokens.
+
+    With ``logprobs=1`` each position's ``top_logprobs`` holds the most likely token of the
+    distribution the position's log-probability comes from. On an aligned server that is the
+    distribution given the tokens *before* the position, so at the first label token it is
+    the same for every label after the same prompt tokens. llama-cpp-python's server (0.3.x)
+    for models without a BOS token (SmolLM2) reports, at position k, the distribution given
+    the tokens up to and including k: it then depends on the label, and differs. A necessary
+    condition only: a shifted server whose distributions after two labels happen to share
+    their top value (within `ALIGNMENT_TOLERANCE`) passes, and a server without
+    ``top_logprobs`` is not checked.
+    """
+    from experiments.secrets import safe_url
+
+    groups: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+    for echo, cont in zip(echoes, continuations, strict=True):
+        if echo.first_top is not None:
+            groups.setdefault(echo.prompt_tokens, []).append((cont, echo.first_top))
+    for seen in groups.values():
+        lo, hi = min(seen, key=lambda s: s[1]), max(seen, key=lambda s: s[1])
+        if hi[1] - lo[1] > ALIGNMENT_TOLERANCE:
+            raise MisalignedPromptLogprobs(
+                f"the server at {safe_url(server)} returns misaligned prompt "
+                "log-probabilities: the most likely next token after the same prompt has "
+                f"log-probability {lo[1]:.4f} in the request for {lo[0]!r} and {hi[1]:.4f} "
+                f"in the one for {hi[0]!r}, so each position's value depends on its own "
+                "token (a known llama-cpp-python server bug for models without a BOS token, "
+                "e.g. SmolLM2); the label log-likelihoods would be wrong; "
+                "use --scoring generate"
+            )
 
 
 class ServedCallError(ModelError):
@@ -927,14 +1059,15 @@ def served_label_logprobs(
 
     One ``/v1/completions`` call per label through litellm (``echo=True``, ``logprobs=1``,
     one generated token, temperature 0), with the gateway's retries. The server tokenizes
-    ``prompt + continuation`` as a whole, as lm-evaluation-harness's API models do.
+    ``prompt + continuation`` as a whole, as lm-evaluation-harness's API models do. The
+    replies are checked against each other (`check_alignment`) before any sum is used.
     """
     if not lm.api_base:
         raise ModelError(f"{lm.name}: served log-likelihood needs an api_base")
     if any(not c for c in continuations):
         raise ModelError("log-likelihood scoring needs non-empty continuations")
     litellm = _litellm()
-    out = []
+    echoes = []
     for cont in continuations:
         kwargs: dict[str, Any] = {
             "model": lm.name,
@@ -956,5 +1089,6 @@ def served_label_logprobs(
         if not choices:
             raise _no_prompt_logprobs(lm.api_base, "no choices in the reply")
         logprobs = _field(choices[0], "logprobs")
-        out.append(continuation_logprob(logprobs, prompt, cont, lm.api_base))
-    return out
+        echoes.append(echoed_continuation(logprobs, prompt, cont, lm.api_base))
+    check_alignment(echoes, continuations, lm.api_base)
+    return [e.logprob for e in echoes]

@@ -18,7 +18,9 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
 
 A completion sent with ``echo`` and ``logprobs`` gets ``logprobs: null`` (a server that does
 not return prompt log-probabilities), or, with ``echo_logprobs=True``, the echoed text with
-deterministic per-token log-probabilities (`stub_logprobs`), as vLLM and llama.cpp's server.
+deterministic per-token log-probabilities (`stub_logprobs`), as vLLM and llama.cpp's server;
+``logprob_offsets="bytes"`` counts their offsets in UTF-8 bytes, and ``shifted_logprobs=True``
+reproduces llama-cpp-python's off-by-one prompt log-probabilities.
 
     python -m experiments.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
 """
@@ -43,8 +45,9 @@ def hashed_yes_no(prompt: str) -> str:
 
 
 def stub_token_logprob(token: str) -> float:
-    """A deterministic log-probability in (-10, 0] for a token."""
-    return -(hashlib.sha256(token.encode()).digest()[0] % 100) / 10
+    """A deterministic log-probability in [-9.9, -1] for a token (below `stub_top_logprob`'s
+    values, so the reported most likely token is the most likely)."""
+    return -(1 + (hashlib.sha256(token.encode()).digest()[0] % 90) / 10)
 
 
 def stub_tokens(text: str) -> list[str]:
@@ -54,21 +57,50 @@ def stub_tokens(text: str) -> list[str]:
     return re.findall(r"\s*\S+|\s+$", text)
 
 
-def stub_logprobs(text: str) -> dict[str, Any]:
-    """OpenAI completions ``logprobs`` for an echoed `text` (first token: None, as OpenAI)."""
-    tokens = stub_tokens(text)
-    offsets, at = [], 0
+STUB_TOP = "<top>"
+"""The key under which `stub_logprobs` reports each position's most likely next token."""
+
+
+def stub_top_logprob(context: str) -> float:
+    """The stub's most likely next token's log-probability after `context`, in (-1, 0]: it
+    depends on the whole context, so a shifted server's values differ between labels."""
+    return -(hashlib.sha256(("top|" + context).encode()).digest()[0] % 100) / 100
+
+
+def stub_logprobs(
+    text: str, generated: str = "", *, offsets: str = "chars", shifted: bool = False
+) -> dict[str, Any]:
+    """OpenAI completions ``logprobs`` for an echoed `text` followed by the `generated` text
+    (tokenized on its own, as a server's generated tokens are; first token: None, as OpenAI).
+
+    Each position's ``top_logprobs`` holds the token's own log-probability and the stub's
+    most likely next token (`STUB_TOP`) given the text before the position. `offsets`
+    ``"bytes"`` counts ``text_offset`` in UTF-8 bytes (as some servers do); `shifted`
+    reproduces llama-cpp-python's server bug for models without a BOS token: each
+    position's values come from the distribution *after* its own token.
+    """
+    tokens = stub_tokens(text) + (stub_tokens(generated) if generated else [])
+    starts, at = [], 0
     for token in tokens:
-        offsets.append(at)
-        at += len(token)
-    values: list[float | None] = [stub_token_logprob(t) for t in tokens]
+        starts.append(at)
+        at += len(token.encode()) if offsets == "bytes" else len(token)
+    values: list[float | None] = []
+    tops: list[dict[str, float] | None] = []
+    seen = ""
+    for token in tokens:
+        context = seen + token if shifted else seen
+        value = stub_token_logprob(token + ("|shifted" if shifted else ""))
+        values.append(value)
+        tops.append({token: value, STUB_TOP: stub_top_logprob(context)})
+        seen += token
     if values:
         values[0] = None
+        tops[0] = None
     return {
         "tokens": tokens,
         "token_logprobs": values,
-        "text_offset": offsets,
-        "top_logprobs": [None] * len(tokens),
+        "text_offset": starts,
+        "top_logprobs": tops,
     }
 
 
@@ -99,6 +131,8 @@ class StubOpenAI:
         rate_limit_headers: dict[str, str] | None = None,
         port: int = 0,
         echo_logprobs: bool = False,
+        logprob_offsets: str = "chars",
+        shifted_logprobs: bool = False,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -113,6 +147,8 @@ class StubOpenAI:
         # answer completions sent with echo and logprobs with the prompt's log-probabilities
         # (`stub_logprobs`), as vLLM and llama.cpp's server do; otherwise logprobs is null
         self.echo_logprobs = echo_logprobs
+        self.logprob_offsets = logprob_offsets  # "bytes": text_offset in UTF-8 bytes
+        self.shifted_logprobs = shifted_logprobs  # llama-cpp-python's off-by-one server bug
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
@@ -229,7 +265,12 @@ class StubOpenAI:
                         choice["logprobs"] = None
                         if stub.echo_logprobs:
                             choice["text"] = prompt + str(content)
-                            choice["logprobs"] = stub_logprobs(prompt + str(content))
+                            choice["logprobs"] = stub_logprobs(
+                                prompt,
+                                str(content),
+                                offsets=stub.logprob_offsets,
+                                shifted=stub.shifted_logprobs,
+                            )
                     obj = "text_completion"
                 choices = [] if outcome == "empty_choices" else [choice]
                 return self._send(

@@ -3,8 +3,8 @@
 - Fast: the echo/logprobs parsing and the errors, against the stub server (no model).
 - Real (markers model + slow): llama.cpp's own OpenAI-compatible server
   (``python -m llama_cpp.server``, the ``server`` extra) on loopback, serving the GGUF of
-  ``local/smollm2`` with its settings, gives the same predictions as ``local/smollm2``, by
-  generation and by log-likelihood.
+  ``local/smollm2`` with its settings, gives the same predictions as ``local/smollm2`` by
+  generation, and its misaligned prompt log-probabilities are refused.
 """
 
 from __future__ import annotations
@@ -23,14 +23,23 @@ from pathlib import Path
 import pytest
 
 from experiments.models import (
+    MisalignedPromptLogprobs,
     ModelError,
     NoPromptLogprobs,
     continuation_logprob,
+    echoed_continuation,
     get_model,
     local_model_path,
+    served_label_logprobs,
 )
 from experiments.runner import TrialSpec, resolve_trial, run_trial
-from experiments.stub_server import StubOpenAI, stub_logprobs, stub_token_logprob
+from experiments.stub_server import (
+    STUB_TOP,
+    StubOpenAI,
+    stub_logprobs,
+    stub_token_logprob,
+    stub_top_logprob,
+)
 from promptlib import Catalog, parse_spec
 
 
@@ -59,6 +68,61 @@ def test_continuation_logprob_refuses_what_it_cannot_score() -> None:
     merged = {"tokens": ["A", ": Yes"], "token_logprobs": [None, -1.0], "text_offset": [0, 1]}
     with pytest.raises(ModelError, match="tokenizes the end of the prompt together"):
         continuation_logprob(merged, "A:", " Yes", "http://s")
+
+
+_SECTION = "Text: Under § 2 the statement was hearsay.\nAnswer:"  # "§" is 2 bytes in UTF-8
+
+
+def test_byte_offsets_are_located_by_the_tokens_text() -> None:
+    """Offsets in UTF-8 bytes put ':' at the label's character offset; the tokens spell
+    the text, so their own lengths place them and only ' Yes' is summed."""
+    chars = stub_logprobs(_SECTION, " Yes No")
+    in_bytes = stub_logprobs(_SECTION, " Yes No", offsets="bytes")
+    assert in_bytes["text_offset"] != chars["text_offset"]  # the reviewer's case
+    got = continuation_logprob(in_bytes, _SECTION, " Yes", "http://s")
+    assert got == continuation_logprob(chars, _SECTION, " Yes", "http://s")
+    assert got == stub_token_logprob(" Yes")
+
+
+def test_offsets_that_do_not_match_the_text_are_refused() -> None:
+    """A rendered BOS token keeps the tokens from spelling the text, so the server's byte
+    offsets are used as given: ':' lands at the label's offset and is refused, not summed."""
+    lp = stub_logprobs(_SECTION, " No", offsets="bytes")
+    lp = {
+        "tokens": ["<s>", *lp["tokens"]],
+        "token_logprobs": [None, *lp["token_logprobs"]],
+        "text_offset": [0, *lp["text_offset"]],
+    }
+    with pytest.raises(NoPromptLogprobs, match=r"offsets count bytes.*--scoring generate"):
+        continuation_logprob(lp, _SECTION, " Yes", "http://s")
+
+
+def test_label_tokens_must_spell_the_label() -> None:
+    """A last label token that runs into the generated text: its value is not the label's."""
+    lp = {
+        "tokens": ["A", ":", " Ye", "s,"],
+        "token_logprobs": [None, -1.0, -2.0, -3.0],
+        "text_offset": [0, 1, 2, 5],
+    }
+    with pytest.raises(NoPromptLogprobs, match=r"'s,' is not at text offset 5.*runs past"):
+        continuation_logprob(lp, "A:", " Yes", "http://s")
+    assert continuation_logprob(lp, "A:", " Ye", "http://s") == -2.0
+    gap = {"tokens": ["A", ":", " Y", "s"], "token_logprobs": [None, -1.0, -2.0, -3.0]}
+    with pytest.raises(NoPromptLogprobs, match=r"\[' Y', 's'\] do not spell ' Yes'"):
+        continuation_logprob({**gap, "text_offset": [0, 1, 2, 5]}, "A:", " Yes", "http://s")
+    late = {"tokens": ["A", ":", "Yes"], "token_logprobs": [None, -1.0, -2.0]}
+    with pytest.raises(NoPromptLogprobs, match="first token starts at 3, not 2"):
+        continuation_logprob({**late, "text_offset": [0, 1, 3]}, "A:", " Yes", "http://s")
+
+
+def test_echo_reports_the_top_logprob_before_the_label() -> None:
+    aligned = echoed_continuation(stub_logprobs("Q: x\nA: Yes"), "Q: x\nA:", " Yes", "s")
+    assert aligned.first_top == stub_top_logprob("Q: x\nA:")
+    assert aligned.prompt_tokens == ("Q:", " x", "\nA:")
+    shifted = stub_logprobs("Q: x\nA: Yes", shifted=True)
+    got = echoed_continuation(shifted, "Q: x\nA:", " Yes", "s")
+    assert got.first_top == stub_top_logprob("Q: x\nA: Yes")
+    assert shifted["top_logprobs"][-1][STUB_TOP] == got.first_top
 
 
 # ---- the stub server ----------------------------------------------------------------------
@@ -90,6 +154,41 @@ def test_served_loglik_through_the_stub(catalog: Catalog) -> None:
     assert [p.parsed for p in res.predictions] == [best] * 4
     assert res.lm_identity["api_base"] == stub.url
     assert elsewhere.id != res.trial_id  # another server is another model
+
+
+def test_served_byte_offsets_score_like_char_offsets() -> None:
+    """Through litellm and HTTP: a server counting offsets in bytes gives the same sums."""
+    sums = {}
+    for unit in ("chars", "bytes"):
+        with StubOpenAI(echo_logprobs=True, logprob_offsets=unit) as stub:
+            lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+            sums[unit] = served_label_logprobs(lm, _SECTION, [" Yes", " No"])
+    assert sums["bytes"] == sums["chars"]
+    assert sums["chars"] == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
+
+
+def test_a_shifted_server_is_refused() -> None:
+    """llama-cpp-python's off-by-one: the top log-probability at the label's position
+    depends on the label, which an aligned server cannot do."""
+    with StubOpenAI(echo_logprobs=True, shifted_logprobs=True) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+        with pytest.raises(MisalignedPromptLogprobs) as err:
+            served_label_logprobs(lm, "Q: Is the sky blue?\nA:", [" Yes", " No"])
+    message = str(err.value)
+    assert stub.url in message and "misaligned" in message and "--scoring generate" in message
+    assert len(stub.requests) == 2  # refused after both labels, before any sum is used
+    with StubOpenAI(echo_logprobs=True) as stub:  # the same prompts, aligned: accepted
+        lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+        got = served_label_logprobs(lm, "Q: Is the sky blue?\nA:", [" Yes", " No"])
+    assert got == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
+
+
+@pytest.mark.data
+def test_a_shifted_server_refuses_the_trial(catalog: Catalog) -> None:
+    with StubOpenAI(echo_logprobs=True, shifted_logprobs=True) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+        with pytest.raises(MisalignedPromptLogprobs, match="--scoring generate"):
+            run_trial(_loglik_spec("openai/stub", limit=2), catalog, lm)
 
 
 @pytest.mark.data
@@ -198,25 +297,17 @@ def test_served_generation_equals_local_row_by_row(
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.data
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "llama-cpp-python 0.3.36's server shifts echoed prompt logprobs by one token for "
-        "models without a BOS token (SmolLM2): it reports log P(t_k | t_<=k) for t_k "
-        "(measured: ' Yes' after 'Q: Is the sky blue?\nA:' gets -11.2047, which local "
-        "scoring gives for ' Yes' after '...A: Yes'; the right value is -2.8225). "
-        "Strict: this fails loudly once upstream is fixed."
-    ),
-)
-def test_served_loglik_picks_the_local_labels(llama_server: str, catalog: Catalog) -> None:
-    """Zero-shot prompts (short: llama.cpp's server sorts the vocabulary for every token)."""
+def test_served_loglik_refuses_the_misaligned_llama_cpp_server(
+    llama_server: str, catalog: Catalog
+) -> None:
+    """llama-cpp-python 0.3.36's server shifts echoed prompt log-probabilities by one token
+    for models without a BOS token (SmolLM2): ' Yes' after 'Q: Is the sky blue?\nA:' gets
+    -11.2047 (log P(' Yes' | '...A: Yes')) instead of local scoring's -2.8225. The served
+    sums would be wrong, so the trial is refused with the way out, not scored. Once upstream
+    is fixed this fails, and the test should compare the sums with local ones instead."""
     served_lm = get_model("openai/smollm2", api_base=llama_server, mode="completion", timeout=900.0)
-    served = run_trial(_loglik_spec("openai/smollm2", 4, "demos=none"), catalog, served_lm)
-    local = run_trial(
-        _loglik_spec("local/smollm2", 4, "demos=none"), catalog, get_model("local/smollm2")
-    )
-    assert served.complete and local.complete
-    assert [p.parsed for p in served.predictions] == [p.parsed for p in local.predictions]
-    for s, loc in zip(served.predictions, local.predictions, strict=True):
-        assert s.index == loc.index
-    assert served.trial_id != local.trial_id
+    with pytest.raises(MisalignedPromptLogprobs) as err:
+        run_trial(_loglik_spec("openai/smollm2", 2, "demos=none"), catalog, served_lm)
+    message = str(err.value)
+    assert llama_server in message and "misaligned" in message
+    assert "--scoring generate" in message
