@@ -826,7 +826,7 @@ def sensitivity_report(
     for m, v in shares.items():
         if v.get("note"):
             notes.append(f"variance shares ({m}): {v['note']}")
-    return {
+    report = {
         "per_task": per_task,
         "variance_shares": shares,
         "meta_analysis": meta,
@@ -835,6 +835,9 @@ def sensitivity_report(
         "notes": notes,
         "n_resamples": n_resamples,
     }
+    # refuse here, before anything is logged, if two (task, model)s would share a metric name
+    sensitivity_metrics(report)
+    return report
 
 
 def pooled_effects(
