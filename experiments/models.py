@@ -972,6 +972,9 @@ class EchoedContinuation:
     """The largest value in ``top_logprobs`` at the continuation's first token: the most
     likely next token's log-probability *given the prompt only*, if the server is aligned.
     None when the server sends no ``top_logprobs``."""
+    first_top_own_only: bool = False
+    """``top_logprobs`` at the first label token lists that token alone: it is the most
+    likely one, or the server lists only the tokens themselves."""
 
 
 def _char_offsets(tokens: Sequence[str], offsets: Sequence[Any], text: str) -> list[int]:
@@ -1062,12 +1065,14 @@ def echoed_continuation(
         raise _unusable_echo(
             server, f"the label's tokens {counted!r} do not spell {continuation!r}"
         )
-    first_top = None
+    first_top, own_only = None, False
     if tops is not None and first is not None and tops[first]:
-        top_values = [float(v) for v in dict(tops[first]).values()]
+        top = dict(tops[first])
+        top_values = [float(v) for v in top.values()]
         if top_values and all(map(_finite, top_values)):
             first_top = max(top_values)
-    return EchoedContinuation(total, tuple(prompt_tokens), first_top)
+            own_only = [str(k) for k in top] == [counted[0]]
+    return EchoedContinuation(total, tuple(prompt_tokens), first_top, own_only)
 
 
 def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
@@ -1090,15 +1095,21 @@ def check_alignment(
     the tokens up to and including k: it then depends on the label, and differs. A necessary
     condition only: a shifted server whose distributions after two labels happen to share
     their top value (within `ALIGNMENT_TOLERANCE`) passes, and a server without
-    ``top_logprobs`` is not checked.
+    ``top_logprobs`` is not checked. Nor is one that lists only each token itself at two
+    labels' first positions (an aligned server can do that for one label only, the most
+    likely one): its values are not the most likely token's, so they prove nothing.
     """
     from experiments.secrets import safe_url
 
-    groups: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+    groups: dict[tuple[str, ...], list[tuple[str, float, bool]]] = {}
     for echo, cont in zip(echoes, continuations, strict=True):
         if echo.first_top is not None:
-            groups.setdefault(echo.prompt_tokens, []).append((cont, echo.first_top))
+            groups.setdefault(echo.prompt_tokens, []).append(
+                (cont, echo.first_top, echo.first_top_own_only)
+            )
     for seen in groups.values():
+        if sum(own for _, _, own in seen) > 1:
+            continue
         lo, hi = min(seen, key=lambda s: s[1]), max(seen, key=lambda s: s[1])
         if hi[1] - lo[1] > ALIGNMENT_TOLERANCE:
             raise MisalignedPromptLogprobs(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from experiments.models import (
+    EchoedContinuation,
     MisalignedPromptLogprobs,
     ModelError,
     NoPromptLogprobs,
@@ -181,6 +182,26 @@ def test_a_shifted_server_is_refused() -> None:
         lm = get_model("openai/stub", api_base=stub.url, mode="completion")
         got = served_label_logprobs(lm, "Q: Is the sky blue?\nA:", [" Yes", " No"])
     assert got == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
+
+
+def test_alignment_is_not_judged_from_tokens_listed_alone() -> None:
+    """A server that lists only each token itself in top_logprobs gives no most likely
+    token to compare: not refused (the check cannot tell), unlike one that lists it."""
+    from experiments.models import check_alignment
+
+    prompt, conts = "Q: x\nA:", [" Yes", " No"]
+
+    def echo(cont: str, own_only: bool) -> EchoedContinuation:
+        lp = stub_logprobs(prompt, cont, shifted=True)
+        if own_only:
+            lp["top_logprobs"] = [
+                t and {k: v for k, v in t.items() if k != STUB_TOP} for t in lp["top_logprobs"]
+            ]
+        return echoed_continuation(lp, prompt, cont, "http://s")
+
+    check_alignment([echo(c, True) for c in conts], conts, "http://s")
+    with pytest.raises(MisalignedPromptLogprobs):
+        check_alignment([echo(c, False) for c in conts], conts, "http://s")
 
 
 @pytest.mark.data
