@@ -307,6 +307,7 @@ def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
         lm_identity: dict[str, Any] = {"model": spec.model, "mode": "loglik"}
         if served_api_base(lm):  # a served model: its server is part of its identity
             lm_identity["api_base"] = served_api_base(lm)
+        lm_identity.update(_local_weights(spec.model))
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in labels],
@@ -439,6 +440,18 @@ def _generate(
     return [r for r in results if r is not None], hits
 
 
+def _local_weights(model: str) -> dict[str, Any]:
+    """A local model's weights and context size, so new weights never reuse old answers."""
+    from experiments.models import LOCAL_PROVIDER, local_n_ctx, local_weights_sha256
+
+    if not model.startswith(LOCAL_PROVIDER + "/"):
+        return {}
+    return {
+        "weights_sha256": local_weights_sha256(model.split("/", 1)[1]),
+        "n_ctx": local_n_ctx(),
+    }
+
+
 def _loglik(
     spec: TrialSpec,
     task: Task,
@@ -468,6 +481,7 @@ def _loglik(
     }
     if served is not None:  # a served model's sums come from its server (and its tokenizer)
         identity["api_base"] = served_api_base(served)
+    identity.update(_local_weights(spec.model))
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
     hits: list[bool] = []

@@ -265,3 +265,22 @@ def test_a_password_in_api_base_is_not_shown(catalog: Catalog) -> None:
     res = run_trial(spec, catalog, lm)
     summary = json.dumps(res.summary())
     assert "S3cretPassw0rd" not in summary and "alice:***@" in summary
+
+
+def test_a_local_loglik_trial_is_pinned_to_its_weights_and_context(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New weights under the same name (a package upgrade) or another context size are
+    another model: a log-likelihood trial must not reuse the old trial's run or answers."""
+    from experiments import models
+
+    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
+    lm = _Identity(model="local/smollm2", api_base=None, mode="completion")
+    kw: dict[str, Any] = {"model": "local/smollm2", "scoring": "loglik"}
+    first = _id(catalog, lm, **kw)
+    assert first == _id(catalog, lm, **kw)
+    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "b" * 64)
+    assert _id(catalog, lm, **kw) != first
+    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
+    monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")
+    assert _id(catalog, lm, **kw) != first
