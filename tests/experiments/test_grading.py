@@ -280,6 +280,7 @@ def test_rerun_never_applies_old_grades_to_new_generations(
         assert Path(s["predictions"]).parent != folder
         assert sum(p["error"] is not None for p in attempt) == 1
         exp = client.get_experiment_by_name("grd/run/rule_qa")
+        assert exp is not None
         runs = {
             r.info.run_id: r
             for r in client.search_runs([exp.experiment_id], f"tags.`workbench.trial_id` = '{tid}'")

@@ -137,6 +137,64 @@ def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str
     assert "sk-test-secret" not in logged
 
 
+def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[str, str]]) -> None:
+    """A FINISHED run is reused only while it shows the trial's predictions: answers that
+    changed (--no-cache, another server) get a new run and the stale one goes."""
+    from experiments.stub_server import StubOpenAI
+
+    root, env = store
+    model = "openai/stub-yes-no"
+    with StubOpenAI(reply="Yes") as stub:
+        cmd = ["run", "hearsay", "--model", model, "--api-base", stub.url, "--limit", "4"]
+        cmd += ["--json"]
+        yes = _cli(cmd, env, root)
+        stub.reply = "No"
+        no = _cli([*cmd, "--no-cache"], env, root)
+        # --no-cache neither reads nor writes the cache: the same answers as the last run
+        same = _cli([*cmd, "--no-cache"], env, root)
+    for r in (yes, no, same):
+        assert r.returncode == 0, r.stderr
+    a, b, c = (json.loads(r.stdout) for r in (yes, no, same))
+    assert a["trial_id"] == b["trial_id"] == c["trial_id"]
+    assert b["mlflow_reused"] is False and b["mlflow_run_id"] != a["mlflow_run_id"]
+    assert c["mlflow_reused"] is True and c["mlflow_run_id"] == b["mlflow_run_id"]
+    runs = _runs(root, "trk", "hearsay", model)
+    assert [r.info.run_id for r in runs] == [b["mlflow_run_id"]]
+    assert runs[0].data.metrics["score"] == pytest.approx(b["score"])
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    logged = Path(client.download_artifacts(runs[0].info.run_id, "predictions.jsonl", str(root)))
+    assert [json.loads(x)["generation"] for x in logged.read_text().splitlines()] == ["No"] * 4
+
+
+SAFE_URLS = {
+    "query value": ("http://h:8000/v1?token=QTOKEN999", "http://h:8000/v1?token=***"),
+    "query values, keys kept": ("http://h/v1?a=1&key=QTOKEN999&b=", "http://h/v1?a=***&key=***&b="),
+    "empty user": ("http://:QPASS999@h/db", "http://:***@h/db"),
+    "'/' in password": ("postgresql://u:QPA/SS999@h:5432/db", "postgresql://u:***@h:5432/db"),
+    "'@' in password": ("http://user:QP@SS999@host/x", "http://user:***@host/x"),
+    "'?' in password": ("http://user:QP?SS999@host/x", "http://user:***@host/x"),
+    "fragment token": ("https://h/cb#access_token=QTOKEN999", "https://h/cb#access_token=***"),
+    "in a text": (
+        "cannot reach http://u:QPASS999@h/x?t=QTOKEN999 now",
+        "cannot reach http://u:***@h/x?t=*** now",
+    ),
+    "nothing secret": ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+    "'@' in a path": ("https://example.com/@user", "https://example.com/@user"),
+    "sqlite path": ("sqlite:////tmp/mlflow.db", "sqlite:////tmp/mlflow.db"),
+}
+
+
+@pytest.mark.parametrize("case", list(SAFE_URLS))
+def test_safe_url_hides_passwords_and_query_values(case: str) -> None:
+    from experiments.secrets import redact, safe_url
+
+    url, expected = SAFE_URLS[case]
+    assert safe_url(url) == expected
+    assert "999" not in redact(url)
+
+
 def test_unusable_store_fails_before_any_call(lb_dir: Path, tmp_path: Path) -> None:
     from experiments.stub_server import StubOpenAI
 
