@@ -3,8 +3,9 @@
 Such a task has no automatic metric, so a run produces generations and no score: its trial is
 *complete* and *ungraded* (`metric` "manual", `score` None), never scored by a stand-in.
 `export_csv` writes the generations for graders, one row per evaluated row with an empty
-`grade` column; `import_grades` checks a filled CSV against its trial (every row once, every
-grade 1/0 or correct/incorrect) and only then writes `grades.json` and the updated
+`grade` column (formula-like cells quoted for spreadsheets); `import_grades` checks a filled
+CSV against its trial (every row once with the trial's current generation, every grade 1/0 or
+correct/incorrect) and only then writes `grades.json` and the updated
 `summary.json` into the trial's folder together (metric "human-graded accuracy", `graded`
 rows), and puts the same numbers on the trial's MLflow run when it was tracked.
 """
