@@ -435,8 +435,9 @@ def run(
             result = run_trial(resolved, catalog, lm, cache=cache, progress=bar)
     # on disk before tracking: a store failure loses nothing (hand grades carried over)
     out_dir, summary = save_keeping_grades(result)
-    if summary.get("grades_dropped"):
-        typer.echo(f"note: {summary['grades_dropped']}", err=True)
+    for key in ("grades_dropped", "grades_kept"):
+        if summary.get(key):
+            typer.echo(f"note: {summary[key]}", err=True)
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
     if tracker is not None:

@@ -923,8 +923,10 @@ def log_sensitivity(
     """A sweep's prompt sensitivity on its parent run (see `experiments.sensitivity`).
 
     Metrics ``sensitivity.<task>.<model>.<measure>`` (spread, maxp, avgp, sensitiscore,
-    share_prompt_dependent, their ``_ci_low``/``_ci_high`` and ``spread_p_value``; characters
-    MLflow refuses in a name become ``_``, so ``local/smollm2`` stays ``local/smollm2``), the
+    share_prompt_dependent, ``_ci_low``/``_ci_high`` for avgp, sensitiscore and
+    share_prompt_dependent only (a bootstrap of a max does not cover), and
+    ``spread_p_value``; characters MLflow refuses in a name become ``_``, and names that
+    would collide are refused before anything is logged), the
     artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
     ``sensitivity.json`` (the whole report), and the figures.
     """
