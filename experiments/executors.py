@@ -202,7 +202,7 @@ class RayExecutor:
                 kwargs["address"] = address
             try:
                 ray.init(**kwargs)
-            except (ConnectionError, RuntimeError, ValueError) as e:
+            except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
                 where = address or "a local instance"
                 raise ExecutorError(f"cannot start or join the Ray cluster at {where}: {e}") from e
             self._started = True
@@ -258,9 +258,16 @@ class RayExecutor:
             except died as e:
                 lines = str(e).strip().splitlines()
                 result = TrialLost(f"Ray worker lost: {lines[0][:200] if lines else e}")
+            if not isinstance(result, TrialLost) and result.trial_id != job.resolved.id:
+                raise ExecutorError(
+                    f"a Ray worker returned trial {result.trial_id} for trial "
+                    f"{job.resolved.id}: refusing to log it (a bug; please report it)"
+                )
             yield job, result
             if isinstance(result, TrialLost):
                 self._actors.remove(actor)
+                with contextlib.suppress(Exception):  # a dropped replica must free its CPUs
+                    ray.kill(actor)
                 if not self._actors:  # every replica is gone: restart the pool once more
                     self._spawn(str(cache.directory) if cache is not None else None)
                     free = list(self._actors)

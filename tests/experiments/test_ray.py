@@ -288,11 +288,19 @@ def test_a_killed_worker_is_retried_and_no_trial_has_two_runs(
         tracker = _tracker(store, "killed")
         lm = LiteLLMModel("openai/stub", api_base=slow.url, concurrency=1)
         executor = RayExecutor(cluster, max_restarts=2, max_task_retries=2)
-        killer = threading.Thread(target=_kill_when_busy, args=(executor, slow, 3), daemon=True)
+        killed: list[tuple[int, float]] = []  # (pid, when): proof the kill happened mid-sweep
+
+        def kill() -> None:
+            killed.extend((pid, time.monotonic()) for pid in _kill_when_busy(executor, slow, 3))
+
+        killer = threading.Thread(target=kill, daemon=True)
         killer.start()
         result = _sweep(spec_path, catalog, tracker, lm, executor, limit=ROWS)
+        ended = time.monotonic()
         killer.join(5)
         sent = len(slow.requests)
+    assert [pid for pid, _ in killed] == executor.spawned_pids[:1], killed
+    assert killed[0][1] < ended  # killed while the sweep ran, not after it returned
     # Both actors held a trial when one was killed (4 trials, 2 actors, no trial done yet):
     # the sweep completes only because Ray restarted the actor and retried its trial.
     assert len(executor.spawned_pids) == 2
