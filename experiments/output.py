@@ -152,9 +152,11 @@ def comparison_table(
     show_invalid = bool(invalid)
     models = sorted({str(r.get("model")) for r in table})
     width = max(len(m) for m in models) if len(models) > 1 else 0
+    # variant names are shown whole: a truncated "instruction=reference,se" hides the draw
+    arm = max([24, *(len(str(r[k])) for r in table for k in ("a", "b"))])
     head = (
         (f"{'model':<{width}} " if width else "")
-        + f"{'task':<28} {'A':<24} {'B':<24} {'score A':>8} {'score B':>8} "
+        + f"{'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
         + (f"{'inv A':>6} {'inv B':>6} " if show_invalid else "")
         + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
     )
@@ -162,7 +164,7 @@ def comparison_table(
     for r in table:
         left = (
             (f"{r.get('model')!s:<{width}} " if width else "")
-            + f"{r['task'][:28]:<28} {r['a'][:24]:<24} {r['b'][:24]:<24} "
+            + f"{r['task'][:28]:<28} {r['a']:<{arm}} {r['b']:<{arm}} "
             f"{_f(r['score_a'], '.3f'):>8} {_f(r['score_b'], '.3f'):>8} "
         )
         if show_invalid:
