@@ -48,9 +48,10 @@ lint: setup-dev
 	$(BIN)/mypy
 
 ## test: lint, type-check, then every test (data-, model- and cluster-backed ones included),
-## two at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers)
+## three at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers;
+## many tests wait on subprocesses and servers, so 3 workers use 2 cores better than 2)
 test: lint
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 3 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

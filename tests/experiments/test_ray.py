@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -123,7 +125,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "HOME": str(root / "home"),
     }
     port = _port()
-    temp = str(root / "t")
+    # Ray's sockets live under its temp dir, and an AF_UNIX path is at most 107 bytes: under
+    # pytest-xdist the tmp_path ('/tmp/pytest-of-root/pytest-N/popen-gw1/ray0/...') is too long.
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     head = _start_node(
         ["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", temp],
         root / "head.log",
@@ -146,6 +150,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         left = _leftovers(temp)
         for pid in left:  # a process of ours that left its group: by id, never by name
             os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
         assert not left, f"Ray processes outlived the cluster: {left}"
 
 
