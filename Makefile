@@ -36,7 +36,6 @@ setup-dev: $(VENV)/.setup-dev
 ## prints the comparison table with p-values, where the figures are, and how to open the UI.
 demo: setup
 	$(BIN)/workbench sweep ablations/demo.yaml
-	@echo "Open the MLflow UI on these runs:  make ui   (then http://127.0.0.1:$(PORT), experiment legal-prompt-workbench/demo)"
 
 ## ui: serve the MLflow store named in mlflow.yaml (Ctrl-C stops it)
 ui: setup

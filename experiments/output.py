@@ -260,7 +260,10 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
         lines.append("figures: " + ", ".join(result["figures"]))
     lines.append(f"table: reports/{result['sweep']}/comparisons.csv ; MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
-    lines.append(f"MLflow UI on these runs: make ui  (or: workbench ui){where}")
+    lines.append(
+        "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
+        f"http://127.0.0.1:5000{where}"
+    )
     return "\n".join(lines)
 
 

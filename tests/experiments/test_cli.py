@@ -216,3 +216,19 @@ def test_comparison_table_shows_each_arms_invalid_rate() -> None:
     assert "inv A" in head and "inv B" in head
     assert " 0.125      - " in line  # vb's rate on model m is unknown, not other's 0.900
     assert "inv A" not in comparison_table([row])  # no per-trial rows: no column
+
+
+def test_sweep_summary_ends_with_where_to_look() -> None:
+    from experiments.output import sweep_summary
+
+    result = {
+        "sweep": "demo", "trials": 2, "resumed": 0, "parent_run_id": "abc", "skipped": [],
+        "comparisons": [], "across_tasks": [], "figures": ["reports/demo/forest.png"],
+        "experiment": "legal-prompt-workbench/demo",
+    }  # fmt: skip
+    lines = sweep_summary(result, "sqlite:///mlflow.db").splitlines()
+    assert lines[0].startswith("sweep demo: 2 trials (0 resumed from MLflow)")
+    assert "figures: reports/demo/forest.png" in lines
+    assert lines[-1].startswith("Open the MLflow UI on these runs: make ui")
+    assert lines[-1].endswith("(experiment legal-prompt-workbench/demo)")
+    assert sum("make ui" in line for line in lines) == 1

@@ -37,7 +37,6 @@ def test_make_demo_runs_this_spec_and_offers_the_ui() -> None:
     recipe = re.search(r"^demo: setup\n((?:\t.*\n)+)", makefile, re.M)
     assert recipe is not None
     assert "workbench sweep ablations/demo.yaml" in recipe.group(1)
-    assert "make ui" in recipe.group(1)
     assert re.search(r"^ui: setup\n\t\$\(BIN\)/workbench ui --port", makefile, re.M)
 
 

@@ -240,6 +240,21 @@ def test_cli_run_with_gemma(lb_dir: Path, tmp_path: Path) -> None:
     assert summary["model"] == "local/gemma3-270m" and summary["status"] == "complete"
     assert summary["n"] == 20 and summary["n_errors"] == 0 and summary["model_calls"] == 20
     assert 0.0 <= summary["score"] <= 1.0 and summary["tokens_in"] > 20 * 200
+    # llama.cpp logs a notice about Gemma's sliding-window cache at ERROR level; it is dropped
+    assert "llama_kv_cache_iswa" not in out.stderr, out.stderr
+
+
+def test_llama_log_filter_drops_only_the_swa_notice(capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("llama_cpp", reason="pip install -e '.[local]'")
+    from experiments import models
+
+    models._quiet_harmless_llama_log()
+    forward = models._LOG_FILTER[-1]
+    forward(3, b"llama_kv_cache_iswa: using full-size SWA cache (ref: ...)\n", None)
+    forward(3, b"llama_model_load: error loading model\n", None)
+    err = capfd.readouterr().err
+    assert "llama_kv_cache_iswa" not in err
+    assert "error loading model" in err
 
 
 def test_gemma_loglik_and_chat_template(catalog: Catalog) -> None:
