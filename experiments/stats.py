@@ -512,9 +512,21 @@ def range_permutation_test(
         test=RANGE_TEST,
         alternative=alternative,
         n_discordant=n_disc,
-        best=int(np.argmax(scores)),
-        worst=int(np.argmin(scores)),
+        best=_best(scores),
+        worst=_worst(scores),
     )
+
+
+def _best(scores: Sequence[float]) -> int:
+    return int(np.argmax(scores))
+
+
+def _worst(scores: Sequence[float]) -> int:
+    """The lowest-scoring variant other than `_best`: when every draw ties, best and worst
+    still name two different draws (the range is 0 either way)."""
+    best = _best(scores)
+    others = [j for j in range(len(scores)) if j != best]
+    return others[int(np.argmin([scores[j] for j in others]))]
 
 
 def _range_null_decomposed(
@@ -659,9 +671,7 @@ def post_selection_pair_test(
     y, *preds = _check_inputs(y_true, predictions)
     score = _resolve(metric)
     scores = tuple(float(score(y, p)) for p in preds)
-    best = int(np.argmax(scores))
-    others = [j for j in range(len(scores)) if j != best]
-    worst = others[int(np.argmin([scores[j] for j in others]))]
+    best, worst = _best(scores), _worst(scores)
     res = paired_permutation_test(
         y, preds[best], preds[worst], metric, n_resamples, seed, alternative
     )

@@ -4,7 +4,8 @@
 - Real (markers model + slow): llama.cpp's own OpenAI-compatible server
   (``python -m llama_cpp.server``, the ``server`` extra) on loopback, serving the GGUF of
   ``local/smollm2`` with its settings, gives the same predictions as ``local/smollm2`` by
-  generation, and its misaligned prompt log-probabilities are refused.
+  generation, and its misaligned prompt log-probabilities are refused; served with the BOS
+  the server assumes, log-likelihood scoring picks the labels local scoring picks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -242,8 +245,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+# SmolLM2's GGUF asks for no BOS token. llama-cpp-python 0.3.36's server then shifts echoed
+# prompt log-probabilities by one token (it assumes a leading BOS when it lines up prompt
+# tokens with logits). Overriding the GGUF's add_bos flag gives the server the BOS it
+# assumes: the same weights, aligned log-probabilities. Local scoring then loads the GGUF
+# with the same override, so both sides score the same token sequences.
+BOS_OVERRIDE = {"tokenizer.ggml.add_bos_token": True}
+
+
+@contextmanager
+def _serve(tmp_path_factory: pytest.TempPathFactory, *extra: str) -> Iterator[str]:
     """llama.cpp's server on a free loopback port, serving local/smollm2's GGUF alike."""
     missing = [m for m in _SERVER_EXTRA if importlib.util.find_spec(m) is None]
     if missing or importlib.util.find_spec("llama_cpp") is None:
@@ -258,7 +269,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # the settings of experiments.models.load_local; logits_all for prompt log-probabilities
     cmd += ["--n_ctx", os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")]
     cmd += ["--n_threads", str(os.cpu_count() or 2), "--seed", "0"]
-    cmd += ["--logits_all", "true", "--verbose", "false"]
+    cmd += ["--logits_all", "true", "--verbose", "false", *extra]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
@@ -284,6 +295,33 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The GGUF as it ships."""
+    with _serve(tmp_path_factory) as url:
+        yield url
+
+
+def _bos_smollm2() -> Any:
+    """local/smollm2's model as load_local builds it, with BOS_OVERRIDE."""
+    from llama_cpp import Llama
+
+    from experiments.models import local_n_ctx
+
+    return Llama(
+        model_path=local_model_path("smollm2"), n_ctx=local_n_ctx(), seed=0,
+        n_threads=os.cpu_count() or 2, logits_all=False, verbose=False, kv_overrides=BOS_OVERRIDE,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def llama_server_bos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The GGUF with BOS_OVERRIDE."""
+    ((key, value),) = BOS_OVERRIDE.items()
+    with _serve(tmp_path_factory, "--kv_overrides", f"{key}=bool:{str(value).lower()}") as url:
+        yield url
 
 
 @pytest.mark.model
@@ -332,3 +370,48 @@ def test_served_loglik_refuses_the_misaligned_llama_cpp_server(
     message = str(err.value)
     assert llama_server in message and "misaligned" in message
     assert "--scoring generate" in message
+
+
+@pytest.mark.model
+@pytest.mark.slow
+@pytest.mark.data
+def test_served_loglik_picks_the_labels_local_loglik_picks(
+    llama_server_bos: str, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12, point 5: `--scoring loglik` against a real server that echoes prompt
+    log-probabilities picks the labels local log-likelihood scoring picks, row by row, with
+    the same sums. Both sides run SmolLM2's GGUF with BOS_OVERRIDE (the stock GGUF meets the
+    server's misalignment, refused above)."""
+    from experiments import models, runner
+
+    rows = 4  # each echoed request costs seconds: the server sorts the vocabulary per token
+    served_lm = get_model(
+        "openai/smollm2", api_base=llama_server_bos, mode="completion", timeout=900.0
+    )
+    seen: list[tuple[str, list[str], list[float]]] = []  # the server's sums, as the runner saw them
+
+    def recorded(lm: Any, prompt: str, conts: list[str]) -> list[float]:
+        sums = served_label_logprobs(lm, prompt, conts)
+        seen.append((prompt, conts, sums))
+        return sums
+
+    monkeypatch.setattr(runner, "served_label_logprobs", recorded)
+    served = run_trial(_loglik_spec("openai/smollm2", rows, "demos=none"), catalog, served_lm)
+    monkeypatch.setitem(models._LOADED, "smollm2", llm := _bos_smollm2())
+    try:
+        local = run_trial(
+            _loglik_spec("local/smollm2", rows, "demos=none"), catalog, get_model("local/smollm2")
+        )
+        # the sums behind the picks: same tokens, same weights; only llama.cpp's batching
+        # differs (prompt and label in one batch on the server, the prompt then the label here)
+        local_sums = [models.label_logprobs("local/smollm2", p, c) for p, c, _ in seen]
+    finally:
+        llm.close()
+    assert served.complete and local.complete and len(served.predictions) == rows
+    assert [p.index for p in served.predictions] == [p.index for p in local.predictions]
+    assert [p.parsed for p in served.predictions] == [p.parsed for p in local.predictions]
+    assert len(seen) == rows
+    for (_, conts, sums), mine in zip(seen, local_sums, strict=True):
+        assert sums == pytest.approx(mine, abs=0.02), (conts, sums, mine)
+    # the labels' sums differ on every row: the picks are not ties broken alike
+    assert all(abs(sums[0] - sums[1]) > 1e-3 for _, _, sums in seen)

@@ -393,6 +393,17 @@ def test_range_test_by_hand_and_its_arguments() -> None:
         stats.range_permutation_test(y, [preds[0], preds[1][:3]])
 
 
+def test_range_test_names_two_draws_when_all_tie() -> None:
+    """Five draws that all score alike: best and worst are still two different draws (a
+    table reading 'seed=0 vs seed=0' looked like a bug), and the range is 0 with p = 1."""
+    y = ["Yes", "No"] * 10
+    same = ["Yes"] * 20  # balanced accuracy 0.5 for every draw
+    r = stats.range_permutation_test(y, [same] * 5, "balanced_accuracy", 199)
+    assert r.best != r.worst and r.statistic == 0.0 and r.p_value == 1.0
+    post = stats.post_selection_pair_test(y, [same] * 5, "balanced_accuracy", 199)
+    assert (post.best, post.worst) == (r.best, r.worst)
+
+
 def test_range_test_with_two_variants_is_the_paired_test() -> None:
     rng = np.random.default_rng(8)
     y, a, b = _exchangeable(rng, 150)
