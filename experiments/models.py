@@ -1146,7 +1146,10 @@ def check_alignment(
                 f"in the one for {hi[0]!r}, so each position's value depends on its own "
                 "token (a known llama-cpp-python server bug for models without a BOS token, "
                 "e.g. SmolLM2); the label log-likelihoods would be wrong; "
-                "use --scoring generate"
+                "use --scoring generate, or serve the model with the BOS token that server "
+                "assumes (llama_cpp.server --kv_overrides "
+                "tokenizer.ggml.add_bos_token=bool:true; the model then sees a BOS token "
+                "the local model does not, so compare it only with itself)"
             )
 
 

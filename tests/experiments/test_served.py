@@ -370,6 +370,8 @@ def test_served_loglik_refuses_the_misaligned_llama_cpp_server(
     message = str(err.value)
     assert llama_server in message and "misaligned" in message
     assert "--scoring generate" in message
+    key, value = next(iter(BOS_OVERRIDE.items()))
+    assert f"--kv_overrides {key}=bool:{str(value).lower()}" in message  # the other way out
 
 
 @pytest.mark.model
