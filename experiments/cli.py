@@ -365,7 +365,6 @@ def run(
     """
     from experiments.files import check_writable
     from experiments.grading import save_keeping_grades
-    from experiments.metrics import official_metric
     from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir
     from promptlib.errors import VariantFileError
     from promptlib.variants import load_variant_file, parse_spec
@@ -407,13 +406,8 @@ def run(
     catalog = setup.catalog()
     catalog.task(task)  # unknown task -> clear error before loading any model
     lm = setup.lm(model)
-    manual = official_metric(task, spec.definition) == "manual"
-    if manual:
-        from experiments.grading import resolve_ungraded, run_ungraded
-
-        resolved = resolve_ungraded(spec, catalog, lm)
-    else:
-        resolved = resolve_trial(spec, catalog, lm)  # bad variant/rows fail here, before calls
+    # bad variant/rows fail here, before calls; a hand-graded task (rule_qa) gets no score
+    resolved = resolve_trial(spec, catalog, lm, hand_graded=True)
     tracker = None
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
@@ -429,13 +423,11 @@ def run(
     check_writable(outputs)
     cache = setup.cache()
     with output.progress_bar(f"{task} · {spec.variant.label} · {model}") as bar:
-        if manual:
-            result = run_ungraded(resolved, catalog, lm, cache=cache, progress=bar)
-        else:
-            result = run_trial(resolved, catalog, lm, cache=cache, progress=bar)
-    # on disk before tracking: a store failure loses nothing (hand grades carried over)
+        result = run_trial(resolved, catalog, lm, cache=cache, progress=bar)
+    # on disk before tracking: a store failure loses nothing (hand grades carried over, a
+    # complete trial never replaced by an unfinished rerun)
     out_dir, summary = save_keeping_grades(result)
-    for key in ("grades_dropped", "grades_kept"):
+    for key in ("grades_dropped", "grades_kept", "trial_kept"):
         if summary.get(key):
             typer.echo(f"note: {summary[key]}", err=True)
     summary["predictions"] = str(out_dir / "predictions.jsonl")

@@ -1,44 +1,30 @@
 """Hand grading, for tasks LegalBench grades by hand (rule_qa).
 
-Such a task has no automatic metric, so a run produces generations and no score: its trial is
-*complete* and *ungraded* (`metric` "manual", `score` None), never scored by a stand-in.
+Such a task has no automatic metric, so the runner records its generations and no score
+(`runner.resolve_trial(..., hand_graded=True)`): its trial is *complete* and *ungraded*
+(`metric` "manual", `score` None), never scored by a stand-in. This module only moves grades:
 `export_csv` writes the generations for graders, one row per evaluated row with an empty
 `grade` column (formula-like cells quoted for spreadsheets); `import_grades` checks a filled
 CSV against its trial (every row once with the trial's current generation, every grade 1/0 or
 correct/incorrect) and only then writes `grades.json` and the updated
 `summary.json` into the trial's folder together (metric "human-graded accuracy", `graded`
-rows), and puts the same numbers on the trial's MLflow run when it was tracked.
+rows), and puts the same numbers on the trial's MLflow run when it was tracked; a rerun keeps
+the grades only while the generations they graded are unchanged (`save_keeping_grades`).
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
-from experiments.cache import ResponseCache
-from experiments.models import LM
-from experiments.runner import (
-    Prediction,
-    Progress,
-    ResolvedTrial,
-    TrialResult,
-    TrialSpec,
-    decoding_for,
-    runs_dir,
-    select_rows,
-)
+from experiments.runner import MANUAL, TrialResult, runs_dir, save_result
 from promptlib.errors import WorkbenchError
-from promptlib.leakage import evaluation_rows
-from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog
 
-MANUAL = "manual"
 HUMAN_METRIC = "human-graded accuracy"
 COLUMNS = ("trial_id", "index", "question", "reference_answer", "generation", "grade")
 GRADE_VALUES = {"1": 1, "0": 0, "correct": 1, "incorrect": 0}
@@ -51,84 +37,6 @@ class GradingError(WorkbenchError):
     """A grades file does not fit its trial; nothing was written."""
 
     exit_code = 1
-
-
-# ---- running a hand-graded task --------------------------------------------------------------
-def resolve_ungraded(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
-    """Bind a hand-graded task's trial like `runner.resolve_trial`, with metric "manual"."""
-    if spec.scoring != "generate":
-        raise WorkbenchError(
-            f"task {spec.task!r} is answered in prose and graded by hand; log-likelihood "
-            "scoring needs a label set: use --scoring generate"
-        )
-    task = catalog.task(spec.task)
-    compiled = compile_prompt(spec.variant, task, spec.split)
-    rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
-    rows = select_rows(rows, spec.limit, spec.seed)
-    if not rows:
-        raise WorkbenchError(
-            f"task {spec.task!r}: no {spec.split} rows to evaluate (its {spec.split}.tsv is "
-            "empty or missing); use the split that holds the questions (LegalBench's rule_qa: "
-            "test)"
-        )
-    decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
-    return ResolvedTrial(
-        spec, compiled, rows, excluded, MANUAL, dict(lm.cache_identity()), decoding
-    )
-
-
-def run_ungraded(
-    resolved: ResolvedTrial,
-    catalog: Catalog,
-    lm: LM,
-    *,
-    cache: ResponseCache | None = None,
-    progress: Progress | None = None,
-) -> TrialResult:
-    """Generations of a hand-graded task through the runner's cached gateway; no score."""
-    from experiments.runner import _generate  # the runner's cached, concurrent generation
-
-    start = time.perf_counter()
-    spec, compiled, rows = resolved.spec, resolved.compiled, resolved.rows
-    task = catalog.task(spec.task)
-    prompts = [compiled.render(r) for r in rows]
-    decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
-    completions, hits = _generate(lm, prompts, decoding, cache, progress)
-    preds = [
-        Prediction(
-            index=row["index"],
-            prompt_hash=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
-            answer=row["answer"],
-            generation=comp.text,
-            parsed=None,
-            correct=None,  # a person decides
-            tokens_in=comp.tokens_in,
-            tokens_out=comp.tokens_out,
-            latency=round(comp.latency, 4),
-            cache_hit=hit,
-            error=comp.error,
-            attempts=comp.attempts,
-        )
-        for row, prompt, comp, hit in zip(rows, prompts, completions, hits, strict=True)
-    ]
-    costs = [c.cost for c in completions if c.cost is not None]
-    return TrialResult(
-        spec=spec,
-        trial_id=resolved.id,
-        variant_id=compiled.variant.id,
-        metric=MANUAL,
-        predictions=preds,
-        score=None,
-        score_on_answered=None,
-        report=None,
-        model_calls=sum(not h for h in hits),
-        cache_hits=sum(hits),
-        wall_time=time.perf_counter() - start,
-        cost=sum(costs) if costs else None,
-        excluded_rows=resolved.excluded,
-        lm_identity=resolved.lm_identity,
-        decoding=resolved.decoding,
-    )
 
 
 # ---- finding and reading a trial -------------------------------------------------------------
@@ -414,34 +322,26 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
     return new_summary
 
 
-INCOMPLETE_RERUN = "incomplete-rerun"
-
-
 def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
-    """`runner.save_trial`, keeping a hand-graded trial's grades across a rerun.
+    """`runner.save_result`, keeping a hand-graded trial's grades across a rerun.
 
     Returns the folder of the saved predictions and the summary to show. When the generations
     changed since they were graded, the grades are dropped and `grades_dropped` says so. An
-    incomplete rerun of a graded trial never replaces it: the graded folder stays as it was,
-    the attempt is saved in its `incomplete-rerun/` subfolder and `grades_kept` says so.
+    unfinished rerun of a complete trial never replaces it (`runner.save_result`): the attempt
+    is saved beside it and `grades_kept` (a graded trial) or `trial_kept` says so.
     """
-    from experiments.runner import save_trial
-
     trial_dir = runs_dir() / result.trial_id
     previous = previous_grades(trial_dir) if result.metric == MANUAL else None
-    if previous is not None and not result.complete:
-        attempt = save_trial(result, root=trial_dir / INCOMPLETE_RERUN)
-        summary = result.summary()
-        summary["grades_kept"] = (
-            f"this rerun of trial {result.trial_id[:12]} is {result.status} and was not saved "
-            f"over the graded trial in {trial_dir} (its grades and score are unchanged); the "
-            f"attempt is in {attempt}"
-        )
-        return attempt, summary
-    out_dir = save_trial(result)
+    saved = save_result(result)
     summary = result.summary()
+    if saved.kept is not None:
+        if previous is None:
+            summary["trial_kept"] = saved.kept_note(result)
+        else:
+            summary["grades_kept"] = saved.kept_note(result, "graded trial", "its grades and score")
+        return saved.folder, summary
     if previous is not None:
-        carried = carry_grades(out_dir, previous)
+        carried = carry_grades(saved.folder, previous)
         if carried is None:
             summary["grades_dropped"] = (
                 f"the generations of trial {result.trial_id[:12]} changed since they were "
@@ -449,7 +349,7 @@ def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
             )
         else:
             summary.update(carried)
-    return out_dir, summary
+    return saved.folder, summary
 
 
 def previous_grades(trial_dir: Path) -> str | None:
@@ -471,7 +371,5 @@ __all__ = [
     "grade_metrics",
     "import_grades",
     "previous_grades",
-    "resolve_ungraded",
-    "run_ungraded",
     "save_keeping_grades",
 ]

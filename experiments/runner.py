@@ -36,6 +36,7 @@ from experiments.metrics import (
     ClassReport,
     class_report,
     normalize,
+    official_metric,
     parse_label,
     scorable_metric,
     score,
@@ -67,6 +68,8 @@ from promptlib.variants import PromptVariant
 LOGLIK: dict[str, LoglikNorm] = {"loglik": "sum", "loglik-norm": "per_byte"}
 Definition = Literal["code", "paper"]
 Progress = Callable[[int, int], None]
+# The metric of a task LegalBench grades by hand (rule_qa): generations, no score.
+MANUAL = "manual"
 
 # Generation budgets, following the paper: short for classification, 150 tokens for
 # rule_qa (answered in prose, graded by hand).
@@ -278,9 +281,24 @@ def _correct(metric: str, generation: str, answer: str) -> bool:
     return METRICS[metric]([generation], [answer]) == 1.0
 
 
-def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
-    """Bind a spec to the data and the model (no model call): the trial's full identity."""
-    metric = scorable_metric(spec.task, spec.definition)  # a hand-graded task fails here, early
+def resolve_trial(
+    spec: TrialSpec, catalog: Catalog, lm: LM, *, hand_graded: bool = False
+) -> ResolvedTrial:
+    """Bind a spec to the data and the model (no model call): the trial's full identity.
+
+    A task LegalBench grades by hand (rule_qa) fails here, early, unless `hand_graded`: then
+    its metric is `MANUAL` and `run_trial` records its generations with no score, for
+    `experiments.grading` to export to graders.
+    """
+    if hand_graded and official_metric(spec.task, spec.definition) == MANUAL:
+        metric = MANUAL
+        if spec.scoring != "generate":
+            raise WorkbenchError(
+                f"task {spec.task!r} is answered in prose and graded by hand; log-likelihood "
+                "scoring needs a label set: use --scoring generate"
+            )
+    else:
+        metric = scorable_metric(spec.task, spec.definition)
     task = catalog.task(spec.task)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
@@ -295,6 +313,12 @@ def resolve_trial(spec: TrialSpec, catalog: Catalog, lm: LM) -> ResolvedTrial:
         rows = [allowed[i] for i in spec.rows]
     else:
         rows = select_rows(rows, spec.limit, spec.seed)
+    if not rows and metric == MANUAL:
+        raise WorkbenchError(
+            f"task {spec.task!r}: no {spec.split} rows to evaluate (its {spec.split}.tsv is "
+            "empty or missing); use the split that holds the questions (LegalBench's rule_qa: "
+            "test)"
+        )
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
     if spec.scoring in LOGLIK:
@@ -326,7 +350,11 @@ def run_trial(
     cache: ResponseCache | None = None,
     progress: Progress | None = None,
 ) -> TrialResult:
-    """Run one trial; never raises for a provider failure (those rows carry the error)."""
+    """Run one trial; never raises for a provider failure (those rows carry the error).
+
+    A hand-graded trial (metric `MANUAL`, from `resolve_trial(..., hand_graded=True)`) gets
+    its generations and no score: no row is marked correct or wrong, a person decides.
+    """
     start = time.perf_counter()
     resolved = spec if isinstance(spec, ResolvedTrial) else resolve_trial(spec, catalog, lm)
     spec = resolved.spec
@@ -348,6 +376,7 @@ def run_trial(
         decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
         completions, hits = _generate(lm, prompts, decoding, cache, progress)
 
+    scored = metric != MANUAL
     preds: list[Prediction] = []
     for row, prompt, (comp, hit) in zip(
         rows, prompts, zip(completions, hits, strict=True), strict=True
@@ -361,7 +390,7 @@ def run_trial(
                 answer=row["answer"],
                 generation=gen,
                 parsed=parsed,
-                correct=None if gen is None else _correct(metric, gen, row["answer"]),
+                correct=None if gen is None or not scored else _correct(metric, gen, row["answer"]),
                 tokens_in=comp.tokens_in,
                 tokens_out=comp.tokens_out,
                 latency=round(comp.latency, 4),
@@ -373,7 +402,7 @@ def run_trial(
     answered = [p for p in preds if p.generation is not None]
     gens = [p.generation or "" for p in answered]
     answers = [p.answer for p in answered]
-    on_answered = score(spec.task, gens, answers, spec.definition) if answered else None
+    on_answered = score(spec.task, gens, answers, spec.definition) if answered and scored else None
     report = class_report(gens, answers, labels) if (labels and answered) else None
     costs = [c.cost for c in completions if c.cost is not None]
     status = TrialStatus.of(len(preds), len(preds) - len(answered))
@@ -555,3 +584,54 @@ def save_trial(result: TrialResult, root: Path | None = None) -> Path:
         },
     )
     return out
+
+
+# An unfinished rerun of a trial saved complete goes to <runs>/incomplete-reruns/<trial id>/:
+# outside the trial's folder, so no rewrite of that folder (a later rerun, a grade import)
+# drops it, and no trial id prefix matches it.
+INCOMPLETE_RERUNS = "incomplete-reruns"
+
+
+@dataclass(frozen=True)
+class SavedTrial:
+    """Where `save_result` put a result."""
+
+    folder: Path  # holds this result's predictions.jsonl and summary.json
+    kept: Path | None = None  # the complete trial this unfinished rerun was not saved over
+
+    def kept_note(
+        self,
+        result: TrialResult,
+        trial: str = "complete trial",
+        unchanged: str = "its predictions and score",
+    ) -> str | None:
+        """One line saying the complete trial was kept and where the attempt went."""
+        if self.kept is None:
+            return None
+        return (
+            f"this rerun of trial {result.trial_id[:12]} is {result.status} and was not saved "
+            f"over the {trial} in {self.kept} ({unchanged} are unchanged); the attempt is in "
+            f"{self.folder}"
+        )
+
+
+def save_result(result: TrialResult, root: Path | None = None) -> SavedTrial:
+    """`save_trial`, except that a finished result is never lost to an unfinished rerun.
+
+    A result that is not complete, of a trial already saved complete (a --no-cache rerun
+    whose calls failed), is saved in `<root>/incomplete-reruns/<trial id>/` and the complete
+    trial's folder stays as it was, as MLflow keeps its FINISHED run.
+    """
+    root = root or runs_dir()
+    trial_dir = root / result.trial_id
+    if not result.complete and _saved_complete(trial_dir):
+        return SavedTrial(save_trial(result, root / INCOMPLETE_RERUNS), kept=trial_dir)
+    return SavedTrial(save_trial(result, root))
+
+
+def _saved_complete(trial_dir: Path) -> bool:
+    try:
+        summary = json.loads((trial_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # nothing (readable) saved there: nothing finished to keep
+    return isinstance(summary, dict) and summary.get("status") == str(TrialStatus.COMPLETE)

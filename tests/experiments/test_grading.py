@@ -277,7 +277,8 @@ def test_rerun_never_applies_old_grades_to_new_generations(
         )
         assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
         attempt = [json.loads(x) for x in Path(s["predictions"]).read_text().splitlines()]
-        assert Path(s["predictions"]).parent != folder
+        assert folder not in Path(s["predictions"]).parents
+        kept_attempt = {p.name: p.read_bytes() for p in Path(s["predictions"]).parent.iterdir()}
         assert sum(p["error"] is not None for p in attempt) == 1
         exp = client.get_experiment_by_name("grd/run/rule_qa")
         assert exp is not None
@@ -296,6 +297,8 @@ def test_rerun_never_applies_old_grades_to_new_generations(
     s = json.loads(good.stdout)
     assert s["score"] is None and "grades were dropped" in s["grades_dropped"]
     assert "grades.json" not in _snapshot(folder)
+    # the kept attempt outlives the rewrite of the trial's folder
+    assert _snapshot(root / "runs" / "incomplete-reruns" / tid) == kept_attempt
     runs = {
         r.info.run_id: r
         for r in client.search_runs([exp.experiment_id], f"tags.`workbench.trial_id` = '{tid}'")

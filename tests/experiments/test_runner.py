@@ -13,7 +13,14 @@ import pytest
 
 from experiments.cache import ResponseCache
 from experiments.models import Completion, Decoding
-from experiments.runner import TrialSpec, TrialStatus, resolve_trial, run_trial, save_trial
+from experiments.runner import (
+    TrialSpec,
+    TrialStatus,
+    resolve_trial,
+    run_trial,
+    save_result,
+    save_trial,
+)
 from promptlib import Catalog, LocalSource, parse_spec
 
 pytestmark = pytest.mark.data
@@ -259,6 +266,79 @@ def test_concurrent_saves_of_one_trial_never_tear_or_crash(
     assert json.loads((out / "summary.json").read_text())["trial_id"] == res.trial_id
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_an_unfinished_rerun_never_replaces_a_complete_trial(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """A rerun whose calls failed (say with --no-cache) leaves the complete trial's files as
+    they were and is saved beside it; a later complete save replaces the trial and leaves the
+    attempt alone."""
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=5)
+    done = run_trial(spec, catalog, ScriptedLM())
+    saved = save_result(done, tmp_path)
+    trial = tmp_path / done.trial_id
+    assert (saved.folder, saved.kept, saved.kept_note(done)) == (trial, None, None)
+    before = _files(trial)
+    text = {r["index"]: r["text"] for r in catalog.task("hearsay").rows("test")}
+    one_row = text[done.predictions[0].index][:60]
+    attempts = []
+    for lm, status in [
+        (ScriptedLM(fail_if=one_row), "incomplete"),
+        (ScriptedLM(fail_if=""), "failed"),
+    ]:
+        partial = run_trial(spec, catalog, lm)
+        assert str(partial.status) == status and partial.trial_id == done.trial_id
+        kept = save_result(partial, tmp_path)
+        assert kept.kept == trial and _files(trial) == before
+        assert kept.folder == tmp_path / "incomplete-reruns" / done.trial_id
+        attempt = json.loads((kept.folder / "summary.json").read_text())
+        assert attempt["status"] == status and attempt["n_errors"] == partial.n_errors
+        note = kept.kept_note(partial) or ""
+        assert f"is {status} and was not saved over the complete trial in {trial}" in note
+        assert str(kept.folder) in note
+        attempts.append(_files(kept.folder))
+    # a complete rerun with other answers replaces the trial; the last attempt stays
+    other = run_trial(spec, catalog, ScriptedLM(yes_if="the"))
+    assert save_result(other, tmp_path).folder == trial and _files(trial) != before
+    assert json.loads((trial / "summary.json").read_text())["wall_time"] == round(
+        other.wall_time, 3
+    )
+    assert _files(tmp_path / "incomplete-reruns" / done.trial_id) == attempts[-1]
+    # with no complete trial saved, an unfinished result is saved as the trial itself
+    fresh = save_result(run_trial(spec, catalog, ScriptedLM(fail_if="")), tmp_path / "new")
+    assert (fresh.folder, fresh.kept) == (tmp_path / "new" / done.trial_id, None)
+
+
+def test_a_hand_graded_task_is_run_only_when_asked_and_never_scored(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    from experiments.metrics import ManualEvaluationRequired
+    from promptlib.errors import WorkbenchError
+
+    task = tmp_path / "tasks" / "rule_qa"  # LegalBench ships rule_qa's questions separately
+    task.mkdir(parents=True)
+    shutil.copy(lb_dir / "tasks" / "rule_qa" / "base_prompt.txt", task / "base_prompt.txt")
+    rows = [f"{i}\tWhat is rule {i}?\tThe answer to {i}.\tx" for i in range(4)]
+    (task / "test.tsv").write_text("index\ttext\tanswer\tdoctrine\n" + "\n".join(rows) + "\n")
+    catalog = Catalog(LocalSource(tmp_path))
+    spec = TrialSpec(task="rule_qa", variant=parse_spec("base"), model="s", limit=3)
+    lm = ScriptedLM(yes_if="rule 2")
+    with pytest.raises(ManualEvaluationRequired, match="graded by hand"):
+        run_trial(spec, catalog, lm)  # a sweep or a study gets no stand-in score
+    res = run_trial(resolve_trial(spec, catalog, lm, hand_graded=True), catalog, lm)
+    assert res.metric == "manual" and res.complete and len(res.predictions) == 3
+    assert res.score is None and res.score_on_answered is None and res.report is None
+    assert {p.generation for p in res.predictions} == {" Yes", " No"}  # recorded as given
+    assert all(p.correct is None and p.parsed is None for p in res.predictions)
+    assert res.summary()["decoding"]["max_tokens"] == 150  # the paper's budget for rule_qa
+    loglik = dataclasses.replace(spec, scoring="loglik")
+    with pytest.raises(WorkbenchError, match="use --scoring generate"):
+        resolve_trial(loglik, catalog, lm, hand_graded=True)
+
+
 def test_a_password_in_api_base_is_not_shown(catalog: Catalog) -> None:
     lm = _Identity(model="m", api_base="http://alice:S3cretPassw0rd@127.0.0.1:1/v1", mode="chat")
     spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="m", limit=3)
@@ -284,3 +364,23 @@ def test_a_local_loglik_trial_is_pinned_to_its_weights_and_context(
     monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
     monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")
     assert _id(catalog, lm, **kw) != first
+
+
+def test_the_run_command_s_save_notes_a_kept_trial(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `workbench run` saves and shows (`grading.save_keeping_grades`) for a task scored
+    automatically: the kept trial is named in `trial_kept`, no grades note."""
+    from experiments.grading import save_keeping_grades
+
+    monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(tmp_path))
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=3)
+    folder, summary = save_keeping_grades(run_trial(spec, catalog, ScriptedLM()))
+    assert folder == tmp_path / summary["trial_id"] and "trial_kept" not in summary
+    before = _files(folder)
+    attempt, shown = save_keeping_grades(run_trial(spec, catalog, ScriptedLM(fail_if="")))
+    assert attempt == tmp_path / "incomplete-reruns" / folder.name and _files(folder) == before
+    assert shown["status"] == "failed" and "grades_kept" not in shown
+    assert (
+        f"is failed and was not saved over the complete trial in {folder}" in (shown["trial_kept"])
+    )
