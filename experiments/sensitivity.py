@@ -205,7 +205,7 @@ def _strata(group: Group) -> NDArray[np.intp]:
     """Answer class of each row for the class-based metrics (as stats.bootstrap_ci), else one."""
     y = np.asarray(group.answers, dtype=object)
     if group.metric in stats.STRATIFIED_METRICS:
-        return stats._class_index(y, group.metric)
+        return stats.class_index(y, group.metric)
     return np.zeros(len(y), dtype=np.intp)
 
 
@@ -215,7 +215,7 @@ def _variant_scores(group: Group, counts: FloatArray) -> FloatArray:
     preds = [np.asarray(g, dtype=object) for g in group.generations]
     fn = stats.metric_fn(group.metric)
     observed = [fn(y, p) for p in preds]
-    dec = stats._checked_decomposition(group.metric, y, preds, observed)
+    dec = stats.checked_decomposition(group.metric, y, preds, observed)
     if dec is not None:
         n, v, m = dec.stats.shape
         totals = (counts @ dec.stats.reshape(n, v * m)).reshape(len(counts), v, m)
@@ -259,7 +259,7 @@ def _resample_counts(
     strata: NDArray[np.intp], n_resamples: int, rng: np.random.Generator
 ) -> FloatArray:
     sizes = np.bincount(strata)
-    return np.asarray(stats._resample_counts(strata, sizes, n_resamples, rng), dtype=np.float64)
+    return np.asarray(stats.resample_counts(strata, sizes, n_resamples, rng), dtype=np.float64)
 
 
 def task_measures(

@@ -37,6 +37,9 @@ back to recomputing the official metric for every resample (slow, but never wron
   without a score) with ``p_value=None`` and a note instead of a meaningless p-value.
 - `holm` and `benjamini_hochberg` corrections (p-values outside [0, 1] or NaN are refused).
 - `minimum_detectable_effect` at 80% power for a comparison's n.
+- Building blocks shared with `experiments.sensitivity`: `checked_decomposition` (a metric as
+  per-row sums, a `Decomposition`), `class_index` (answer classes) and `resample_counts`
+  (stratified bootstrap row counts).
 """
 
 from __future__ import annotations
@@ -158,8 +161,10 @@ def _check_alternative(alternative: str) -> None:
 
 # ---- per-row decomposition of the official metrics --------------------------------------------
 @dataclass(frozen=True)
-class _Decomposed:
+class Decomposition:
     """Per-row additive statistics of each variant and the function that combines totals.
+
+    From `checked_decomposition`; `experiments.sensitivity` resamples with it too.
 
     ``stats`` has shape (n, v, m) for v variants; the metric of variant j is
     ``combine(stats[:, j, :].sum(axis=0))``. `linear` means m == 1 and combine is the identity.
@@ -227,8 +232,11 @@ def _successor_counts(gen: str, ans: str) -> tuple[int, int, int]:
     return tp, fp, len(remaining)
 
 
-def _class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
-    """Answer class of each row (normalised answers for names, as the metric sees them)."""
+def class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
+    """Answer class of each row (normalised answers for names, as the metric sees them).
+
+    The strata of a stratified resample (`resample_counts`), so every class keeps its size.
+    """
     keys = _normalized(list(y)) if isinstance(metric, str) else [str(v) for v in y]
     _, inverse = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
     return np.asarray(inverse, dtype=np.intp)
@@ -236,7 +244,7 @@ def _class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
 
 def _decompose(
     metric: Metric, y: NDArray[Any], preds: Sequence[NDArray[Any]]
-) -> _Decomposed | None:
+) -> Decomposition | None:
     """Per-row statistics for a named metric; None for a callable (no decomposition known)."""
     if not isinstance(metric, str):
         return None
@@ -253,7 +261,7 @@ def _decompose(
         else:
             _, inverse, counts = np.unique(yn.astype(str), return_inverse=True, return_counts=True)
             w = 1.0 / (len(counts) * counts[inverse])
-        return _Decomposed((w[:, None] * hits)[:, :, None], _identity, True)
+        return Decomposition((w[:, None] * hits)[:, :, None], _identity, True)
     if metric in _ROW_HIT_METRICS:
         official = METRICS[metric]
         memo: dict[tuple[str, str], float] = {}
@@ -264,22 +272,26 @@ def _decompose(
                 if key not in memo:
                     memo[key] = float(official([key[0]], [key[1]]))
                 stats[i, j, 0] = memo[key] / n
-        return _Decomposed(stats, _identity, True)
+        return Decomposition(stats, _identity, True)
     if metric in _F1_METRICS:
         count = _ssla_counts if metric == "ssla_f1" else _successor_counts
         stats = np.empty((n, v, 3))
         for j, p in enumerate(preds):
             for i in range(n):
                 stats[i, j] = count(_text(p[i]), str(y[i]))
-        return _Decomposed(stats, _f1_totals, False)
+        return Decomposition(stats, _f1_totals, False)
     _resolve(metric)  # raises the unknown-name error
     return None
 
 
-def _checked_decomposition(
+def checked_decomposition(
     metric: Metric, y: NDArray[Any], preds: Sequence[NDArray[Any]], scores: Sequence[float]
-) -> _Decomposed | None:
-    """The decomposition, if it reproduces every official score; else None (generic path)."""
+) -> Decomposition | None:
+    """The decomposition, if it reproduces every official score; else None (generic path).
+
+    `scores` are the official scores of `preds`: a decomposition that disagrees with any of
+    them is not returned, and the caller recomputes the official metric per resample instead.
+    """
     dec = _decompose(metric, y, preds)
     if dec is None:
         return None
@@ -345,7 +357,7 @@ def paired_permutation_test(
     score_a, score_b = float(score(y, a)), float(score(y, b))
     observed = score_a - score_b
     rng = np.random.default_rng(seed)
-    dec = _checked_decomposition(metric, y, [a, b], [score_a, score_b])
+    dec = checked_decomposition(metric, y, [a, b], [score_a, score_b])
     if dec is None:
         return _paired_generic(y, a, b, score, name, observed, n_resamples, rng, alternative)
 
@@ -491,7 +503,7 @@ def range_permutation_test(
     scores = tuple(float(score(y, p)) for p in preds)
     observed = max(scores) - min(scores)
     rng = np.random.default_rng(seed)
-    dec = _checked_decomposition(metric, y, preds, scores)
+    dec = checked_decomposition(metric, y, preds, scores)
     if dec is not None:
         null, n_disc = _range_null_decomposed(dec, n_resamples, rng)
     else:
@@ -530,7 +542,7 @@ def _worst(scores: Sequence[float]) -> int:
 
 
 def _range_null_decomposed(
-    dec: _Decomposed,
+    dec: Decomposition,
     n_resamples: int,
     rng: np.random.Generator,
     how: Literal["auto", "grouped", "gather"] = "auto",
@@ -602,7 +614,7 @@ def _arrangement_groups(
 
 
 def _range_null_grouped(
-    dec: _Decomposed,
+    dec: Decomposition,
     base: FloatArray,
     groups: list[tuple[int, FloatArray]],
     n_resamples: int,
@@ -764,11 +776,11 @@ def bootstrap_ci(
             "balanced accuracy is bootstrapped within classes (a resample without a class "
             "has no balanced accuracy); leave stratify=None or True"
         )
-    strata = _class_index(y, metric) if stratify else np.zeros(len(y), dtype=np.intp)
+    strata = class_index(y, metric) if stratify else np.zeros(len(y), dtype=np.intp)
     sizes = np.bincount(strata)
     smallest = int(sizes.min())
     rng = np.random.default_rng(seed)
-    dec = _checked_decomposition(metric, y, preds, scores)
+    dec = checked_decomposition(metric, y, preds, scores)
     sign = np.array([1.0, -1.0])[: len(preds)]
 
     if dec is not None:
@@ -853,11 +865,15 @@ def _satterthwaite(
     return float(np.sum(v) ** 2 / denom) if denom > 0 else float(max(int(sizes.sum()) - 1, 1))
 
 
-def _resample_counts(
+def resample_counts(
     strata: NDArray[np.intp], sizes: NDArray[np.intp], r: int, rng: np.random.Generator
 ) -> FloatArray:
     """(r, n) counts of each row in r resamples: every stratum's rows drawn with replacement,
-    as many as it has (so every class keeps its size and none is ever missing)."""
+    as many as it has (so every class keeps its size and none is ever missing).
+
+    `strata` is each row's stratum (`class_index`, or zeros for one stratum) and `sizes` its
+    row count per stratum (``np.bincount(strata)``).
+    """
     counts = np.zeros((r, len(strata)))
     for c, size in enumerate(sizes):
         rows = np.flatnonzero(strata == c)
@@ -868,7 +884,7 @@ def _resample_counts(
 
 
 def _bootstrap_decomposed(
-    dec: _Decomposed,
+    dec: Decomposition,
     strata: NDArray[np.intp],
     sizes: NDArray[np.intp],
     n_resamples: int,
@@ -882,7 +898,7 @@ def _bootstrap_decomposed(
     chunk = max(1, min(n_resamples, 4_000_000 // n))
     for start in range(0, n_resamples, chunk):
         r = min(chunk, n_resamples - start)
-        counts = _resample_counts(strata, sizes, r, rng)
+        counts = resample_counts(strata, sizes, r, rng)
         if rescale:  # unbiased class variances: deviations scaled by sqrt(n_c / (n_c - 1))
             f = np.sqrt(sizes / np.maximum(sizes - 1, 1))[strata]
             counts = 1 + f * (counts - 1)
@@ -903,7 +919,7 @@ def _gradient(combine: Callable[[FloatArray], FloatArray], totals: FloatArray) -
     return g
 
 
-def _influence(dec: _Decomposed, strata: NDArray[np.intp], sign: FloatArray) -> FloatArray:
+def _influence(dec: Decomposition, strata: NDArray[np.intp], sign: FloatArray) -> FloatArray:
     """Per-row influence values of the statistic (linearised), centred within strata."""
     stats = dec.stats
     n, v, _ = stats.shape
@@ -952,7 +968,7 @@ def _bootstrap_generic(
 
 
 def _studentized(
-    dec: _Decomposed,
+    dec: Decomposition,
     strata: NDArray[np.intp],
     sizes: NDArray[np.intp],
     boot: FloatArray,
@@ -972,7 +988,7 @@ def _studentized(
         return np.asarray(np.sqrt(np.maximum(var * sizes**2 / np.maximum(sizes - 1, 1), 0).sum(1)))
 
     se_hat = float(se(np.ones((1, len(x))))[0])
-    counts = _resample_counts(strata, sizes, n_resamples, rng)
+    counts = resample_counts(strata, sizes, n_resamples, rng)
     theta = counts @ x
     s = se(counts)
     ok = s > 0
@@ -1212,7 +1228,7 @@ def minimum_detectable_effect(
     n = len(y)
     score = _resolve(metric)
     scores = [float(score(y, a)), float(score(y, b))]
-    dec = _checked_decomposition(metric, y, [a, b], scores)
+    dec = checked_decomposition(metric, y, [a, b], scores)
     sign = np.array([1.0, -1.0])
     if dec is not None:
         contrib = _influence(dec, np.zeros(n, dtype=np.intp), sign)

@@ -272,7 +272,7 @@ def test_statistic_is_the_reported_score_difference_for_every_metric(name: str) 
     assert r.metric == name and 0 < r.p_value <= 1
     # the vectorised path is the one that ran: its decomposition reproduces the scores
     ya = np.asarray(y, dtype=object)
-    dec = stats._checked_decomposition(
+    dec = stats.checked_decomposition(
         name, ya, [np.asarray(a, dtype=object), np.asarray(b, dtype=object)], [sa, sb]
     )
     assert dec is not None
@@ -419,7 +419,7 @@ def test_grouped_and_per_row_paths_draw_the_same_null() -> None:
     y, preds = v.exchangeable_variants(np.random.default_rng(3), 300, 5, 0.2)
     yo = np.asarray(y, dtype=object)
     scores = [stats.metric_fn("balanced_accuracy")(y, p) for p in preds]
-    dec = stats._checked_decomposition("balanced_accuracy", yo, preds, scores)
+    dec = stats.checked_decomposition("balanced_accuracy", yo, preds, scores)
     assert dec is not None
     g, d1 = stats._range_null_decomposed(dec, 4000, np.random.default_rng(0), "grouped")
     h, d2 = stats._range_null_decomposed(dec, 4000, np.random.default_rng(1), "gather")
@@ -476,7 +476,7 @@ def test_post_selection_pair_test_is_labelled_and_picks_best_and_worst() -> None
 def test_stratified_resamples_keep_every_class() -> None:
     strata = np.array([0] * 18 + [1] * 2)  # 90/10 at n = 20: the case that used to lose a class
     sizes = np.bincount(strata)
-    counts = stats._resample_counts(strata, sizes, 5000, np.random.default_rng(0))
+    counts = stats.resample_counts(strata, sizes, 5000, np.random.default_rng(0))
     assert np.all(counts[:, strata == 1].sum(axis=1) == 2)
     assert np.all(counts[:, strata == 0].sum(axis=1) == 18)
 
