@@ -89,7 +89,7 @@ def main() -> None:
     y, preds = data(True)
     yo = np.asarray(y, dtype=object)
     scores = [METRICS["balanced_accuracy"](list(p), list(y)) for p in preds]
-    dec = stats._checked_decomposition("balanced_accuracy", yo, preds, scores)
+    dec = stats.checked_decomposition("balanced_accuracy", yo, preds, scores)
     assert dec is not None
     t = best_of(lambda: stats._range_null_decomposed(dec, R, np.random.default_rng(0), "gather"))
     print(f"  worst case, balanced_accuracy, per-row gather path (null only): {t:.3f}s")
