@@ -72,6 +72,8 @@ def main() -> None:
             **os.environ,
             "WORKBENCH_CACHE_DIR": str(tmp / f"cache{i}"),
             "WORKBENCH_RUNS_DIR": str(tmp / "runs"),
+            # the workbench defaults this in load_local; the bare loop must wait alike
+            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
         }
         t, _ = timed(bare_cmd, env)
         bare_times.append(t)

@@ -889,6 +889,10 @@ def pick_label(sums: Sequence[float], labels: Sequence[str], how: LoglikNorm) ->
         raise ModelError(
             f"log-likelihood is NaN for a label: {dict(zip(labels, scores, strict=True))}"
         )
+    if all(x == -math.inf for x in scores):  # the "choice" would be the first label
+        raise ModelError(
+            f"every label has log-likelihood -inf: {dict(zip(labels, scores, strict=True))}"
+        )
     best = 0
     for j in range(1, len(scores)):
         if scores[j] > scores[best]:  # strictly greater: ties keep the earlier label
@@ -982,9 +986,14 @@ def _unusable_echo(server: str, why: str) -> NoPromptLogprobs:
 
 
 ALIGNMENT_TOLERANCE = 0.01
-"""How far apart (nats) two requests' most likely log-probabilities at the label's first
-position may be before the server counts as misaligned: loose enough for the float noise of
-batched GPU servers, far below the gaps a shifted server shows (0.04 to 0.4 measured)."""
+"""How far apart (nats) two requests' log-probabilities of the same listed token at the
+label's first position may be before the server counts as misaligned: loose enough for the
+float noise of batched GPU servers. An aligned llama.cpp server gives identical values; a
+shifted one differs by 0.28-1.05 nats over its five most likely tokens on the hearsay rows
+where the most likely token alone differed by as little as 0.001 (measured)."""
+
+ALIGNMENT_TOP_K = 5
+"""Tokens asked for in ``top_logprobs`` (OpenAI's completions API allows at most 5)."""
 
 
 @dataclass(frozen=True)
@@ -995,13 +1004,10 @@ class EchoedContinuation:
     """Summed log-probability of the continuation's tokens."""
     prompt_tokens: tuple[str, ...]
     """The server's tokens before the continuation (requests are compared only when equal)."""
-    first_top: float | None
-    """The largest value in ``top_logprobs`` at the continuation's first token: the most
-    likely next token's log-probability *given the prompt only*, if the server is aligned.
-    None when the server sends no ``top_logprobs``."""
-    first_top_own_only: bool = False
-    """``top_logprobs`` at the first label token lists that token alone: it is the most
-    likely one, or the server lists only the tokens themselves."""
+    first_tops: tuple[tuple[str, float], ...] | None
+    """``top_logprobs`` at the continuation's first token, as (token, log-probability)
+    pairs: the most likely next tokens *given the prompt only*, if the server is aligned,
+    so the same in every label's request. None when the server sends none there."""
 
 
 def _char_offsets(tokens: Sequence[str], offsets: Sequence[Any], text: str) -> list[int]:
@@ -1092,14 +1098,13 @@ def echoed_continuation(
         raise _unusable_echo(
             server, f"the label's tokens {counted!r} do not spell {continuation!r}"
         )
-    first_top, own_only = None, False
+    first_tops = None
     if tops is not None and first is not None and tops[first]:
-        top = dict(tops[first])
-        top_values = [float(v) for v in top.values()]
-        if top_values and all(map(_finite, top_values)):
-            first_top = max(top_values)
-            own_only = [str(k) for k in top] == [counted[0]]
-    return EchoedContinuation(total, tuple(prompt_tokens), first_top, own_only)
+        try:
+            first_tops = tuple((str(k), float(v)) for k, v in dict(tops[first]).items())
+        except (TypeError, ValueError) as e:
+            raise _unusable_echo(server, f"top_logprobs {tops[first]!r} ({e})") from e
+    return EchoedContinuation(total, tuple(prompt_tokens), first_tops)
 
 
 def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
@@ -1112,45 +1117,74 @@ def check_alignment(
     echoes: Sequence[EchoedContinuation], continuations: Sequence[str], server: str
 ) -> None:
     """Raise `MisalignedPromptLogprobs` if the echoes show the server's log-probabilities
-    belong to other positions than their tokens.
+    belong to other positions than their tokens, `NoPromptLogprobs` if they cannot show it.
 
-    With ``logprobs=1`` each position's ``top_logprobs`` holds the most likely token of the
-    distribution the position's log-probability comes from. On an aligned server that is the
-    distribution given the tokens *before* the position, so at the first label token it is
-    the same for every label after the same prompt tokens. llama-cpp-python's server (0.3.x)
-    for models without a BOS token (SmolLM2) reports, at position k, the distribution given
-    the tokens up to and including k: it then depends on the label, and differs. A necessary
-    condition only: a shifted server whose distributions after two labels happen to share
-    their top value (within `ALIGNMENT_TOLERANCE`) passes, and a server without
-    ``top_logprobs`` is not checked. Nor is one that lists only each token itself at two
-    labels' first positions (an aligned server can do that for one label only, the most
-    likely one): its values are not the most likely token's, so they prove nothing.
+    ``top_logprobs`` at a label's first token lists the most likely tokens of the
+    distribution that position's log-probability comes from. On an aligned server that is
+    the distribution given the prompt, the same whatever the label, so a token listed in two
+    labels' requests has the same value in both. llama-cpp-python's server (0.3.x) for
+    models without a BOS token (SmolLM2) reports, at position k, the distribution given the
+    tokens up to and including k: it depends on the label. Comparing the most likely token
+    alone let 3 of 40 hearsay rows of such a server through (its value can agree by chance
+    after two labels); every token listed in both requests must agree. A necessary
+    condition still, not a proof; a server that lists no ``top_logprobs`` there, or no
+    token common to two labels' lists (an aligned server lists the same most likely tokens
+    in both), cannot be checked and is refused.
     """
     from experiments.secrets import safe_url
 
-    groups: dict[tuple[str, ...], list[tuple[str, float, bool]]] = {}
+    if len(echoes) < 2:
+        return
+    url = safe_url(server)
+    groups: dict[tuple[str, ...], list[tuple[str, dict[str, float]]]] = {}
     for echo, cont in zip(echoes, continuations, strict=True):
-        if echo.first_top is not None:
-            groups.setdefault(echo.prompt_tokens, []).append(
-                (cont, echo.first_top, echo.first_top_own_only)
+        if echo.first_tops is None:
+            raise _unusable_echo(
+                server,
+                f"no top_logprobs at the first token of {cont!r}, so the alignment of its "
+                "log-probabilities cannot be checked",
             )
+        groups.setdefault(echo.prompt_tokens, []).append((cont, dict(echo.first_tops)))
     for seen in groups.values():
-        if sum(own for _, _, own in seen) > 1:
-            continue
-        lo, hi = min(seen, key=lambda s: s[1]), max(seen, key=lambda s: s[1])
-        if hi[1] - lo[1] > ALIGNMENT_TOLERANCE:
-            raise MisalignedPromptLogprobs(
-                f"the server at {safe_url(server)} returns misaligned prompt "
-                "log-probabilities: the most likely next token after the same prompt has "
-                f"log-probability {lo[1]:.4f} in the request for {lo[0]!r} and {hi[1]:.4f} "
-                f"in the one for {hi[0]!r}, so each position's value depends on its own "
-                "token (a known llama-cpp-python server bug for models without a BOS token, "
-                "e.g. SmolLM2); the label log-likelihoods would be wrong; "
-                "use --scoring generate, or serve the model with the BOS token that server "
-                "assumes (llama_cpp.server --kv_overrides "
-                "tokenizer.ggml.add_bos_token=bool:true; the model then sees a BOS token "
-                "the local model does not, so compare it only with itself)"
+        if len(seen) < 2:
+            raise _unusable_echo(
+                server,
+                f"the prompt is tokenized differently in the request for {seen[0][0]!r} "
+                "than in the others, so their log-probabilities cannot be compared",
             )
+        (ref_cont, ref), others = seen[0], seen[1:]
+        for cont, tops in others:
+            common = ref.keys() & tops.keys()
+            if not common:
+                raise _unusable_echo(
+                    server,
+                    f"the requests for {ref_cont!r} and {cont!r} list no common token in "
+                    "top_logprobs at the label's first position, so their alignment cannot "
+                    "be checked",
+                )
+            token = max(common, key=lambda t: abs(_gap(ref[t], tops[t])))
+            gap = _gap(ref[token], tops[token])
+            if gap > ALIGNMENT_TOLERANCE:
+                raise MisalignedPromptLogprobs(
+                    f"the server at {url} returns misaligned prompt log-probabilities: after "
+                    f"the same prompt, the next token {token!r} has log-probability "
+                    f"{ref[token]:.4f} in the request for {ref_cont!r} and {tops[token]:.4f} "
+                    f"in the one for {cont!r}, so each position's value depends on its own "
+                    "token (a known llama-cpp-python server bug for models without a BOS "
+                    "token, e.g. SmolLM2); the label log-likelihoods would be wrong; "
+                    "use --scoring generate, or serve the model with the BOS token that "
+                    "server assumes (llama_cpp.server --kv_overrides "
+                    "tokenizer.ggml.add_bos_token=bool:true; the model then sees a BOS token "
+                    "the local model does not, so compare it only with itself)"
+                )
+
+
+def _gap(a: float, b: float) -> float:
+    """|a - b|, with equal infinities 0 apart and a NaN infinitely far."""
+    if a == b:
+        return 0.0
+    gap = abs(a - b)
+    return gap if not math.isnan(gap) else math.inf
 
 
 class ServedCallError(ModelError):
@@ -1162,10 +1196,11 @@ def served_label_logprobs(
 ) -> list[float]:
     """Summed log-likelihood of each continuation after `prompt`, from a served model.
 
-    One ``/v1/completions`` call per label through litellm (``echo=True``, ``logprobs=1``,
-    one generated token, temperature 0), with the gateway's retries. The server tokenizes
-    ``prompt + continuation`` as a whole, as lm-evaluation-harness's API models do. The
-    replies are checked against each other (`check_alignment`) before any sum is used.
+    One ``/v1/completions`` call per label through litellm (``echo=True``,
+    ``logprobs=ALIGNMENT_TOP_K``, one generated token, temperature 0), with the gateway's
+    retries. The server tokenizes ``prompt + continuation`` as a whole, as
+    lm-evaluation-harness's API models do. The replies are checked against each other
+    (`check_alignment`) before any sum is used.
     """
     if not lm.api_base:
         raise ModelError(f"{lm.name}: served log-likelihood needs an api_base")
@@ -1179,7 +1214,7 @@ def served_label_logprobs(
             "api_base": lm.api_base,
             "prompt": prompt + cont,
             "echo": True,
-            "logprobs": 1,
+            "logprobs": ALIGNMENT_TOP_K,
             "max_tokens": 1,  # 0 means "no limit" to some servers
             "temperature": 0.0,
             "timeout": lm.timeout,

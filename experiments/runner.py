@@ -42,6 +42,7 @@ from experiments.metrics import (
     score,
 )
 from experiments.models import (
+    ALIGNMENT_TOP_K,
     LM,
     Completion,
     Decoding,
@@ -510,6 +511,12 @@ def _loglik(
     }
     if served is not None:  # a served model's sums come from its server (and its tokenizer)
         identity["api_base"] = served_api_base(served)
+        # sums cached before the top-5 check existed were checked on one token only
+        identity["alignment_check"] = f"top_logprobs {ALIGNMENT_TOP_K}, every listed token"
+    # A served row's sums are cached only once every row of the trial has passed the
+    # alignment check: a server refused at row 5 may have let rows 1-4 through by chance,
+    # and its cached sums would be reused unchecked once the server is fixed.
+    pending: list[tuple[str, Completion]] = []
     identity.update(_local_weights(spec.model))
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
@@ -548,11 +555,17 @@ def _loglik(
                 },
             )
             if cache is not None:
-                cache.put(key, comp)
+                if served is None:
+                    cache.put(key, comp)
+                else:
+                    pending.append((key, comp))
             out.append(comp)
             hits.append(False)
         if progress:
             progress(n, len(prompts))
+    if cache is not None:
+        for key, comp in pending:
+            cache.put(key, comp)
     return out, hits
 
 

@@ -442,7 +442,7 @@ class RangeResult:
     alternative: str
     n_discordant: int = 0  # rows where the variants' per-row statistics are not all equal
     best: int = 0  # index of the highest-scoring variant (first on ties)
-    worst: int = 0  # index of the lowest-scoring variant (first on ties)
+    worst: int = 0  # index of the lowest-scoring variant other than best (first on ties)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -58,26 +58,38 @@ def stub_tokens(text: str) -> list[str]:
 
 
 STUB_TOP = "<top>"
-"""The key under which `stub_logprobs` reports each position's most likely next token."""
+"""The key under which `stub_logprobs` reports each position's most likely next token; the
+next ones, when more are asked for, are ``<top1>``, ``<top2>``, ..."""
 
 
-def stub_top_logprob(context: str) -> float:
-    """The stub's most likely next token's log-probability after `context`, in (-1, 0]: it
-    depends on the whole context, so a shifted server's values differ between labels."""
-    return -(hashlib.sha256(("top|" + context).encode()).digest()[0] % 100) / 100
+def stub_top_key(rank: int) -> str:
+    return STUB_TOP if rank == 0 else f"<top{rank}>"
+
+
+def stub_top_logprob(context: str, rank: int = 0) -> float:
+    """The stub's `rank`-th most likely next token's log-probability after `context`, in
+    (-1 - rank, -rank]: it depends on the whole context, so a shifted server's values differ
+    between labels."""
+    return -rank - (hashlib.sha256(f"top{rank}|{context}".encode()).digest()[0] % 100) / 100
 
 
 def stub_logprobs(
-    text: str, generated: str = "", *, offsets: str = "chars", shifted: bool = False
+    text: str,
+    generated: str = "",
+    *,
+    offsets: str = "chars",
+    shifted: bool = False,
+    top_k: int = 1,
 ) -> dict[str, Any]:
     """OpenAI completions ``logprobs`` for an echoed `text` followed by the `generated` text
     (tokenized on its own, as a server's generated tokens are; first token: None, as OpenAI).
 
-    Each position's ``top_logprobs`` holds the token's own log-probability and the stub's
-    most likely next token (`STUB_TOP`) given the text before the position. `offsets`
-    ``"bytes"`` counts ``text_offset`` in UTF-8 bytes (as some servers do); `shifted`
-    reproduces llama-cpp-python's server bug for models without a BOS token: each
-    position's values come from the distribution *after* its own token.
+    Each position's ``top_logprobs`` holds the stub's `top_k` most likely next tokens
+    (`stub_top_key`) given the text before the position, and the token's own
+    log-probability, as llama.cpp's server lists them. `offsets` ``"bytes"`` counts
+    ``text_offset`` in UTF-8 bytes (as some servers do); `shifted` reproduces
+    llama-cpp-python's server bug for models without a BOS token: each position's values
+    come from the distribution *after* its own token.
     """
     tokens = stub_tokens(text) + (stub_tokens(generated) if generated else [])
     starts, at = [], 0
@@ -91,7 +103,8 @@ def stub_logprobs(
         context = seen + token if shifted else seen
         value = stub_token_logprob(token + ("|shifted" if shifted else ""))
         values.append(value)
-        tops.append({token: value, STUB_TOP: stub_top_logprob(context)})
+        top = {stub_top_key(r): stub_top_logprob(context, r) for r in range(top_k)}
+        tops.append({**top, token: value})
         seen += token
     if values:
         values[0] = None
@@ -270,6 +283,7 @@ class StubOpenAI:
                                 str(content),
                                 offsets=stub.logprob_offsets,
                                 shifted=stub.shifted_logprobs,
+                                top_k=int(body["logprobs"]),
                             )
                     obj = "text_completion"
                 choices = [] if outcome == "empty_choices" else [choice]

@@ -120,6 +120,9 @@ def test_per_byte_arithmetic_and_first_label_wins_ties() -> None:
         pick_label([-1.0, -2.0], ["", "b"], "per_byte")
     with pytest.raises(ModelError, match="NaN"):
         pick_label([float("nan"), -2.0], ["a", "b"], "sum")
+    for how in ("sum", "per_byte"):  # no label is possible: no pick, not the first label
+        with pytest.raises(ModelError, match="every label has log-likelihood -inf"):
+            pick_label([float("-inf"), float("-inf")], ["a", "b"], how)
     with pytest.raises(ValueError, match="2 scores for 3 labels"):
         pick_label([-1.0, -2.0], ["a", "b", "c"], "per_byte")
 

@@ -42,6 +42,7 @@ from experiments.stub_server import (
     StubOpenAI,
     stub_logprobs,
     stub_token_logprob,
+    stub_top_key,
     stub_top_logprob,
 )
 from promptlib import Catalog, parse_spec
@@ -119,14 +120,20 @@ def test_label_tokens_must_spell_the_label() -> None:
         continuation_logprob({**late, "text_offset": [0, 1, 3]}, "A:", " Yes", "http://s")
 
 
-def test_echo_reports_the_top_logprob_before_the_label() -> None:
-    aligned = echoed_continuation(stub_logprobs("Q: x\nA: Yes"), "Q: x\nA:", " Yes", "s")
-    assert aligned.first_top == stub_top_logprob("Q: x\nA:")
+def test_echo_reports_the_top_logprobs_before_the_label() -> None:
+    aligned = echoed_continuation(stub_logprobs("Q: x\nA: Yes", top_k=3), "Q: x\nA:", " Yes", "s")
     assert aligned.prompt_tokens == ("Q:", " x", "\nA:")
+    assert aligned.first_tops is not None
+    tops = dict(aligned.first_tops)
+    assert tops[STUB_TOP] == stub_top_logprob("Q: x\nA:")
+    assert tops[stub_top_key(2)] == stub_top_logprob("Q: x\nA:", 2)
+    assert tops[" Yes"] == stub_token_logprob(" Yes")  # the token's own, as llama.cpp adds it
     shifted = stub_logprobs("Q: x\nA: Yes", shifted=True)
     got = echoed_continuation(shifted, "Q: x\nA:", " Yes", "s")
-    assert got.first_top == stub_top_logprob("Q: x\nA: Yes")
-    assert shifted["top_logprobs"][-1][STUB_TOP] == got.first_top
+    assert got.first_tops is not None
+    assert dict(got.first_tops)[STUB_TOP] == stub_top_logprob("Q: x\nA: Yes")
+    no_tops = {**shifted, "top_logprobs": None}
+    assert echoed_continuation(no_tops, "Q: x\nA:", " Yes", "s").first_tops is None
 
 
 # ---- the stub server ----------------------------------------------------------------------
@@ -152,7 +159,7 @@ def test_served_loglik_through_the_stub(catalog: Catalog) -> None:
             other.stop()
     assert res.complete and len(stub.requests) == 4 * 2  # one call per row and label
     body = stub.requests[0]
-    assert body["echo"] is True and body["logprobs"] == 1 and body["max_tokens"] == 1
+    assert body["echo"] is True and body["logprobs"] == 5 and body["max_tokens"] == 1
     assert body["prompt"].endswith("A: Yes") and stub.requests[1]["prompt"].endswith("A: No")
     best = "Yes" if stub_token_logprob(" Yes") > stub_token_logprob(" No") else "No"
     assert [p.parsed for p in res.predictions] == [best] * 4
@@ -187,24 +194,77 @@ def test_a_shifted_server_is_refused() -> None:
     assert got == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
 
 
-def test_alignment_is_not_judged_from_tokens_listed_alone() -> None:
-    """A server that lists only each token itself in top_logprobs gives no most likely
-    token to compare: not refused (the check cannot tell), unlike one that lists it."""
+def _echoes(conts: list[str], prompt: str = "Q: x\nA:", **kw: Any) -> list[EchoedContinuation]:
+    return [
+        echoed_continuation(stub_logprobs(prompt, c, **kw), prompt, c, "http://s") for c in conts
+    ]
+
+
+def test_a_shift_whose_most_likely_value_agrees_is_still_refused() -> None:
+    """What let 3 of 40 hearsay rows of llama.cpp's shifted server through a check of the
+    most likely token alone: its value happened to agree after both labels. The next ones
+    do not."""
     from experiments.models import check_alignment
 
     prompt, conts = "Q: x\nA:", [" Yes", " No"]
+    lps = [stub_logprobs(prompt, c, shifted=True, top_k=5) for c in conts]
+    for lp in lps:  # the shifted distributions' most likely token agrees by chance
+        lp["top_logprobs"][-1][STUB_TOP] = -0.25
+    echoes = [
+        echoed_continuation(lp, prompt, c, "http://s") for lp, c in zip(lps, conts, strict=True)
+    ]
+    with pytest.raises(MisalignedPromptLogprobs, match="'<top"):
+        check_alignment(echoes, conts, "http://s")
+    check_alignment(_echoes(conts, top_k=5), conts, "http://s")  # aligned: accepted
 
-    def echo(cont: str, own_only: bool) -> EchoedContinuation:
-        lp = stub_logprobs(prompt, cont, shifted=True)
-        if own_only:
-            lp["top_logprobs"] = [
-                t and {k: v for k, v in t.items() if k != STUB_TOP} for t in lp["top_logprobs"]
-            ]
-        return echoed_continuation(lp, prompt, cont, "http://s")
 
-    check_alignment([echo(c, True) for c in conts], conts, "http://s")
-    with pytest.raises(MisalignedPromptLogprobs):
-        check_alignment([echo(c, False) for c in conts], conts, "http://s")
+def test_alignment_that_cannot_be_checked_is_refused() -> None:
+    """No top_logprobs, or lists sharing no token (a server listing only each token
+    itself): nothing shows the sums are aligned, so none is used."""
+    from experiments.models import check_alignment
+
+    conts = [" Yes", " No"]
+    no_tops = [
+        EchoedContinuation(e.logprob, e.prompt_tokens, None) for e in _echoes(conts, top_k=5)
+    ]
+    with pytest.raises(NoPromptLogprobs, match="no top_logprobs") as err:
+        check_alignment(no_tops, conts, "http://s")
+    assert not isinstance(err.value, MisalignedPromptLogprobs)
+    own_only = _echoes(conts, top_k=0)  # each list holds the label's own token alone
+    assert all(e.first_tops is not None and len(e.first_tops) == 1 for e in own_only)
+    with pytest.raises(NoPromptLogprobs, match="no common token"):
+        check_alignment(own_only, conts, "http://s")
+    check_alignment(_echoes(conts, top_k=1), conts, "http://s")  # one shared token suffices
+
+
+@pytest.mark.data
+def test_no_served_row_is_cached_before_the_whole_trial_passed(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial refused at its third row caches nothing: rows one and two may have passed the
+    check by chance, and would be reused unchecked once the server is fixed."""
+    from experiments import runner
+    from experiments.cache import ResponseCache
+
+    calls = {"n": 0}
+
+    def refused_at_row_three(lm: Any, prompt: str, conts: list[str]) -> list[float]:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise MisalignedPromptLogprobs("misaligned at row 3")
+        return served_label_logprobs(lm, prompt, conts)
+
+    cache = ResponseCache(tmp_path / "cache")
+    with StubOpenAI(echo_logprobs=True) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+        monkeypatch.setattr(runner, "served_label_logprobs", refused_at_row_three)
+        with pytest.raises(MisalignedPromptLogprobs):
+            run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
+        monkeypatch.setattr(runner, "served_label_logprobs", served_label_logprobs)
+        fixed = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
+        again = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
+    assert fixed.complete and fixed.cache_hits == 0 and fixed.model_calls == 4
+    assert again.cache_hits == 4  # a trial that passed is cached whole
 
 
 @pytest.mark.data
