@@ -24,8 +24,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+import re
+import socket
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from promptlib.errors import WorkbenchError
@@ -40,6 +43,12 @@ if TYPE_CHECKING:
 # forwarded (they would be stored in the cluster's runtime environment): set them on each
 # node before `ray start`. A local instance (no address) inherits the driver's environment.
 FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WORKBENCH_LOCAL_N_CTX", "OMP_WAIT_POLICY")
+# How long the driver waits for its actors to be placed and started before it gives up with
+# advice (seconds); an unschedulable actor would otherwise wait forever.
+START_TIMEOUT_ENV = "WORKBENCH_RAY_START_TIMEOUT"
+DEFAULT_START_TIMEOUT = 180.0
+# How many actors `workbench sweep --executor ray` starts (default: the cluster's CPUs).
+ACTORS_ENV = "WORKBENCH_RAY_ACTORS"
 
 
 class ExecutorError(WorkbenchError):
@@ -66,6 +75,9 @@ class TrialLost:
 class Executor(Protocol):
     """Runs claimed trials and yields each one's result as it finishes (any order)."""
 
+    def start(self, lms: Sequence[LM], cache: ResponseCache | None) -> None:
+        """Get ready for the sweep's models (raise if they cannot run) before it logs."""
+
     def map_trials(
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
     ) -> Iterator[tuple[TrialJob, TrialResult | TrialLost]]: ...
@@ -75,6 +87,9 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Today's behaviour: each trial runs in this process right after it is claimed."""
+
+    def start(self, lms: Sequence[LM], cache: ResponseCache | None) -> None:
+        pass
 
     def map_trials(
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
@@ -116,23 +131,71 @@ def _preload_local(name: str, n_threads: int) -> None:
         models.load_local(name.split("/", 1)[1])
 
 
-class TrialWorker:
-    """A Ray actor body: one model replica that runs whole trials, in row order."""
+def local_identity(name: str) -> dict[str, Any]:
+    """What of a local model's trial identity this process computes for itself: the GGUF's
+    sha256 and the context size (`LiteLLMModel.cache_identity`). Empty for other models."""
+    from experiments import models
 
-    def __init__(self, n_threads: int, cache_dir: str | None) -> None:
+    if not name.startswith(models.LOCAL_PROVIDER + "/"):
+        return {}
+    return {
+        "weights_sha256": models.local_weights_sha256(name.split("/", 1)[1]),
+        "n_ctx": models.local_n_ctx(),
+    }
+
+
+def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
+    """(use a cache, its folder) for the workers: the driver's folder only when the user
+    chose it (``WORKBENCH_CACHE_DIR``, or a cache opened on an explicit path); otherwise
+    None, and each node opens its own default (a driver's home folder may not exist there)."""
+    from experiments.cache import DEFAULT_CACHE_DIR
+
+    if cache is None:
+        return False, None
+    default = Path(DEFAULT_CACHE_DIR).expanduser() / "responses"  # `ResponseCache()`'s
+    explicit = bool(os.environ.get("WORKBENCH_CACHE_DIR")) or cache.directory != default
+    return True, (str(cache.directory) if explicit else None)
+
+
+class TrialWorker:
+    """A Ray actor body: one model replica that runs whole trials, in row order.
+
+    On start it computes its own identity of the sweep's local models (`local_identity`),
+    which the driver compares with its own before any trial is sent; `run` checks it again
+    against each trial's identity (a restarted actor may land on another node)."""
+
+    def __init__(
+        self, n_threads: int, use_cache: bool, cache_dir: str | None, models: Sequence[str]
+    ) -> None:
         self.n_threads = n_threads
+        self.use_cache = use_cache
         self.cache_dir = cache_dir
         self._cache: ResponseCache | None = None
+        self.identity = {m: local_identity(m) for m in models}
 
-    def pid(self) -> int:
-        return os.getpid()
+    def hello(self) -> dict[str, Any]:
+        """Who this replica is: process, node, model identities and cache folder."""
+        from experiments.cache import cache_dir
+
+        return {
+            "pid": os.getpid(),
+            "node": socket.gethostname(),
+            "identity": self.identity,
+            "cache_dir": (self.cache_dir or str(cache_dir() / "responses"))
+            if self.use_cache
+            else None,
+        }
 
     def run(self, job: TrialJob) -> TrialResult:
         from experiments.cache import ResponseCache
         from experiments.runner import run_trial
 
-        if self.cache_dir is not None and self._cache is None:
-            self._cache = ResponseCache(self.cache_dir)
+        mine = local_identity(job.lm.name)
+        theirs = {k: job.resolved.lm_identity.get(k) for k in mine}
+        if mine != theirs:
+            raise ExecutorError(identity_mismatch(job.lm.name, socket.gethostname(), mine, theirs))
+        if self.use_cache and self._cache is None:
+            self._cache = ResponseCache(self.cache_dir)  # None: this node's default folder
         _preload_local(job.lm.name, self.n_threads)
         return run_trial(
             job.resolved,
@@ -140,6 +203,20 @@ class TrialWorker:
             job.lm,
             cache=self._cache,
         )
+
+
+def identity_mismatch(model: str, node: str, worker: dict[str, Any], driver: dict[str, Any]) -> str:
+    diff = ", ".join(
+        f"{k} {worker.get(k)!r} on the worker, {driver.get(k)!r} on the driver"
+        for k in sorted(set(worker) | set(driver))
+        if worker.get(k) != driver.get(k)
+    )
+    return (
+        f"the Ray worker on {node} has another {model} than this machine ({diff}): its "
+        "results would be logged under this machine's identity. Install the same package "
+        "versions and set the same WORKBENCH_LOCAL_N_CTX on every node, or run with "
+        "--executor local"
+    )
 
 
 def _worker_died() -> tuple[type[BaseException], ...]:
@@ -150,6 +227,34 @@ def _worker_died() -> tuple[type[BaseException], ...]:
         for n in ("RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError")
         if hasattr(rex, n)
     )
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[0][:300] if lines else type(e).__name__
+
+
+def _reason(e: BaseException) -> str:
+    """The exception behind a Ray error, in one line: an actor that died in ``__init__``
+    carries it only inside its message's traceback (its last exception line)."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {_first_line(cause)}"
+    found = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception): .+)$", str(e), re.MULTILINE)
+    return found[-1][:300] if found else _first_line(e)
+
+
+def _start_timeout() -> float:
+    raw = os.environ.get(START_TIMEOUT_ENV)
+    if raw is None:
+        return DEFAULT_START_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ExecutorError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}")
+    return value
 
 
 class RayExecutor:
@@ -180,9 +285,11 @@ class RayExecutor:
         if n_threads < 1 or (replicas is not None and replicas < 1):
             raise ExecutorError("replicas and n_threads must be at least 1")
         self.ray = ray
+        self.where = address or "a local Ray instance"
         self.n_threads = n_threads
         self.max_restarts = max_restarts
         self.max_task_retries = max_task_retries
+        self.start_timeout = _start_timeout()
         self._started = False
         env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
         if not ray.is_initialized():
@@ -203,27 +310,90 @@ class RayExecutor:
             try:
                 ray.init(**kwargs)
             except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
-                where = address or "a local instance"
-                raise ExecutorError(f"cannot start or join the Ray cluster at {where}: {e}") from e
+                raise ExecutorError(
+                    f"cannot start or join the Ray cluster at {self.where}: {e}"
+                ) from e
             self._started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.replicas = replicas or max(1, cpus // n_threads)
         self._actors: list[Any] = []
+        self._models: list[str] = []
+        self._cache: tuple[bool, str | None] = (False, None)
         self.spawned_pids: list[int] = []
+        self.workers: list[dict[str, Any]] = []  # each started actor's `TrialWorker.hello`
 
-    def _spawn(self, cache_dir: str | None) -> None:
-        worker = self.ray.remote(
+    def start(self, lms: Sequence[LM], cache: ResponseCache | None) -> None:
+        """Start the actors and check their model identities against this process's,
+        before the sweep writes anything; raises `ExecutorError` with what to do."""
+        self._models = sorted({lm.name for lm in lms})
+        self._cache = worker_cache_dir(cache)
+        expected = {}
+        for lm in lms:
+            identity = lm.cache_identity()
+            expected[lm.name] = {k: identity.get(k) for k in local_identity(lm.name)}
+        self._spawn()
+        for info in self.workers:
+            for name, want in expected.items():
+                got = info["identity"].get(name, {})
+                if got != want:
+                    self.close()
+                    raise ExecutorError(identity_mismatch(name, info["node"], got, want))
+
+    def _spawn(self) -> None:
+        """Start `replicas` actors and wait (bounded) until each has said hello."""
+        ray = self.ray
+        worker = ray.remote(
             num_cpus=self.n_threads,
             max_restarts=self.max_restarts,
             max_task_retries=self.max_task_retries,
         )(TrialWorker)
-        self._actors = [worker.remote(self.n_threads, cache_dir) for _ in range(self.replicas)]
-        # Wait for the replicas to be up (their processes' ids, e.g. for a fault test).
-        self.spawned_pids += [int(p) for p in self.ray.get([a.pid.remote() for a in self._actors])]
+        use_cache, cache_dir = self._cache
+        actors = [
+            worker.remote(self.n_threads, use_cache, cache_dir, self._models)
+            for _ in range(self.replicas)
+        ]
+        self._actors = actors
+        refs = [a.hello.remote() for a in actors]
+        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout)
+        try:
+            if waiting:
+                free = ray.available_resources().get("CPU", 0)
+                total = ray.cluster_resources().get("CPU", 0)
+                raise ExecutorError(
+                    f"{len(waiting)} of {len(refs)} Ray actors did not start within "
+                    f"{self.start_timeout:g} s on the cluster at {self.where} (each needs "
+                    f"{self.n_threads} CPU; {free:g} of {total:g} CPUs are free): free CPUs "
+                    f"on the cluster, start fewer actors ({ACTORS_ENV}), or run with "
+                    f"--executor local ({START_TIMEOUT_ENV} sets how long to wait)"
+                )
+            infos = ray.get(refs)
+        except BaseException as e:
+            self._kill(actors)  # nothing left holding the cluster's CPUs
+            if not isinstance(e, ray.exceptions.RayError):
+                raise
+            raise ExecutorError(
+                f"a Ray actor failed to start on the cluster at {self.where}: "
+                f"{_reason(e)}. Check that every node has this package and its "
+                "extras installed (pip install -e '.[ray,local]') with the same settings, "
+                "or run with --executor local"
+            ) from None
+        self.workers += infos
+        self.spawned_pids += [int(i["pid"]) for i in infos]
+
+    def _kill(self, actors: list[Any]) -> None:
+        for actor in actors:
+            with contextlib.suppress(Exception):  # already gone
+                self.ray.kill(actor)
+        self._actors = [a for a in self._actors if a not in actors]
 
     def map_trials(
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
     ) -> Iterator[tuple[TrialJob, TrialResult | TrialLost]]:
+        """Run the jobs on the actors; yield each result as it arrives.
+
+        A trial that raises on its worker stops the claiming of new trials, as it stops a
+        local sweep; the trials already running on other actors are still awaited and
+        yielded (logged by the driver), then the first trial's exception is raised."""
         ray = self.ray
         source = iter(jobs)
         first = next(source, None)
@@ -231,10 +401,14 @@ class RayExecutor:
             return
         source = itertools.chain([first], source)
         if not self._actors:
-            self._spawn(str(cache.directory) if cache is not None else None)
+            if not self.workers:  # `start` was not called: same checks now
+                self.start([first.lm], cache)
+            else:
+                self._spawn()
         free = list(self._actors)
         running: dict[Any, tuple[TrialJob, Any]] = {}
         exhausted = False
+        failure: BaseException | None = None
         died = _worker_died()
         while True:
             # Claim only as many trials as there are idle replicas: a claimed trial waits
@@ -247,6 +421,8 @@ class RayExecutor:
                 actor = free.pop()
                 running[actor.run.remote(job)] = (job, actor)
             if not running:
+                if failure is not None:
+                    raise failure
                 return
             ready, _ = ray.wait(list(running), num_returns=1)
             job, actor = running.pop(ready[0])
@@ -254,10 +430,12 @@ class RayExecutor:
                 result: TrialResult | TrialLost = ray.get(ready[0])
             except ray.exceptions.RayTaskError as e:  # the trial itself raised: as locally
                 cause = e.cause if isinstance(e.cause, BaseException) else None
-                raise (cause or ExecutorError(str(e))) from None
+                failure = failure or cause or ExecutorError(str(e))
+                exhausted = True  # claim nothing more; let the running trials finish
+                free.append(actor)
+                continue
             except died as e:
-                lines = str(e).strip().splitlines()
-                result = TrialLost(f"Ray worker lost: {lines[0][:200] if lines else e}")
+                result = TrialLost(f"Ray worker lost: {_first_line(e)[:200]}")
             if not isinstance(result, TrialLost) and result.trial_id != job.resolved.id:
                 raise ExecutorError(
                     f"a Ray worker returned trial {result.trial_id} for trial "
@@ -265,20 +443,15 @@ class RayExecutor:
                 )
             yield job, result
             if isinstance(result, TrialLost):
-                self._actors.remove(actor)
-                with contextlib.suppress(Exception):  # a dropped replica must free its CPUs
-                    ray.kill(actor)
-                if not self._actors:  # every replica is gone: restart the pool once more
-                    self._spawn(str(cache.directory) if cache is not None else None)
+                self._kill([actor])  # a dropped replica must free its CPUs
+                if not self._actors and not exhausted:  # every replica is gone: once more
+                    self._spawn()
                     free = list(self._actors)
                 continue
             free.append(actor)
 
     def close(self) -> None:
-        for actor in self._actors:
-            with contextlib.suppress(Exception):  # already gone
-                self.ray.kill(actor)
-        self._actors = []
+        self._kill(list(self._actors))
         if self._started:
             self.ray.shutdown()
             self._started = False
@@ -292,7 +465,17 @@ def check_choice(name: str, address: str | None = None) -> None:
         raise ExecutorError("--ray-address needs --executor ray")
 
 
+def _actors_from_env() -> int | None:
+    raw = os.environ.get(ACTORS_ENV)
+    if raw is None:
+        return None
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise ExecutorError(f"{ACTORS_ENV} must be an integer >= 1, not {raw!r}")
+    return int(raw)
+
+
 def get_executor(name: str, address: str | None = None) -> Executor:
-    """The executor behind ``--executor local|ray`` and ``--ray-address``."""
+    """The executor behind ``--executor local|ray`` and ``--ray-address``
+    (``WORKBENCH_RAY_ACTORS``: how many actors; default one per cluster CPU)."""
     check_choice(name, address)
-    return LocalExecutor() if name == "local" else RayExecutor(address)
+    return LocalExecutor() if name == "local" else RayExecutor(address, replicas=_actors_from_env())

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -38,6 +38,9 @@ from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog
 from promptlib.variants import PromptVariant, parse_spec
+
+if TYPE_CHECKING:
+    from experiments.tracking import Tracker
 
 DEFAULT_MODEL = "local/smollm2"
 AXES = ("instruction", "register", "demos", "seed", "pool", "format")
@@ -424,7 +427,7 @@ def run_sweep(
     models: tuple[str, ...] | None = None,
     only: tuple[str, ...] | None = None,
     limit: int | None = None,
-    tracker: Any,
+    tracker: Tracker,
     lm_factory: Any,
     cache: Any = None,
     progress: Any = None,
@@ -465,10 +468,13 @@ def run_sweep(
         "correction": spec.correction,
         "variants": ";".join(v.name for v in spec.variants),
     }
+    executor = executor or LocalExecutor()
+    # Before anything is logged: a cluster that cannot start the workers, or workers whose
+    # local model is not this machine's, stop the sweep with no parent run written.
+    executor.start([lms[m] for m in models], cache)
     parent = tracker.parent_run(spec.name, sid, params)
     outcomes: dict[int, TrialOutcome] = {}
     held: dict[int, contextlib.ExitStack] = {}  # claims of trials handed to the executor
-    executor = executor or LocalExecutor()
     ok = False
 
     def claimed(pending: list[int], wait: bool, deferred: list[int]) -> Iterator[TrialJob]:
@@ -587,8 +593,7 @@ def run_sweep(
         "across_tasks": across,
         "sensitivity": sens,
         "figures": written,
-        "experiment": f"{getattr(getattr(tracker, 'config', None), 'experiment_prefix', '')}/"
-        f"{spec.name}",
+        "experiment": f"{tracker.config.experiment_prefix}/{spec.name}",
     }
 
 

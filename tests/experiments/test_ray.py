@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from experiments.models import LiteLLMModel
+from experiments.cache import ResponseCache
+from experiments.models import Completion, Decoding, LiteLLMModel, ModelError
 from experiments.stub_server import StubOpenAI, hashed_yes_no
 from experiments.sweeps import load_spec, run_sweep
 from experiments.tracking import Tracker, TrackingConfig
@@ -32,7 +33,12 @@ from promptlib import Catalog
 from tests.conftest import workbench_env
 
 ray = pytest.importorskip("ray")
-from experiments.executors import LocalExecutor, RayExecutor  # noqa: E402
+from experiments.executors import (  # noqa: E402
+    ExecutorError,
+    LocalExecutor,
+    RayExecutor,
+    worker_cache_dir,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 
@@ -210,6 +216,14 @@ def _trials(tracker: Tracker, parent: str) -> Trials:
             "predictions": [{k: p[k] for k in keep} for p in preds],
         }
     return out
+
+
+def _sweep_runs(tracker: Tracker, experiment: str) -> list[Any]:
+    """The sweep (parent) runs in `experiment`; none when it was never created."""
+    exp = tracker.client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return list(tracker.client.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'sweep'"))
 
 
 def _without_ids(trials: Trials) -> dict[Any, Any]:
@@ -392,3 +406,179 @@ def test_cli_sweep_with_executor_ray_joins_the_cluster(
     result = json.loads(out.stdout)
     assert result["sweep_id"] == local["sweep_id"] and result["status"] == "complete"
     assert _p_values(result) == _p_values(local)
+
+
+ONE_TRIAL_SPEC = """
+name: ray_fail
+tasks: [hearsay]
+fixed: {demos: none, instruction: reference}
+n_resamples: 200
+"""
+
+
+def _failing_lm(url: str) -> LiteLLMModel:
+    """A model whose every call raises (not a row error: the trial itself fails, as a
+    broken local model would). Defined here, so Ray ships the class by value."""
+
+    class Broken(LiteLLMModel):
+        def complete(self, prompt: str, decoding: Decoding) -> Completion:
+            raise ModelError("the broken model cannot answer")
+
+    return Broken("openai/broken", api_base=url, concurrency=1)
+
+
+def test_a_trial_that_raises_keeps_the_trials_finished_beside_it(
+    cluster: str, tmp_path: Path, catalog: Catalog, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two trials run side by side on the two actors; the second raises at once. As in a
+    local sweep, the error ends the sweep, but the first trial is logged and resumed."""
+    spec = tmp_path / "ray_fail.yaml"
+    spec.write_text(ONE_TRIAL_SPEC)
+    monkeypatch.setenv("HOME", str(tmp_path / "driver-home"))  # the driver's default cache
+    monkeypatch.delenv("WORKBENCH_CACHE_DIR", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    cache = ResponseCache()
+    with StubOpenAI(latency=0.15, reply_fn=hashed_yes_no) as slow:
+        lms = {
+            "openai/stub": LiteLLMModel("openai/stub", api_base=slow.url, concurrency=1),
+            "openai/broken": _failing_lm(slow.url),
+        }
+
+        def sweep(prefix: str, executor: Any, lm_factory: Any) -> dict[str, Any]:
+            try:
+                return run_sweep(
+                    load_spec(spec),
+                    catalog,
+                    models=("openai/stub", "openai/broken"),  # run in this order
+                    limit=ROWS,
+                    tracker=_tracker(store, prefix),
+                    lm_factory=lm_factory,
+                    cache=cache if isinstance(executor, RayExecutor) else None,
+                    executor=executor,
+                )
+            finally:
+                executor.close()
+
+        ends: dict[str, tuple[Trials, list[str]]] = {}
+        on_ray = RayExecutor(cluster)
+        for prefix, executor in (("fail-local", LocalExecutor()), ("fail-ray", on_ray)):
+            with pytest.raises(ModelError, match="the broken model cannot answer"):
+                sweep(prefix, executor, lms.__getitem__)
+            tracker = _tracker(store, prefix)
+            parents = _sweep_runs(tracker, f"{prefix}/ray_fail")
+            assert len(parents) == 1
+            ends[prefix] = (_trials(tracker, parents[0].info.run_id), [parents[0].info.status])
+        # The same end state as in-process: the healthy trial FINISHED with all its
+        # predictions, no run for the one that raised, the sweep's run FAILED.
+        assert ends["fail-ray"] == ends["fail-local"]
+        trials, status = ends["fail-ray"]
+        assert status == ["FAILED"] and list(trials) == [("hearsay", "base")]
+        (trial,) = trials.values()
+        assert trial["status"] == "FINISHED" and len(trial["predictions"]) == ROWS
+        # a rerun with a working model runs only the trial that raised
+        lms["openai/broken"] = LiteLLMModel("openai/broken", api_base=slow.url, concurrency=1)
+        again = sweep("fail-ray", LocalExecutor(), lms.__getitem__)
+    assert again["status"] == "complete" and again["resumed"] == 1
+    # the workers cached in their node's default folder, not in the driver's home
+    assert len(on_ray.workers) == 2
+    assert all(w["cache_dir"] not in (None, str(cache.directory)) for w in on_ray.workers)
+
+
+def test_workers_use_their_node_cache_folder_unless_one_was_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's default folder is under its home, which a remote node may not have."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("WORKBENCH_CACHE_DIR", raising=False)
+    assert worker_cache_dir(None) == (False, None)
+    assert worker_cache_dir(ResponseCache()) == (True, None)  # each node's own default
+    mine = ResponseCache(tmp_path / "mine")
+    assert worker_cache_dir(mine) == (True, str(tmp_path / "mine"))
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "shared"))  # e.g. on NFS
+    assert worker_cache_dir(ResponseCache()) == (True, str(tmp_path / "shared" / "responses"))
+
+
+def test_actors_that_cannot_be_placed_stop_the_sweep_in_time_with_advice(
+    cluster: str,
+    spec_path: Path,
+    catalog: Catalog,
+    store: Path,
+    stub: StubOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WORKBENCH_RAY_START_TIMEOUT", "3")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    tracker = _tracker(store, "unplaced")
+    lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+    executor = RayExecutor(cluster, replicas=3)  # one CPU each: the cluster has two
+    errors: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            _sweep(spec_path, catalog, tracker, lm, executor, limit=ROWS)
+        except BaseException as e:
+            errors.append(e)
+
+    runner = threading.Thread(target=sweep, daemon=True)
+    runner.start()
+    runner.join(90)
+    assert not runner.is_alive(), "the sweep is still waiting for actors that cannot start"
+    (error,) = errors
+    assert isinstance(error, ExecutorError), error
+    message = str(error)
+    assert "of 3 Ray actors did not start within 3 s" in message and cluster in message
+    assert "free CPUs" in message and "WORKBENCH_RAY_ACTORS" in message
+    assert "--executor local" in message
+    assert _sweep_runs(tracker, "unplaced/ray_check") == []  # nothing written
+    assert executor._actors == []  # none left holding a CPU
+
+
+def _connect(cluster: str, env: dict[str, str]) -> None:
+    """Join the cluster with these settings for the workers (as a node's own would be)."""
+    ray.init(
+        address=cluster,
+        runtime_env={"env_vars": env},
+        log_to_driver=False,
+        logging_level="ERROR",
+    )
+
+
+def test_a_worker_with_another_local_model_identity_is_refused(
+    cluster: str,
+    catalog: Catalog,
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker whose context size differs would log its answers under this machine's
+    trial identity: the sweep refuses before it writes anything."""
+    spec = tmp_path / "ray_fail.yaml"
+    spec.write_text(ONE_TRIAL_SPEC)
+    monkeypatch.delenv("WORKBENCH_LOCAL_N_CTX", raising=False)  # this machine: the default
+    tracker = _tracker(store, "n_ctx")
+    lm = LiteLLMModel("local/smollm2")
+    _connect(cluster, {"WORKBENCH_LOCAL_N_CTX": "2048"})
+    try:
+        with pytest.raises(ExecutorError) as refused:
+            _sweep(spec, catalog, tracker, lm, RayExecutor(cluster, replicas=1), limit=2)
+    finally:
+        ray.shutdown()
+    message = str(refused.value)
+    assert "local/smollm2" in message and "n_ctx 2048 on the worker, 4096 on the driver" in message
+    assert "WORKBENCH_LOCAL_N_CTX" in message and "--executor local" in message
+    assert _sweep_runs(tracker, "n_ctx/ray_fail") == []
+
+
+def test_an_actor_that_fails_to_start_says_why_and_what_to_do(cluster: str) -> None:
+    _connect(cluster, {"WORKBENCH_LOCAL_N_CTX": "zero"})
+    try:
+        executor = RayExecutor(cluster, replicas=1)
+        with pytest.raises(ExecutorError) as failed:
+            executor.start([LiteLLMModel("local/smollm2")], None)
+        assert executor._actors == []
+    finally:
+        ray.shutdown()
+    message = str(failed.value)
+    assert f"a Ray actor failed to start on the cluster at {cluster}" in message
+    assert "WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not 'zero'" in message
+    assert "--executor local" in message
