@@ -16,7 +16,10 @@ reaches the driver.
   providers go through the same gateway (`experiments.models.LiteLLMModel`) with its
   concurrency and retries. An actor whose process dies is restarted and its trial retried
   (`max_restarts`, `max_task_retries`); when the retries are spent, the trial comes back
-  as `TrialLost` and the sweep reports it incomplete, left for resume.
+  as `TrialLost` and the sweep reports it incomplete, left for resume. A trial that raises
+  ends the sweep as in-process, after the trials running beside it are logged. `start`
+  (called before the sweep writes anything) waits a bounded time for the actors and refuses
+  workers whose local model identity differs from the driver's.
 """
 
 from __future__ import annotations

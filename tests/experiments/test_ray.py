@@ -479,6 +479,7 @@ def test_a_trial_that_raises_keeps_the_trials_finished_beside_it(
         lms["openai/broken"] = LiteLLMModel("openai/broken", api_base=slow.url, concurrency=1)
         again = sweep("fail-ray", LocalExecutor(), lms.__getitem__)
     assert again["status"] == "complete" and again["resumed"] == 1
+    assert again["experiment"] == "fail-ray/ray_fail"  # from the tracker's typed config
     # the workers cached in their node's default folder, not in the driver's home
     assert len(on_ray.workers) == 2
     assert all(w["cache_dir"] not in (None, str(cache.directory)) for w in on_ray.workers)
