@@ -5,15 +5,17 @@ whole text (or JSON) so a command prints its answer in one piece, never half of 
 the formatting in one module lets a command grow a section (a new table, a new column) by
 adding a function that takes the result dict, without touching the option wiring.
 
-Progress bars live here too: they go to stderr, so `--json` output on stdout stays clean.
+Progress bars (`progress_bar`, from promptlib.progress) go to stderr, so `--json` output on
+stdout stays clean.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
+
+from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
 #: bootstrap resamples behind the comparison table's 95% CI (see experiments/compare.py)
 CI_RESAMPLES = 2000
@@ -26,37 +28,6 @@ def _f(x: Any, spec: str = ".4f") -> str:
 def as_json(obj: Any, indent: int | None = None) -> str:
     """One JSON document (non-JSON values such as paths shown with str)."""
     return json.dumps(obj, ensure_ascii=False, default=str, indent=indent)
-
-
-# ---- progress --------------------------------------------------------------------------------
-@contextmanager
-def progress_bar(description: str) -> Iterator[Callable[..., None]]:
-    """A rich progress bar on stderr; yields `update(done, total, what=None)`.
-
-    It is shown only on a terminal and removed when done, so pipes and `--json` stay clean.
-    """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as bar:
-        tid = bar.add_task(description, total=None)
-
-        def update(done: int, total: int | None, what: str | None = None) -> None:
-            if what is None:
-                bar.update(tid, completed=done, total=total)
-            else:
-                bar.update(tid, completed=done, total=total, description=f"{description}: {what}")
-
-        yield update
 
 
 # ---- tasks and prompts -------------------------------------------------------------------------

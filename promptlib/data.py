@@ -8,18 +8,18 @@ prompts are missing instead of inventing them.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import shutil
 import tarfile
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from promptlib.errors import DataError, UnknownTaskError, WorkbenchError, did_you_mean
+from promptlib.progress import progress_bar
 
 SPLITS = ("train", "test")
 PROMPT_SUFFIX = ".txt"
@@ -271,35 +271,11 @@ def _hf_download() -> str:
     """Fetch nguha/legalbench's data.tar.gz (the only network call in this module).
 
     huggingface_hub draws its own download progress bar on stderr (unless
-    HF_HUB_DISABLE_PROGRESS_BARS is set); the extraction that follows has ours (`_bar`).
+    HF_HUB_DISABLE_PROGRESS_BARS is set); the extraction that follows has ours (`progress_bar`).
     """
     from huggingface_hub import hf_hub_download
 
     return hf_hub_download(repo_id=HF_REPO_ID, filename=HF_ARCHIVE, repo_type="dataset")
-
-
-@contextlib.contextmanager
-def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr for a long data step, shown on a terminal only (rich)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
-        tid = progress.add_task(description, total=None)
-
-        def step(done: int, total: int) -> None:
-            progress.update(tid, completed=done, total=total)
-
-        yield step
 
 
 class HuggingFaceSource(DataSource):
@@ -380,7 +356,7 @@ def _extract_atomically(archive: Path, dest: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
     try:
         try:
-            with tarfile.open(archive) as tar, _bar(f"extracting {archive.name}") as step:
+            with tarfile.open(archive) as tar, progress_bar(f"extracting {archive.name}") as step:
                 members = tar.getmembers()
                 for n, member in enumerate(members, 1):
                     tar.extract(member, tmp, filter="data")
