@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,17 @@ def workbench_env(
         "WORKBENCH_MLFLOW_CONFIG": str(root / "mlflow.yaml"),
         "WORKBENCH_CACHE_DIR": str(root / "cache"),
     }
+
+
+def run_cli(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """`workbench ARGS` in a subprocess (its own MLflow store and cache: `workbench_env`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )

@@ -19,22 +19,9 @@ import pytest
 
 from experiments.stub_server import StubOpenAI, hashed_yes_no
 from experiments.sweeps import SpecError, load_spec
-from tests.conftest import workbench_env
+from tests.conftest import run_cli, workbench_env
 
 SECRET = "s3cretpassw0rd"
-
-
-def cli(
-    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "experiments.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-    )
 
 
 def one_clear_line(r: subprocess.CompletedProcess[str], code: int = 2) -> str:
@@ -124,7 +111,7 @@ def test_unreachable_tracking_store_is_one_line_without_the_password(
     }
     for what, uri in cases.items():
         start = time.monotonic()
-        r = cli(["report", "anything"], {**env, "MLFLOW_TRACKING_URI": uri}, tmp_path)
+        r = run_cli(["report", "anything"], {**env, "MLFLOW_TRACKING_URI": uri}, tmp_path)
         line = one_clear_line(r)
         assert "cannot use the MLflow tracking store" in line, what
         assert SECRET not in r.stderr + r.stdout and "user:***@" in line, what
@@ -134,7 +121,7 @@ def test_unreachable_tracking_store_is_one_line_without_the_password(
 @pytest.mark.data
 def test_optuna_storage_password_never_shown(env: dict[str, str], tmp_path: Path) -> None:
     port = _free_port()
-    r = cli(
+    r = run_cli(
         [
             "optimize",
             "hearsay",
@@ -161,7 +148,7 @@ def test_unwritable_outputs_are_found_before_any_model_call(
             (["run", "hearsay", "--limit", "3", *base], {"WORKBENCH_CACHE_DIR": str(blocker)}, ""),
         ]  # fmt: skip
         for args, extra, what in cases:
-            r = cli(args, {**env, **extra}, tmp_path)
+            r = run_cli(args, {**env, **extra}, tmp_path)
             line = one_clear_line(r)
             assert str(blocker) in line and what in line
         # a sweep whose reports/ folder cannot be made (a file is in the way)
@@ -170,7 +157,7 @@ def test_unwritable_outputs_are_found_before_any_model_call(
         cwd = tmp_path / "work"
         cwd.mkdir()
         (cwd / "reports").write_text("a file, not a folder")
-        r = cli(["sweep", str(spec), "--limit", "3", *base], env, cwd)
+        r = run_cli(["sweep", str(spec), "--limit", "3", *base], env, cwd)
         assert "sweep reports" in one_clear_line(r)
         assert not stub.requests, "a model was called although the results could not be kept"
 
@@ -181,10 +168,10 @@ def test_ui_on_a_port_in_use_exits_non_zero(env: dict[str, str], tmp_path: Path)
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = cli(["ui", "--port", str(port)], env, tmp_path, timeout=60)
+        r = run_cli(["ui", "--port", str(port)], env, tmp_path, timeout=60)
     line = one_clear_line(r)
     assert f"127.0.0.1:{port}" in line and "--port" in line
-    bad = cli(["ui", "--port", "70000"], env, tmp_path, timeout=60)
+    bad = run_cli(["ui", "--port", "70000"], env, tmp_path, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
@@ -270,7 +257,7 @@ def test_a_sweep_against_another_server_does_not_resume_the_first_ones_results(
     outs = []
     for reply in ("Yes", "No"):
         with StubOpenAI(reply=reply) as stub:
-            r = cli(
+            r = run_cli(
                 ["sweep", str(spec), "--model", "openai/stub", "--api-base", stub.url,
                  "--tasks", "hearsay", "--limit", "10", "--json"],
                 env,
@@ -299,21 +286,21 @@ def test_edited_prompts_start_a_new_sweep_and_report_shows_the_latest_state(
     with StubOpenAI(reply_fn=hashed_yes_no) as stub:
         cmd = ["sweep", str(spec), "--model", "openai/stub", "--api-base", stub.url,
                "--retries", "0", "--limit", "10", "--json"]  # fmt: skip
-        first = cli(cmd, env, tmp_path)
+        first = run_cli(cmd, env, tmp_path)
         assert first.returncode == 0, first.stderr[-2000:]
         prompt = data / "tasks" / "hearsay" / "rule_description_prompt.txt"
         prompt.write_text(prompt.read_text().replace("hearsay", "hear-say", 1))
         stub.fail_fn = lambda p: "hear-say" in p  # the edited variant fails every row
-        second = cli(cmd, env, tmp_path)
+        second = run_cli(cmd, env, tmp_path)
         assert second.returncode == 1
         p1, p2 = (json.loads(r.stdout)["parent_run_id"] for r in (first, second))
         assert p1 != p2, "an edited prompt resumed the old sweep's parent"
-        report = cli(["report", "concurrent_check"], env, tmp_path)
+        report = run_cli(["report", "concurrent_check"], env, tmp_path)
         assert report.returncode == 1 and p2 in report.stdout and "not tested" in report.stdout
         stub.fail_fn = None
-        third = cli(cmd, env, tmp_path)
+        third = run_cli(cmd, env, tmp_path)
         assert third.returncode == 0 and json.loads(third.stdout)["parent_run_id"] == p2
-        report = cli(["report", "concurrent_check", "--json"], env, tmp_path)
+        report = run_cli(["report", "concurrent_check", "--json"], env, tmp_path)
         assert report.returncode == 0
         assert json.loads(report.stdout)["run"]["run_id"] == p2
     # the first parent still holds exactly its own two FINISHED trials

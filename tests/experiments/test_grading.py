@@ -9,15 +9,13 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import workbench_env
+from tests.conftest import run_cli, workbench_env
 
 pytestmark = pytest.mark.data
 
@@ -39,17 +37,6 @@ def _data(root: Path, lb_dir: Path) -> Path:
     return root / "data"
 
 
-def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "experiments.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
 def trial(lb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """rule_qa run once through a stub model, tracked in its own MLflow store."""
@@ -63,7 +50,7 @@ def trial(lb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
     }
     with StubOpenAI(reply_fn=lambda prompt: f"Answer {len(prompt)}.") as stub:
         cmd = ["run", "rule_qa", "--model", "openai/stub", "--api-base", stub.url, "--json"]
-        first = _cli(cmd, env, root)
+        first = run_cli(cmd, env, root)
         yield {"root": root, "env": env, "cmd": cmd, "run": first}
 
 
@@ -86,7 +73,7 @@ def _mlflow_run(t: dict[str, Any]) -> Any:
 def _exported(t: dict[str, Any]) -> list[dict[str, str]]:
     out = t["root"] / "export.csv"
     if not out.exists():
-        r = _cli(
+        r = run_cli(
             ["grade", "export", _summary(t)["trial_id"][:10], "-o", str(out)], t["env"], t["root"]
         )
         assert r.returncode == 0, r.stderr
@@ -185,7 +172,7 @@ def test_bad_columns_and_cli_exit_code(trial: dict[str, Any], tmp_path: Path) ->
     columns = [c for c in COLUMNS if c != "grade"] + ["score"]
     path = _write(tmp_path / "cols.csv", [{**r, "score": "1"} for r in rows], columns)
     before = _snapshot(_trial_dir(trial))
-    r = _cli(["grade", "import", str(path)], trial["env"], trial["root"])
+    r = run_cli(["grade", "import", str(path)], trial["env"], trial["root"])
     assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1
@@ -204,7 +191,7 @@ def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path
             for r, g in zip(rows, marks, strict=True)
         ],
     )
-    r = _cli(["grade", "import", str(path), "--json"], trial["env"], trial["root"])
+    r = run_cli(["grade", "import", str(path), "--json"], trial["env"], trial["root"])
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["metric"] == "human-graded accuracy" and out["score"] == 0.5 and out["graded"] == 4
@@ -217,7 +204,7 @@ def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path
     assert run.data.metrics["human_graded_accuracy"] == 0.5 and run.data.metrics["n_graded"] == 4
     assert run.data.tags["workbench.graded"] == "true"
     # a rerun of the same trial (answers from the cache) keeps the grades and its one run
-    again = _cli(trial["cmd"], trial["env"], trial["root"])
+    again = run_cli(trial["cmd"], trial["env"], trial["root"])
     assert again.returncode == 0, again.stderr
     s = json.loads(again.stdout)
     assert s["score"] == 0.5 and s["graded"] == 4 and s["mlflow_reused"] is True
@@ -250,16 +237,16 @@ def test_rerun_never_applies_old_grades_to_new_generations(
     with StubOpenAI(reply_fn=lambda prompt: "=Yes, it applies.") as stub:
         cmd = ["run", "rule_qa", "--model", "openai/stub-rerun", "--api-base", stub.url]
         cmd += ["--retries", "0", "--json"]
-        first = _cli(cmd, env, root)
+        first = run_cli(cmd, env, root)
         assert first.returncode == 0, first.stderr
         tid = json.loads(first.stdout)["trial_id"]
         folder = root / "runs" / tid
         out = tmp_path / "export.csv"
-        assert _cli(["grade", "export", tid, "-o", str(out)], env, root).returncode == 0
+        assert run_cli(["grade", "export", tid, "-o", str(out)], env, root).returncode == 0
         rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
         assert all(r["generation"] == "'=Yes, it applies." for r in rows)  # not a formula
         graded = _write(tmp_path / "graded.csv", [{**r, "grade": "1"} for r in rows])
-        imported = _cli(["grade", "import", str(graded), "--json"], env, root)
+        imported = run_cli(["grade", "import", str(graded), "--json"], env, root)
         assert imported.returncode == 0, imported.stderr
         graded_run = json.loads(imported.stdout)["mlflow_run_id"]
         before = _snapshot(folder)
@@ -268,7 +255,7 @@ def test_rerun_never_applies_old_grades_to_new_generations(
         # an incomplete rerun: the graded trial stays as it was, the attempt beside it
         stub.reply_fn = lambda prompt: "No."
         stub.fail_fn = lambda prompt: "mailbox" in prompt
-        bad = _cli([*cmd, "--no-cache"], env, root)
+        bad = run_cli([*cmd, "--no-cache"], env, root)
         assert bad.returncode == 1 and "incomplete" in bad.stderr
         s = json.loads(bad.stdout)
         assert (
@@ -292,7 +279,7 @@ def test_rerun_never_applies_old_grades_to_new_generations(
 
         # a complete rerun with other generations: grades dropped, on disk and in MLflow
         stub.fail_fn = None
-        good = _cli([*cmd, "--no-cache"], env, root)
+        good = run_cli([*cmd, "--no-cache"], env, root)
     assert good.returncode == 0, good.stderr
     s = json.loads(good.stdout)
     assert s["score"] is None and "grades were dropped" in s["grades_dropped"]
@@ -310,7 +297,7 @@ def test_rerun_never_applies_old_grades_to_new_generations(
 
     # the grades made on the old generations are refused, naming the line; nothing written
     before = _snapshot(folder)
-    refused = _cli(["grade", "import", str(graded)], env, root)
+    refused = run_cli(["grade", "import", str(graded)], env, root)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "line 2 (row 0), column generation: not the trial's current generation" in (
         refused.stderr
@@ -329,7 +316,7 @@ def test_rule_qa_on_the_local_model(lb_dir: Path, tmp_path: Path) -> None:
         "WORKBENCH_CACHE_DIR": str(tmp_path / "cache"),
         "WORKBENCH_NO_TRACK": "1",
     }
-    r = _cli(
+    r = run_cli(
         ["run", "rule_qa", "--model", "local/smollm2", "--limit", "2", "--json"], env, tmp_path
     )
     assert r.returncode == 0, r.stderr

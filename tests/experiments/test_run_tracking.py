@@ -8,27 +8,14 @@ later complete rerun replaces it; an unusable store fails before any model call.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import workbench_env
+from tests.conftest import run_cli, workbench_env
 
 pytestmark = pytest.mark.data
-
-
-def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "experiments.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=900,
-    )
 
 
 def _runs(root: Path, prefix: str, task: str, model: str = "local/smollm2") -> list[Any]:
@@ -57,15 +44,15 @@ def smollm_runs(lb_dir: Path, store: tuple[Path, dict[str, str]]) -> dict[str, A
     """One real-model trial run twice against the store, and once more with --no-track."""
     root, env = store
     cmd = ["run", "hearsay", "--model", "local/smollm2", "--limit", "10", "--json"]
-    first = _cli(cmd, env | {"FORCE_COLOR": "1"}, root)  # progress drawn as on a terminal
-    second = _cli(cmd, env, root)
+    first = run_cli(cmd, env | {"FORCE_COLOR": "1"}, root)  # progress drawn as on a terminal
+    second = run_cli(cmd, env, root)
     other = root / "untracked"
     other.mkdir()
     env2 = workbench_env(other, lb_dir, "trk") | {
         "WORKBENCH_RUNS_DIR": str(other / "runs"),
         "WORKBENCH_CACHE_DIR": env["WORKBENCH_CACHE_DIR"],  # answers from the first run
     }
-    untracked = _cli([*cmd, "--no-track"], env2, other)
+    untracked = run_cli([*cmd, "--no-track"], env2, other)
     return {"root": root, "other": other, "runs": (first, second, untracked)}
 
 
@@ -122,13 +109,13 @@ def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str
     with StubOpenAI(script=["ok", "500", "ok"], reply="Yes") as stub:
         cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url]
         cmd += ["--limit", "3", "--retries", "0", "--concurrency", "1", "--json"]
-        bad = _cli(cmd, env, root)
+        bad = run_cli(cmd, env, root)
         assert bad.returncode == 1 and "incomplete" in bad.stderr
         runs = _runs(root, "trk", "hearsay", "openai/stub")
         assert len(runs) == 1 and runs[0].info.status == "FAILED"
         assert runs[0].data.metrics["n_errors"] == 1 and "score" not in runs[0].data.metrics
         assert runs[0].data.tags["workbench.status"] == "incomplete"
-        good = _cli(cmd, env, root)
+        good = run_cli(cmd, env, root)
     assert good.returncode == 0, good.stderr
     runs = _runs(root, "trk", "hearsay", "openai/stub")
     assert [r.info.status for r in runs] == ["FINISHED"]
@@ -147,11 +134,11 @@ def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[s
     with StubOpenAI(reply="Yes") as stub:
         cmd = ["run", "hearsay", "--model", model, "--api-base", stub.url, "--limit", "4"]
         cmd += ["--json"]
-        yes = _cli(cmd, env, root)
+        yes = run_cli(cmd, env, root)
         stub.reply = "No"
-        no = _cli([*cmd, "--no-cache"], env, root)
+        no = run_cli([*cmd, "--no-cache"], env, root)
         # --no-cache neither reads nor writes the cache: the same answers as the last run
-        same = _cli([*cmd, "--no-cache"], env, root)
+        same = run_cli([*cmd, "--no-cache"], env, root)
     for r in (yes, no, same):
         assert r.returncode == 0, r.stderr
     a, b, c = (json.loads(r.stdout) for r in (yes, no, same))
@@ -202,7 +189,7 @@ def test_unusable_store_fails_before_any_call(lb_dir: Path, tmp_path: Path) -> N
     env["WORKBENCH_RUNS_DIR"] = str(tmp_path / "runs")
     with StubOpenAI() as stub:
         cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url, "--limit", "2"]
-        r = _cli(cmd, env, tmp_path)
+        r = run_cli(cmd, env, tmp_path)
         assert stub.requests == []
     assert r.returncode == 2 and r.stdout == ""
     err = r.stderr.strip()
@@ -235,10 +222,10 @@ def test_sweep_and_report_show_each_arms_invalid_rate(store: tuple[Path, dict[st
     )
     with StubOpenAI(reply_fn=reply) as stub:
         args = ["--model", "openai/stub", "--api-base", stub.url, "--limit", "12", "--no-cache"]
-        swept = _cli(["sweep", str(spec), *args], env, root)
+        swept = run_cli(["sweep", str(spec), *args], env, root)
     assert swept.returncode == 0, swept.stderr
-    shown = _cli(["report", "inv_display"], env, root)
-    as_json = _cli(["report", "inv_display", "--json"], env, root)
+    shown = run_cli(["report", "inv_display"], env, root)
+    as_json = run_cli(["report", "inv_display", "--json"], env, root)
     assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr
     rows = json.loads(as_json.stdout)["trial_rows"]
     assert len(rows) == 2 and all(r["n"] == 12 for r in rows)
@@ -262,7 +249,7 @@ def test_optimize_draws_progress_on_stderr_only(store: tuple[Path, dict[str, str
         cmd = ["optimize", "hearsay", "--model", "openai/stub", "--api-base", stub.url]
         cmd += ["--trials", "2", "--sampler", "random", "--dev-limit", "8", "--heldout-limit", "8"]
         cmd += ["--storage", f"sqlite:///{root}/optuna.db", "--json"]
-        r = _cli(cmd, env | {"FORCE_COLOR": "1"}, root)
+        r = run_cli(cmd, env | {"FORCE_COLOR": "1"}, root)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["n_trials"] == 2
     assert "optimize hearsay · optuna" in r.stderr and "held-out verdict" in r.stderr
