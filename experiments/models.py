@@ -979,18 +979,19 @@ def _unusable_echo(server: str, why: str) -> NoPromptLogprobs:
     from experiments.secrets import safe_url
 
     return NoPromptLogprobs(
-        f"the server at {safe_url(server)} returns prompt log-probabilities that cannot be "
-        f"matched to the label's tokens ({why}); the label's log-likelihood would be a guess; "
+        f"the server at {safe_url(server)} returns prompt log-probabilities this workbench "
+        f"cannot use safely ({why}); the label's log-likelihood would be a guess; "
         "use --scoring generate"
     )
 
 
 ALIGNMENT_TOLERANCE = 0.01
 """How far apart (nats) two requests' log-probabilities of the same listed token at the
-label's first position may be before the server counts as misaligned: loose enough for the
-float noise of batched GPU servers. An aligned llama.cpp server gives identical values; a
-shifted one differs by 0.28-1.05 nats over its five most likely tokens on the hearsay rows
-where the most likely token alone differed by as little as 0.001 (measured)."""
+label's first position may be before the server counts as misaligned. An aligned llama.cpp
+server gives identical values; a shifted one differs by 0.28-1.05 nats over its five most
+likely tokens on the hearsay rows where the most likely token alone differed by as little as
+0.001 (measured). Not measured on GPU servers: bf16 kernels whose results depend on the batch
+(vLLM under concurrent load) may differ by more, and are then refused, not scored."""
 
 ALIGNMENT_TOP_K = 5
 """Tokens asked for in ``top_logprobs`` (OpenAI's completions API allows at most 5)."""
@@ -1074,10 +1075,13 @@ def echoed_continuation(
                 "not characters, or the token runs past the label",
             )
         if offset < start < offset + len(token):
+            from experiments.secrets import safe_url
+
             raise ModelError(
-                f"the server at {server} tokenizes the end of the prompt together with the "
-                f"label {continuation!r} (token {token!r}): the label's log-likelihood is not "
-                "defined there; end the prompt differently or use --scoring generate"
+                f"the server at {safe_url(server)} tokenizes the end of the prompt together "
+                f"with the label {continuation!r} (token {token!r}): the label's "
+                "log-likelihood is not defined there; end the prompt differently or use "
+                "--scoring generate"
             )
         if offset < start:
             prompt_tokens.append(token)
@@ -1153,30 +1157,35 @@ def check_alignment(
                 "than in the others, so their log-probabilities cannot be compared",
             )
         (ref_cont, ref), others = seen[0], seen[1:]
+        uncheckable = None
         for cont, tops in others:
             common = ref.keys() & tops.keys()
             if not common:
-                raise _unusable_echo(
-                    server,
-                    f"the requests for {ref_cont!r} and {cont!r} list no common token in "
-                    "top_logprobs at the label's first position, so their alignment cannot "
-                    "be checked",
-                )
-            token = max(common, key=lambda t: abs(_gap(ref[t], tops[t])))
-            gap = _gap(ref[token], tops[token])
-            if gap > ALIGNMENT_TOLERANCE:
+                uncheckable = uncheckable or cont
+                continue
+            # the widest gap; among equal gaps a token with visible text names it best
+            token = max(common, key=lambda t: (_gap(ref[t], tops[t]), t != "", t))
+            if _gap(ref[token], tops[token]) > ALIGNMENT_TOLERANCE:
                 raise MisalignedPromptLogprobs(
                     f"the server at {url} returns misaligned prompt log-probabilities: after "
                     f"the same prompt, the next token {token!r} has log-probability "
                     f"{ref[token]:.4f} in the request for {ref_cont!r} and {tops[token]:.4f} "
                     f"in the one for {cont!r}, so each position's value depends on its own "
                     "token (a known llama-cpp-python server bug for models without a BOS "
-                    "token, e.g. SmolLM2); the label log-likelihoods would be wrong; "
-                    "use --scoring generate, or serve the model with the BOS token that "
-                    "server assumes (llama_cpp.server --kv_overrides "
-                    "tokenizer.ggml.add_bos_token=bool:true; the model then sees a BOS token "
-                    "the local model does not, so compare it only with itself)"
+                    "token, e.g. SmolLM2, or log-probabilities that change from request to "
+                    "request, as batch-dependent GPU kernels can make them); the label "
+                    "log-likelihoods would be wrong; use --scoring generate, or, for "
+                    "llama-cpp-python's server, serve the model with the BOS token it assumes "
+                    "(--kv_overrides tokenizer.ggml.add_bos_token=bool:true; the model then "
+                    "sees a BOS token the local model does not, so compare it only with itself)"
                 )
+        if uncheckable is not None:
+            raise _unusable_echo(
+                server,
+                f"the requests for {ref_cont!r} and {uncheckable!r} list no common token in "
+                "top_logprobs at the label's first position, so their alignment cannot be "
+                "checked",
+            )
 
 
 def _gap(a: float, b: float) -> float:

@@ -47,6 +47,7 @@ from experiments.models import (
     Completion,
     Decoding,
     LoglikNorm,
+    NoPromptLogprobs,
     ServedCallError,
     label_bytes,
     label_logprobs,
@@ -332,6 +333,9 @@ def resolve_trial(
         lm_identity: dict[str, Any] = {"model": spec.model, "mode": "loglik"}
         if served_api_base(lm):  # a served model: its server is part of its identity
             lm_identity["api_base"] = served_api_base(lm)
+            # trials scored under the older one-token check are other trials: a sweep must
+            # not resume one as done (it may have let a shifted server's rows through)
+            lm_identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
         lm_identity.update(_local_weights(spec.model))
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
@@ -482,6 +486,11 @@ def _local_weights(model: str) -> dict[str, Any]:
     }
 
 
+SERVED_ALIGNMENT_CHECK = f"top_logprobs {ALIGNMENT_TOP_K}, every listed token"
+"""Names the alignment check served log-likelihoods passed, in their trial and cache
+identities."""
+
+
 def _loglik(
     spec: TrialSpec,
     task: Task,
@@ -512,60 +521,66 @@ def _loglik(
     if served is not None:  # a served model's sums come from its server (and its tokenizer)
         identity["api_base"] = served_api_base(served)
         # sums cached before the top-5 check existed were checked on one token only
-        identity["alignment_check"] = f"top_logprobs {ALIGNMENT_TOP_K}, every listed token"
-    # A served row's sums are cached only once every row of the trial has passed the
-    # alignment check: a server refused at row 5 may have let rows 1-4 through by chance,
-    # and its cached sums would be reused unchecked once the server is fixed.
+        identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
+    # A served row's sums are cached when the trial ends, unless the server was refused: a
+    # server refused at row 5 may have let rows 1-4 through by chance, and their cached
+    # sums would be reused unchecked once the server is fixed.
     pending: list[tuple[str, Completion]] = []
     identity.update(_local_weights(spec.model))
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
     hits: list[bool] = []
-    for n, prompt in enumerate(prompts, 1):
-        key = cache_key(identity, prompt, decoding)
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            out.append(cached)
-            hits.append(True)
-        else:
-            t0 = time.perf_counter()
-            if served is not None:
-                try:
-                    sums = served_label_logprobs(served, prompt, conts)  # type: ignore[arg-type]
-                except ServedCallError as e:  # the call failed after retries: a row state
-                    out.append(Completion(None, latency=time.perf_counter() - t0, error=str(e)))
-                    hits.append(False)
-                    if progress:
-                        progress(n, len(prompts))
-                    continue
+    refused = False
+    try:
+        for n, prompt in enumerate(prompts, 1):
+            key = cache_key(identity, prompt, decoding)
+            cached = cache.get(key) if cache is not None else None
+            if cached is not None:
+                out.append(cached)
+                hits.append(True)
             else:
-                sums = label_logprobs(spec.model, prompt, conts)
-            best = pick_label(sums, labels, how)
-            comp = Completion(
-                text=labels[best],
-                tokens_in=0,
-                latency=time.perf_counter() - t0,
-                extra={
-                    "loglik": how,
-                    "logprobs": dict(zip(labels, sums, strict=True)),
-                    "label_bytes": {label: label_bytes(label) for label in labels},
-                    "logprobs_per_byte": dict(
-                        zip(labels, per_byte_scores(sums, labels), strict=True)
-                    ),
-                },
-            )
-            if cache is not None:
-                if served is None:
-                    cache.put(key, comp)
+                t0 = time.perf_counter()
+                if served is not None:
+                    try:
+                        sums = served_label_logprobs(served, prompt, conts)  # type: ignore[arg-type]
+                    except ServedCallError as e:  # the call failed after retries: a row state
+                        out.append(Completion(None, latency=time.perf_counter() - t0, error=str(e)))
+                        hits.append(False)
+                        if progress:
+                            progress(n, len(prompts))
+                        continue
                 else:
-                    pending.append((key, comp))
-            out.append(comp)
-            hits.append(False)
-        if progress:
-            progress(n, len(prompts))
-    if cache is not None:
-        for key, comp in pending:
-            cache.put(key, comp)
+                    sums = label_logprobs(spec.model, prompt, conts)
+                best = pick_label(sums, labels, how)
+                comp = Completion(
+                    text=labels[best],
+                    tokens_in=0,
+                    latency=time.perf_counter() - t0,
+                    extra={
+                        "loglik": how,
+                        "logprobs": dict(zip(labels, sums, strict=True)),
+                        "label_bytes": {label: label_bytes(label) for label in labels},
+                        "logprobs_per_byte": dict(
+                            zip(labels, per_byte_scores(sums, labels), strict=True)
+                        ),
+                    },
+                )
+                if cache is not None:
+                    if served is None:
+                        cache.put(key, comp)
+                    else:
+                        pending.append((key, comp))
+                out.append(comp)
+                hits.append(False)
+            if progress:
+                progress(n, len(prompts))
+    except NoPromptLogprobs:
+        refused = True  # none of a refused server's rows is kept: some may have slipped
+        raise
+    finally:  # an interrupt or another error keeps the rows that were checked
+        if cache is not None and not refused:
+            for key, comp in pending:
+                cache.put(key, comp)
     return out, hits
 
 
@@ -610,7 +625,8 @@ class SavedTrial:
     """Where `save_result` put a result."""
 
     folder: Path  # holds this result's predictions.jsonl and summary.json
-    kept: Path | None = None  # the complete trial this unfinished rerun was not saved over
+    kept: Path | None = None  # the saved trial this unfinished rerun was not saved over
+    kept_complete: bool = True  # that trial is complete (else: it answered more rows)
 
     def kept_note(
         self,
@@ -618,9 +634,11 @@ class SavedTrial:
         trial: str = "complete trial",
         unchanged: str = "its predictions and score",
     ) -> str | None:
-        """One line saying the complete trial was kept and where the attempt went."""
+        """One line saying the saved trial was kept and where the attempt went."""
         if self.kept is None:
             return None
+        if not self.kept_complete:
+            trial = "saved trial, which answered more rows,"
         return (
             f"this rerun of trial {result.trial_id[:12]} is {result.status} and was not saved "
             f"over the {trial} in {self.kept} ({unchanged} are unchanged); the attempt is in "
@@ -632,19 +650,32 @@ def save_result(result: TrialResult, root: Path | None = None) -> SavedTrial:
     """`save_trial`, except that a finished result is never lost to an unfinished rerun.
 
     A result that is not complete, of a trial already saved complete (a --no-cache rerun
-    whose calls failed), is saved in `<root>/incomplete-reruns/<trial id>/` and the complete
-    trial's folder stays as it was, as MLflow keeps its FINISHED run.
+    whose calls failed) or saved with more answered rows (a rerun failing where the first
+    run answered), is saved in `<root>/incomplete-reruns/<trial id>/` and the saved trial's
+    folder stays as it was, as MLflow keeps its run.
     """
     root = root or runs_dir()
     trial_dir = root / result.trial_id
-    if not result.complete and _saved_complete(trial_dir):
-        return SavedTrial(save_trial(result, root / INCOMPLETE_RERUNS), kept=trial_dir)
+    if not result.complete:
+        saved = _saved_summary(trial_dir)
+        complete = saved.get("status") == str(TrialStatus.COMPLETE)
+        answered = len(result.predictions) - result.n_errors
+        if complete or _answered(saved) > answered:
+            attempt = save_trial(result, root / INCOMPLETE_RERUNS)
+            return SavedTrial(attempt, kept=trial_dir, kept_complete=complete)
     return SavedTrial(save_trial(result, root))
 
 
-def _saved_complete(trial_dir: Path) -> bool:
+def _saved_summary(trial_dir: Path) -> dict[str, Any]:
+    """The saved trial's summary.json; {} if there is none (readable)."""
     try:
         summary = json.loads((trial_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False  # nothing (readable) saved there: nothing finished to keep
-    return isinstance(summary, dict) and summary.get("status") == str(TrialStatus.COMPLETE)
+        return {}  # nothing (readable) saved there: nothing finished to keep
+    return summary if isinstance(summary, dict) else {}
+
+
+def _answered(summary: dict[str, Any]) -> int:
+    """Rows the saved trial answered (no provider error); 0 if the summary cannot say."""
+    n, errors = summary.get("n"), summary.get("n_errors")
+    return n - errors if isinstance(n, int) and isinstance(errors, int) else 0

@@ -310,6 +310,19 @@ def test_an_unfinished_rerun_never_replaces_a_complete_trial(
     # with no complete trial saved, an unfinished result is saved as the trial itself
     fresh = save_result(run_trial(spec, catalog, ScriptedLM(fail_if="")), tmp_path / "new")
     assert (fresh.folder, fresh.kept) == (tmp_path / "new" / done.trial_id, None)
+    # an incomplete trial is not replaced by a rerun that answered fewer rows (review R4:
+    # a failed rerun erased 29 answered rows), but is by one that answered more
+    root = tmp_path / "partial"
+    first = run_trial(spec, catalog, ScriptedLM(fail_if=one_row))
+    assert save_result(first, root).kept is None
+    before = _files(root / done.trial_id)
+    worse = save_result(run_trial(spec, catalog, ScriptedLM(fail_if="")), root)
+    assert worse.kept == root / done.trial_id and _files(root / done.trial_id) == before
+    assert "not saved over the saved trial, which answered more rows," in (
+        worse.kept_note(first) or ""
+    )
+    better = run_trial(spec, catalog, ScriptedLM())
+    assert save_result(better, root).kept is None and _files(root / done.trial_id) != before
 
 
 def test_a_hand_graded_task_is_run_only_when_asked_and_never_scored(

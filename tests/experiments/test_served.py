@@ -36,7 +36,7 @@ from experiments.models import (
     local_model_path,
     served_label_logprobs,
 )
-from experiments.runner import TrialSpec, resolve_trial, run_trial
+from experiments.runner import SERVED_ALIGNMENT_CHECK, TrialSpec, resolve_trial, run_trial
 from experiments.stub_server import (
     STUB_TOP,
     StubOpenAI,
@@ -235,6 +235,12 @@ def test_alignment_that_cannot_be_checked_is_refused() -> None:
     with pytest.raises(NoPromptLogprobs, match="no common token"):
         check_alignment(own_only, conts, "http://s")
     check_alignment(_echoes(conts, top_k=1), conts, "http://s")  # one shared token suffices
+    # a pair that proves a shift wins over a pair that cannot be checked
+    three = [" Yes", " No", " Maybe"]
+    mixed = _echoes(three, top_k=5, shifted=True)
+    mixed[1] = EchoedContinuation(mixed[1].logprob, mixed[1].prompt_tokens, (("x", -1.0),))
+    with pytest.raises(MisalignedPromptLogprobs, match="' Maybe'"):
+        check_alignment(mixed, three, "http://s")
 
 
 @pytest.mark.data
@@ -265,6 +271,34 @@ def test_no_served_row_is_cached_before_the_whole_trial_passed(
         again = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
     assert fixed.complete and fixed.cache_hits == 0 and fixed.model_calls == 4
     assert again.cache_hits == 4  # a trial that passed is cached whole
+    assert fixed.lm_identity["alignment_check"] == SERVED_ALIGNMENT_CHECK  # in its trial id
+
+
+@pytest.mark.data
+def test_an_interrupted_served_trial_keeps_the_rows_it_checked(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C is not a refusal: the rows checked before it stay cached for the rerun."""
+    from experiments import runner
+    from experiments.cache import ResponseCache
+
+    calls = {"n": 0}
+
+    def interrupted_at_row_three(lm: Any, prompt: str, conts: list[str]) -> list[float]:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return served_label_logprobs(lm, prompt, conts)
+
+    cache = ResponseCache(tmp_path / "cache")
+    with StubOpenAI(echo_logprobs=True) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, mode="completion")
+        monkeypatch.setattr(runner, "served_label_logprobs", interrupted_at_row_three)
+        with pytest.raises(KeyboardInterrupt):
+            run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
+        monkeypatch.setattr(runner, "served_label_logprobs", served_label_logprobs)
+        rerun = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
+    assert rerun.complete and rerun.cache_hits == 2 and rerun.model_calls == 2
 
 
 @pytest.mark.data
