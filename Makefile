@@ -50,7 +50,7 @@ lint: setup-dev
 ## three at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers;
 ## many tests wait on subprocesses and servers, so 3 workers use 2 cores better than 2)
 test: lint
-	$(BIN)/pytest -n 3 --dist loadfile
+	$(BIN)/pytest -n 3 --dist loadfile --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
