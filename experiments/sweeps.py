@@ -565,16 +565,22 @@ def run_sweep(
             "incomplete": incomplete,
             "sensitivity": sens,
         }
-        if reports_dir is not None:
-            _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
-            written = [
-                str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
-            ]
-        tracker.log_comparisons(parent, doc, figures)
-        if sens.get("per_task"):
-            from experiments.tracking import log_sensitivity
+        try:
+            if reports_dir is not None:
+                _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
+                written = [
+                    str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
+                ]
+            tracker.log_comparisons(parent, doc, figures)
+            if sens.get("per_task"):
+                from experiments.tracking import log_sensitivity
 
-            log_sensitivity(tracker, parent, sens, sens_figures)
+                log_sensitivity(tracker, parent, sens, sens_figures)
+        finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
+            import matplotlib.pyplot as plt
+
+            for fig in {**figures, **sens_figures}.values():
+                plt.close(fig)
         ok = not incomplete
     finally:
         for stack in held.values():

@@ -351,3 +351,43 @@ def test_executor_choice_errors_name_the_option() -> None:
         get_executor("local", "auto")
     with pytest.raises(ExecutorError, match="--executor must be local or ray, not 'dask'"):
         get_executor("dask")
+
+
+@pytest.mark.data
+def test_a_sweep_leaves_no_figure_open(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyplot keeps every open figure alive: a driver running sweep after sweep (Ray, a
+    notebook) would pile up its figures (seen as matplotlib's "more than 20 figures" warning
+    in the Ray tests)."""
+    import matplotlib.pyplot as plt
+
+    from experiments.models import LiteLLMModel
+    from experiments.sweeps import run_sweep
+    from experiments.tracking import Tracker, TrackingConfig
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
+    spec = tmp_path / "figs.yaml"
+    spec.write_text(
+        "name: figs\ntasks: [hearsay]\nfixed: {demos: none}\n"
+        "axes:\n  instruction: [reference, description]\n"
+        "comparisons: [[instruction=reference, instruction=description]]\nn_resamples: 100\n"
+    )
+    tracker = Tracker(
+        TrackingConfig(
+            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            artifact_location=(tmp_path / "artifacts").as_uri(),
+            experiment_prefix="figs",
+            prompt_registry=False,
+            source="test",
+        )
+    )
+    before = set(plt.get_fignums())
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+        result = run_sweep(
+            load_spec(spec), catalog, models=(lm.name,), limit=6, tracker=tracker,
+            lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
+        )  # fmt: skip
+    assert result["status"] == "complete" and result["figures"]  # figures were drawn
+    assert set(plt.get_fignums()) == before
