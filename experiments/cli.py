@@ -411,13 +411,19 @@ def run(
     tracker = None
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
-        from experiments.tracking import Tracker, TrackingError
+        from experiments import tracking
 
-        try:
-            tracker = Tracker()  # an unusable store fails here, before any model call
-        except TrackingError as e:
-            raise TrackingError(f"{e}; or pass --no-track to run without MLflow") from None
-        artifacts = tracker.artifact_dir()
+        config = tracking.load_config()
+        # A trial tracked before is most often a cached rerun that changes nothing: the store
+        # was just read, so MLflow (1.5 s to open) waits until something must be written.
+        if not tracking.tracked_before(config, task, resolved.id):
+            try:
+                tracker = tracking.Tracker(config)  # an unusable store fails before any call
+            except tracking.TrackingError as e:
+                raise tracking.TrackingError(
+                    f"{e}; or pass --no-track to run without MLflow"
+                ) from None
+        artifacts = tracking.artifact_dir(config)
         if artifacts is not None:
             outputs.append(("MLflow artifacts", artifacts))
     check_writable(outputs)
@@ -432,18 +438,19 @@ def run(
             typer.echo(f"note: {summary[key]}", err=True)
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
-    if tracker is not None:
-        task_files = catalog.task(task).files
+    if not no_track:
+        reused = tracking.reusable_run(result, config) if tracker is None else None
         try:
-            summary.update(
-                tracker.log_run(
+            if reused is None:
+                tracker = tracker or tracking.Tracker(config)
+                reused = tracker.log_run(
                     result,
                     resolved.compiled,
                     resolved.rows,
-                    source=str(task_files.split_path(spec.split)),
+                    source=str(catalog.task(task).files.split_path(spec.split)),
                 )
-            )
-        except TrackingError as e:
+            summary.update(reused)
+        except tracking.TrackingError as e:
             track_error = e
     typer.echo(output.as_json(summary) if as_json else output.trial_summary(summary))
     if track_error is not None:
@@ -717,7 +724,7 @@ def optimize(
     if scoring is not Scoring.generate:
         from experiments.models import require_loglik_model
 
-        require_loglik_model(model)  # a remote model: one clear line, before any work
+        require_loglik_model(model, api_base)  # one clear line, before any work
     setup = Setup(
         data_dir=data_dir,
         hf=hf,

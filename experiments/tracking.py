@@ -303,12 +303,7 @@ class Tracker:
 
     def artifact_dir(self) -> Path | None:
         """The local artifact folder, when artifacts are stored on this machine."""
-        loc = self.config.artifact_location
-        if loc and loc.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
-            return Path(unquote(urlparse(loc).path))
-        return None
+        return artifact_dir(self.config)
 
     def _create_run(
         self, experiment_id: str, name: str, tags: dict[str, str], params: dict[str, Any]
@@ -590,13 +585,9 @@ class Tracker:
         trial. Store failures raise `TrackingError`; the caller has saved the trial on disk
         before.
         """
-        from experiments.grading import current_grades, grade_metrics
+        from experiments.grading import grade_metrics
 
-        grades = current_grades(result) if result.metric == "manual" else None
-        want = {
-            PREDICTIONS_SHA: predictions_sha(result),
-            GRADES_SHA: _sha(grades["grades"]) if grades is not None else "",
-        }
+        grades, want = _wanted_tags(result)
         try:
             name, exp = self.run_experiment(result.spec.task)
             lock = _lock_dir(self.config) / f"run-{result.trial_id[:40]}-{exp[:16]}.lock"
@@ -835,6 +826,100 @@ class Tracker:
             ) from e
         info = {"run_id": run.info.run_id, "status": run.info.status, "params": run.data.params}
         return info, dict(doc)
+
+
+def artifact_dir(config: TrackingConfig) -> Path | None:
+    """The local artifact folder, when artifacts are stored on this machine."""
+    loc = config.artifact_location
+    if loc and loc.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(loc).path))
+    return None
+
+
+def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The saved hand grades of `result` (or None) and the tags a run that shows it carries."""
+    from experiments.grading import current_grades
+
+    grades = current_grades(result) if result.metric == "manual" else None
+    return grades, {
+        PREDICTIONS_SHA: predictions_sha(result),
+        GRADES_SHA: _sha(grades["grades"]) if grades is not None else "",
+    }
+
+
+# ---- a cached rerun without MLflow ---------------------------------------------------------
+# A rerun whose answers all come from the cache changes nothing in the store, yet opening it
+# through MLflow costs ~1.5 s (imports, migrations check). For a SQLite store the same
+# question `Tracker.log_run` asks is answered by one read-only query of MLflow's tables. The
+# store itself is what is read, so nothing can be stale: a deleted run, a replaced store, other
+# predictions or grades, or a second run of the trial (which log_run would delete) all make
+# the answer None, and the caller goes the full way. Any surprise (no such table or column, a
+# locked or damaged file) is None too, never an error.
+_TRIAL_RUNS_SQL = """
+SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON e.experiment_id = r.experiment_id
+WHERE e.name = ? AND e.lifecycle_stage = 'active' AND r.lifecycle_stage = 'active'
+  AND EXISTS (SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ? AND t.value = ?)
+  AND EXISTS (SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ? AND t.value = ?)
+"""
+
+
+def _sqlite_trial_runs(
+    config: TrackingConfig, task: str, trial_id: str
+) -> tuple[str, list[tuple[str, str, dict[str, str]]]] | None:
+    """The experiment name and the active `workbench run` runs of a trial in a SQLite store:
+    (run id, status, tags) each; None when the store is not SQLite or cannot be read so."""
+    import sqlite3
+
+    uri = config.tracking_uri
+    if not uri.startswith("sqlite:///"):
+        return None
+    db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    if not db.is_file():
+        return None
+    name = f"{config.experiment_prefix}/run/{task}"
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            found = con.execute(_TRIAL_RUNS_SQL, (name, TRIAL_ID, trial_id, KIND, "run")).fetchall()
+            runs = []
+            for run_id, status in found:
+                tags = dict(
+                    con.execute("SELECT key, value FROM tags WHERE run_uuid = ?", (run_id,))
+                )
+                runs.append((str(run_id), str(status), tags))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return name, runs
+
+
+def tracked_before(config: TrackingConfig, task: str, trial_id: str) -> bool:
+    """Whether a SQLite store readable without MLflow holds a FINISHED run of this trial."""
+    found = _sqlite_trial_runs(config, task, trial_id)
+    return found is not None and any(status == "FINISHED" for _, status, _ in found[1])
+
+
+def reusable_run(result: TrialResult, config: TrackingConfig) -> dict[str, Any] | None:
+    """What `Tracker.log_run(result, ...)` would return when it would write nothing: the
+    trial is complete and its one run in the store is FINISHED with these predictions and
+    grades. None whenever log_run has something to do or the store cannot be read directly.
+    """
+    if not result.complete:
+        return None
+    found = _sqlite_trial_runs(config, result.spec.task, result.trial_id)
+    if found is None:
+        return None
+    name, runs = found
+    _, want = _wanted_tags(result)
+    if len(runs) != 1:  # none to reuse, or others that log_run would delete
+        return None
+    run_id, status, tags = runs[0]
+    if status != "FINISHED" or any(tags.get(k, "") != v for k, v in want.items()):
+        return None
+    return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": True}
 
 
 def _param(value: Any) -> str:

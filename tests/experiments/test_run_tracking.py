@@ -155,6 +155,83 @@ def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[s
     assert [json.loads(x)["generation"] for x in logged.read_text().splitlines()] == ["No"] * 4
 
 
+def _run_reporting_mlflow(
+    args: list[str], env: dict[str, str], cwd: Path
+) -> tuple[dict[str, Any], bool]:
+    """`workbench ARGS --json` in a subprocess: its summary and whether it imported mlflow."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom experiments.cli import main\nsys.argv = ['workbench', *sys.argv[1:]]\n"
+        "try:\n    main()\nfinally:\n"
+        "    print('MLFLOW_IMPORTED=' + str('mlflow' in sys.modules), file=sys.stderr)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), "MLFLOW_IMPORTED=True" in r.stderr
+
+
+def test_cached_rerun_answers_from_the_store_without_mlflow(
+    store: tuple[Path, dict[str, str]],
+) -> None:
+    """A rerun that changes nothing reads the SQLite store directly (MLflow is not even
+    imported) and reports what MLflow's own reuse check reports. Anything log_run would
+    change goes the full way: a deleted run, a second run of the trial, other answers."""
+    import mlflow
+
+    from experiments.stub_server import StubOpenAI
+
+    root, env = store
+    model = "openai/stub-fast-rerun"
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    with StubOpenAI(reply="Yes") as stub:
+        cmd = ["run", "hearsay", "--model", model, "--api-base", stub.url, "--limit", "3"]
+        first, opened_first = _run_reporting_mlflow(cmd, env, root)
+        rerun, opened_rerun = _run_reporting_mlflow(cmd, env, root)
+        assert opened_first and not opened_rerun
+        assert rerun["model_calls"] == 0 and rerun["mlflow_reused"] is True
+        assert rerun["mlflow_run_id"] == first["mlflow_run_id"]
+        assert rerun["mlflow_experiment"] == first["mlflow_experiment"] == "trk/run/hearsay"
+
+        # the run deleted in the store (the UI's delete): logged again, through MLflow
+        client.delete_run(first["mlflow_run_id"])
+        again, opened = _run_reporting_mlflow(cmd, env, root)
+        assert opened and again["mlflow_reused"] is False
+        assert again["mlflow_run_id"] != first["mlflow_run_id"]
+        assert [r.info.run_id for r in _runs(root, "trk", "hearsay", model)] == [
+            again["mlflow_run_id"]
+        ]
+
+        # a second run of the trial (a killed attempt): log_run deletes it, so MLflow opens
+        exp = client.get_experiment_by_name("trk/run/hearsay")
+        stray = client.create_run(
+            exp.experiment_id,
+            tags={"workbench.trial_id": again["trial_id"], "workbench.kind": "run"},
+        )
+        cleaned, opened = _run_reporting_mlflow(cmd, env, root)
+        assert opened and cleaned["mlflow_run_id"] == again["mlflow_run_id"]
+        assert client.get_run(stray.info.run_id).info.lifecycle_stage == "deleted"
+
+        # other answers for the same trial: a new run replaces the one shown
+        stub.reply = "No"
+        other, opened = _run_reporting_mlflow([*cmd, "--no-cache"], env, root)
+        assert opened and other["mlflow_reused"] is False
+        assert other["mlflow_run_id"] != again["mlflow_run_id"]
+        quiet, opened = _run_reporting_mlflow(cmd, env, root)
+    # the cache still holds the 'Yes' answers, which the store no longer shows: full way
+    assert opened and quiet["mlflow_reused"] is False
+    final, opened = _run_reporting_mlflow(cmd, env, root)
+    assert not opened and final["mlflow_run_id"] == quiet["mlflow_run_id"]
+
+
 SAFE_URLS = {
     "query value": ("http://h:8000/v1?token=QTOKEN999", "http://h:8000/v1?token=***"),
     "query values, keys kept": ("http://h/v1?a=1&key=QTOKEN999&b=", "http://h/v1?a=***&key=***&b="),
