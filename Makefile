@@ -7,9 +7,6 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export LEGALBENCH_DIR ?= $(abspath ../shared/legalbench)
 export LITELLM_LOCAL_MODEL_COST_MAP ?= True
-# llama.cpp's OpenMP threads spin while they wait; on a busy machine that starves the
-# model itself (measured 6-15x slower prompt evaluation on 2 shared cores). Sleep instead.
-export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: demo ui test lint setup setup-dev clean
 

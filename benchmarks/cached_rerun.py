@@ -1,7 +1,9 @@
-"""A cached rerun vs the first run of the same trial, whole process vs whole process.
+"""A cached rerun vs the first run of the same trial, whole process vs whole process, both
+tracked in a fresh MLflow store (a rerun that changes nothing reads the SQLite store directly
+and never opens MLflow: `experiments.tracking.reusable_run`).
 
     python benchmarks/cached_rerun.py [--task hearsay]
-Goal: rerun >= 50x faster, with 0 model calls.
+Goal: rerun <= 0.5 s of wall time, tracking included, with 0 model calls.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ def main() -> None:
     ap.add_argument("--model", default="local/smollm2")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="wb-bench-")
-    env = {**os.environ, "WORKBENCH_CACHE_DIR": f"{tmp}/cache", "WORKBENCH_RUNS_DIR": f"{tmp}/runs"}
+    with open(f"{tmp}/mlflow.yaml", "w") as f:
+        f.write(f"tracking_uri: sqlite:///{tmp}/mlflow.db\nartifact_location: {tmp}/artifacts\n")
+    env = {
+        **os.environ,
+        "WORKBENCH_CACHE_DIR": f"{tmp}/cache",
+        "WORKBENCH_RUNS_DIR": f"{tmp}/runs",
+        "WORKBENCH_MLFLOW_CONFIG": f"{tmp}/mlflow.yaml",
+    }
     cmd = [
         sys.executable,
         "-m",
@@ -33,21 +42,23 @@ def main() -> None:
         "--json",
     ]
     times, summaries = [], []
-    for _ in range(2):
+    for _ in range(4):
         t0 = time.perf_counter()
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         times.append(time.perf_counter() - t0)
         summaries.append(json.loads(out))
-    first, rerun = summaries
-    ratio = times[0] / times[1]
+    first, *reruns = summaries
+    worst = max(times[1:])
     print(f"first run: {times[0]:.2f}s, {first['model_calls']} model calls, n={first['n']}")
+    for t, rerun in zip(times[1:], reruns, strict=True):
+        print(
+            f"rerun:     {t:.2f}s, {rerun['model_calls']} model calls, "
+            f"{rerun['cache_hits']} cache hits, MLflow run reused: {rerun['mlflow_reused']}"
+        )
+    ok = worst <= 0.5 and all(r["model_calls"] == 0 and r["mlflow_reused"] for r in reruns)
     print(
-        f"rerun:     {times[1]:.2f}s, {rerun['model_calls']} model calls, "
-        f"{rerun['cache_hits']} cache hits"
-    )
-    print(
-        f"cached rerun speed-up: {ratio:.1f}x (goal >= 50x) "
-        f"{'OK' if ratio >= 50 and rerun['model_calls'] == 0 else 'MISSED'}"
+        f"cached rerun: worst {worst:.2f} s wall, tracking included (goal <= 0.5 s), "
+        f"{times[0] / worst:.1f}x faster than the first run {'OK' if ok else 'MISSED'}"
     )
 
 

@@ -836,6 +836,16 @@ def grade_import(
 
 @app.command()
 @friendly
+def doctor() -> None:
+    """Check the embedded models on this machine: llama.cpp build, CPU, load settings, each
+    model's file and sha256, and a real prompt through each in a child process."""
+    from experiments.doctor import report
+
+    raise typer.Exit(report(typer.echo))
+
+
+@app.command()
+@friendly
 def ui(
     port: Annotated[
         int, typer.Option("--port", min=1, max=65535, help="Port for the MLflow UI.")

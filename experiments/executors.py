@@ -45,7 +45,14 @@ if TYPE_CHECKING:
 # Settings a worker process needs from the driver's environment. Provider API keys are *not*
 # forwarded (they would be stored in the cluster's runtime environment): set them on each
 # node before `ray start`. A local instance (no address) inherits the driver's environment.
-FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WORKBENCH_LOCAL_N_CTX", "OMP_WAIT_POLICY")
+# The CPU description (WORKBENCH_CPUINFO) is each node's own and is not forwarded.
+FORWARDED_ENV = (
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "WORKBENCH_LOCAL_N_CTX",
+    "WORKBENCH_LLAMA_EXTRA_BUFTS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+)
 # How long the driver waits for its actors to be placed and started before it gives up with
 # advice (seconds); an unschedulable actor would otherwise wait forever.
 START_TIMEOUT_ENV = "WORKBENCH_RAY_START_TIMEOUT"
@@ -135,16 +142,11 @@ def _preload_local(name: str, n_threads: int) -> None:
 
 
 def local_identity(name: str) -> dict[str, Any]:
-    """What of a local model's trial identity this process computes for itself: the GGUF's
-    sha256 and the context size (`LiteLLMModel.cache_identity`). Empty for other models."""
+    """What of a local model's trial identity this process computes for itself
+    (`models.local_identity`: the GGUF's sha256, the context size, the load layout)."""
     from experiments import models
 
-    if not name.startswith(models.LOCAL_PROVIDER + "/"):
-        return {}
-    return {
-        "weights_sha256": models.local_weights_sha256(name.split("/", 1)[1]),
-        "n_ctx": models.local_n_ctx(),
-    }
+    return models.local_identity(name)
 
 
 def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
@@ -217,7 +219,9 @@ def identity_mismatch(model: str, node: str, worker: dict[str, Any], driver: dic
     return (
         f"the Ray worker on {node} has another {model} than this machine ({diff}): its "
         "results would be logged under this machine's identity. Install the same package "
-        "versions and set the same WORKBENCH_LOCAL_N_CTX on every node, or run with "
+        "versions and set the same WORKBENCH_LOCAL_N_CTX on every node (and, where some CPUs "
+        "have AMX and others not, WORKBENCH_LLAMA_EXTRA_BUFTS=off here: it is forwarded), "
+        "or run with "
         "--executor local"
     )
 

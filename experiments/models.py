@@ -15,21 +15,27 @@ honours a server's Retry-After header. A call that still fails is returned as a
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import importlib.util
+import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
+from experiments import cpu
+from experiments.cpu import LlamaLoad
 from experiments.secrets import redact as redact  # re-exported: error texts are redacted
 from promptlib.errors import WorkbenchError
 
+log = logging.getLogger("workbench.models")
 Mode = Literal["chat", "completion"]
 LOCAL_PROVIDER = "local"
 LOCAL_MODELS = {
@@ -374,16 +380,92 @@ def _quiet_harmless_llama_log() -> None:
     _LOG_FILTER.append(callback)
 
 
+# llama.cpp's OpenMP threads wait for work between graph computations (every token).
+# libgomp's default spins ~300,000 times first, which on a busy machine takes the cores from
+# the model itself: 2.3-2.5x slower with two other busy processes on 2 cores. Sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per token: 11-19% slower on a quiet machine. A
+# spin of 200 before sleeping is as fast as the default when quiet and as PASSIVE when busy
+# (benchmarks/overhead.py; README "Threads and waiting"). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
+# wins. LLVM's libomp (KMP_BLOCKTIME) was not measured and is left alone.
+GOMP_SPINCOUNT = "200"
+
+
+def _default_wait_policy() -> None:
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT
+
+
+def llama_threading() -> dict[str, str]:
+    """The thread and wait settings local models run with (printed by `workbench doctor`)."""
+    _default_wait_policy()
+    return {
+        "threads": f"{os.cpu_count() or 2} (os.cpu_count())",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp's default)"),
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT", "unset"),
+    }
+
+
+_LOAD_SAID: list[str] = []  # the load decision is told once per process
+
+
+@functools.lru_cache(maxsize=8)
+def _llama_load(cpuinfo: str | None, choice: str | None) -> LlamaLoad:
+    return cpu.llama_load()
+
+
+def llama_load() -> LlamaLoad:
+    """How this process loads local models (`experiments.cpu.llama_load`, read once per
+    setting), told once on stderr when it departs from llama.cpp's default."""
+    load = _llama_load(os.environ.get(cpu.CPUINFO_ENV), os.environ.get(cpu.EXTRA_BUFTS_ENV))
+    if not load.extra_bufts and load.reason not in _LOAD_SAID:
+        _LOAD_SAID.append(load.reason)
+        log.warning("local models load with llama.cpp's extra buffer types off: %s", load.reason)
+    return load
+
+
+@contextlib.contextmanager
+def _extra_bufts(on: bool) -> Iterator[None]:
+    """Construct `Llama` with ``use_extra_bufts`` set: llama-cpp-python has no argument for
+    it, so its default model parameters are amended while the model loads (under _LOCK)."""
+    if on:
+        yield
+        return
+    import llama_cpp.llama_cpp as raw
+
+    default = raw.llama_model_default_params
+
+    def amended() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    raw.llama_model_default_params = amended
+    try:
+        yield
+    finally:
+        raw.llama_model_default_params = default
+
+
+def local_identity(model: str) -> dict[str, Any]:
+    """What pins a local model's answers beyond its name: the GGUF's sha256, the context
+    size and a non-default load layout. Empty for other models. The one recipe for the
+    runner, the response cache and the Ray workers."""
+    if not model.startswith(LOCAL_PROVIDER + "/"):
+        return {}
+    return {
+        "weights_sha256": local_weights_sha256(model.split("/", 1)[1]),
+        "n_ctx": local_n_ctx(),
+        **llama_load().identity(),
+    }
+
+
 def load_local(name: str) -> Any:
     """The llama.cpp model for `name`, loaded once per process."""
     with _LOCK:
         if not _LOADED:
             atexit.register(_close_local_models)
         if name not in _LOADED:
-            # llama.cpp's OpenMP threads spin while they wait; on a busy machine that starves
-            # the model itself (measured 6-15x slower prompt evaluation on 2 shared cores).
-            # OpenMP reads this when llama.cpp's library loads, i.e. on the import below.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            _default_wait_policy()  # read by OpenMP when llama.cpp loads: the import below
             try:
                 from llama_cpp import Llama
             except ImportError as e:
@@ -392,15 +474,16 @@ def load_local(name: str) -> Any:
                 ) from e
             if not _LOG_FILTER:
                 _quiet_harmless_llama_log()
-            _LOADED[name] = Llama(
-                model_path=local_model_path(name),
-                n_ctx=local_n_ctx(),
-                n_threads=os.cpu_count() or 2,
-                seed=0,
-                logits_all=False,
-                chat_format=LOCAL_CHAT_FORMATS.get(name),
-                verbose=False,
-            )
+            with _extra_bufts(llama_load().extra_bufts):
+                _LOADED[name] = Llama(
+                    model_path=local_model_path(name),
+                    n_ctx=local_n_ctx(),
+                    n_threads=os.cpu_count() or 2,
+                    seed=0,
+                    logits_all=False,
+                    chat_format=LOCAL_CHAT_FORMATS.get(name),
+                    verbose=False,
+                )
         return _LOADED[name]
 
 
@@ -620,9 +703,7 @@ class LiteLLMModel:
             "api_base": self.api_base,
             "mode": self.mode,
         }
-        if self.is_local:
-            identity["weights_sha256"] = local_weights_sha256(self.name.split("/", 1)[1])
-            identity["n_ctx"] = local_n_ctx()
+        identity.update(local_identity(self.name))
         return identity
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:

@@ -475,15 +475,11 @@ def _generate(
 
 
 def _local_weights(model: str) -> dict[str, Any]:
-    """A local model's weights and context size, so new weights never reuse old answers."""
-    from experiments.models import LOCAL_PROVIDER, local_n_ctx, local_weights_sha256
+    """A local model's weights, context size and load layout (`models.local_identity`), so
+    new weights never reuse old answers."""
+    from experiments.models import local_identity
 
-    if not model.startswith(LOCAL_PROVIDER + "/"):
-        return {}
-    return {
-        "weights_sha256": local_weights_sha256(model.split("/", 1)[1]),
-        "n_ctx": local_n_ctx(),
-    }
+    return local_identity(model)
 
 
 SERVED_ALIGNMENT_CHECK = f"top_logprobs {ALIGNMENT_TOP_K}, every listed token"

@@ -3,11 +3,15 @@
 Facts come from the data (label sets, split sizes, prompt files) and from each task's
 README (reasoning category, task type). A fact that cannot be derived is recorded as
 `None` / "unknown" rather than guessed.
+
+A classification task's label set is what LegalBench states for the task, not only what the
+local rows happen to hold (the shipped data is often a sample): see `Task.spec`.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -95,6 +99,93 @@ def _claude_label_order(files: TaskFiles) -> list[str]:
     return [x.strip() for x in m.group(1).split(",")] if m else []
 
 
+# ---- label sets ------------------------------------------------------------------------------
+_PUNCT = str.maketrans("", "", string.punctuation)
+#: A Claude prompt's list of replies: "Reply with either: a, b" or "Reply with one or more of:".
+_REPLY_LIST = re.compile(r"Reply with (?:either|one or more of):[ \t]*([^\n]+)")
+#: A multiple-choice README's option block (MAUD): "Options:" then lines "A: <text>".
+_OPTION_BLOCK = re.compile(r"^[ \t]*Options:[ \t]*\n((?:[ \t]*[A-Z][ \t]*:[^\n]*(?:\n|$))+)", re.M)
+#: The README's line describing the answer column (the 2023 data called it `label`).
+_ANSWER_COLUMN = re.compile(r"^[ \t]*-[ \t]*[`\"](?:answer|label)[`\"][ \t]*:[ \t]*([^\n]*)", re.M)
+_STATED_LIST = re.compile(r"\b(?:options|choices)\b(?:[ \t]+are)?[ \t]*:?[ \t]*([^.]+)", re.I)
+_SLASH_LIST = re.compile(r"\(([^()/]+(?:/[^()/]+)+)\)")
+_QUOTED = re.compile(r"`([^`]+)`|\(\"([^\"]+)\"\)")
+_LIST_SEP = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+
+
+def normalize_label(text: str) -> str:
+    """A label as LegalBench compares it (punctuation dropped, stripped, lower-cased).
+
+    The same as `experiments.metrics.normalize` without stemming (the tests check they
+    agree); repeated here because that module imports this one.
+    """
+    return text.translate(_PUNCT).strip().lower()
+
+
+def _parts(answer: str, multi_label: bool) -> list[str]:
+    """A multi-label answer ('de facto merger,mere continuation') is one label per part."""
+    return [a.strip() for a in answer.split(",")] if multi_label else [answer]
+
+
+def _clean(item: str) -> str:
+    return item.strip().strip("`\"'").strip().rstrip(".").strip()
+
+
+def _reply_list_labels(text: str) -> list[str]:
+    """The replies a Claude prompt asks for ("Reply with either: Yes, No")."""
+    items = [_clean(x) for m in _REPLY_LIST.finditer(text) for x in m.group(1).split(",")]
+    return [x for x in items if normalize_label(x)]
+
+
+def _readme_labels(readme: str) -> list[str]:
+    """Labels a README states in a form that parses without guessing.
+
+    Two forms: a multiple-choice option block ("Options:" then "A: ...", whose answers are
+    the letters), and the answer column's description in "Data column names" when it lists
+    its values ("Options: Yes, No", "There are three options: a, b, c", "(Yes/No)",
+    "`Yes` if ... and `No` otherwise", '("Yes") or not ("No")'). Prose elsewhere is ignored.
+    """
+    found: list[str] = []
+    for block in _OPTION_BLOCK.finditer(readme):
+        found += [line.split(":", 1)[0].strip() for line in block.group(1).splitlines()]
+    for line in _ANSWER_COLUMN.finditer(readme):
+        desc = line.group(1)
+        if m := _STATED_LIST.search(desc):
+            found += _LIST_SEP.split(m.group(1).strip())
+        elif m := _SLASH_LIST.search(desc):
+            found += m.group(1).split("/")
+        else:
+            found += [a or b for a, b in _QUOTED.findall(desc)]
+    items = [_clean(x) for x in found]
+    return [x for x in items if normalize_label(x)]
+
+
+def _shown(items: list[str], most: int = 6) -> str:
+    return ", ".join(items[:most]) + (", …" if len(items) > most else "")
+
+
+class _LabelSet:
+    """Labels gathered from several sources, one surface form per normalised label.
+
+    The first source to give a label fixes its surface form, so sources are added in order
+    of preference: the splits' rows, then prompt demonstrations, the Claude prompt, README.
+    """
+
+    def __init__(self) -> None:
+        self.form: dict[str, str] = {}
+        self.sources: dict[str, list[str]] = {}
+
+    def keys(self) -> set[str]:
+        return set(self.form)
+
+    def add(self, label: str, source: str) -> None:
+        key = normalize_label(label)
+        self.form.setdefault(key, label)
+        where = self.sources.setdefault(key, [])
+        if source not in where:
+            where.append(source)
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """What is known about a task. Frozen: the same data always gives the same spec."""
@@ -109,10 +200,16 @@ class TaskSpec:
     n_test: int | None
     columns: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    #: Per label, in `labels` order, the files that give it (e.g. "train.tsv", "README.md").
+    label_sources: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     @property
     def is_classification(self) -> bool:
         return self.task_type in CLASSIFICATION_TYPES
+
+    def sources_of(self, label: str) -> tuple[str, ...]:
+        """The files that state `label` (empty if it is not one of this task's labels)."""
+        return dict(self.label_sources).get(label, ())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +223,11 @@ class TaskSpec:
             "n_test": self.n_test,
             "columns": list(self.columns),
             "notes": list(self.notes),
+            "label_sources": (
+                {label: list(src) for label, src in self.label_sources}
+                if self.labels is not None
+                else None
+            ),
         }
 
 
@@ -217,13 +319,11 @@ class Task:
         test = self.table("test") if self.has_split("test") else None
         frames = [f for f in (train, test) if f is not None]
         labels: tuple[str, ...] | None = None
-        if task_type in CLASSIFICATION_TYPES and frames:
-            answers = [a for f in frames for a in f.column("answer")]
-            if task_type == "multi-label":
-                answers = [a.strip() for ans in answers for a in ans.split(",")]
-            seen = dict.fromkeys(a for a in answers)
-            order = [x for x in _claude_label_order(self.files) if x in seen]
-            labels = tuple(order + sorted(a for a in seen if a not in order))
+        label_sources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        if task_type in CLASSIFICATION_TYPES:
+            splits = [(s, f) for s, f in (("train", train), ("test", test)) if f is not None]
+            multi = task_type == "multi-label"
+            labels, label_sources = self._labels(splits, readme, multi, notes)
         for empty in self.files.empty_prompt_files():
             notes.append(f"{empty} is empty in this data")
         for split, f in (("train", train), ("test", test)):
@@ -241,7 +341,114 @@ class Task:
             n_test=len(test) if test is not None else None,
             columns=tuple(cols),
             notes=tuple(notes),
+            label_sources=label_sources,
         )
+
+    def _labels(
+        self,
+        splits: list[tuple[str, Table]],
+        readme: str | None,
+        multi_label: bool,
+        notes: list[str],
+    ) -> tuple[tuple[str, ...] | None, tuple[tuple[str, tuple[str, ...]], ...]]:
+        """The union of the labels LegalBench states for this task, and where each came from.
+
+        Sources, in order of preference for a label's surface form: (d) the answers of every
+        split present; (a) the answers of the demonstrations in the prompt files (application
+        prompts excepted: their answers are explanations); (b) the Claude prompts' reply lists;
+        (c) the README's option block or answer-column description (`_readme_labels`). The
+        local rows are often a sample, so (a)-(c) supply labels a full split holds. A stated
+        source is used only if it shares a label with the answers (the rows', or without rows
+        the demonstrations'): MAUD's Claude list "Option A, Option B" is not the answers' form
+        ("A") and is left out, with a note. Compared as LegalBench normalises.
+
+        Order: the labels of claude_prompt.txt's "Reply with either" list in its order, then
+        the rest sorted: exactly the tuple of earlier versions when the set is unchanged, as
+        trial ids (log-likelihood continuations, max_tokens) depend on it.
+        """
+        found = _LabelSet()
+        for split, table in splits:
+            for answer in table.column("answer"):
+                for part in _parts(answer, multi_label):
+                    found.add(part, f"{split}.tsv")
+
+        def stated(where: str, items: list[str], anchor: set[str]) -> None:
+            """Add a stated source's labels if they share one with `anchor` (else a note)."""
+            if not items:
+                return
+            keys = {normalize_label(x) for x in items}
+            if not anchor:
+                notes.append(
+                    f"labels in {where} ({_shown(items)}) not used: there are no answers "
+                    "to check their form against"
+                )
+            elif keys.isdisjoint(anchor):
+                known = sorted(found.form[k] for k in anchor)
+                notes.append(
+                    f"labels in {where} ({_shown(items)}) not used: none is an answer of "
+                    f"this task ({_shown(known)}), so they are not in the answers' form"
+                )
+            else:
+                for item in items:
+                    found.add(item, where)
+
+        rows = found.keys()
+        prompt_files = self.files.prompt_files()
+        for filename in prompt_files:
+            if "application" in filename:
+                continue
+            try:
+                demos = self.prompt(filename).demos
+            except (DataError, TemplateError) as e:
+                notes.append(f"labels: demonstrations of {filename} not read ({e})")
+                continue
+            items = [p for d in demos for p in _parts(d.answer, multi_label)]
+            items = [p for p in items if normalize_label(p)]
+            if not splits:
+                for item in items:
+                    found.add(item, filename)
+            else:
+                stated(filename, items, rows)
+        answers = found.keys()  # the rows' and the demonstrations' answers
+        for filename in prompt_files:
+            if filename.startswith("claude"):
+                try:
+                    text = self.files.read_prompt(filename)
+                except DataError as e:
+                    notes.append(f"labels: {filename} not read ({e})")
+                    continue
+                stated(filename, _reply_list_labels(text), answers)
+        if readme is not None:
+            stated(self._readme_name(), _readme_labels(readme), answers)
+
+        if not found.form:
+            return None, ()
+        forms = set(found.form.values())
+        order = [x for x in dict.fromkeys(_claude_label_order(self.files)) if x in forms]
+        labels = tuple(order + sorted(forms - set(order)))
+        sources = {found.form[k]: tuple(v) for k, v in found.sources.items()}
+        row_files = [f"{split}.tsv" for split, _ in splits]
+        extra = [x for x in labels if not set(row_files) & set(sources[x])]
+        by_source: dict[tuple[str, ...], list[str]] = {}
+        for x in extra:
+            by_source.setdefault(sources[x], []).append(x)
+        where_rows = (
+            f"not in the local rows ({', '.join(row_files)})" if row_files else "no local rows"
+        )
+        for src, xs in by_source.items():
+            notes.append(
+                f"label{'s' if len(xs) > 1 else ''} {_shown(xs, 10)} from {', '.join(src)}, "
+                + where_rows
+            )
+        return labels, tuple((x, sources[x]) for x in labels)
+
+    def _readme_name(self) -> str:
+        """The README's file name as `TaskFiles.readme` finds it (two tasks use README.MD)."""
+        for d in (self.files.prompt_dir, self.files.data_dir):
+            for name in ("README.md", "README.MD"):
+                if d is not None and (d / name).is_file():
+                    return name
+        return "README.md"
 
 
 class Catalog:

@@ -330,3 +330,21 @@ def test_optimize_draws_progress_on_stderr_only(store: tuple[Path, dict[str, str
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["n_trials"] == 2
     assert "optimize hearsay · optuna" in r.stderr and "held-out verdict" in r.stderr
+
+
+def test_optimize_scores_a_served_model_by_loglik(store: tuple[Path, dict[str, str]]) -> None:
+    """`optimize --scoring loglik --api-base URL` reaches the server (it was refused as if the
+    URL were missing) and scores every trial from its prompt log-probabilities."""
+    from experiments.stub_server import StubOpenAI
+
+    root, env = store
+    with StubOpenAI(echo_logprobs=True) as stub:
+        cmd = ["optimize", "hearsay", "--model", "openai/stub-loglik", "--api-base", stub.url]
+        cmd += ["--scoring", "loglik", "--trials", "2", "--sampler", "random"]
+        cmd += ["--dev-limit", "6", "--heldout-limit", "6"]
+        cmd += ["--storage", f"sqlite:///{root}/optuna-loglik.db", "--json"]
+        r = run_cli(cmd, env, root)
+        echoed = [q for q in stub.requests if q.get("echo")]
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["n_trials"] == 2
+    assert echoed, "no log-likelihood request reached the server"
