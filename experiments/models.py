@@ -385,8 +385,8 @@ def _quiet_harmless_llama_log() -> None:
 # the model itself: 2.3-2.5x slower with two other busy processes on 2 cores. Sleeping at once
 # (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per token: 11-19% slower on a quiet machine. A
 # spin of 200 before sleeping is as fast as the default when quiet and as PASSIVE when busy
-# (benchmarks/overhead.py; README "Threads and waiting"). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
-# wins. LLVM's libomp (KMP_BLOCKTIME) was not measured and is left alone.
+# (benchmarks/overhead.py; README "Threads and waiting"). A user's own OMP_WAIT_POLICY or
+# GOMP_SPINCOUNT wins. LLVM's libomp (KMP_BLOCKTIME) was not measured and is left alone.
 GOMP_SPINCOUNT = "200"
 
 
