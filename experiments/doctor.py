@@ -188,6 +188,16 @@ def report(
         say(f"{name}: {path} ({os.path.getsize(path) / 1e6:.1f} MB) sha256 {digest}")
     for name in names:
         probe = run_probe(name, amx=bool(info.amx) and load.extra_bufts, command=command)
+        if probe.ok and probe.detail.get("use_extra_bufts") != load.extra_bufts:
+            probe = Probe(
+                name,
+                False,
+                f"{name}: loaded with extra buffer types "
+                f"{'on' if probe.detail.get('use_extra_bufts') else 'off'}, not as decided "
+                f"({'on' if load.extra_bufts else 'off'}): its answers would be tracked under "
+                "the wrong identity; install llama-cpp-python 0.3.x and run doctor again",
+                probe.detail,
+            )
         say(probe.line)
         failed += not probe.ok
     say("all embedded models ran" if not failed else f"{failed} problem(s) above")

@@ -193,10 +193,14 @@ class TrialWorker:
 
     def run(self, job: TrialJob) -> TrialResult:
         from experiments.cache import ResponseCache
+        from experiments.models import LOCAL_IDENTITY_KEYS
         from experiments.runner import run_trial
 
         mine = local_identity(job.lm.name)
-        theirs = {k: job.resolved.lm_identity.get(k) for k in mine}
+        # every identity key either side has: the layout key is present only when off
+        keys = set(mine) | (LOCAL_IDENTITY_KEYS & set(job.resolved.lm_identity))
+        mine = {k: mine.get(k) for k in keys}
+        theirs = {k: job.resolved.lm_identity.get(k) for k in keys}
         if mine != theirs:
             raise ExecutorError(identity_mismatch(job.lm.name, socket.gethostname(), mine, theirs))
         if self.use_cache and self._cache is None:

@@ -415,7 +415,8 @@ def _llama_load(cpuinfo: str | None, choice: str | None) -> LlamaLoad:
 
 def llama_load() -> LlamaLoad:
     """How this process loads local models (`experiments.cpu.llama_load`, read once per
-    setting), told once on stderr when it departs from llama.cpp's default."""
+    value of its two settings: the CPU description is not reread), told once on stderr when
+    it departs from llama.cpp's default."""
     load = _llama_load(os.environ.get(cpu.CPUINFO_ENV), os.environ.get(cpu.EXTRA_BUFTS_ENV))
     if not load.extra_bufts and load.reason not in _LOAD_SAID:
         _LOAD_SAID.append(load.reason)
@@ -452,11 +453,20 @@ def local_identity(model: str) -> dict[str, Any]:
     runner, the response cache and the Ray workers."""
     if not model.startswith(LOCAL_PROVIDER + "/"):
         return {}
-    return {
-        "weights_sha256": local_weights_sha256(model.split("/", 1)[1]),
-        "n_ctx": local_n_ctx(),
-        **llama_load().identity(),
-    }
+    name = model.split("/", 1)[1]
+    loaded = _LOADED.get(name)
+    # a model loaded in this process is identified by the layout it really has
+    layout = (
+        LlamaLoad(bool(loaded.model_params.use_extra_bufts), "loaded").identity()
+        if loaded is not None
+        else llama_load().identity()
+    )
+    return {"weights_sha256": local_weights_sha256(name), "n_ctx": local_n_ctx(), **layout}
+
+
+LOCAL_IDENTITY_KEYS = frozenset({"weights_sha256", "n_ctx", "llama_extra_bufts"})
+"""Every key `local_identity` may give (the layout key only when not the default): a check
+of one identity against another compares all of them, not only the keys one side has."""
 
 
 def load_local(name: str) -> Any:
@@ -474,8 +484,9 @@ def load_local(name: str) -> Any:
                 ) from e
             if not _LOG_FILTER:
                 _quiet_harmless_llama_log()
-            with _extra_bufts(llama_load().extra_bufts):
-                _LOADED[name] = Llama(
+            load = llama_load()
+            with _extra_bufts(load.extra_bufts):
+                llm = Llama(
                     model_path=local_model_path(name),
                     n_ctx=local_n_ctx(),
                     n_threads=os.cpu_count() or 2,
@@ -484,7 +495,23 @@ def load_local(name: str) -> Any:
                     chat_format=LOCAL_CHAT_FORMATS.get(name),
                     verbose=False,
                 )
+            if bool(llm.model_params.use_extra_bufts) != load.extra_bufts:
+                llm.close()  # a llama-cpp-python that no longer takes the amended defaults
+                raise ModelError(
+                    f"local/{name}: llama-cpp-python {_llama_version()} loaded the model with "
+                    f"extra buffer types {'on' if llm.model_params.use_extra_bufts else 'off'}, "
+                    f"not {'on' if load.extra_bufts else 'off'} as decided ({load.reason}); "
+                    "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
+                    "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
+                )
+            _LOADED[name] = llm
         return _LOADED[name]
+
+
+def _llama_version() -> str:
+    import llama_cpp
+
+    return str(getattr(llama_cpp, "__version__", "?"))
 
 
 def _litellm() -> Any:

@@ -154,9 +154,10 @@ class ResolvedTrial:
     metric: str
     lm_identity: dict[str, Any]
     decoding: dict[str, Any]
+    labels: tuple[str, ...] | None = None  # the label set, when the splits alone lack some
 
     def identity(self) -> dict[str, Any]:
-        return {
+        identity = {
             "spec": {**self.spec.to_dict(), "variant": self.compiled.variant.to_dict()},
             "lm": self.lm_identity,
             "decoding": self.decoding,
@@ -166,6 +167,14 @@ class ResolvedTrial:
             "template": hashlib.sha256(self.compiled.template().encode("utf-8")).hexdigest(),
             "rows": rows_fingerprint(self.rows),
         }
+        # Generations are parsed against the label set, which the keys above do not always
+        # pin: labels stated by the task but absent from its rows (a MAUD task's option
+        # letters) arrived after trials were run on the rows' labels alone, and parse the
+        # same generations otherwise. Only then is the set part of the id, so every other
+        # trial keeps the id it had.
+        if self.labels is not None:
+            identity["labels"] = list(self.labels)
+        return identity
 
     @property
     def id(self) -> str:
@@ -344,7 +353,8 @@ def resolve_trial(
     else:
         lm_identity = dict(lm.cache_identity())
         decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
-    return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding)
+    stated = task.spec.labels if task.spec.stated_only else None
+    return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding, stated)
 
 
 def run_trial(

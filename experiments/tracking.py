@@ -217,7 +217,43 @@ def open_client(config: TrackingConfig) -> Any:
         raise
     except Exception as e:  # any store failure: unreachable, auth, schema, disk
         raise _store_error(config, e) from None
+    _stamp_schema(config)
     return client
+
+
+def _sqlite_path(config: TrackingConfig) -> Path | None:
+    uri = config.tracking_uri
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+
+
+def _schema_version(db: Path) -> str | None:
+    """The MLflow schema revision of a SQLite store (alembic's), read without MLflow."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row else None
+
+
+def _stamp_schema(config: TrackingConfig) -> None:
+    """Note beside a SQLite store the schema revision MLflow just opened it at, so that a
+    cached rerun may read the store without MLflow only while it is still that schema."""
+    from experiments.files import atomic_write_text
+
+    db = _sqlite_path(config)
+    version = _schema_version(db) if db is not None else None
+    if db is None or version is None:
+        return
+    with contextlib.suppress(OSError):  # only the fast cached rerun is lost
+        atomic_write_text(_lock_dir(config) / "schema-opened", version)
 
 
 def _git_commit() -> str:
@@ -856,7 +892,9 @@ def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, 
 # store itself is what is read, so nothing can be stale: a deleted run, a replaced store, other
 # predictions or grades, or a second run of the trial (which log_run would delete) all make
 # the answer None, and the caller goes the full way. Any surprise (no such table or column, a
-# locked or damaged file) is None too, never an error.
+# locked or damaged file) is None too, never an error. It is only trusted on a store that
+# MLflow itself opened at the same schema revision (`_stamp_schema`), in the default
+# workspace, and that this process could write to: otherwise MLflow must see it first.
 _TRIAL_RUNS_SQL = """
 SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON e.experiment_id = r.experiment_id
 WHERE e.name = ? AND e.lifecycle_stage = 'active' AND r.lifecycle_stage = 'active'
@@ -872,16 +910,27 @@ def _sqlite_trial_runs(
     (run id, status, tags) each; None when the store is not SQLite or cannot be read so."""
     import sqlite3
 
-    uri = config.tracking_uri
-    if not uri.startswith("sqlite:///"):
+    db = _sqlite_path(config)
+    if db is None or not db.is_file() or os.environ.get("MLFLOW_ENABLE_WORKSPACES"):
         return None
-    db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
-    if not db.is_file():
-        return None
+    try:
+        opened = (_lock_dir(config) / "schema-opened").read_text(encoding="utf-8")
+    except OSError:
+        return None  # MLflow has not opened this store since the stamp existed
+    if _schema_version(db) != opened:
+        return None  # another MLflow migrated it, or the store was replaced
     name = f"{config.experiment_prefix}/run/{task}"
     try:
         con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
         try:
+            columns = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
+            if (
+                "workspace" in columns
+                and con.execute(
+                    "SELECT 1 FROM experiments WHERE workspace != 'default' LIMIT 1"
+                ).fetchone()
+            ):
+                return None  # workspaces in use: MLflow decides what this process sees
             found = con.execute(_TRIAL_RUNS_SQL, (name, TRIAL_ID, trial_id, KIND, "run")).fetchall()
             runs = []
             for run_id, status in found:
@@ -897,7 +946,13 @@ def _sqlite_trial_runs(
 
 
 def tracked_before(config: TrackingConfig, task: str, trial_id: str) -> bool:
-    """Whether a SQLite store readable without MLflow holds a FINISHED run of this trial."""
+    """Whether a SQLite store readable without MLflow holds a FINISHED run of this trial,
+    and could be written if the rerun turns out to change something (the file, its folder
+    and the lock folder are writable): only then may opening MLflow wait until the end."""
+    db = _sqlite_path(config)
+    locks = _lock_dir(config)
+    if db is None or not all(os.access(p, os.W_OK) for p in (db, db.parent, locks)):
+        return False
     found = _sqlite_trial_runs(config, task, trial_id)
     return found is not None and any(status == "FINISHED" for _, status, _ in found[1])
 

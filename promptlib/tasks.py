@@ -211,6 +211,16 @@ class TaskSpec:
         """The files that state `label` (empty if it is not one of this task's labels)."""
         return dict(self.label_sources).get(label, ())
 
+    @property
+    def stated_only(self) -> tuple[str, ...]:
+        """Labels no split holds, known only from the prompt files or README (a sample's
+        rows lack them); earlier versions did not have them, see `ResolvedTrial.identity`."""
+        return tuple(
+            label
+            for label, src in self.label_sources
+            if not any(s in ("train.tsv", "test.tsv") for s in src)
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

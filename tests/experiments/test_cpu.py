@@ -119,9 +119,69 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
     assert out["usage"]["prompt_tokens"] > 1 and out["choices"][0]["text"].strip()
     llm.close()
 
-    _described(tmp_path, monkeypatch, EPYC)
+    # another CPU description (a file of its own: a setting is read once per value)
+    (tmp_path / "epyc").mkdir()
+    _described(tmp_path / "epyc", monkeypatch, EPYC)
     monkeypatch.setattr(models, "_LOADED", {})
     assert "llama_extra_bufts" not in models.local_identity("local/smollm2")
     llm = models.load_local("smollm2")
     assert llm.model_params.use_extra_bufts is True
     llm.close()
+
+
+@pytest.mark.parametrize("driver_amx", [True, False], ids=["driver-amx", "worker-amx"])
+def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, driver_amx: bool
+) -> None:
+    """The per-trial check compares every identity key either side has: the layout key
+    exists only when extra buffer types are off, so comparing the worker's keys alone let
+    an actor restarted on a CPU without AMX answer under the driver's AMX identity."""
+    import types
+    from unittest import mock
+
+    from experiments import executors, models
+
+    monkeypatch.setattr(models, "_LOADED", {})
+    _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS if driver_amx else EPYC)
+    driver = models.local_identity("local/smollm2")
+    (tmp_path / "worker").mkdir()
+    _described(tmp_path / "worker", monkeypatch, EPYC if driver_amx else SAPPHIRE_RAPIDS)
+    worker = executors.TrialWorker(1, False, None, ["local/smollm2"])
+    assert ("llama_extra_bufts" in driver) is driver_amx
+    assert ("llama_extra_bufts" in worker.identity["local/smollm2"]) is not driver_amx
+    job = types.SimpleNamespace(
+        lm=types.SimpleNamespace(name="local/smollm2"),
+        resolved=types.SimpleNamespace(lm_identity={"model": "local/smollm2", **driver}),
+        task=None,
+    )
+    ran: list[str] = []
+    with (
+        mock.patch.object(executors, "_preload_local", lambda *a: ran.append("loaded")),
+        mock.patch("experiments.runner.run_trial", lambda *a, **k: ran.append("ran")),
+        pytest.raises(executors.ExecutorError, match=r"llama_extra_bufts"),
+    ):
+        worker.run(job)  # type: ignore[arg-type]
+    assert ran == []
+
+
+@pytest.mark.model
+def test_a_loaded_model_is_identified_by_the_layout_it_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once loaded, the identity comes from the model itself, whatever the settings say
+    later; and a load that did not follow the decision is refused, not run mislabelled."""
+    from experiments import models
+
+    monkeypatch.setattr(models, "_LOADED", {})
+    _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
+    llm = models.load_local("smollm2")
+    monkeypatch.setenv(cpu.EXTRA_BUFTS_ENV, "on")  # changed after the load
+    assert models.local_identity("local/smollm2")["llama_extra_bufts"] is False
+    llm.close()
+
+    monkeypatch.setattr(models, "_LOADED", {})
+    monkeypatch.setattr(models, "_extra_bufts", lambda on: __import__("contextlib").nullcontext())
+    monkeypatch.setenv(cpu.EXTRA_BUFTS_ENV, "off")  # decided off, but the amendment is lost
+    with pytest.raises(models.ModelError, match=r"extra buffer types on, not off"):
+        models.load_local("smollm2")
+    assert "smollm2" not in models._LOADED

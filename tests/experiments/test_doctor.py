@@ -90,3 +90,23 @@ def test_doctor_on_a_faked_amx_cpu_loads_without_extra_buffer_types(tmp_path: Pa
     # the decision is told once per process on stderr (the probe children's stderr is read
     # by the doctor, so only the doctor's own line shows)
     assert r.stderr.count("extra buffer types off") == 1
+
+
+def test_a_model_loaded_otherwise_than_decided_is_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe that ran, but with the layout the decision ruled out (a llama-cpp-python that
+    ignored it), is not 'ok': its answers would carry the wrong identity."""
+    import json
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(SAPPHIRE_RAPIDS)
+    monkeypatch.setenv("WORKBENCH_CPUINFO", str(cpuinfo))
+    monkeypatch.delenv("WORKBENCH_LLAMA_EXTRA_BUFTS", raising=False)
+    said = {"prompt_tokens": 40, "completion_tokens": 8, "seconds": 0.1, "text": " Yes"}
+    said |= {"use_extra_bufts": True, "n_threads": 2, "n_threads_batch": 2}
+    fake = [sys.executable, "-c", f"print({json.dumps(json.dumps(said))})"]
+    lines: list[str] = []
+    assert doctor.report(lines.append, command=lambda m: fake) == 1
+    wrong = [x for x in lines if "not as decided (off)" in x]
+    assert len(wrong) == 2 and lines[-1] == "2 problem(s) above"

@@ -156,9 +156,10 @@ def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[s
 
 
 def _run_reporting_mlflow(
-    args: list[str], env: dict[str, str], cwd: Path
-) -> tuple[dict[str, Any], bool]:
-    """`workbench ARGS --json` in a subprocess: its summary and whether it imported mlflow."""
+    args: list[str], env: dict[str, str], cwd: Path, check: bool = True
+) -> tuple[Any, bool]:
+    """`workbench ARGS --json` in a subprocess: its summary (None if it failed and `check`
+    is off) and whether it imported mlflow."""
     import subprocess
     import sys
 
@@ -175,8 +176,11 @@ def _run_reporting_mlflow(
         cwd=cwd,
         timeout=300,
     )
+    imported = "MLFLOW_IMPORTED=True" in r.stderr
+    if r.returncode != 0 and not check:
+        return None, imported
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout), "MLFLOW_IMPORTED=True" in r.stderr
+    return json.loads(r.stdout), imported
 
 
 def test_cached_rerun_answers_from_the_store_without_mlflow(
@@ -230,6 +234,41 @@ def test_cached_rerun_answers_from_the_store_without_mlflow(
     assert opened and quiet["mlflow_reused"] is False
     final, opened = _run_reporting_mlflow(cmd, env, root)
     assert not opened and final["mlflow_run_id"] == quiet["mlflow_run_id"]
+
+
+def test_cached_rerun_trusts_only_a_store_mlflow_opened_at_its_schema(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    """The direct read is trusted only on the schema revision MLflow last opened the store
+    at, in the default workspace: a store migrated back (or replaced) and experiments moved
+    to another workspace send the rerun through MLflow, which then says what is wrong."""
+    import sqlite3
+
+    from experiments.stub_server import StubOpenAI
+
+    env = workbench_env(tmp_path, lb_dir, "sch") | {"WORKBENCH_RUNS_DIR": str(tmp_path / "runs")}
+    with StubOpenAI(reply="Yes") as stub:
+        cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url, "--limit", "2"]
+        first, _ = _run_reporting_mlflow(cmd, env, tmp_path)
+        _, opened = _run_reporting_mlflow(cmd, env, tmp_path)
+        assert not opened
+        db = tmp_path / "mlflow.db"
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE experiments SET workspace = 'teamA'")
+        moved, opened = _run_reporting_mlflow(cmd, env, tmp_path, check=False)
+        assert opened and moved is None  # MLflow refuses the store, as it did before
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE experiments SET workspace = 'default'")
+            (head,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
+            con.execute("UPDATE alembic_version SET version_num = '0a8213491aaa'")
+        old, opened = _run_reporting_mlflow(cmd, env, tmp_path, check=False)
+        assert opened and old is None
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE alembic_version SET version_num = ?", (head,))
+        back, opened = _run_reporting_mlflow(cmd, env, tmp_path)
+        assert opened and back is not None and back["mlflow_run_id"] == first["mlflow_run_id"]
+        _, opened = _run_reporting_mlflow(cmd, env, tmp_path)
+        assert not opened  # MLflow opened it at this revision again: the direct read is back
 
 
 SAFE_URLS = {

@@ -397,3 +397,20 @@ def test_the_run_command_s_save_notes_a_kept_trial(
     assert (
         f"is failed and was not saved over the complete trial in {folder}" in (shown["trial_kept"])
     )
+
+
+def test_labels_only_the_task_states_are_part_of_the_trial_id(catalog: Catalog) -> None:
+    """A MAUD task's option letters come from its README, not its one training row: they
+    parse the same generations otherwise than the rows' label alone did, so its trials get
+    new ids. A task whose labels all occur in its rows keeps the id it always had."""
+    lm = ScriptedLM()
+    maud = "maud_specific_performance"
+    assert catalog.task(maud).spec.stated_only  # letters only the README gives
+    spec = TrialSpec(task=maud, variant=parse_spec("demos=none"), model=lm.name, split="train")
+    resolved = resolve_trial(spec, catalog, lm)
+    assert resolved.identity()["labels"] == list(catalog.task(maud).spec.labels or ())
+    hearsay = resolve_trial(
+        TrialSpec(task="hearsay", variant=parse_spec("base"), model=lm.name), catalog, lm
+    )
+    assert not catalog.task("hearsay").spec.stated_only
+    assert "labels" not in hearsay.identity()
