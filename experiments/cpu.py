@@ -47,8 +47,8 @@ class CpuInfo:
 
     def simd(self) -> tuple[str, ...]:
         """The vector extensions worth naming (AVX*, AMX*, NEON/ASIMD, SVE, SME), sorted."""
-        keep = ("avx", "amx", "asimd", "neon", "sve", "sme", "f16c", "fma")
-        return tuple(sorted(f for f in self.flags if f.startswith(keep)))
+        keep = ("avx", "amx", "asimd", "neon", "sve", "sme2", "f16c", "fma")
+        return tuple(sorted(f for f in self.flags if f.startswith(keep) or f == "sme"))
 
 
 def read_cpu(path: str | Path | None = None) -> CpuInfo:
