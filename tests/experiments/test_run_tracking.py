@@ -240,13 +240,17 @@ def test_cached_rerun_trusts_only_a_store_mlflow_opened_at_its_schema(
     lb_dir: Path, tmp_path: Path
 ) -> None:
     """The direct read is trusted only on the schema revision MLflow last opened the store
-    at, in the default workspace: a store migrated back (or replaced) and experiments moved
-    to another workspace send the rerun through MLflow, which then says what is wrong."""
+    at, in the default workspace: a store at another revision (migrated back, replaced, or
+    MLflow upgraded since) and experiments moved to another workspace send the rerun through
+    MLflow, which then says what is wrong or notes the revision it opened."""
     import sqlite3
 
     from experiments.stub_server import StubOpenAI
 
-    env = workbench_env(tmp_path, lb_dir, "sch") | {"WORKBENCH_RUNS_DIR": str(tmp_path / "runs")}
+    env = workbench_env(tmp_path, lb_dir, "sch") | {
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+        "OPENAI_API_KEY": "sk-test-secret-never-logged",
+    }
     with StubOpenAI(reply="Yes") as stub:
         cmd = ["run", "hearsay", "--model", "openai/stub", "--api-base", stub.url, "--limit", "2"]
         first, _ = _run_reporting_mlflow(cmd, env, tmp_path)
@@ -265,10 +269,15 @@ def test_cached_rerun_trusts_only_a_store_mlflow_opened_at_its_schema(
         assert opened and old is None
         with sqlite3.connect(db) as con:
             con.execute("UPDATE alembic_version SET version_num = ?", (head,))
+        # back at the revision MLflow last opened it at: the direct read is trusted again
         back, opened = _run_reporting_mlflow(cmd, env, tmp_path)
-        assert opened and back is not None and back["mlflow_run_id"] == first["mlflow_run_id"]
+        assert not opened and back["mlflow_run_id"] == first["mlflow_run_id"]
+        # a stamp from another revision (MLflow upgraded since): the full way, which rewrites it
+        (tmp_path / ".mlflow.db.locks" / "schema-opened").write_text("0a8213491aaa")
+        again, opened = _run_reporting_mlflow(cmd, env, tmp_path)
+        assert opened and again["mlflow_run_id"] == first["mlflow_run_id"]
         _, opened = _run_reporting_mlflow(cmd, env, tmp_path)
-        assert not opened  # MLflow opened it at this revision again: the direct read is back
+        assert not opened
 
 
 SAFE_URLS = {
