@@ -439,17 +439,18 @@ def run(
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
     if not no_track:
-        reused = tracking.reusable_run(result, config) if tracker is None else None
+        # a rerun that changes nothing is answered from the store without MLflow
+        tracked = tracking.reusable_run(result, config) if tracker is None else None
         try:
-            if reused is None:
+            if tracked is None:
                 tracker = tracker or tracking.Tracker(config)
-                reused = tracker.log_run(
+                tracked = tracker.log_run(
                     result,
                     resolved.compiled,
                     resolved.rows,
                     source=str(catalog.task(task).files.split_path(spec.split)),
                 )
-            summary.update(reused)
+            summary.update(tracked)
         except tracking.TrackingError as e:
             track_error = e
     typer.echo(output.as_json(summary) if as_json else output.trial_summary(summary))
