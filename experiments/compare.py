@@ -12,6 +12,11 @@ reported score_a - score_b (this is checked, not assumed). Rows are paired by ro
   test permutes, within each row, which draw gave which answer, and tests max - min. The
   paper's post-selection pair test is reported beside it, labelled as anti-conservative.
 - An arm with failed rows is never tested: its row says why and carries no p-value.
+- Rows are not always independent: LegalBench repeats texts under several indices, and
+  identical prompts get identical answers. Every test swaps, permutes and resamples whole
+  clusters (`experiments.clusters`: rows some variant gave the same prompt, by default; or a
+  data column, or none), the official metric is still computed over all rows, and each
+  comparison says how many rows and clusters it had.
 - Across tasks: one declared test per comparison (t, as in the paper; Wilcoxon; or a
   sign-flip permutation test); for best_vs_worst, Fisher's combination of the per-task range
   tests. Tasks without a score are listed, not dropped.
@@ -24,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from experiments import stats
+from experiments import clusters, stats
+from experiments.clusters import Clustering
 from experiments.metrics import normalize
 from promptlib.errors import WorkbenchError
 
@@ -45,6 +51,7 @@ class Arm:
     score: float | None  # the official score; None unless the trial is complete
     status: str = "complete"
     n_errors: int = 0
+    prompt_hashes: Sequence[str | None] = ()  # per row (as `indices`): the cluster keys
 
     @property
     def complete(self) -> bool:
@@ -62,14 +69,19 @@ def _row_order(index: str) -> tuple[int, int, str]:
 def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]]]:
     """Answers and each arm's generations, paired by row index, in a canonical row order
     (so a resumed trial stored in another order gives the very same p-value)."""
+    answers, gens, _ = _aligned_rows(arms, where)
+    return answers, gens
+
+
+def _aligned_rows(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]], list[str]]:
     first = arms[0]
     order = sorted(range(len(first.indices)), key=lambda j: _row_order(str(first.indices[j])))
-    indices = [first.indices[j] for j in order]
+    indices = [str(first.indices[j]) for j in order]
     answers = [first.answers[j] for j in order]
     out = []
     for arm in arms:
-        pos = {idx: j for j, idx in enumerate(arm.indices)}
-        if set(pos) != set(first.indices) or len(pos) != len(arm.indices):
+        pos = {str(idx): j for j, idx in enumerate(arm.indices)}
+        if set(pos) != set(indices) or len(pos) != len(arm.indices):
             raise WorkbenchError(
                 f"{where}: {first.name} and {arm.name} were evaluated on different rows; "
                 "rerun the sweep (its trials are paired on the same rows)"
@@ -83,7 +95,46 @@ def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]
             assert g is not None, "only complete arms are compared"
             gens.append(g)
         out.append(gens)
-    return answers, out
+    return answers, out, indices
+
+
+ClusterBy = str  # "prompt" (default), "rows", or "column:<name>"
+
+
+def clustering(
+    arms: Sequence[Arm],
+    indices: Sequence[str],
+    cluster_by: ClusterBy = "prompt",
+    column: dict[str, str] | None = None,
+) -> Clustering:
+    """The clusters of `indices` (aligned rows) the tests swap and resample as units.
+
+    "prompt": rows any arm gave the same prompt (its recorded prompt hash); rows without a
+    hash stay singletons. "rows": every row its own cluster. "column:<name>": rows with the
+    same value of that data column (`column` maps row index to the value).
+    """
+    if cluster_by == "rows":
+        return clusters.singletons(len(indices))
+    if cluster_by != "prompt" and not cluster_by.startswith("column:"):
+        raise WorkbenchError(
+            f"cluster_by must be prompt, rows or column:<name>, not {cluster_by!r}"
+        )
+    per_arm = []
+    for arm in arms:
+        by_index = dict(zip(map(str, arm.indices), arm.prompt_hashes, strict=False))
+        per_arm.append([by_index.get(i) for i in indices])
+    prompts = clusters.by_prompts(per_arm)
+    if cluster_by == "prompt":
+        return prompts
+    if column is None:
+        raise WorkbenchError(f"clustering by {cluster_by} needs the column's values")
+    # a column adds dependence (rows of one document); it never splits rows of one prompt
+    by_col = clusters.by_column([column.get(i, "") for i in indices], cluster_by[7:])
+    return clusters.union(by_col, prompts)
+
+
+def _cluster_fields(c: Clustering) -> dict[str, Any]:
+    return {"n_clusters": c.n_clusters, "clustered_by": c.how}
 
 
 def _inputs(metric: str, answers: list[str], gens: list[list[str]]) -> tuple[Any, list[Any]]:
@@ -119,12 +170,47 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "ci_low": None,
         "ci_high": None,
         "ci_note": None,
+        "ci_a_low": None,
+        "ci_a_high": None,
+        "ci_a_note": None,
+        "ci_b_low": None,
+        "ci_b_high": None,
+        "ci_b_note": None,
         "mde_80": None,
+        "n_clusters": None,
+        "clustered_by": None,
     }
 
 
-def pair(a: Arm, b: Arm, *, n_resamples: int, seed: int = 0, where: str = "") -> dict[str, Any]:
-    """Paired permutation test of A vs B on their official metric, with a BCa/bootstrap CI."""
+def interval(
+    y: Any, pa: Any, pb: Any | None, metric: str, c: Clustering, seed: int = 0
+) -> stats.Interval:
+    """The 95% interval every comparison reports: of one arm's score, or (with `pb`) of the
+    paired difference, resampling clusters."""
+    return stats.bootstrap_ci(
+        y, pa, pb, metric=metric, n_resamples=CI_RESAMPLES, seed=seed, clusters=c.ids
+    )
+
+
+def pair(
+    a: Arm,
+    b: Arm,
+    *,
+    n_resamples: int,
+    seed: int = 0,
+    where: str = "",
+    cluster_by: ClusterBy = "prompt",
+    column: dict[str, str] | None = None,
+    intervals: bool = True,
+    peers: Sequence[Arm] = (),
+) -> dict[str, Any]:
+    """Paired permutation test of A vs B on their official metric, swapping clusters, with
+    the interval of the difference and of each arm's score (unless `intervals` is False,
+    for simulations of the test alone).
+
+    Clusters come from A, B and any `peers` (the other variants of the same task and model):
+    a sweep passes all of them, so an arm gets the same clusters, hence the same interval,
+    in every pair it is part of."""
     name = "paired permutation test"
     if not (a.complete and b.complete):
         row = untested(where, a.name, b.name, (a, b), name)
@@ -134,15 +220,36 @@ def pair(a: Arm, b: Arm, *, n_resamples: int, seed: int = 0, where: str = "") ->
         return row
     if a.metric != b.metric:
         raise WorkbenchError(f"{where}: {a.name} and {b.name} are scored with different metrics")
-    answers, (ga, gb) = _aligned((a, b), where)
+    answers, (ga, gb), indices = _aligned_rows((a, b), where)
+    others = [p for p in peers if p.name not in (a.name, b.name)]
+    c = clustering((a, b, *others), indices, cluster_by, column)
     y, (pa, pb) = _inputs(a.metric, answers, [ga, gb])
     res = stats.paired_permutation_test(
-        y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed
+        y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
     assert a.score is not None and b.score is not None
     _check(where, res.statistic, a.score - b.score, "score_a - score_b")
-    ci = stats.bootstrap_ci(y, pa, pb, metric=a.metric, n_resamples=CI_RESAMPLES, seed=seed)
-    mde = stats.minimum_detectable_effect(y, pa, pb, metric=a.metric)
+    row = {
+        "a": a.name,
+        "b": b.name,
+        "status": "tested",
+        "metric": a.metric,
+        "score_a": a.score,
+        "score_b": b.score,
+        "statistic": res.statistic,
+        "p_value": res.p_value,
+        "test": res.test,
+        "exact": res.exact,
+        "n_resamples": res.n_resamples,
+        "n": res.n,
+        "n_discordant": res.n_discordant,
+        **_cluster_fields(c),
+    }
+    if not intervals:
+        return untested(where, a.name, b.name, (a, b), name) | row
+    ci = interval(y, pa, pb, a.metric, c, seed)
+    ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
+    mde = stats.minimum_detectable_effect(y, pa, pb, metric=a.metric, clusters=c.ids)
     return {
         "a": a.name,
         "b": b.name,
@@ -160,7 +267,15 @@ def pair(a: Arm, b: Arm, *, n_resamples: int, seed: int = 0, where: str = "") ->
         "ci_low": ci.low,
         "ci_high": ci.high,
         "ci_note": _ci_note(ci),
+        "ci_method": ci.method,
+        "ci_a_low": ci_a.low,
+        "ci_a_high": ci_a.high,
+        "ci_a_note": _ci_note(ci_a),
+        "ci_b_low": ci_b.low,
+        "ci_b_high": ci_b.high,
+        "ci_b_note": _ci_note(ci_b),
         "mde_80": mde,
+        **_cluster_fields(c),
     }
 
 
@@ -169,31 +284,45 @@ def _ci_note(ci: Any) -> str | None:
     if getattr(ci, "degenerate", False):
         notes.append("degenerate (zero width)")
     if getattr(ci, "unreliable", False):
-        notes.append("unreliable (smallest class < 10 rows)")
+        notes.append("unreliable: " + (getattr(ci, "note", "") or "coverage below 93%"))
     return "; ".join(notes) or None
 
 
 def best_vs_worst(
-    arms: Sequence[Arm], *, n_resamples: int, seed: int = 0, where: str = ""
+    arms: Sequence[Arm],
+    *,
+    n_resamples: int,
+    seed: int = 0,
+    where: str = "",
+    cluster_by: ClusterBy = "prompt",
+    column: dict[str, str] | None = None,
+    intervals: bool = True,
 ) -> dict[str, Any]:
-    """Range permutation test over k draws; the post-selection pair test beside it."""
+    """Range permutation test over k draws (clusters permuted as units); the post-selection
+    pair test beside it, and each draw's own interval (unless `intervals` is False)."""
     name = "range permutation test"
     if not all(x.complete for x in arms):
         return untested(where, "best", "worst", arms, name)
     if len({x.metric for x in arms}) != 1:
         raise WorkbenchError(f"{where}: the draws are scored with different metrics")
     metric = arms[0].metric
-    answers, gens = _aligned(arms, where)
+    answers, gens, indices = _aligned_rows(arms, where)
+    c = clustering(arms, indices, cluster_by, column)
     y, preds = _inputs(metric, answers, gens)
-    res = stats.range_permutation_test(y, preds, metric=metric, n_resamples=n_resamples, seed=seed)
+    res = range_test(y, preds, metric, n_resamples, seed, c)
     best, worst = arms[res.best].name, arms[res.worst].name
     sb, sw = arms[res.best].score, arms[res.worst].score
     assert sb is not None and sw is not None
     _check(where, res.statistic, sb - sw, "best - worst")
     _check(where, max(res.scores) - min(res.scores), sb - sw, "range of the scores")
     post = stats.post_selection_pair_test(
-        y, preds, metric=metric, n_resamples=n_resamples, seed=seed
+        y, preds, metric=metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
+    draw_ci, draw_ci_note = {}, {}
+    for arm, pred in zip(arms, preds, strict=True) if intervals else ():
+        ci = interval(y, pred, None, metric, c, seed)
+        draw_ci[arm.name] = [ci.low, ci.high]
+        draw_ci_note[arm.name] = _ci_note(ci)
     return {
         "a": best,
         "b": worst,
@@ -212,11 +341,24 @@ def best_vs_worst(
         "ci_low": None,  # an interval for a pair chosen after the fact would be biased
         "ci_high": None,
         "ci_note": "no interval: best and worst are chosen after seeing the scores",
+        "draw_ci": draw_ci,
+        "draw_ci_note": draw_ci_note,
         "mde_80": None,
         "p_post_selection": post.p_value,
         "post_selection_test": "paired permutation test of the observed best vs worst draw: "
         "post-selection, anti-conservative (as in the paper)",
+        **_cluster_fields(c),
     }
+
+
+def range_test(
+    y: Any, preds: Sequence[Any], metric: str, n_resamples: int, seed: int, c: Clustering
+) -> stats.RangeResult:
+    """The one range test of a (task, model)'s draws: the comparisons and the sensitivity
+    report both call it, so one report never carries two p-values for it."""
+    return stats.range_permutation_test(
+        y, preds, metric=metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
+    )
 
 
 def correct(rows: list[dict[str, Any]], method: str) -> None:
@@ -272,6 +414,13 @@ def across_tasks(
         result = stats.across_tasks(
             test, [r["score_a"] for r in tested], [r["score_b"] for r in tested]
         )
+        metrics = sorted({r["metric"] for r in tested})
+        if len(metrics) > 1:
+            result = stats.AcrossTasks(
+                result.test, None, None, len(tested), None,
+                f"the tasks are scored with different official metrics ({', '.join(metrics)}):"
+                " a mean of their differences has no single meaning; declare a sweep per metric",
+            )  # fmt: skip
         names = [r["task"] for r in tested]
         out.append(
             {"model": model, "a": a, "b": b, **_as_dict(result), "tasks": names,

@@ -1,13 +1,22 @@
-"""Figures in the style of the LegalBench paper's prompt-study figures.
+"""Figures in the style of the LegalBench paper's prompt-study figures, with their uncertainty.
 
-- `pair_figure` (Figures 1 and 2): per task, the two variants' scores side by side, with the
-  permutation-test p-value above each pair.
-- `draws_figure` (Figure 3): per task, the score of each demonstration draw, the best and the
-  worst marked, and the p-value of best vs worst.
+- `pair_figure` (Figures 1 and 2): per task, the variants' scores side by side, each bar with
+  its 95% interval; below, each tested pair's paired difference with its 95% interval and
+  permutation-test p-value.
+- `draws_figure` (Figure 3): per task, the score of each demonstration draw with its 95%
+  interval, the best and the worst marked; below, best - worst with the range test's p-value.
+
+Intervals are read from the comparison rows (`experiments.compare`), never computed or guessed
+here: each arm's `ci_a_low/ci_a_high`, `ci_b_low/ci_b_high`, a draw's `draw_ci[name]`, the
+difference's `ci_low/ci_high`. A row without them (written before they existed, or a pair
+chosen after seeing the scores) draws no error bar and says "no interval". A flagged interval
+(its note non-empty) is drawn dashed, and the legend says so.
 """
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +24,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
+_FLAGGED = "--"  # line style of a flagged interval
+Interval = tuple[float, float]
 
 
 def _p_label(p: float | None) -> str:
@@ -28,12 +43,157 @@ def _metric_label(outcomes: Sequence[Any]) -> str:
     return metrics[0].replace("_", " ") if len(metrics) == 1 else "official metric (per task)"
 
 
-def _chance_lines(ax: Any, tasks: Sequence[str], chance: Mapping[str, float | None]) -> None:
+def _chance_lines(ax: Any, tasks: Sequence[str], chance: Mapping[str, float | None]) -> bool:
     """A dotted line at 1/K over each task's own group of bars (K = its number of labels)."""
+    drawn = False
     for i, t in enumerate(tasks):
         level = chance.get(t)
         if level is not None:
-            ax.hlines(level, i - 0.45, i + 0.45, color="grey", lw=0.8, ls=":")
+            ax.hlines(level, i - 0.45, i + 0.45, color="grey", lw=0.8, ls=":", gid=f"chance:{t}")
+            drawn = True
+    return drawn
+
+
+def _interval(low: Any, high: Any) -> Interval | None:
+    """(low, high) when both are finite numbers with low <= high; else None (draw nothing)."""
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return None
+    lo, hi = float(low), float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        return None
+    return lo, hi
+
+
+def _note(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _arm_interval(rows: Sequence[Mapping[str, Any]], variant: str) -> tuple[Interval | None, bool]:
+    """A variant's own interval from the first pair row naming it, and whether it is flagged.
+
+    An arm is flagged by its own note (`ci_a_note`/`ci_b_note`); a row without per-arm notes
+    flags its arms by the row's `ci_note` (same rows, same class sizes), erring towards a flag.
+    """
+    for r in rows:
+        for side in ("a", "b"):
+            if r.get(side) == variant:
+                iv = _interval(r.get(f"ci_{side}_low"), r.get(f"ci_{side}_high"))
+                if iv is None:
+                    continue
+                own = f"ci_{side}_note"
+                flagged = _note(r[own]) if own in r else _note(r.get("ci_note"))
+                return iv, flagged is not None
+    return None, False
+
+
+def _errorbar(
+    ax: Any, x: float, y: float, iv: Interval, *, flagged: bool, gid: str, color: str = "black"
+) -> None:
+    """An asymmetric error bar spanning exactly [low, high]; dashed when flagged.
+
+    Centred on the estimate when the interval holds it; otherwise on the interval's midpoint
+    (some intervals, e.g. Bayesian ones, need not hold the point estimate) so that the drawn
+    bar is still exactly the interval.
+    """
+    lo, hi = iv
+    centre = y if lo <= y <= hi else (lo + hi) / 2
+    bars = ax.errorbar(
+        [x], [centre], yerr=[[centre - lo], [hi - centre]], fmt="none", ecolor=color,
+        elinewidth=1.0, capsize=2.5, zorder=4,
+    )  # fmt: skip
+    (segments,) = bars.lines[2]
+    segments.set_gid(gid)
+    if flagged:
+        segments.set_linestyle(_FLAGGED)
+
+
+def _no_interval(ax: Any, x: float, y: float, fontsize: float = 5.5) -> None:
+    ax.text(x, y, "no interval", ha="center", va="bottom", rotation=90, fontsize=fontsize,
+            color="black", gid="no interval",
+            bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})  # fmt: skip
+
+
+def _signed(v: float) -> str:
+    return f"{v:+.2f}"
+
+
+def _difference_label(row: Mapping[str, Any], value: float, iv: Interval | None) -> str:
+    text = _signed(value)
+    text += f" [{_signed(iv[0])}, {_signed(iv[1])}]" if iv else " (no interval)"
+    text += f"  {_p_label(row.get('p_value'))}"
+    if row.get("n_clusters") is not None and row.get("n") is not None:
+        text += f"\n{row['n']} rows, {row['n_clusters']} clusters"
+    return text
+
+
+def _legend_extras(
+    *, interval: bool, flagged: bool, chance: bool, bars: bool = False
+) -> list[Line2D]:
+    extras = []
+    if interval:
+        extras.append(Line2D([], [], color="black", lw=1.0, label="95% interval"))
+    if flagged:
+        what = "dashed (bar hatched)" if bars else "dashed"
+        label = f"{what}: flagged interval,\nmay under-cover (see ci_note)"
+        extras.append(Line2D([], [], color="black", lw=1.0, ls=_FLAGGED, label=label))
+    if chance:
+        extras.append(Line2D([], [], color="grey", lw=0.8, ls=":", label="chance (1/K)"))
+    return extras
+
+
+def _difference_panel(
+    ax: Any,
+    tasks: Sequence[str],
+    table: Sequence[Mapping[str, Any]],
+    metric: str,
+    what: str,
+    one_colour: bool = False,
+) -> tuple[bool, bool]:
+    """Each tested row's difference (score_a - score_b) with its interval; zero line.
+
+    One colour per pair (a, b), labelled in the legend, unless `one_colour` (best vs worst,
+    whose pair differs from task to task)."""
+    pairs = list(dict.fromkeys((r["a"], r["b"]) for r in table if r["task"] in tasks))
+    labelled: set[int] = set()
+    drawn_any = flagged_any = False
+    top = 0.1
+    per_task = max(1, max((sum(r["task"] == t for r in table) for t in tasks), default=1))
+    for i, t in enumerate(tasks):
+        rows = [r for r in table if r["task"] == t]
+        step = 0.8 / max(1, len(rows))
+        for j, r in enumerate(rows):
+            x = i + (j - (len(rows) - 1) / 2) * step
+            k = 0 if one_colour else pairs.index((r["a"], r["b"]))
+            value = r.get("statistic")
+            if value is None and r.get("score_a") is not None and r.get("score_b") is not None:
+                value = r["score_a"] - r["score_b"]
+            if value is None or r.get("p_value") is None:
+                ax.text(x, 0.0, "incomplete", ha="center", va="bottom", rotation=90, fontsize=6)
+                continue
+            iv = _interval(r.get("ci_low"), r.get("ci_high"))
+            label = None if one_colour or k in labelled else f"{r['a']} − {r['b']}"
+            labelled.add(k)
+            ax.scatter([x], [value], color=_COLORS[k % len(_COLORS)], marker="D", s=22,
+                       zorder=5, label=label)  # fmt: skip
+            if iv is not None:
+                flagged = _note(r.get("ci_note")) is not None
+                _errorbar(
+                    ax, x, value, iv, flagged=flagged, gid=f"difference:{t}:{r['a']}:{r['b']}"
+                )
+                drawn_any, flagged_any = True, flagged_any or flagged
+                top = max(top, abs(iv[0]), abs(iv[1]))
+            top = max(top, abs(value))
+            high = iv[1] if iv else value
+            ax.text(x, high + 0.04 * top, _difference_label(r, value, iv), ha="center", va="bottom",
+                    fontsize=5.5 if per_task == 1 else 5, rotation=0 if per_task == 1 else 90,
+                    gid="difference label")  # fmt: skip
+    ax.axhline(0.0, color="grey", lw=0.8, ls=":")
+    ax.set_ylim(-top * 1.3, top * 2.2)
+    ax.set_xlim(-0.6, len(tasks) - 0.4)
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("task")
+    ax.set_ylabel(f"{what}\nin {metric} (95% interval)", fontsize=8)
+    return drawn_any, flagged_any
 
 
 def pair_figure(
@@ -43,38 +203,83 @@ def pair_figure(
     table: Sequence[dict[str, Any]],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:
-    """Scores side by side; a missing score (incomplete trial) is marked, never drawn as 0."""
+    """Scores with their 95% intervals, and each tested pair's paired difference below.
+
+    A missing score (incomplete trial) is marked, never drawn as 0; a bar whose row carries no
+    interval draws none and says so.
+    """
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     variants = list(dict.fromkeys(o.variant for o in outcomes))
     score = {(o.task, o.variant): o.score for o in outcomes}
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(tasks) + 2), 3.8))
+    metric = _metric_label(outcomes)
+    fig, (ax, dx) = plt.subplots(
+        2, 1, figsize=(max(6.5, 1.3 * len(tasks) + 3.5), 7.0), height_ratios=[3, 2],
+        layout="constrained",
+    )  # fmt: skip
     width = 0.8 / max(1, len(variants))
-    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
+    any_interval = any_flagged = False
     for j, v in enumerate(variants):
         xs = [i + (j - (len(variants) - 1) / 2) * width for i in range(len(tasks))]
         ys = [score.get((t, v)) for t in tasks]
-        ax.bar(
+        bars = ax.bar(
             [x for x, y in zip(xs, ys, strict=True) if y is not None],
             [y for y in ys if y is not None],
             width=width,
             label=v,
-            color=colors[j % len(colors)],
+            color=_COLORS[j % len(_COLORS)],
         )
-        for x, y in zip(xs, ys, strict=True):
+        patches = iter(bars.patches)
+        for t, x, y in zip(tasks, xs, ys, strict=True):
             if y is None:
                 ax.text(x, 0.02, "n/a", ha="center", fontsize=6, rotation=90)
+                continue
+            patch = next(patches)
+            iv, flagged = _arm_interval([r for r in table if r["task"] == t], v)
+            if iv is None:
+                _no_interval(ax, x, 0.02)
+            else:
+                _errorbar(ax, x, y, iv, flagged=flagged, gid=f"interval:{t}:{v}")
+                if flagged:
+                    patch.set_hatch("///")
+                    patch.set_edgecolor("white")
+                any_interval, any_flagged = True, any_flagged or flagged
     for i, t in enumerate(tasks):
         rows = [r for r in table if r["task"] == t]
-        if rows:
-            top = max((score.get((t, v)) or 0.0) for v in variants)
-            ax.text(i, min(top + 0.03, 1.02), _p_label(rows[0]["p_value"]), ha="center", fontsize=7)
-    _chance_lines(ax, tasks, chance or {})
+        if len(rows) == 1:  # several pairs: their p-values are on the difference panel
+            tops = [score.get((t, v)) or 0.0 for v in variants]
+            tops += [iv[1] for v in variants if (iv := _arm_interval(rows, v)[0])]
+            ax.text(i, min(max(tops) + 0.02, 1.04), _p_label(rows[0]["p_value"]), ha="center",
+                    fontsize=7)  # fmt: skip
+    has_chance = _chance_lines(ax, tasks, chance or {})
     ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(tasks) - 0.4)
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel(_metric_label(outcomes))
-    ax.set_title(f"{name} — {model} (dotted: chance, 1/K)", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    ax.set_xlabel("task")
+    ax.set_ylabel(f"{metric} (95% interval)")
+    ax.set_title(f"{name} — {model}\nscore of each variant; p: paired permutation test",
+                 fontsize=10)  # fmt: skip
+    # variant swatches drawn plain: a hatched (flagged) first bar must not hatch the legend
+    handles: list[Any] = [
+        Patch(facecolor=_COLORS[j % len(_COLORS)], label=v) for j, v in enumerate(variants)
+    ]
+    handles += _legend_extras(interval=any_interval, flagged=False, chance=has_chance)
+    diff_interval, diff_flagged = _difference_panel(
+        dx, tasks, table, metric, "paired difference a − b"
+    )
+    if diff_interval and not any_interval:
+        handles += _legend_extras(interval=True, flagged=False, chance=False)
+    handles += _legend_extras(
+        interval=False, flagged=any_flagged or diff_flagged, chance=False, bars=True
+    )
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if dx.get_legend_handles_labels()[0]:
+        dx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="a − b",
+                  title_fontsize=7)  # fmt: skip
+    title = "paired difference of the official score, with its 95% interval"
+    methods = {r["ci_method"] for r in table if r.get("ci_method")}
+    if len(methods) == 1:
+        title += "\n" + textwrap.fill(f"interval: {methods.pop()}", 75)
+    dx.set_title(title, fontsize=7)
     return fig
 
 
@@ -85,49 +290,79 @@ def draws_figure(
     table: Sequence[dict[str, Any]],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:
+    """Each draw's score with its 95% interval (`draw_ci`), best and worst marked; below,
+    best - worst, the range test's statistic (no interval unless the row gives one: a pair
+    chosen after seeing the scores has none that would be unbiased)."""
     tasks = list(dict.fromkeys(o.task for o in outcomes))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(tasks) + 2), 3.8))
+    metric = _metric_label(outcomes)
+    fig, (ax, dx) = plt.subplots(
+        2, 1, figsize=(max(6.5, 1.3 * len(tasks) + 3.5), 7.0), height_ratios=[3, 2],
+        layout="constrained",
+    )  # fmt: skip
+    any_interval = any_flagged = labelled = False
     for i, t in enumerate(tasks):
-        draws = [o for o in outcomes if o.task == t and o.score is not None]
-        ax.scatter([i] * len(draws), [o.score for o in draws], color="#4C72B0", s=22, zorder=2)
+        draws = [o for o in outcomes if o.task == t]
         rows = [r for r in table if r["task"] == t]
-        if rows and rows[0]["p_value"] is None:
+        row = rows[0] if rows else {}
+        cis = row.get("draw_ci") or {}
+        notes = row.get("draw_ci_note") or {}
+        step = 0.7 / max(1, len(draws))
+        xs = {o.variant: i + (j - (len(draws) - 1) / 2) * step for j, o in enumerate(draws)}
+        for o in draws:
+            x = xs[o.variant]
+            if o.score is None:
+                ax.text(x, 0.02, "n/a", ha="center", fontsize=6, rotation=90)
+                continue
+            ax.scatter([x], [o.score], color="#4C72B0", s=18, zorder=2,
+                       label=None if labelled else "draw")  # fmt: skip
+            labelled = True
+            pair = cis.get(o.variant)
+            iv = _interval(*pair) if isinstance(pair, Sequence) and len(pair) == 2 else None
+            if iv is None:
+                _no_interval(ax, x, 0.02, fontsize=5)
+            else:
+                flagged = _note(notes.get(o.variant)) is not None
+                _errorbar(ax, x, o.score, iv, flagged=flagged, gid=f"interval:{t}:{o.variant}",
+                          color="#4C72B0")  # fmt: skip
+                any_interval, any_flagged = True, any_flagged or flagged
+        if rows and row.get("p_value") is None:
             ax.text(i, 1.04, _p_label(None), ha="center", fontsize=7)
         elif rows:
-            r = rows[0]
-            ax.scatter(
-                [i],
-                [r["score_a"]],
-                color="#55A868",
-                marker="^",
-                s=70,
-                zorder=3,
-                label="best" if i == 0 else None,
-            )
-            ax.scatter(
-                [i],
-                [r["score_b"]],
-                color="#C44E52",
-                marker="v",
-                s=70,
-                zorder=3,
-                label="worst" if i == 0 else None,
-            )
-            ax.text(
-                i, min(r["score_a"] + 0.04, 1.04), _p_label(r["p_value"]), ha="center", fontsize=7
-            )
-    _chance_lines(ax, tasks, chance or {})
+            for side, color, marker, label in (("a", "#55A868", "^", "best"),
+                                               ("b", "#C44E52", "v", "worst")):  # fmt: skip
+                x = xs.get(row[side], float(i))
+                ax.scatter([x], [row[f"score_{side}"]], color=color, marker=marker, s=60,
+                           zorder=5, label=label if i == 0 else None)  # fmt: skip
+            tops = [row["score_a"]] + [iv[1] for p in cis.values() if (iv := _interval(*p))]
+            ax.text(i, min(max(tops) + 0.03, 1.04), _p_label(row["p_value"]), ha="center",
+                    fontsize=7)  # fmt: skip
+    has_chance = _chance_lines(ax, tasks, chance or {})
     ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(tasks) - 0.4)
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel(_metric_label(outcomes))
+    ax.set_xlabel("task")
+    ax.set_ylabel(f"{metric} (95% interval)")
     ax.set_title(
-        f"{name} — {model}\nscore of each demonstration draw (dotted: chance, 1/K); "
-        "p: range permutation test",
+        f"{name} — {model}\nscore of each demonstration draw; p: range permutation test",
         fontsize=9,
     )
-    if tasks:
-        ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    handles, _ = ax.get_legend_handles_labels()
+    handles += _legend_extras(interval=any_interval, flagged=False, chance=has_chance)
+    diff_interval, diff_flagged = _difference_panel(
+        dx, tasks, table, metric, "best − worst", one_colour=True
+    )
+    if diff_interval and not any_interval:
+        handles += _legend_extras(interval=True, flagged=False, chance=False)
+    handles += _legend_extras(interval=False, flagged=any_flagged or diff_flagged, chance=False)
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    dx.set_title(
+        "best − worst (the range test's statistic), with its 95% interval"
+        if diff_interval
+        else "best − worst (the range test's statistic)\nno interval: an interval for a pair "
+        "chosen after seeing the scores would be biased",
+        fontsize=8,
+    )
     return fig
 
 

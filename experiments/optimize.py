@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from experiments.models import Completion
@@ -836,7 +837,7 @@ def _compare(
     n_dev: int,
 ) -> dict[str, Any]:
     """Best vs base on held-out, on the task's official metric (experiments.compare)."""
-    from experiments import compare, stats
+    from experiments import compare
 
     arms = [
         compare.Arm(
@@ -848,32 +849,30 @@ def _compare(
             score=r.score,
             status=str(r.status),
             n_errors=r.n_errors,
+            prompt_hashes=[p.prompt_hash for p in r.predictions],
         )
         for name, r in (("best", best), ("base", base))
     ]
     row = compare.pair(arms[0], arms[1], n_resamples=cfg.n_resamples, where=f"{cfg.task} held-out")
-    intervals = []
-    for arm in arms:
-        y, (pred,) = compare._inputs(
-            arm.metric, list(arm.answers), [list(map(str, arm.generations))]
-        )
-        intervals.append(stats.bootstrap_ci(y, pred, metric=arm.metric, n_resamples=2000, seed=0))
-    ci, base_ci = intervals
+    # each arm's interval as the comparison computed it (clusters resampled); none for an arm
+    # the comparison could not test
+    ci = SimpleNamespace(low=row["ci_a_low"], high=row["ci_a_high"], note=row["ci_a_note"])
+    base_ci = SimpleNamespace(low=row["ci_b_low"], high=row["ci_b_high"], note=row["ci_b_note"])
     how = "exact" if row["exact"] else f"{row['n_resamples']} resamples"
     return {
         "heldout": {
             "score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": row["n"],
-            "ci_note": compare._ci_note(ci),
+            "ci_note": ci.note, "n_clusters": row["n_clusters"],
         },
         "base_heldout": {
             "score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high,
-            "ci_note": compare._ci_note(base_ci),
+            "ci_note": base_ci.note,
         },
         "p_value": row["p_value"],
         "statistic": row["statistic"],
         "metric": row["metric"],
         "test": f"{row['test']}, two-sided, {row['metric']}, {how}, "
-        f"{row['n_discordant']} discordant of {row['n']}",
+        f"{row['n_discordant']} discordant of {row['n_clusters']} clusters ({row['n']} rows)",
         "n_dev": n_dev,
         "heldout_indices": list(split.heldout),
         # the rows behind the scores, CI and p-value (held-out, minus --heldout-limit's

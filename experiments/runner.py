@@ -197,6 +197,12 @@ class Prediction:
     attempts: int = 0
 
 
+def prompt_hash(prompt: str) -> str:
+    """A prediction's prompt hash: rows with equal hashes got the same prompt, so they form
+    one cluster for the statistics (`experiments.clusters`)."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass
 class TrialResult:
     spec: TrialSpec
@@ -401,7 +407,7 @@ def run_trial(
         preds.append(
             Prediction(
                 index=row["index"],
-                prompt_hash=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
+                prompt_hash=prompt_hash(prompt),
                 answer=row["answer"],
                 generation=gen,
                 parsed=parsed,

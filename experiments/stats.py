@@ -47,7 +47,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -133,8 +133,37 @@ def _resolve(metric: Metric) -> Callable[[Any, Any], float]:
 
 
 def _objects(x: Labels) -> NDArray[Any]:
-    out = np.empty(len(x), dtype=object)
-    out[:] = list(x)
+    """The caller's values as an array of their own type: ints stay ints, bools bools and
+    strings strings (a callable metric such as sklearn's sees what was passed); mixed types,
+    None or anything numpy would convert (1 and "a" to "1" and "a") stay Python objects."""
+    if isinstance(x, np.ndarray) and x.ndim == 1:
+        return x
+    values = list(x)
+    if values and all(v is not None for v in values):
+        arr = np.asarray(values)
+        same_type = all(type(v) is type(values[0]) for v in values)
+        if same_type and arr.ndim == 1 and arr.dtype != object and arr.tolist() == values:
+            return arr
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _common(arrays: Sequence[NDArray[Any]]) -> list[NDArray[Any]]:
+    """Arrays whose elements can be exchanged without truncation or conversion: strings
+    widened to one length, differing kinds as Python objects."""
+    kinds = {a.dtype.kind for a in arrays}
+    if len(kinds) == 1 and kinds <= {"U", "S"}:
+        width = np.result_type(*arrays)
+        return [a.astype(width) for a in arrays]
+    if len({a.dtype for a in arrays}) == 1:
+        return list(arrays)
+    return [_as_object(a) for a in arrays]
+
+
+def _as_object(a: NDArray[Any]) -> NDArray[Any]:
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.tolist()
     return out
 
 
@@ -142,9 +171,9 @@ def _check_inputs(y_true: Labels, predictions: Sequence[Labels]) -> tuple[NDArra
     y = _objects(y_true)
     if len(y) == 0:
         raise ValueError("y_true must not be empty")
-    if any(v is None for v in y):
+    if y.dtype == object and any(v is None for v in y):
         raise ValueError("y_true contains None: every row needs an answer")
-    preds = tuple(_objects(p) for p in predictions)
+    preds = tuple(_common([_objects(p) for p in predictions])) if predictions else ()
     for p in preds:
         if len(p) != len(y):
             raise ValueError(
@@ -314,7 +343,11 @@ def _tail(null: FloatArray, observed: float, alternative: str) -> int:
 # ---- paired permutation test -----------------------------------------------------------------
 @dataclass(frozen=True)
 class PermutationResult:
-    """Result of a paired permutation test; `statistic` is metric(A) - metric(B)."""
+    """Result of a paired permutation test; `statistic` is metric(A) - metric(B).
+
+    `n` counts rows, `n_clusters` the units swapped (clusters of rows that cannot vary
+    apart, `experiments.clusters`; equal to `n` when every row is its own), and
+    `n_discordant` the units where A and B differ."""
 
     statistic: float
     p_value: float
@@ -325,9 +358,21 @@ class PermutationResult:
     exact: bool
     alternative: str
     test: str = "paired permutation test (per-example swaps of A and B)"
+    n_clusters: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+PAIRED_TEST = "paired permutation test (per-example swaps of A and B)"
+PAIRED_CLUSTER_TEST = "paired permutation test (swaps of A and B per cluster of rows)"
+
+
+def _cluster_ids(clusters: Any, n: int) -> tuple[NDArray[np.intp], int]:
+    from experiments.clusters import checked
+
+    ids = checked(clusters, n)
+    return ids, (int(ids.max()) + 1 if n else 0)
 
 
 def paired_permutation_test(
@@ -339,51 +384,66 @@ def paired_permutation_test(
     seed: int | None = 0,
     alternative: Alternative = "two-sided",
     exact_threshold: int = 16,
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> PermutationResult:
-    """Test H0: variants A and B are exchangeable per row, on `metric`.
+    """Test H0: variants A and B are exchangeable per unit, on `metric`.
 
-    `metric` is a name from `metric_names()` or a callable ``(y_true, y_pred) -> float``;
-    the statistic is exactly ``metric(y, A) - metric(y, B)`` as the table reports it. Rows
-    are paired by position: align them by row index before calling. Exact over all 2^d swap
-    patterns of the d rows where A and B differ (in the metric's per-row statistics) when
+    `metric` is a name from `metric_names()` or a callable ``(y_true, y_pred) -> float``
+    (called with the values as given: ints, bools or strings); the statistic is exactly
+    ``metric(y, A) - metric(y, B)`` over every row, as the table reports it. Rows are paired
+    by position: align them by row index before calling.
+
+    The unit swapped is a row, or with `clusters` (one key per row) a whole cluster: rows
+    that cannot vary apart (identical prompts get identical answers, so LegalBench's repeated
+    texts are one observation each) are swapped together, which keeps the test's size at
+    alpha where row swaps reject up to three times too often. Exact over all 2^d swap
+    patterns of the d units where A and B differ (in the metric's per-row statistics) when
     d <= `exact_threshold` or 2^d <= `n_resamples`; otherwise Monte Carlo with `n_resamples`
     random swap patterns, p = (b + 1) / (R + 1). A callable metric is supported by a slower
     loop that swaps the raw predictions and recomputes it.
     """
     y, a, b = _check_inputs(y_true, [pred_a, pred_b])
     _check_alternative(alternative)
+    n = len(y)
+    ids, n_units = _cluster_ids(clusters, n)
+    test = PAIRED_TEST if n_units == n else PAIRED_CLUSTER_TEST
     score = _resolve(metric)
     name = _metric_name(metric)
     score_a, score_b = float(score(y, a)), float(score(y, b))
     observed = score_a - score_b
     rng = np.random.default_rng(seed)
     dec = checked_decomposition(metric, y, [a, b], [score_a, score_b])
+
+    def result(p: float, d: int, r: int, exact: bool) -> PermutationResult:
+        return PermutationResult(observed, p, name, n, d, r, exact, alternative, test, n_units)
+
     if dec is None:
-        return _paired_generic(y, a, b, score, name, observed, n_resamples, rng, alternative)
+        return _paired_generic(y, a, b, score, observed, n_resamples, rng, alternative, ids, result)
+
+    from experiments.clusters import sums
 
     stats = dec.stats
-    diff = stats[:, 1, :] - stats[:, 0, :]  # B - A per row
-    discordant = np.any(diff != 0, axis=1)
+    diff = sums(stats[:, 1, :] - stats[:, 0, :], ids, n_units)  # B - A per unit
+    discordant = np.any(np.abs(diff) > 1e-15, axis=1)
     d = int(discordant.sum())
-    n = len(y)
     if d == 0:
-        return PermutationResult(observed, 1.0, name, n, 0, 1, True, alternative)
+        return result(1.0, 0, 1, True)
     diff = diff[discordant]
     totals = stats.sum(axis=0)  # (2, m)
     exact = d <= exact_threshold or (d < 63 and 2**d <= n_resamples)
 
     def null_of(shift: FloatArray) -> FloatArray:
-        # shift = (sum over swapped rows of B - A), shape (..., m)
+        # shift = (sum over swapped units of B - A), shape (..., m)
         return dec.combine(totals[0] + shift) - dec.combine(totals[1] - shift)
 
     if exact:
         patterns = ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(np.float64)
         null = null_of(patterns @ diff)
         p = _tail(null, observed, alternative) / len(null)
-        return PermutationResult(observed, float(p), name, n, d, len(null), True, alternative)
+        return result(float(p), d, len(null), True)
     null = null_of(_swap_shifts(diff, n_resamples, rng))
     p = (_tail(null, observed, alternative) + 1) / (n_resamples + 1)
-    return PermutationResult(observed, float(p), name, n, d, n_resamples, False, alternative)
+    return result(float(p), d, n_resamples, False)
 
 
 def _swap_shifts(diff: FloatArray, n_resamples: int, rng: np.random.Generator) -> FloatArray:
@@ -405,25 +465,30 @@ def _paired_generic(
     a: NDArray[Any],
     b: NDArray[Any],
     score: Callable[[Any, Any], float],
-    name: str,
     observed: float,
     n_resamples: int,
     rng: np.random.Generator,
     alternative: Alternative,
+    ids: NDArray[np.intp],
+    result: Callable[[float, int, int, bool], PermutationResult],
 ) -> PermutationResult:
-    differ = np.flatnonzero(a != b)
+    """Swap whole units where A and B differ, recomputing the callable every resample."""
+    n_units = int(ids.max()) + 1
+    unit_differs = np.zeros(n_units, dtype=bool)
+    unit_differs[ids[a != b]] = True
+    differ = np.flatnonzero(unit_differs)
     if len(differ) == 0:
-        return PermutationResult(observed, 1.0, name, len(y), 0, 1, True, alternative)
+        return result(1.0, 0, 1, True)
     null = np.empty(n_resamples)
     for r in range(n_resamples):
-        swap = differ[rng.random(len(differ)) < 0.5]
+        swapped = np.zeros(n_units, dtype=bool)
+        swapped[differ[rng.random(len(differ)) < 0.5]] = True
+        swap = swapped[ids]
         a2, b2 = a.copy(), b.copy()
         a2[swap], b2[swap] = b[swap], a[swap]
         null[r] = score(y, a2) - score(y, b2)
     p = (_tail(null, observed, alternative) + 1) / (n_resamples + 1)
-    return PermutationResult(
-        observed, float(p), name, len(y), len(differ), n_resamples, False, alternative
-    )
+    return result(float(p), len(differ), n_resamples, False)
 
 
 # ---- k variants: range test and the paper's post-selection pair test -------------------------
@@ -443,12 +508,16 @@ class RangeResult:
     n_discordant: int = 0  # rows where the variants' per-row statistics are not all equal
     best: int = 0  # index of the highest-scoring variant (first on ties)
     worst: int = 0  # index of the lowest-scoring variant other than best (first on ties)
+    n_clusters: int = 0  # units permuted: clusters of rows (= n when every row is its own)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 RANGE_TEST = "range permutation test (per-row permutation of the k variants' predictions)"
+RANGE_CLUSTER_TEST = (
+    "range permutation test (per-cluster permutation of the k variants' predictions)"
+)
 POST_SELECTION_TEST = "post-selection, anti-conservative (as in the paper)"
 
 
@@ -472,8 +541,12 @@ def range_permutation_test(
     n_resamples: int = 1000,
     seed: int | None = 0,
     alternative: Alternative = "greater",
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> RangeResult:
-    """Test H0: the k variants' predictions are exchangeable within each row, on `metric`.
+    """Test H0: the k variants' predictions are exchangeable within each unit, on `metric`.
+
+    A unit is a row, or with `clusters` (one key per row) a cluster of rows that cannot vary
+    apart: a resample gives all of a cluster's rows the same permutation of the variants.
 
     The statistic is max - min over the variants of the metric (exactly as `metric_fn`
     scores them). Each of the `n_resamples` resamples permutes, independently for every row,
@@ -503,11 +576,16 @@ def range_permutation_test(
     scores = tuple(float(score(y, p)) for p in preds)
     observed = max(scores) - min(scores)
     rng = np.random.default_rng(seed)
+    ids, n_units = _cluster_ids(clusters, len(y))
     dec = checked_decomposition(metric, y, preds, scores)
     if dec is not None:
+        if n_units < len(y):
+            from experiments.clusters import sums
+
+            dec = Decomposition(sums(dec.stats, ids, n_units), dec.combine, dec.linear)
         null, n_disc = _range_null_decomposed(dec, n_resamples, rng)
     else:
-        null, n_disc = _range_null_generic(y, preds, score, n_resamples, rng)
+        null, n_disc = _range_null_generic(y, preds, score, n_resamples, rng, ids)
     greater = (_tail(null, observed, "greater") + 1) / (n_resamples + 1)
     less = (_tail(null, observed, "less") + 1) / (n_resamples + 1)
     p = {"greater": greater, "less": less, "two-sided": min(1.0, 2 * min(greater, less))}[
@@ -521,11 +599,12 @@ def range_permutation_test(
         n=len(y),
         n_resamples=n_resamples,
         metric=name,
-        test=RANGE_TEST,
+        test=RANGE_TEST if n_units == len(y) else RANGE_CLUSTER_TEST,
         alternative=alternative,
         n_discordant=n_disc,
         best=_best(scores),
         worst=_worst(scores),
+        n_clusters=n_units,
     )
 
 
@@ -636,20 +715,29 @@ def _range_null_generic(
     score: Callable[[Any, Any], float],
     n_resamples: int,
     rng: np.random.Generator,
+    ids: NDArray[np.intp],
 ) -> tuple[FloatArray, int]:
+    """Per-unit permutations of the raw predictions, recomputing the callable each time."""
     k = len(preds)
-    matrix = np.stack(preds, axis=1)  # (n, k) objects
-    discordant = np.array([len({repr(v) for v in row}) > 1 for row in matrix], dtype=bool)
-    rows = np.flatnonzero(discordant)
+    matrix = np.stack(_common(list(preds)), axis=1)  # (n, k)
+    n_units = int(ids.max()) + 1
+    unit_differs = np.zeros(n_units, dtype=bool)
+    for row, unit in zip(matrix, ids, strict=True):
+        if not unit_differs[unit] and len({repr(v) for v in row}) > 1:
+            unit_differs[unit] = True
+    units = np.flatnonzero(unit_differs)
+    rows = np.flatnonzero(unit_differs[ids])
+    slot = np.full(n_units, -1)
+    slot[units] = np.arange(len(units))
     table = _permutations(k) if k <= 6 else None
     out = np.empty(n_resamples)
     for r in range(n_resamples):
-        perm = _row_permutations(1, len(rows), k, rng, table)[0]
+        perm = _row_permutations(1, len(units), k, rng, table)[0][slot[ids[rows]]]
         shuffled = matrix.copy()
         shuffled[rows] = matrix[rows[:, None], perm]
         values = [score(y, shuffled[:, j]) for j in range(k)]
         out[r] = max(values) - min(values)
-    return out, len(rows)
+    return out, len(units)
 
 
 @dataclass(frozen=True)
@@ -668,6 +756,7 @@ def post_selection_pair_test(
     n_resamples: int = 10_000,
     seed: int | None = 0,
     alternative: Alternative = "two-sided",
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> PostSelectionResult:
     """The paper's test: pick the best and worst variant by observed score, then run
     `paired_permutation_test` on that pair as if it had been chosen in advance.
@@ -685,7 +774,7 @@ def post_selection_pair_test(
     scores = tuple(float(score(y, p)) for p in preds)
     best, worst = _best(scores), _worst(scores)
     res = paired_permutation_test(
-        y, preds[best], preds[worst], metric, n_resamples, seed, alternative
+        y, preds[best], preds[worst], metric, n_resamples, seed, alternative, clusters=clusters
     )
     return PostSelectionResult(
         **{**asdict(res), "test": POST_SELECTION_TEST},
@@ -720,6 +809,7 @@ def bootstrap_ci(
     stratify: bool | None = None,
     interval: IntervalMethod = "bc",
     small_sample: bool = True,
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> Interval:
     """Bootstrap CI of metric(A), or of metric(A) - metric(B) when B is given (paired).
 
@@ -777,29 +867,43 @@ def bootstrap_ci(
             "has no balanced accuracy); leave stratify=None or True"
         )
     strata = class_index(y, metric) if stratify else np.zeros(len(y), dtype=np.intp)
-    sizes = np.bincount(strata)
-    smallest = int(sizes.min())
+    ids, n_units = _cluster_ids(clusters, len(y))
     rng = np.random.default_rng(seed)
     dec = checked_decomposition(metric, y, preds, scores)
     sign = np.array([1.0, -1.0])[: len(preds)]
+    notes: list[str] = []
+    if n_units < len(y):
+        # whole clusters are resampled (within the answer class of their first row); balanced
+        # accuracy then becomes a ratio of per-class totals, since class sizes vary
+        unit_strata = np.zeros(n_units, dtype=np.intp)
+        unit_strata[ids[::-1]] = strata[::-1]  # each cluster's first row
+        mixed = int(np.count_nonzero(unit_strata[ids] != strata))
+        if mixed:
+            notes.append(f"{mixed} rows share a cluster with rows of another answer class")
+        if dec is not None:
+            dec = _cluster_decomposition(dec, metric, strata, ids, n_units)
+        strata = unit_strata
+    sizes = np.bincount(strata)
+    smallest = int(sizes.min())
 
     if dec is not None:
         boot = _bootstrap_decomposed(dec, strata, sizes, n_resamples, rng, sign, small_sample)
         influence = _influence(dec, strata, sign)
     else:
-        boot = _bootstrap_generic(y, preds, score, strata, n_resamples, rng)
-        influence = _jackknife_influence(y, preds, score)
+        boot = _bootstrap_generic(y, preds, score, strata, n_resamples, rng, ids)
+        influence = _jackknife_influence(y, preds, score, ids)
     unit = "class" if stratify else "sample"
-    notes: list[str] = []
+    rows = "rows" if n_units == len(y) else "clusters"
     unreliable = smallest < MIN_CLASS_ROWS
     if unreliable:
         notes.append(
-            f"unreliable: the smallest {unit} has {smallest} rows (< {MIN_CLASS_ROWS}); "
+            f"unreliable: the smallest {unit} has {smallest} {rows} (< {MIN_CLASS_ROWS}); "
             "the bootstrap cannot see how that class's score would vary"
         )
     resampling = "stratified by answer class, " if stratify else ""
     paired = "paired " if len(preds) == 2 else ""
-    method = f"bootstrap ({resampling}{paired}rows), "
+    unit_text = "rows" if n_units == len(y) else f"{n_units} clusters of {len(y)} rows"
+    method = f"bootstrap ({resampling}{paired}{unit_text}), "
     if np.ptp(boot) <= 1e-12:
         notes.append(
             f"degenerate: every resample gave {estimate:.4g} (no variation in the sample, "
@@ -932,20 +1036,55 @@ def _influence(dec: Decomposition, strata: NDArray[np.intp], sign: FloatArray) -
 
 
 def _jackknife_influence(
-    y: NDArray[Any], preds: Sequence[NDArray[Any]], score: Callable[[Any, Any], float]
+    y: NDArray[Any],
+    preds: Sequence[NDArray[Any]],
+    score: Callable[[Any, Any], float],
+    ids: NDArray[np.intp] | None = None,
 ) -> FloatArray:
+    """Jackknife influence of each unit (a row, or a cluster of rows when `ids` is given)."""
     n = len(y)
-    if n < 3:
-        return np.zeros(n)
-    keep = ~np.eye(n, dtype=bool)
-    values = np.array(
-        [
-            score(y[keep[i]], preds[0][keep[i]])
-            - (score(y[keep[i]], preds[1][keep[i]]) if len(preds) == 2 else 0.0)
-            for i in range(n)
-        ]
-    )
-    return np.asarray((n - 1) * (values.mean() - values), dtype=np.float64)
+    units = np.arange(n) if ids is None else ids
+    n_units = int(units.max()) + 1 if n else 0
+    if n_units < 3:
+        return np.zeros(n_units)
+    values = np.empty(n_units)
+    for c in range(n_units):
+        keep = units != c
+        values[c] = score(y[keep], preds[0][keep]) - (
+            score(y[keep], preds[1][keep]) if len(preds) == 2 else 0.0
+        )
+    return np.asarray((n_units - 1) * (values.mean() - values), dtype=np.float64)
+
+
+def _cluster_decomposition(
+    dec: Decomposition,
+    metric: Metric,
+    strata: NDArray[np.intp],
+    ids: NDArray[np.intp],
+    n_units: int,
+) -> Decomposition:
+    """Per-cluster totals of a decomposition. Balanced accuracy's fixed per-row weights
+    1/(K n_c) hold only while class sizes are fixed, so it becomes per-class (hits, rows)
+    totals combined as the mean per-class recall: a cluster resample changes class sizes."""
+    from experiments.clusters import sums
+
+    if isinstance(metric, str) and metric in STRATIFIED_METRICS:
+        n, v, _ = dec.stats.shape
+        k = int(strata.max()) + 1
+        hits = (dec.stats[:, :, 0] > 0).astype(np.float64)  # (n, v)
+        onehot = np.eye(k)[strata]  # (n, k)
+        stats = np.empty((n, v, 2 * k))
+        stats[:, :, 0::2] = hits[:, :, None] * onehot[:, None, :]
+        stats[:, :, 1::2] = onehot[:, None, :]
+        return Decomposition(sums(stats, ids, n_units), _mean_recall, False)
+    return Decomposition(sums(dec.stats, ids, n_units), dec.combine, dec.linear)
+
+
+def _mean_recall(totals: FloatArray) -> FloatArray:
+    hits, rows = totals[..., 0::2], totals[..., 1::2]
+    recall = np.divide(hits, rows, out=np.zeros(np.shape(hits)), where=rows > 0)
+    present = np.maximum((rows > 0).sum(axis=-1), 1)
+    return np.asarray(recall.sum(axis=-1) / present, dtype=np.float64)
 
 
 def _bootstrap_generic(
@@ -955,11 +1094,17 @@ def _bootstrap_generic(
     strata: NDArray[np.intp],
     n_resamples: int,
     rng: np.random.Generator,
+    ids: NDArray[np.intp] | None = None,
 ) -> FloatArray:
+    """Resample units (rows, or clusters when `ids` groups rows) within strata of units."""
+    n_units = len(strata)
+    by_row = ids is None or n_units == len(y)
+    members = [] if by_row else [np.flatnonzero(ids == c) for c in range(n_units)]
     groups = [np.flatnonzero(strata == c) for c in range(int(strata.max()) + 1)]
     out = np.empty(n_resamples)
     for r in range(n_resamples):
-        idx = np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])
+        units = np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])
+        idx = units if by_row else np.concatenate([members[u] for u in units])
         value = score(y[idx], preds[0][idx])
         if len(preds) == 2:
             value -= score(y[idx], preds[1][idx])
@@ -1083,27 +1228,89 @@ def paired_t_across_tasks(
     return AcrossTasks(ACROSS_TESTS["t"], stat, min(1.0, p), n, mean)
 
 
+def _cannot_reach(
+    name: str, n: int, mean: float, smallest: float, alpha: float, why: str
+) -> AcrossTasks | None:
+    """A result without a p-value when the test's smallest attainable p is not below alpha:
+    printing p = 0.0625 for 4 tasks that all agree reads like a result, but no outcome of
+    the test could have been significant."""
+    if smallest < alpha:
+        return None
+    note = (
+        f"cannot reach p < {alpha:g} with {n} tasks: the smallest p-value this test can give "
+        f"is {smallest:.4g} ({why}); add tasks or use the paired t-test"
+    )
+    return AcrossTasks(name, None, None, n, mean, note)
+
+
+def _signed_rank_exact(d: FloatArray) -> tuple[float, float, float]:
+    """(W+, exact two-sided p, smallest attainable p) of the signed-rank statistic over all
+    2^n sign patterns, with average ranks for tied |d| (no zeros in `d`)."""
+    from scipy.stats import rankdata
+
+    n = len(d)
+    ranks = rankdata(np.abs(d))
+    w_plus = float(ranks[d > 0].sum())
+    signs = (np.arange(2**n)[:, None] >> np.arange(n)) & 1  # 1 = positive
+    null = signs @ ranks
+    centre = float(ranks.sum()) / 2
+    dev = np.abs(null - centre)
+    p = float(np.count_nonzero(dev >= abs(w_plus - centre) - _EPS) / len(null))
+    smallest = float(np.count_nonzero(dev >= dev.max() - _EPS) / len(null))
+    return w_plus, p, smallest
+
+
 def wilcoxon_across_tasks(
-    scores_a: Sequence[float | None], scores_b: Sequence[float | None]
+    scores_a: Sequence[float | None],
+    scores_b: Sequence[float | None],
+    alpha: float = 0.05,
+    exact_threshold: int = 16,
 ) -> AcrossTasks:
     """Wilcoxon signed-rank test over per-task scores (no normality assumption).
 
-    Degenerate inputs (fewer than 2 tasks, a task without a score, all differences zero)
-    give ``p_value=None`` with a note. Identical non-zero differences are not degenerate
-    for a rank test: the p-value is the exact one for n same-signed tasks (2 / 2^n).
+    Tasks whose difference is zero carry no sign: they are dropped (Wilcoxon's own rule),
+    `n_tasks` counts the tasks the test used and the note names the dropped ones. Exact
+    over all 2^n sign patterns (average ranks for ties) when n <= `exact_threshold`, else
+    scipy's normal approximation. Degenerate inputs (fewer than 2 tasks, a task without a
+    score, all differences zero) and too few tasks to reach `alpha` give ``p_value=None``
+    with a note.
     """
     from scipy.stats import wilcoxon
 
+    name = ACROSS_TESTS["wilcoxon"]
     d, degenerate = _task_differences("wilcoxon", scores_a, scores_b)
     if degenerate is not None:
         return degenerate
     # differences within float rounding of each other are ties, not distinct ranks
     d = np.round(d, 12)
-    r = wilcoxon(d)
-    note = "all differences identical (tied ranks)" if _identical(d) else ""
-    return AcrossTasks(
-        ACROSS_TESTS["wilcoxon"], float(r.statistic), float(r.pvalue), len(d), float(d.mean()), note
-    )
+    zero = np.flatnonzero(np.abs(d) <= 1e-12)
+    used = d[np.abs(d) > 1e-12]
+    notes = []
+    if len(zero):
+        notes.append(
+            f"{len(zero)} of {len(d)} tasks tie (zero difference, positions "
+            f"{zero.tolist()}) and are dropped by the signed-rank test; n_tasks counts the "
+            f"{len(used)} it used"
+        )
+    n = len(used)
+    mean = float(d.mean())
+    if n < 2:
+        return AcrossTasks(
+            name, None, None, n, mean, "; ".join([*notes, f"fewer than 2 untied tasks ({n})"])
+        )
+    if n <= exact_threshold:
+        stat, p, smallest = _signed_rank_exact(used)
+        notes.append(f"exact over {2**n} sign patterns")
+    else:
+        r = wilcoxon(used)
+        stat, p, smallest = float(r.statistic), float(r.pvalue), 0.0
+        notes.append("normal approximation")
+    if _identical(used):
+        notes.append("all differences identical (tied ranks)")
+    cannot = _cannot_reach(name, n, mean, smallest, alpha, f"2^{n} sign patterns")
+    if cannot is not None:
+        return replace(cannot, note="; ".join([*notes, cannot.note]))
+    return AcrossTasks(name, stat, min(1.0, p), n, mean, "; ".join(notes))
 
 
 def permutation_across_tasks(
@@ -1112,14 +1319,17 @@ def permutation_across_tasks(
     n_resamples: int = 10_000,
     seed: int | None = 0,
     exact_threshold: int = 16,
+    alpha: float = 0.05,
 ) -> AcrossTasks:
     """Sign-flip permutation test of the mean per-task difference (two-sided).
 
     Under H0 each task's difference is symmetric about 0, so its sign is flipped with
     probability 1/2. Exact over all 2^n sign patterns when n <= `exact_threshold`, else Monte
     Carlo with p = (b + 1) / (R + 1). Degenerate inputs as for the t-test; identical non-zero
-    differences are fine here (p = 2 / 2^n exactly).
+    differences are fine here (p = 2 / 2^n exactly). With too few tasks for any sign pattern
+    to give p < `alpha` (5 or fewer), no p-value: a note says so.
     """
+    name = ACROSS_TESTS["permutation"]
     d, degenerate = _task_differences("permutation", scores_a, scores_b)
     if degenerate is not None:
         return degenerate
@@ -1129,7 +1339,11 @@ def permutation_across_tasks(
         signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
         null = signs @ d / n
         p = _tail(null, observed, "two-sided") / len(null)
+        smallest = _tail(null, float(np.abs(null).max()), "two-sided") / len(null)
         how = f"exact over {2**n} sign patterns"
+        cannot = _cannot_reach(name, n, observed, smallest, alpha, how)
+        if cannot is not None:
+            return cannot
     else:
         rng = np.random.default_rng(seed)
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(n_resamples, n))
@@ -1137,13 +1351,14 @@ def permutation_across_tasks(
         p = (_tail(null, observed, "two-sided") + 1) / (n_resamples + 1)
         how = f"{n_resamples} random sign patterns"
     note = how + ("; all differences identical" if _identical(d) else "")
-    return AcrossTasks(ACROSS_TESTS["permutation"], observed, float(p), n, observed, note)
+    return AcrossTasks(name, observed, float(p), n, observed, note)
 
 
 def across_tasks(
     test: AcrossTest,
     scores_a: Sequence[float | None],
     scores_b: Sequence[float | None],
+    alpha: float = 0.05,
 ) -> AcrossTasks:
     """One across-task test, chosen by name; the result's `test` says which one ran.
 
@@ -1153,9 +1368,9 @@ def across_tasks(
     if test == "t":
         return paired_t_across_tasks(scores_a, scores_b)
     if test == "wilcoxon":
-        return wilcoxon_across_tasks(scores_a, scores_b)
+        return wilcoxon_across_tasks(scores_a, scores_b, alpha=alpha)
     if test == "permutation":
-        return permutation_across_tasks(scores_a, scores_b)
+        return permutation_across_tasks(scores_a, scores_b, alpha=alpha)
     raise ValueError(f"across-task test must be t, wilcoxon or permutation, not {test!r}")
 
 
@@ -1212,31 +1427,40 @@ def minimum_detectable_effect(
     metric: Metric = "balanced_accuracy",
     alpha: float = 0.05,
     power: float = 0.8,
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> float:
-    """Smallest metric difference a two-sided paired test of this n detects with `power`.
+    """Smallest metric difference a two-sided paired test of this n detects with `power`,
+    by the normal approximation (see `experiments.power` for the simulated, calibrated one).
 
-    Normal approximation of the paired difference: MDE = (z_{1-alpha/2} + z_power) * SE,
-    with SE = sqrt(n) * sd(c_i) from the per-row contributions c_i to metric(A) - metric(B):
-    c_i = w_i * (hit_A - hit_B) for the accuracy-type metrics (w_i = 1/n or 1/(K n_class)),
-    the linearised (delta-method) contribution for the F1 metrics, and jackknife
-    pseudo-values for a callable. When A and B never disagree, the worst case for one
-    discordant pair in two is used (sd of n * c_i = sqrt(0.5)).
+    MDE = (z_{1-alpha/2} + z_power) * SE, with SE = sqrt(C) * sd(u_c) from the per-unit
+    contributions u_c to metric(A) - metric(B) (a unit is a row, or a cluster of rows with
+    `clusters`, its contributions summed): w_i * (hit_A - hit_B) for the accuracy-type
+    metrics (w_i = 1/n or 1/(K n_class)), the linearised (delta-method) contribution for the
+    F1 metrics, and jackknife pseudo-values for a callable. When A and B never disagree, the
+    worst case for one discordant pair in two is used (sd of C * u_c = sqrt(0.5)).
     """
     from scipy.stats import norm
 
+    from experiments.clusters import sums
+
     y, a, b = _check_inputs(y_true, [pred_a, pred_b])
     n = len(y)
+    ids, n_units = _cluster_ids(clusters, n)
     score = _resolve(metric)
     scores = [float(score(y, a)), float(score(y, b))]
     dec = checked_decomposition(metric, y, [a, b], scores)
     sign = np.array([1.0, -1.0])
     if dec is not None:
-        contrib = _influence(dec, np.zeros(n, dtype=np.intp), sign)
+        contrib = sums(_influence(dec, np.zeros(n, dtype=np.intp), sign), ids, n_units)
         disagree = bool(np.any(dec.stats[:, 0, :] != dec.stats[:, 1, :]))
     else:
-        contrib = _jackknife_influence(y, [a, b], score) / n
+        contrib = _jackknife_influence(y, [a, b], score, ids) / n_units
         disagree = bool(np.any(a != b))
     # worst case when they never disagree: one discordant pair in two
-    sd = float(np.std(n * contrib, ddof=1)) if n > 1 and disagree else float(np.sqrt(0.5))
+    sd = (
+        float(np.std(n_units * contrib, ddof=1))
+        if n_units > 1 and disagree
+        else float(np.sqrt(0.5))
+    )
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
-    return float(z * sd / np.sqrt(n))
+    return float(z * sd / np.sqrt(n_units))

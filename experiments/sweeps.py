@@ -60,6 +60,7 @@ _KEYS = {
     "correction": str,
     "scoring": str,
     "across_tasks": str,
+    "cluster_by": str,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 SPLITS = ("train", "test")
@@ -96,6 +97,9 @@ class SweepSpec:
     scoring: str | None  # None: per trial, models.default_scoring (loglik for local zero-shot)
     across_tasks: str = "t"
     raw: dict[str, Any] = field(default_factory=dict)
+    # the units the tests resample: "prompt" (rows a variant gave the same prompt), "rows",
+    # or "column:<name>" of the task's data (see experiments.clusters)
+    cluster_by: str = "prompt"
 
     @property
     def id(self) -> str:
@@ -187,6 +191,14 @@ def load_spec(path: str | Path) -> SweepSpec:
             f"{where}: best_vs_worst needs across_tasks: permutation (a {across} test of the "
             "best vs the worst draw is biased by choosing them after the fact)"
         )
+    cluster_by = str(doc.get("cluster_by", "prompt"))
+    if cluster_by not in ("prompt", "rows") and not (
+        cluster_by.startswith("column:") and cluster_by[7:].strip()
+    ):
+        raise SpecError(
+            f"{where}: cluster_by must be prompt (rows given the same prompt are one unit, "
+            f"the default), rows, or column:<a data column>, not {cluster_by!r}"
+        )
     return SweepSpec(
         path=where,
         name=name,
@@ -204,6 +216,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         scoring=scoring,
         across_tasks=str(across),
         raw=doc,
+        cluster_by=cluster_by,
     )
 
 
@@ -341,6 +354,7 @@ class TrialOutcome:
     generations: list[str | None]  # raw generations; None where the call failed
     correct: list[bool | None]
     resumed: bool
+    prompt_hashes: list[str | None] = field(default_factory=list)  # per row: the clusters
 
     @property
     def complete(self) -> bool:
@@ -496,7 +510,7 @@ def run_sweep(
                 run_id = claim.removeprefix("done:")
                 outcomes[i] = _outcome(
                     t,
-                    rt.id,
+                    rt,
                     run_id,
                     tracker.load_predictions(run_id),
                     "complete",
@@ -520,7 +534,7 @@ def run_sweep(
                 try:
                     if isinstance(result, TrialLost):  # no run logged: the rerun resumes it
                         outcomes[i] = _outcome(
-                            t, rt.id, "", _lost(rt.rows, result.reason), "failed",
+                            t, rt, "", _lost(rt.rows, result.reason), "failed",
                             rt.metric, None, False,
                         )  # fmt: skip
                         continue
@@ -536,7 +550,7 @@ def run_sweep(
                     )
                     outcomes[i] = _outcome(
                         t,
-                        rt.id,
+                        rt,
                         run_id,
                         [vars(p) for p in result.predictions],
                         str(result.status),
@@ -625,7 +639,7 @@ def _sensitivity(
 
 def _outcome(
     t: PlannedTrial,
-    trial_id: str,
+    rt: Any,
     run_id: str,
     preds: list[dict[str, Any]],
     status: str,
@@ -633,11 +647,18 @@ def _outcome(
     score: float | None,
     resumed: bool,
 ) -> TrialOutcome:
+    """A trial's outcome; each row's prompt hash (its cluster key) is the one recorded with
+    its prediction, or recomputed from the resolved trial's prompt where none was."""
+    from experiments.runner import prompt_hash
+
+    rendered: dict[str, str] = {}
+    for row in rt.rows:
+        rendered.setdefault(str(row["index"]), prompt_hash(rt.compiled.render(row)))
     return TrialOutcome(
         task=t.planned.task,
         model=t.model,
         variant=t.variant.name,
-        trial_id=trial_id,
+        trial_id=rt.id,
         run_id=run_id,
         status=status,
         n_errors=sum(p.get("error") is not None for p in preds),
@@ -648,6 +669,7 @@ def _outcome(
         generations=[p["generation"] for p in preds],
         correct=[p["correct"] for p in preds],
         resumed=resumed,
+        prompt_hashes=[p.get("prompt_hash") or rendered.get(str(p["index"])) for p in preds],
     )
 
 
@@ -698,17 +720,23 @@ def compare(
                 score=o.score,
                 status=o.status,
                 n_errors=o.n_errors,
+                prompt_hashes=o.prompt_hashes,
             )
             for name, o in by_variant.items()
         }
         where = f"{task} ({model})"
+        how: dict[str, Any] = {
+            "n_resamples": spec.n_resamples,
+            "where": where,
+            "cluster_by": spec.cluster_by,
+            "column": _column(spec, catalog, task),
+        }
         if spec.comparisons == "best_vs_worst":
-            rows = [
-                cmp.best_vs_worst(list(arms.values()), n_resamples=spec.n_resamples, where=where)
-            ]
+            rows = [cmp.best_vs_worst(list(arms.values()), **how)]
         else:
+            peers = list(arms.values())
             rows = [
-                cmp.pair(arms[a], arms[b], n_resamples=spec.n_resamples, where=where)
+                cmp.pair(arms[a], arms[b], peers=peers, **how)
                 for a, b in cmp.pairs_of(spec.comparisons, list(arms))
             ]
         table += [{"model": model, "task": task, **row} for row in rows]
@@ -717,6 +745,20 @@ def compare(
     kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
     across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
     return table, across
+
+
+def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | None:
+    """Row index -> value of the data column a sweep clusters by (None unless it does)."""
+    if not spec.cluster_by.startswith("column:"):
+        return None
+    name = spec.cluster_by[7:].strip()
+    rows = catalog.task(task).rows(spec.split)
+    if rows and name not in rows[0]:
+        raise SpecError(
+            f"{spec.path}: cluster_by {spec.cluster_by!r}: task {task} has no column {name!r} "
+            f"(its columns: {', '.join(rows[0])}); use cluster_by: prompt"
+        )
+    return {str(r["index"]): str(r.get(name) or "") for r in rows}
 
 
 def _figures(

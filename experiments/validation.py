@@ -151,6 +151,7 @@ def simulate(
                     indices=[x.index for x in preds], answers=[x.answer for x in preds],
                     generations=[x.generation for x in preds],
                     correct=[x.correct for x in preds], resumed=False,
+                    prompt_hashes=[x.prompt_hash for x in preds],
                 )
             )  # fmt: skip
         table, _ = compare(spec, outcomes, catalog)
