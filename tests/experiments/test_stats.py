@@ -559,7 +559,9 @@ def test_across_tasks_reports_degenerate_inputs() -> None:
 
 def test_permutation_across_tasks_by_hand() -> None:
     a, b = [0.6, 0.5, 0.7], [0.5, 0.3, 0.75]  # differences 0.1, 0.2, -0.05: mean 0.0833
-    r = stats.permutation_across_tasks(a, b)
+    # with 3 tasks no sign pattern reaches p < 0.05: no p-value at the default alpha
+    assert stats.permutation_across_tasks(a, b).p_value is None
+    r = stats.permutation_across_tasks(a, b, alpha=0.5)  # smallest p 2/8 < 0.5
     # 8 sign patterns; |sum| >= 0.25: (+,+,-) 0.25 and (-,-,+) -0.25, (+,+,+) 0.35, (-,-,-)
     assert r.p_value == pytest.approx(4 / 8) and r.statistic == pytest.approx(0.25 / 3)
     assert "exact over 8 sign patterns" in r.note
