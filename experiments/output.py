@@ -129,7 +129,8 @@ def comparison_table(
         (f"{'model':<{width}} " if width else "")
         + f"{'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
         + (f"{'inv A':>6} {'inv B':>6} " if show_invalid else "")
-        + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'MDE80':>6}"
+        + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'clus':>5} "
+        + f"{'MDE80':>6}"
     )
     out = [head]
     for r in table:
@@ -149,7 +150,8 @@ def comparison_table(
         flag = " !" if r.get("ci_note") else ""
         out.append(
             left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
-            f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('mde_80'), '.3f'):>6}{flag}"
+            f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('n_clusters'), 'd'):>5} "
+            f"{_f(r.get('mde_80'), '.3f'):>6}{flag}"
         )
     tested = [r for r in table if r["p_value"] is not None]
     if not tested:
@@ -158,6 +160,10 @@ def comparison_table(
     first = tested[0]
     metrics = sorted({r["metric"] for r in tested})
     parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
+    parts.append(
+        "n: rows; clus: clusters of rows given the same prompt (or by the sweep's cluster_by), "
+        "the units the tests swap and resample"
+    )
     if show_invalid:
         parts.append("inv: share of the arm's rows whose output is not a valid label")
     if "k" in first:
@@ -175,9 +181,10 @@ def comparison_table(
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
         parts.append(
-            f"95% CI: paired bootstrap ({CI_RESAMPLES} resamples) of A - B; '!' marks an "
-            "interval flagged degenerate or unreliable (smallest class < 10 rows)"
+            f"95% CI of A - B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
+            "'!' marks an interval flagged degenerate or unreliable (see ci_note in the JSON)"
         )
         parts.append("MDE80: smallest difference detectable at 80% power")
     parts.append(
