@@ -1077,7 +1077,22 @@ def _cluster_decomposition(
         stats[:, :, 0::2] = hits[:, :, None] * onehot[:, None, :]
         stats[:, :, 1::2] = onehot[:, None, :]
         return Decomposition(sums(stats, ids, n_units), _mean_recall, False)
+    if dec.linear:
+        # accuracy and the share-of-rows metrics: value_i / n per row, so a resample with
+        # another number of rows is (sum of values) / (rows drawn), a ratio
+        n, v, _ = dec.stats.shape
+        stats = np.empty((n, v, 2))
+        stats[:, :, 0] = dec.stats[:, :, 0] * n
+        stats[:, :, 1] = 1.0
+        return Decomposition(sums(stats, ids, n_units), _ratio, False)
     return Decomposition(sums(dec.stats, ids, n_units), dec.combine, dec.linear)
+
+
+def _ratio(totals: FloatArray) -> FloatArray:
+    values, rows = totals[..., 0], totals[..., 1]
+    return np.asarray(
+        np.divide(values, rows, out=np.zeros(np.shape(values)), where=rows > 0), dtype=np.float64
+    )
 
 
 def _mean_recall(totals: FloatArray) -> FloatArray:
