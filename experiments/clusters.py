@@ -35,6 +35,18 @@ class Clustering:
 
     ids: ClusterIds
     how: str  # "prompt" | "column:<name>" | "rows"
+    unlinked: int = 0  # rows with no key to cluster by (no prompt hash): their own units
+
+    @property
+    def note(self) -> str | None:
+        """What a reader must know: rows treated as independent for want of a key."""
+        if not self.unlinked:
+            return None
+        return (
+            f"{self.unlinked} of {self.n_rows} rows have no prompt hash (trials from an older "
+            "version?): they are tested as independent rows, which overstates the evidence if "
+            "their texts repeat; rerun those trials to record it"
+        )
 
     @property
     def n_rows(self) -> int:
@@ -73,6 +85,7 @@ def by_prompts(per_variant: Sequence[Sequence[str | None]]) -> Clustering:
     if any(len(v) != n for v in per_variant):
         raise ValueError("every variant's prompt hashes must cover the same rows")
     parent = list(range(n))
+    unlinked = sum(all(not v[i] for v in per_variant) for i in range(n))
     for hashes in per_variant:
         first: dict[str, int] = {}
         for i, h in enumerate(hashes):
@@ -83,7 +96,7 @@ def by_prompts(per_variant: Sequence[Sequence[str | None]]) -> Clustering:
                 ri, rj = _find(parent, i), _find(parent, j)
                 if ri != rj:
                     parent[max(ri, rj)] = min(ri, rj)
-    return Clustering(factorize([_find(parent, i) for i in range(n)]), "prompt")
+    return Clustering(factorize([_find(parent, i) for i in range(n)]), "prompt", unlinked)
 
 
 def by_column(values: Sequence[Hashable], column: str) -> Clustering:
@@ -112,7 +125,8 @@ def union(first: Clustering, second: Clustering) -> Clustering:
             if ri != rj:
                 parent[max(ri, rj)] = min(ri, rj)
     ids = factorize([_find(parent, i) for i in range(first.n_rows)])
-    return Clustering(ids, f"{first.how}+{second.how}")
+    unlinked = first.unlinked if second.how == "rows" else second.unlinked
+    return Clustering(ids, f"{first.how}+{second.how}", unlinked)
 
 
 def singletons(n: int) -> Clustering:
@@ -121,12 +135,20 @@ def singletons(n: int) -> Clustering:
 
 
 def checked(clusters: Sequence[Hashable] | NDArray[np.generic] | None, n: int) -> ClusterIds:
-    """Cluster ids for n rows from any per-row keys (None: every row its own cluster)."""
+    """Cluster ids for n rows from any per-row keys (None: every row its own cluster).
+
+    A key of None (or NaN) is no claim of dependence: that row is its own cluster, as an
+    empty value is for `by_column` (one shared "missing" cluster would hide its rows'
+    variance from every test)."""
     if clusters is None:
         return np.arange(n, dtype=np.intp)
     if len(clusters) != n:
         raise ValueError(f"clusters has {len(clusters)} entries for {n} rows: give one per row")
-    return factorize(list(np.asarray(clusters, dtype=object).tolist()))
+    keys: list[Hashable] = []
+    for i, k in enumerate(np.asarray(clusters, dtype=object).tolist()):
+        missing = k is None or (isinstance(k, float) and k != k)
+        keys.append(("row", i) if missing else ("key", k))
+    return factorize(keys)
 
 
 def sums(values: NDArray[np.float64], ids: ClusterIds, n_clusters: int) -> NDArray[np.float64]:

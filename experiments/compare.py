@@ -121,7 +121,13 @@ def clustering(
         )
     per_arm = []
     for arm in arms:
-        by_index = dict(zip(map(str, arm.indices), arm.prompt_hashes, strict=False))
+        hashes = list(arm.prompt_hashes)
+        if hashes and len(hashes) != len(arm.indices):
+            raise WorkbenchError(
+                f"{arm.name}: {len(hashes)} prompt hashes for {len(arm.indices)} rows; "
+                "give one per row (or none)"
+            )
+        by_index = dict(zip(map(str, arm.indices), hashes, strict=False))
         per_arm.append([by_index.get(i) for i in indices])
     prompts = clusters.by_prompts(per_arm)
     if cluster_by == "prompt":
@@ -134,7 +140,7 @@ def clustering(
 
 
 def _cluster_fields(c: Clustering) -> dict[str, Any]:
-    return {"n_clusters": c.n_clusters, "clustered_by": c.how}
+    return {"n_clusters": c.n_clusters, "clustered_by": c.how, "cluster_note": c.note}
 
 
 def _inputs(metric: str, answers: list[str], gens: list[list[str]]) -> tuple[Any, list[Any]]:
@@ -179,6 +185,7 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "mde_80": None,
         "n_clusters": None,
         "clustered_by": None,
+        "cluster_note": None,
     }
 
 
@@ -186,10 +193,12 @@ def interval(
     y: Any, pa: Any, pb: Any | None, metric: str, c: Clustering, seed: int = 0
 ) -> stats.Interval:
     """The 95% interval every comparison reports: of one arm's score, or (with `pb`) of the
-    paired difference, resampling clusters."""
-    return stats.bootstrap_ci(
-        y, pa, pb, metric=metric, n_resamples=CI_RESAMPLES, seed=seed, clusters=c.ids
-    )
+    paired difference (`experiments.intervals`: Bayesian per-class posteriors with clusters
+    counted by their effective size, or the cluster bootstrap for F1; flagged from the
+    measured coverage table)."""
+    from experiments.intervals import metric_interval
+
+    return metric_interval(y, pa, pb, metric=metric, clusters=c.ids, seed=seed)
 
 
 def pair(

@@ -136,6 +136,8 @@ def _objects(x: Labels) -> NDArray[Any]:
     """The caller's values as an array of their own type: ints stay ints, bools bools and
     strings strings (a callable metric such as sklearn's sees what was passed); mixed types,
     None or anything numpy would convert (1 and "a" to "1" and "a") stay Python objects."""
+    if isinstance(x, np.ndarray) and x.ndim == 2 and 1 in x.shape:
+        x = x.ravel()  # a column or row vector: one value per row
     if isinstance(x, np.ndarray) and x.ndim == 1:
         return x
     values = list(x)
@@ -505,7 +507,7 @@ class RangeResult:
     metric: str
     test: str
     alternative: str
-    n_discordant: int = 0  # rows where the variants' per-row statistics are not all equal
+    n_discordant: int = 0  # units (rows or clusters) whose variants' statistics differ
     best: int = 0  # index of the highest-scoring variant (first on ties)
     worst: int = 0  # index of the lowest-scoring variant other than best (first on ties)
     n_clusters: int = 0  # units permuted: clusters of rows (= n when every row is its own)
@@ -875,11 +877,19 @@ def bootstrap_ci(
     if n_units < len(y):
         # whole clusters are resampled (within the answer class of their first row); balanced
         # accuracy then becomes a ratio of per-class totals, since class sizes vary
-        unit_strata = np.zeros(n_units, dtype=np.intp)
-        unit_strata[ids[::-1]] = strata[::-1]  # each cluster's first row
-        mixed = int(np.count_nonzero(unit_strata[ids] != strata))
+        # each cluster's stratum: its most common answer class (ties: the lowest class), so
+        # the strata do not depend on row order
+        k = int(strata.max()) + 1
+        tally = np.zeros((n_units, k))
+        np.add.at(tally, (ids, strata), 1.0)
+        unit_strata = np.asarray(tally.argmax(axis=1), dtype=np.intp)
+        mixed_units = np.count_nonzero(tally, axis=1) > 1
+        mixed = int(np.count_nonzero(mixed_units[ids]))
         if mixed:
-            notes.append(f"{mixed} rows share a cluster with rows of another answer class")
+            notes.append(
+                f"{mixed} rows are in clusters that mix answer classes (each cluster is "
+                "resampled within its most common class)"
+            )
         if dec is not None:
             dec = _cluster_decomposition(dec, metric, strata, ids, n_units)
         strata = unit_strata
@@ -920,7 +930,8 @@ def bootstrap_ci(
     if small_sample:
         df = _satterthwaite(influence, strata, sizes)
         z_lo, z_hi = float(t_dist.ppf(alpha, df)), float(t_dist.ppf(1 - alpha, df))
-        method_suffix = f", expanded (t with {df:.0f} df; class variances rescaled)"
+        rescaled = "; class variances rescaled" if dec is not None else ""
+        method_suffix = f", expanded (t with {df:.0f} df{rescaled})"
     else:
         method_suffix = ""
     percentile = [float(norm.cdf(z_lo)), float(norm.cdf(z_hi))]
@@ -1305,7 +1316,7 @@ def wilcoxon_across_tasks(
         notes.append(
             f"{len(zero)} of {len(d)} tasks tie (zero difference, positions "
             f"{zero.tolist()}) and are dropped by the signed-rank test; n_tasks counts the "
-            f"{len(used)} it used"
+            f"{len(used)} it used, mean_difference is over all {len(d)}"
         )
     n = len(used)
     mean = float(d.mean())
@@ -1317,8 +1328,12 @@ def wilcoxon_across_tasks(
         stat, p, smallest = _signed_rank_exact(used)
         notes.append(f"exact over {2**n} sign patterns")
     else:
+        from scipy.stats import rankdata
+
         r = wilcoxon(used)
-        stat, p, smallest = float(r.statistic), float(r.pvalue), 0.0
+        # W+ (the sum of the ranks of the positive differences), as on the exact path
+        stat = float(rankdata(np.abs(used))[used > 0].sum())
+        p, smallest = float(r.pvalue), 0.0
         notes.append("normal approximation")
     if _identical(used):
         notes.append("all differences identical (tied ranks)")

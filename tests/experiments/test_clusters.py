@@ -204,3 +204,40 @@ def test_a_column_adds_dependence_but_never_splits_a_prompt_cluster() -> None:
     assert c.how == "column:document_name+prompt"
     with pytest.raises(Exception, match="cluster_by must be"):
         compare.clustering([arm], idx, "documents")
+
+
+def test_none_keys_are_not_one_big_cluster() -> None:
+    ids = clusters.checked([None, "a", None, "a", float("nan")], 5)
+    assert ids.tolist() == [0, 1, 2, 1, 3]
+
+
+def test_rows_without_a_prompt_hash_are_named_not_hidden() -> None:
+    y, a, b = _dataset(20, seed=6)
+    idx = [str(i) for i in range(20)]
+    fn = stats.metric_fn("accuracy")
+    half = [f"p{i}" if i < 10 else None for i in range(20)]
+    arms = [
+        compare.Arm(n, "accuracy", idx, y, g, fn(y, g), prompt_hashes=half)
+        for n, g in (("A", a), ("B", b))
+    ]
+    row = compare.pair(*arms, n_resamples=500)
+    assert row["cluster_note"] and "10 of 20 rows have no prompt hash" in row["cluster_note"]
+    full = [compare.Arm(x.name, x.metric, idx, y, x.generations, x.score) for x in arms]
+    assert "20 of 20" in compare.pair(*full, n_resamples=500)["cluster_note"]
+    with pytest.raises(Exception, match="prompt hashes for 20 rows"):
+        compare.pair(
+            compare.Arm("A", "accuracy", idx, y, a, fn(y, a), prompt_hashes=["h"] * 5),
+            arms[1], n_resamples=100,
+        )  # fmt: skip
+
+
+def test_mixed_class_clusters_do_not_depend_on_row_order() -> None:
+    rng = np.random.default_rng(3)
+    y = np.array(["yes", "no"] * 60)
+    a = np.where(rng.random(120) < 0.8, y, np.where(y == "yes", "no", "yes"))
+    keys = np.arange(120) // 2  # every cluster holds one "yes" and one "no" row
+    one = stats.bootstrap_ci(y, a, metric="balanced_accuracy", clusters=keys)
+    order = np.argsort(y, kind="stable")  # all "no" rows first
+    two = stats.bootstrap_ci(y[order], a[order], metric="balanced_accuracy", clusters=keys[order])
+    assert (one.unreliable, one.note) == (two.unreliable, two.note)
+    assert "120 rows are in clusters that mix answer classes" in one.note
