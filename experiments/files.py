@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from promptlib.errors import WorkbenchError
@@ -56,18 +56,32 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+@contextlib.contextmanager
+def dir_lock(path: Path) -> Iterator[None]:
+    """Hold the lock writers of the folder `path` take turns through (a file beside it).
+
+    Why: a reader that decides what to write from what is saved (keep a complete trial, carry
+    its grades, import grades) must not let another writer slip in between its read and its
+    write. The lock is re-entrant within a thread, so `atomic_write_dir` under it does not
+    wait on itself; other threads and processes wait.
+    """
+    import filelock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # one lock object per path in this process (is_singleton), counted per thread
+    with filelock.FileLock(str(path.parent / f".{path.name}.lock"), is_singleton=True):
+        yield
+
+
 def atomic_write_dir(path: Path, files: Mapping[str, str]) -> None:
     """Replace the folder `path` with one holding exactly `files` (name -> text), at once.
 
     The new folder is built under a temporary name and renamed into place; an existing folder
     is first moved aside and removed after the swap, so readers see the old set or the new
     set of files, never a mix. Writers of the same folder (two runs of one trial) take turns
-    through a lock file beside it.
+    through `dir_lock`.
     """
-    import filelock
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(path.parent / f".{path.name}.lock")):
+    with dir_lock(path):
         _swap_dir(path, files)
 
 

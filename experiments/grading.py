@@ -40,15 +40,32 @@ class GradingError(WorkbenchError):
 
 
 # ---- finding and reading a trial -------------------------------------------------------------
+# A trial id is the sha256 of everything that decides its answers (`runner.ResolvedTrial.id`);
+# only a name of that shape is a folder of runs/ that grading reads or rewrites.
+TRIAL_ID = re.compile(r"[0-9a-f]{64}")
+_ID_PREFIX = re.compile(r"[0-9a-f]{1,64}")
+# What a trial's folder holds; grading rewrites the folder, so anything else stops it.
+TRIAL_FILES = ("predictions.jsonl", "summary.json", "grades.json")
+_RERUN = "rerun the trial with 'workbench run' to write it again"
+
+
 def find_trial(ref: str, root: Path | None = None) -> Path:
     """A trial folder from its id, a unique id prefix, or its path."""
     root = root or runs_dir()
     as_path = Path(ref)
     if (as_path / "summary.json").is_file():
         return as_path
-    if not ref or "/" in ref or ref.startswith("."):
-        raise GradingError(f"{ref}: not a trial folder (no summary.json in it)")
-    matches = sorted(p for p in root.glob(f"{ref}*") if (p / "summary.json").is_file())
+    key = ref.strip().lower()
+    if not _ID_PREFIX.fullmatch(key):
+        raise GradingError(
+            f"{ref!r}: neither a trial id (hex digits, as 'workbench run' shows) nor a trial "
+            "folder (no summary.json in it)"
+        )
+    matches = sorted(
+        p
+        for p in root.glob(f"{key}*")
+        if TRIAL_ID.fullmatch(p.name) and p.is_dir() and (p / "summary.json").is_file()
+    )
     if not matches:
         raise GradingError(
             f"no trial {ref!r} under {root}/; give a trial id from 'workbench run' (its "
@@ -60,6 +77,23 @@ def find_trial(ref: str, root: Path | None = None) -> Path:
     return matches[0]
 
 
+def trial_folder(root: Path, trial_id: str, where: str) -> Path:
+    """`root/<trial_id>`, refused unless `trial_id` is a trial id and the folder is a real
+    folder directly inside `root` (not a link elsewhere): grading rewrites that folder."""
+    if not TRIAL_ID.fullmatch(trial_id):
+        raise GradingError(
+            f"{where}: {trial_id!r} is not a trial id (64 hex digits, as 'workbench grade "
+            "export' writes); grade a file exported from this machine's runs/ folder"
+        )
+    folder = root / trial_id
+    if folder.is_symlink() or (folder.exists() and folder.resolve().parent != root.resolve()):
+        raise GradingError(
+            f"{folder}: a link out of {root}/, not a trial folder; grading only writes inside "
+            f"{root}/: replace the link with the trial's folder"
+        )
+    return folder
+
+
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -67,13 +101,63 @@ def _read_json(path: Path) -> Any:
         raise GradingError(f"{path}: cannot read the trial's file ({e})") from e
 
 
-def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    summary = _read_json(trial_dir / "summary.json")
+def _json_kind(value: object) -> str:
+    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else "object"
+    )
+
+
+def _summary(trial_dir: Path) -> dict[str, Any]:
+    """The trial's summary.json, checked to be one (an object with its task, split, id)."""
+    path = trial_dir / "summary.json"
+    summary = _read_json(path)
+    if not isinstance(summary, dict):
+        raise GradingError(
+            f"{path}: not a trial summary (a JSON {_json_kind(summary)}, expected an object); "
+            f"{_RERUN}"
+        )
+    for key in ("task", "split", "trial_id"):
+        if not isinstance(summary.get(key), str):
+            raise GradingError(f"{path}: not a trial summary (no {key!r}); {_RERUN}")
+    return summary
+
+
+def _predictions(path: Path) -> list[dict[str, Any]]:
+    """The rows of predictions.jsonl, each checked to be a prediction with a unique index."""
     try:
-        lines = (trial_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
-        preds = [json.loads(x) for x in lines if x.strip()]
+        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError) as e:
-        raise GradingError(f"{trial_dir}/predictions.jsonl: cannot read it ({e})") from e
+        raise GradingError(f"{path}: cannot read it ({e}); {_RERUN}") from e
+    preds: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            p = json.loads(line)
+        except ValueError as e:
+            raise GradingError(f"{path}:{n}: not a JSON line ({e}); {_RERUN}") from None
+        if not isinstance(p, dict):
+            raise GradingError(
+                f"{path}:{n}: not a prediction (a JSON {_json_kind(p)}, expected an object); "
+                f"{_RERUN}"
+            )
+        for key, types in (("index", (str, int)), ("generation", (str, type(None)))):
+            if key not in p or isinstance(p[key], bool) or not isinstance(p[key], types):
+                what = "no" if key not in p else f"a JSON {_json_kind(p[key])} as its"
+                raise GradingError(f"{path}:{n}: not a prediction ({what} {key!r}); {_RERUN}")
+        if "answer" not in p:
+            raise GradingError(f"{path}:{n}: not a prediction (no 'answer'); {_RERUN}")
+        if str(p["index"]) in seen:
+            raise GradingError(f"{path}:{n}: row {p['index']!r} appears twice; {_RERUN}")
+        seen.add(str(p["index"]))
+        preds.append(p)
+    return preds
+
+
+def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = _summary(trial_dir)
+    preds = _predictions(trial_dir / "predictions.jsonl")
     if summary.get("metric") not in (MANUAL, HUMAN_METRIC):
         raise GradingError(
             f"trial {trial_dir.name[:12]} ({summary.get('task')}) is scored automatically "
@@ -151,6 +235,12 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = list(reader.fieldnames or [])
+        twice = sorted({c for c in header if header.count(c) > 1})
+        if twice:  # a reader keeps only the last of two same-named columns
+            raise GradingError(
+                f"{path}: line 1: column(s) {', '.join(map(repr, twice))} appear more than "
+                f"once; keep one of each (expected {', '.join(COLUMNS)})"
+            )
         missing = [c for c in COLUMNS if c not in header]
         extra = [c for c in header if c not in COLUMNS]
         if missing or extra:
@@ -184,8 +274,15 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     Every problem names the CSV line and column and nothing is written: the trial must be
     known and hand-graded, every evaluated row must appear exactly once and no other, and
     every grade must be 1/0 or correct/incorrect (any case). Returns the updated summary.
+
+    The trial's MLflow run gets the grades first and the folder second, all under the
+    folder's lock (a rerun saving the same trial waits): a store that refuses the write
+    leaves the folder as it was, so disk and MLflow still agree, and importing again
+    finishes both. Only a folder that cannot be written after the store took the grades
+    leaves MLflow ahead; the error says so and importing again (or the next 'workbench run'
+    of the trial, which drops grades its folder lacks) makes them agree.
     """
-    from experiments.files import atomic_write_dir
+    from experiments.files import atomic_write_dir, check_writable, dir_lock
 
     rows = _read_csv(path)
     if not rows:
@@ -198,14 +295,68 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
         )
     trial_id = ids.pop()
     root = root or runs_dir()
-    trial_dir = root / trial_id
-    if not trial_id or not (trial_dir / "summary.json").is_file():
+    trial_dir = trial_folder(root, trial_id.lower(), f"{path}: line {rows[0][0]}, column trial_id")
+    trial_id = trial_dir.name
+    if not (trial_dir / "summary.json").is_file():
         raise GradingError(
             f"{path}: line {rows[0][0]}, column trial_id: unknown trial {trial_id!r} "
             f"(no {trial_dir}/); "
             "grade a file exported from this machine's runs/ folder"
         )
+    _grades_doc(path, rows, trial_dir)  # every check before anything is opened or written
+    tracker = None
+    if track:
+        from experiments.tracking import Tracker, TrackingError
+
+        try:
+            tracker = Tracker()
+        except TrackingError as e:
+            raise TrackingError(
+                f"{e}. No grades were written ({trial_dir} is unchanged): import again once "
+                "the store works, or add --no-track to grade on disk only"
+            ) from None
+    try:
+        check_writable([("the trial's grades", root)])
+    except WorkbenchError as e:
+        raise GradingError(f"{e}; no grades were written") from None
+    with dir_lock(trial_dir):
+        # checked again as the folder is now, with no writer in between until it is written
+        summary, doc, files = _grades_doc(path, rows, trial_dir)
+        run_id = _log_grades(tracker, summary, doc, trial_dir) if tracker is not None else None
+        try:
+            atomic_write_dir(trial_dir, files)
+        except OSError as e:
+            ahead = (
+                f"; MLflow run {run_id} has the grades, the folder not: import again once it "
+                "is writable (the next 'workbench run' of the trial would drop them from MLflow)"
+                if run_id is not None
+                else ""
+            )
+            raise GradingError(
+                f"{trial_dir}: cannot write the grades ({e.strerror or e}); the folder is "
+                f"unchanged{ahead or ': import again once it is writable'}"
+            ) from None
+    new_summary: dict[str, Any] = json.loads(files["summary.json"])
+    if run_id is not None:
+        new_summary["mlflow_run_id"] = run_id
+    return new_summary
+
+
+def _grades_doc(
+    path: Path, rows: list[tuple[int, dict[str, str]]], trial_dir: Path
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The trial's summary, grades.json and new folder contents for these CSV rows.
+
+    Raises `GradingError` naming the CSV line and column (or the trial's file) for anything
+    that does not fit; reads only.
+    """
+    trial_id = trial_dir.name
     summary, preds = _trial(trial_dir)
+    if summary["trial_id"] != trial_id:
+        raise GradingError(
+            f"{trial_dir}/summary.json: belongs to trial {summary['trial_id'][:12]!r}, not to "
+            f"the folder it is in; {_RERUN}"
+        )
     by_index = {str(p["index"]): p for p in preds}
     grades: dict[str, int] = {}
     for line, row in rows:
@@ -257,17 +408,55 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
         ],
     }
     new_summary = {**summary, "metric": HUMAN_METRIC, "score": accuracy, "graded": n}
-    files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
+    files = _folder_files(trial_dir)
     files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
     files["grades.json"] = json.dumps(doc, indent=1, ensure_ascii=False)
-    atomic_write_dir(trial_dir, files)
-    if track:
-        from experiments.tracking import Tracker
+    return summary, doc, files
 
-        run_id = Tracker().log_grades(summary["task"], trial_id, grade_metrics(doc), doc)
-        if run_id is not None:
-            new_summary["mlflow_run_id"] = run_id
-    return new_summary
+
+def _folder_files(trial_dir: Path) -> dict[str, str]:
+    """The text of every file of a trial's folder, which is about to be rewritten.
+
+    Anything else in it (a subfolder, a file the workbench does not write) stops the
+    rewrite, naming it: the swap would delete it.
+    """
+    files: dict[str, str] = {}
+    for entry in sorted(trial_dir.iterdir()):
+        if entry.name not in TRIAL_FILES or not entry.is_file() or entry.is_symlink():
+            raise GradingError(
+                f"{entry}: not a file the workbench writes in a trial folder; grading rewrites "
+                f"{trial_dir}, which would delete it: move it out and import again"
+            )
+        try:
+            files[entry.name] = entry.read_text(encoding="utf-8")
+        except (OSError, ValueError) as e:
+            raise GradingError(f"{entry}: cannot read it ({e}); {_RERUN}") from None
+    return files
+
+
+def _log_grades(
+    tracker: Any, summary: dict[str, Any], doc: dict[str, Any], trial_dir: Path
+) -> str | None:
+    """Put the grades on the trial's MLflow run; a store failure is one line naming it."""
+    from experiments.secrets import redact, safe_url
+    from experiments.tracking import TrackingError
+
+    try:
+        run_id: str | None = tracker.log_grades(
+            summary["task"], doc["trial_id"], grade_metrics(doc), doc
+        )
+    except WorkbenchError:
+        raise
+    except Exception as e:  # the store refused the write (read-only, locked, gone)
+        first = redact(str(e)).strip().splitlines()
+        reason = first[0][:300] if first else type(e).__name__
+        raise TrackingError(
+            f"cannot write the grades to the MLflow store "
+            f"{safe_url(tracker.config.tracking_uri)} ({reason}); {trial_dir} is unchanged and "
+            "the run is not marked graded: import again once the store is writable, or add "
+            "--no-track to grade on disk only"
+        ) from None
+    return run_id
 
 
 def grade_metrics(doc: dict[str, Any]) -> dict[str, float]:
@@ -280,14 +469,35 @@ def _grades_match(doc: dict[str, Any], generations: dict[str, str | None]) -> bo
     return {str(g["index"]): g["generation"] for g in doc["grades"]} == generations
 
 
+def parse_grades(text: str) -> dict[str, Any] | None:
+    """A grades.json document (as `import_grades` writes it), or None if `text` is not one.
+
+    Why: the file sits in runs/ where anything may be written over it; a rerun must not
+    crash on it, nor apply it.
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("grades"), list):
+        return None
+    if not all(isinstance(g, dict) and {"index", "generation"} <= set(g) for g in doc["grades"]):
+        return None
+    score, graded = doc.get("score"), doc.get("graded")
+    numbers = isinstance(score, (int, float)) and isinstance(graded, int)
+    if not numbers or isinstance(score, bool) or isinstance(graded, bool):
+        return None
+    return doc
+
+
 def current_grades(result: TrialResult, root: Path | None = None) -> dict[str, Any] | None:
     """The saved grades.json of `result`'s trial if they grade exactly its generations."""
     text = previous_grades((root or runs_dir()) / result.trial_id)
     if text is None or not result.complete:
         return None
-    doc: dict[str, Any] = json.loads(text)
+    doc = parse_grades(text)
     now = {str(p.index): p.generation for p in result.predictions}
-    return doc if _grades_match(doc, now) else None
+    return doc if doc is not None and _grades_match(doc, now) else None
 
 
 def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None:
@@ -297,28 +507,34 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
     one that was graded; otherwise they are dropped (returns None) and must be exported again.
     Reads the folder as it is (no completeness check: the caller decides what to save).
     """
-    from experiments.files import atomic_write_dir
+    from experiments.files import atomic_write_dir, dir_lock
 
     if previous is None:
         return None
-    doc = json.loads(previous)
-    summary = _read_json(trial_dir / "summary.json")
-    if summary.get("status") != "complete":
+    doc = parse_grades(previous)
+    if doc is None:
         return None
-    lines = (trial_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
-    now = {str(p["index"]): p["generation"] for p in map(json.loads, filter(str.strip, lines))}
-    if not _grades_match(doc, now):
-        return None
-    new_summary = {
-        **summary,
-        "metric": HUMAN_METRIC,
-        "score": doc["score"],
-        "graded": doc["graded"],
-    }
-    files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
-    files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
-    files["grades.json"] = previous
-    atomic_write_dir(trial_dir, files)
+    with dir_lock(trial_dir):
+        summary = _read_json(trial_dir / "summary.json")
+        if not isinstance(summary, dict) or summary.get("status") != "complete":
+            return None
+        try:
+            preds = _predictions(trial_dir / "predictions.jsonl")
+        except GradingError:
+            return None
+        now = {str(p["index"]): p["generation"] for p in preds}
+        if not _grades_match(doc, now):
+            return None
+        new_summary = {
+            **summary,
+            "metric": HUMAN_METRIC,
+            "score": doc["score"],
+            "graded": doc["graded"],
+        }
+        files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
+        files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
+        files["grades.json"] = previous
+        atomic_write_dir(trial_dir, files)
     return new_summary
 
 
@@ -328,39 +544,56 @@ def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
     Returns the folder of the saved predictions and the summary to show. When the generations
     changed since they were graded, the grades are dropped and `grades_dropped` says so. An
     unfinished rerun of a complete trial never replaces it (`runner.save_result`): the attempt
-    is saved beside it and `grades_kept` (a graded trial) or `trial_kept` says so.
+    is saved beside it and `grades_kept` (a graded trial) or `trial_kept` says so. The
+    folder's lock is held throughout, so a grade import cannot land between the save and
+    the carrying over of the grades (and be lost).
     """
+    from experiments.files import atomic_write_dir, dir_lock
+
     trial_dir = runs_dir() / result.trial_id
-    previous = previous_grades(trial_dir) if result.metric == MANUAL else None
-    saved = save_result(result)
-    summary = result.summary()
-    if saved.kept is not None:
-        if previous is None:
-            summary["trial_kept"] = saved.kept_note(result)
-        else:
-            summary["grades_kept"] = saved.kept_note(result, "graded trial", "its grades and score")
-        return saved.folder, summary
-    if previous is not None:
-        carried = carry_grades(saved.folder, previous)
-        if carried is None:
+    with dir_lock(trial_dir):
+        previous = previous_grades(trial_dir) if result.metric == MANUAL else None
+        saved = save_result(result)
+        summary = result.summary()
+        if saved.kept is not None:
+            if previous is None:
+                summary["trial_kept"] = saved.kept_note(result)
+            else:
+                summary["grades_kept"] = saved.kept_note(
+                    result, "graded trial", "its grades and score"
+                )
+            return saved.folder, summary
+        if previous is not None and parse_grades(previous) is None:
+            # not grades (written over by hand?): put back as it was, never applied
+            files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir()}
+            atomic_write_dir(trial_dir, {**files, "grades.json": previous})
             summary["grades_dropped"] = (
-                f"the generations of trial {result.trial_id[:12]} changed since they were "
-                "graded; its grades were dropped: export and grade it again"
+                f"{trial_dir / 'grades.json'} is not a grades file written by 'workbench grade "
+                "import'; it was kept as it was and not applied: export and grade the trial again"
             )
-        else:
-            summary.update(carried)
+        elif previous is not None:
+            carried = carry_grades(saved.folder, previous)
+            if carried is None:
+                summary["grades_dropped"] = (
+                    f"the generations of trial {result.trial_id[:12]} changed since they were "
+                    "graded; its grades were dropped: export and grade it again"
+                )
+            else:
+                summary.update(carried)
     return saved.folder, summary
 
 
 def previous_grades(trial_dir: Path) -> str | None:
     """The grades.json text of a trial folder, if it was graded."""
     p = trial_dir / "grades.json"
-    return p.read_text(encoding="utf-8") if p.is_file() else None
+    return p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
 
 
 __all__ = [
     "COLUMNS",
     "HUMAN_METRIC",
+    "TRIAL_FILES",
+    "TRIAL_ID",
     "GradingError",
     "carry_grades",
     "csv_cell",
@@ -370,6 +603,8 @@ __all__ = [
     "find_trial",
     "grade_metrics",
     "import_grades",
+    "parse_grades",
     "previous_grades",
     "save_keeping_grades",
+    "trial_folder",
 ]

@@ -19,10 +19,16 @@ default; a PostgreSQL URL lets several processes share one study.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import re
+import signal
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -48,6 +54,17 @@ SPLIT_ATTR = "heldout_indices"
 EVALUATION_ATTR = "evaluation"
 FAILURE_ATTR = "failure"
 CALLS_ATTR = "model_calls"
+WORKER_ATTR = "worker"  # host, pid and process start of the process running the trial
+INTERRUPTED = "interrupted"  # FAILURE_ATTR of a trial whose process was stopped mid-way
+# A RUNNING trial or child run that carries no worker (made by code before WORKER_ATTR, or a
+# process killed in the instant between creating it and naming itself) is left to its
+# process for this long before it counts as abandoned.
+STALE_AFTER = 600.0
+# parent run id -> when this process began logging a trial's child run under it (until done)
+_LOGGING: dict[str, float] = {}
+# Study names follow the rule of sweep names (`sweeps._NAME`): one name, no path. It names
+# the study's MLflow experiment and its artifact folder.
+_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 PRUNERS = ("wilcoxon", "median", "none")
 DEFAULT_PRUNER = "wilcoxon"
 # WilcoxonPruner: prune once a one-sided signed-rank test says the trial is worse than the
@@ -68,6 +85,28 @@ class IncompleteEvaluation(WorkbenchError):
     """The held-out evaluation has failed rows: no verdict is given. Rerunning retries them."""
 
     exit_code = 1
+
+
+class StudyInterrupted(WorkbenchError):
+    """SIGTERM or Ctrl-C stopped the study; it was left resumable (see `optimize`).
+
+    The exit code is the shell's for the signal (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + int(signum)
+
+
+def check_study_name(name: str) -> str:
+    """`name` if it may name a study, else a one-line error (it becomes a folder name)."""
+    if not _STUDY_NAME.fullmatch(name) or ".." in name:
+        raise WorkbenchError(
+            f"--study {name!r} must be letters, digits, '_', '-' or '.', starting with a "
+            "letter or digit, at most 100 characters (it names an MLflow experiment and its "
+            "artifact folder)"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -240,6 +279,10 @@ class OptimizeConfig:
     n_resamples: int = 10_000
     scoring: Scoring = "generate"
 
+    def __post_init__(self) -> None:
+        if self.study_name is not None:  # refused before a model or store is opened
+            check_study_name(self.study_name)
+
 
 def checkpoints(cfg: OptimizeConfig, n_rows: int) -> int:
     """How many batches dev is evaluated in: the pruner is asked after each one."""
@@ -269,7 +312,9 @@ def _pruner(cfg: OptimizeConfig) -> Any:
 
 
 def _study_name(cfg: OptimizeConfig) -> str:
-    return cfg.study_name or f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
+    if cfg.study_name is not None:
+        return check_study_name(cfg.study_name)
+    return f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
 
 
 def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
@@ -480,14 +525,60 @@ def optimize(
     rows = {r["index"]: r for r in task.rows(cfg.split)}
     heldout_rows = [rows[i] for i in split.heldout]
 
+    with _signals_interrupt() as guard:
+        try:
+            return _optimize(
+                cfg, catalog, lm, tracker, cache, progress, task, split, dev, space, rows,
+                heldout_rows, guard,
+            )  # fmt: skip
+        except BaseException as e:
+            # a signal may surface as another error (Optuna's own bookkeeping, interrupted
+            # mid-way, raises UnboundLocalError): whatever ends the study after one is the
+            # interrupt
+            if not isinstance(e, KeyboardInterrupt) and not guard.received:
+                raise
+            signum = guard.received[-1] if guard.received else signal.SIGINT
+            raise StudyInterrupted(
+                f"study {_study_name(cfg)!r} interrupted ({signal.Signals(signum).name}); its "
+                "finished trials are kept and the one running is marked FAIL. Rerun the same "
+                "command to resume: answered calls come from the response cache",
+                signum,
+            ) from None
+
+
+def _optimize(
+    cfg: OptimizeConfig,
+    catalog: Catalog,
+    lm: Any,
+    tracker: Any,
+    cache: Any,
+    progress: StepProgress | None,
+    task: Task,
+    split: DevHeldout,
+    dev: list[str],
+    space: SearchSpace,
+    rows: dict[str, dict[str, str]],
+    heldout_rows: list[dict[str, str]],
+    guard: _Interrupts,
+) -> OptimizeReport:
+    """`optimize` once the split is made; an interrupt leaves the study resumable.
+
+    On SIGTERM or Ctrl-C the trial this process was running is marked FAIL in Optuna (it
+    counts as no result: `n_trials` more are run by the next invocation as by this one) and
+    its unfinished MLflow child run is deleted, as a sweep's claim deletes a killed trial's
+    run; the parent run ends FAILED and `StudyInterrupted` says how to resume. A process
+    killed outright (SIGKILL) is cleaned up the same way by the next invocation.
+    """
     parent = _study_parent(cfg, tracker, _study_key(cfg))
     ok = False
+    study: Any = None
     try:
         if cfg.method == "optuna":
             study = _open_study(cfg, space, tracker, split, dev, _setup(cfg, lm, task, dev))
+            _clean_up(study, tracker, parent, mine=False)  # what killed workers left behind
             with heldout_guard(cfg.task, heldout_rows):
                 calls = _run_optuna(
-                    cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress
+                    cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress, guard
                 )
             states = [t.state.name for t in study.trials]
             n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
@@ -537,6 +628,11 @@ def optimize(
         report = _verdict(cfg, catalog, lm, tracker, parent, task, split, rows, dev, cache,
                           best_variant, dev_score, best_params)  # fmt: skip
         ok = True
+    except BaseException:
+        guard.critical = False  # a second signal may stop the clean-up (the next run does it)
+        if study is not None:
+            _clean_up(study, tracker, parent, mine=True)
+        raise
     finally:
         tracker.finish(parent, ok)
     return OptimizeReport(
@@ -679,6 +775,7 @@ def _run_optuna(
     dev: list[str],
     cache: Any,
     progress: StepProgress | None = None,
+    guard: _Interrupts | None = None,
 ) -> int:
     """Run this worker's trials; returns the model calls they made (cache hits apart).
 
@@ -698,7 +795,21 @@ def _run_optuna(
     n_checks = checkpoints(cfg, len(dev))
     total_calls = 0
 
+    guard = guard or _Interrupts()
+
     def objective(trial: optuna.Trial) -> float:
+        trial.set_user_attr(WORKER_ATTR, _worker())  # a later run can tell it was abandoned
+        try:
+            guard.open()  # a signal that came while Optuna wrote is raised here
+            return evaluate(trial)
+        except KeyboardInterrupt:  # Optuna records FAIL; say why, and `_clean_up` its run
+            with contextlib.suppress(Exception):
+                trial.set_user_attr(FAILURE_ATTR, INTERRUPTED)
+            raise
+        finally:
+            guard.critical = True  # Optuna now records the trial's state: not torn mid-way
+
+    def evaluate(trial: optuna.Trial) -> float:
         nonlocal total_calls
         params = {
             "instruction": trial.suggest_categorical("instruction", space.instruction),
@@ -773,8 +884,175 @@ def _run_optuna(
 
     if progress:
         progress(0, cfg.n_trials, "searching")
-    study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,), callbacks=[tell])
+    guard.critical = True  # Optuna's ask/tell between trials; only evaluation is interrupted
+    try:
+        study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,), callbacks=[tell])
+    finally:
+        guard.critical = False
+    guard.open()  # a signal during the last trial's bookkeeping ends the study here
     return total_calls
+
+
+class _Interrupts:
+    """The signals `_signals_interrupt` took, and whether one may interrupt right now.
+
+    While `critical` (Optuna writing a trial's state between evaluations), a signal is only
+    noted and `open()` raises it once that is done, so a trial is never left half-told.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.critical = False
+        self.pending = False
+
+    def signalled(self, signum: int) -> None:
+        self.received.append(signum)
+        if self.critical:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    def open(self) -> None:
+        """Leave the critical section, raising a signal noted in it."""
+        self.critical = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[_Interrupts]:
+    """Within: SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the study is cleaned up.
+
+    Without it SIGTERM ends the process at once: the running Optuna trial stays RUNNING and
+    its half-logged MLflow run keeps a score. Only in the main thread (the only one Python
+    delivers signals to), and only where the signal still has its default handler.
+    """
+    guard = _Interrupts()
+    if threading.current_thread() is not threading.main_thread():
+        yield guard
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        guard.signalled(signum)
+
+    defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+    previous = {sig: signal.getsignal(sig) for sig in defaults}
+    mine = [sig for sig, default in defaults.items() if previous[sig] is default]
+    for sig in mine:
+        signal.signal(sig, interrupt)
+    try:
+        yield guard
+    finally:
+        for sig in mine:
+            signal.signal(sig, previous[sig])
+
+
+def _process_start(pid: int) -> str | None:
+    """When process `pid` started (Linux: clock ticks since boot), to tell a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _pid_namespace() -> str | None:
+    """Which pid namespace this process sees (containers on one host share its name)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _worker() -> dict[str, Any]:
+    """This process, as recorded on the trials it runs."""
+    return {
+        "host": socket.gethostname(),
+        "pids": _pid_namespace(),
+        "pid": os.getpid(),
+        "start": _process_start(os.getpid()),
+    }
+
+
+def _abandoned(trial: Any, mine: bool) -> bool:
+    """A RUNNING trial that no live process will finish.
+
+    With `mine`: a trial of this process (an interrupt stopped it). Otherwise: a trial of
+    a process on this host and pid namespace that is gone (or whose pid now names another
+    process), or one with no worker recorded that has run for over STALE_AFTER. A trial of
+    another host or container is left alone: its process cannot be checked from here.
+    """
+    worker = trial.user_attrs.get(WORKER_ATTR)
+    if not isinstance(worker, dict):
+        if mine:
+            return False
+        started = trial.datetime_start.timestamp() if trial.datetime_start else time.time()
+        return time.time() - started > STALE_AFTER
+    me = _worker()
+    if worker.get("host") != me["host"] or worker.get("pids") != me["pids"]:
+        return False  # another machine or container: its pids mean nothing here
+    if mine:
+        return bool(worker.get("pid") == me["pid"] and worker.get("start") == me["start"])
+    pid = worker.get("pid")
+    if not isinstance(pid, int) or (pid == me["pid"] and worker.get("start") == me["start"]):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass  # alive, another user's
+    return _process_start(pid) != worker.get("start")
+
+
+def _clean_up(study: Any, tracker: Any, parent: str, mine: bool) -> None:
+    """Leave the study as if the abandoned trials had failed before logging anything.
+
+    Abandoned RUNNING trials (`_abandoned`) are marked FAIL with FAILURE_ATTR
+    "interrupted"; the MLflow child runs of interrupted trials are deleted (a FINISHED one
+    too: its trial counts as no result), as are unfinished child runs whose trial has ended
+    and unfinished ones naming no trial that are older than STALE_AFTER. Best effort: a
+    store that fails here is cleaned up by the next invocation.
+    """
+    from optuna.trial import Trial, TrialState
+
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if _abandoned(t, mine):
+            with contextlib.suppress(Exception):  # a peer may be failing it too
+                Trial(study, t._trial_id).set_user_attr(FAILURE_ATTR, INTERRUPTED)
+                study.tell(t.number, state=TrialState.FAIL)
+    client = getattr(tracker, "client", None)
+    if client is None:  # not tracked in MLflow
+        return
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    try:
+        exp = client.get_run(parent).info.experiment_id
+        children = client.search_runs(
+            [exp], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'", max_results=50_000
+        )
+        for run in children:
+            number = run.data.params.get("optuna.trial")
+            trial = trials.get(int(number)) if number and number.isdigit() else None
+            unfinished = run.info.status not in ("FINISHED", "FAILED")
+            if trial is None:  # killed before it named its trial (or not a trial's run)
+                started = run.info.start_time / 1000
+                ours = mine and started >= _LOGGING.get(parent, float("inf")) - 1.0
+                doomed = (
+                    unfinished and number is None and (ours or time.time() - started > STALE_AFTER)
+                )
+            elif trial.state == TrialState.FAIL:
+                doomed = unfinished or trial.user_attrs.get(FAILURE_ATTR) == INTERRUPTED
+            else:
+                doomed = unfinished and trial.state != TrialState.RUNNING
+            if doomed:
+                client.delete_run(run.info.run_id)
+    except Exception as e:  # the store went away: the next invocation cleans up
+        log.warning("could not clean up the study's MLflow runs: %s", redact(str(e))[:200])
+    finally:
+        if mine:
+            _LOGGING.pop(parent, None)
 
 
 def _log(
@@ -789,6 +1067,7 @@ def _log(
 ) -> None:
     compiled = compile_prompt(variant, task, result.spec.split)
     rows = {r["index"]: r for r in task.rows(result.spec.split)}
+    _LOGGING[parent] = time.time()  # a run created from now on, naming no trial yet, is ours
     tracker.log_trial(
         parent,
         result,
@@ -803,6 +1082,7 @@ def _log(
         },
         source=str(task.files.split_path(result.spec.split)),
     )
+    _LOGGING.pop(parent, None)
 
 
 def _evaluate(

@@ -9,6 +9,7 @@ prompts are missing instead of inventing them.
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import shutil
 import tarfile
@@ -121,6 +122,7 @@ def read_tsv(path: Path) -> Table:
                     "header (line 1); rename or remove the duplicate columns"
                 )
             rows: list[dict[str, str]] = []
+            lines: list[int] = []  # each row's first file line, for messages
             start = reader.line_num + 1
             try:
                 for record in reader:
@@ -134,6 +136,7 @@ def read_tsv(path: Path) -> Table:
                             "that file"
                         )
                     rows.append(dict(zip(header, record, strict=True)))
+                    lines.append(line)
             except csv.Error as e:
                 raise DataError(
                     f"{path}: not a valid LegalBench TSV (line {start}: {e}; is a quote opened "
@@ -150,10 +153,47 @@ def read_tsv(path: Path) -> Table:
             "splits need one — if the file labels it 'label', rename that column to 'answer'"
         )
     columns = tuple(header)
-    if "index" not in columns:
+    if "index" in columns:
+        _refuse_repeated_ids(path, rows, lines)
+    else:
         columns = ("index", *columns)
         rows = [{"index": str(i), **r} for i, r in enumerate(rows)]
     return Table(path, columns, tuple(rows))
+
+
+#: How many repeated index values an error message lists before "and N more".
+_SHOWN_REPEATS = 3
+
+
+def _refuse_repeated_ids(path: Path, rows: list[dict[str, str]], lines: list[int]) -> None:
+    """Raise a DataError naming the file and the index values that occur more than once.
+
+    Rows are identified by `index` everywhere (demonstrations, leakage checks, a sweep's
+    common rows, trial results), so two rows sharing one were silently collapsed into one:
+    trials lost rows, a sweep named an arm twice, `optimize` saw a false leak. A set of the ids
+    first, so a 100k-row split is checked in milliseconds; lines are found only on failure.
+    """
+    if len({r["index"] for r in rows}) == len(rows):
+        return
+    first: dict[str, int] = {}
+    repeats: dict[str, list[int]] = {}
+    for row, line in zip(rows, lines, strict=True):
+        i = row["index"]
+        if i in first:
+            repeats.setdefault(i, [first[i]]).append(line)
+        else:
+            first[i] = line
+    shown = [
+        f"index {i!r} on lines {', '.join(map(str, at[:-1]))} and {at[-1]}"
+        for i, at in itertools.islice(repeats.items(), _SHOWN_REPEATS)
+    ]
+    more = len(repeats) - len(shown)
+    listed = "; ".join(shown) + (f"; and {more} more" if more else "")
+    raise DataError(
+        f"{path}: {len(repeats)} index value{'s' if len(repeats) > 1 else ''} "
+        f"repeat{'' if len(repeats) > 1 else 's'} ({listed}); each row needs its own index: "
+        "remove the repeated rows or renumber the index column, then rerun"
+    )
 
 
 @dataclass(frozen=True)

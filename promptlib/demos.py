@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -22,18 +23,47 @@ from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
 Row = dict[str, str]
 
 
+Pool = tuple[tuple[DemoRef, Row], ...]
+
+# Per task: each pool's candidates, and each split's rows by index. A task's rows never change
+# once read, and building these is linear with a large constant (a DemoRef per row): done for
+# every variant, it made planning a 100k-row split take seconds (issue 19, defect 6).
+_POOLS: WeakKeyDictionary[Task, dict[str, Pool]] = WeakKeyDictionary()
+_BY_INDEX: WeakKeyDictionary[Task, dict[str, dict[str, Row]]] = WeakKeyDictionary()
+# Per task: each (pool, k, seed, balanced) draw's rows (`bind` runs for every compile).
+_DRAWS: WeakKeyDictionary[Task, dict[tuple[str, int, int, bool], tuple[DemoRef, ...]]] = (
+    WeakKeyDictionary()
+)
+
+
+def _pool_splits(task: Task, pool: str) -> tuple[str, ...]:
+    if pool == "train":
+        return ("train",)
+    if not task.has_split("test"):
+        raise VariantError(
+            f"pool=train+test needs a test split, which task {task.name!r} lacks here; "
+            "use pool=train"
+        )
+    return ("train", "test")
+
+
 def pool_rows(task: Task, pool: str) -> list[tuple[DemoRef, Row]]:
     """The candidate rows, in a fixed order (train then test, file order)."""
-    splits = ("train",) if pool == "train" else ("train", "test")
-    out: list[tuple[DemoRef, Row]] = []
-    for split in splits:
-        if split == "test" and not task.has_split("test"):
-            raise VariantError(
-                f"pool=train+test needs a test split, which task {task.name!r} lacks here; "
-                "use pool=train"
-            )
-        out.extend((DemoRef(split, r["index"]), r) for r in task.rows(split))
-    return out
+    splits = _pool_splits(task, pool)
+    cached = _POOLS.setdefault(task, {})
+    if pool not in cached:
+        cached[pool] = tuple(
+            (DemoRef(split, r["index"]), r) for split in splits for r in task.rows(split)
+        )
+    return list(cached[pool])
+
+
+def _row_by_index(task: Task, split: str) -> dict[str, Row]:
+    """A split's rows by `index` (unique: `read_tsv` refuses repeats)."""
+    cached = _BY_INDEX.setdefault(task, {})
+    if split not in cached:
+        cached[split] = {r["index"]: r for r in task.rows(split)}
+    return cached[split]
 
 
 def sample_demos(
@@ -95,14 +125,18 @@ def bind(variant: PromptVariant, task: Task) -> PromptVariant:
     if variant.demo_rows is not None:
         return variant.bound(task.name, variant.demo_rows)
     assert variant.k is not None and variant.seed is not None
-    rows = sample_demos(
-        pool_rows(task, variant.pool),
-        variant.k,
-        variant.seed,
-        balanced=task.spec.task_type in ("binary", "multi-class"),
-        what=f"task {task.name!r}",
-    )
-    return variant.bound(task.name, rows)
+    balanced = task.spec.task_type in ("binary", "multi-class")
+    draw = (variant.pool, variant.k, variant.seed, balanced)
+    drawn = _DRAWS.setdefault(task, {})
+    if draw not in drawn:  # the same draw every time: seeded, and the rows never change
+        drawn[draw] = sample_demos(
+            pool_rows(task, variant.pool),
+            variant.k,
+            variant.seed,
+            balanced=balanced,
+            what=f"task {task.name!r}",
+        )
+    return variant.bound(task.name, drawn[draw])
 
 
 def demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
@@ -116,13 +150,18 @@ def demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
     bound = bind(variant, task)
     assert bound.demo_rows is not None
     pool = "train+test" if variant.demos == "rows" and task.has_split("test") else variant.pool
-    lookup: dict[DemoRef, Row] = dict(pool_rows(task, pool))
-    missing = [r for r in bound.demo_rows if r not in lookup]
+    splits = _pool_splits(task, pool)
+    found: dict[DemoRef, Row] = {}
+    for ref in bound.demo_rows:
+        row = _row_by_index(task, ref.split).get(ref.index) if ref.split in splits else None
+        if row is not None:
+            found[ref] = row
+    missing = [r for r in bound.demo_rows if r not in found]
     if missing:
         raise VariantError(
             f"task {task.name!r}: demonstration rows {missing[:3]} do not exist in its data"
         )
-    return tuple(Demo.of(lookup[ref], lookup[ref]["answer"]) for ref in bound.demo_rows)
+    return tuple(Demo.of(found[ref], found[ref]["answer"]) for ref in bound.demo_rows)
 
 
 def _file_demos(task: Task, filename: str) -> tuple[Demo, ...]:

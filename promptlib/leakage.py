@@ -23,6 +23,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from weakref import WeakKeyDictionary
 
 from promptlib.demos import Row, bind, demonstrations
 from promptlib.errors import LeakageError
@@ -75,14 +76,36 @@ def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[lis
     taken = {r.index for r in (bound.demo_rows or ()) if r.split == split}
     cols = query_columns(bound, task)
     keys = {content_key(d.values, cols) for d in demonstrations(bound, task)}
+    if not taken and not keys:  # zero-shot: every row is kept
+        return rows, []
+    row_keys = _content_keys(task, split, cols) if keys else None
     kept: list[Row] = []
     excluded: list[str] = []
-    for row in rows:
-        if row["index"] in taken or content_key(row, cols) in keys:
+    for n, row in enumerate(rows):
+        if row["index"] in taken or (row_keys is not None and row_keys[n] in keys):
             excluded.append(row["index"])
         else:
             kept.append(row)
     return kept, excluded
+
+
+# Per task: (the split's rows, their content keys) by (split, columns). Variants that show the
+# same columns share them: computed once per split instead of once per variant (issue 19).
+_KEYS: WeakKeyDictionary[
+    Task, dict[tuple[str, tuple[str, ...]], tuple[tuple[Row, ...], list[ContentKey]]]
+] = WeakKeyDictionary()
+
+
+def _content_keys(task: Task, split: str, cols: Sequence[str]) -> list[ContentKey]:
+    """`content_key(row, cols)` for every row of the split, in file order (memoised)."""
+    table_rows = task.table(split).rows
+    cached = _KEYS.setdefault(task, {})
+    hit = cached.get((split, tuple(cols)))
+    if hit is not None and hit[0] is table_rows:
+        return hit[1]
+    keys = [content_key(r, cols) for r in table_rows]
+    cached[(split, tuple(cols))] = (table_rows, keys)
+    return keys
 
 
 def check_no_leak(

@@ -378,7 +378,8 @@ class Task:
         """
         found = _LabelSet()
         for split, table in splits:
-            for answer in table.column("answer"):
+            # each distinct answer once, in file order: adding one twice changes nothing
+            for answer in dict.fromkeys(table.column("answer")):
                 for part in _parts(answer, multi_label):
                     found.add(part, f"{split}.tsv")
 

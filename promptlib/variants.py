@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-import yaml
-
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
 
@@ -241,12 +239,12 @@ _SPEC_KEYS = (
 
 def _read_text_file(path: str, key: str) -> str:
     """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
+    # the workbench's one YAML loader (no aliases, bounded depth); imported here, not at the
+    # top, so importing promptlib does not import experiments
+    from experiments.yamlsafe import safe_yaml_load
+
     p = Path(path).expanduser()
-    try:
-        doc = yaml.safe_load(read_text(p, f"{key}: file", VariantError))
-    except yaml.YAMLError as e:
-        detail = " ".join(str(e).split())  # PyYAML's messages span lines
-        raise VariantError(f"{p}: malformed YAML ({detail}); fix that file") from e
+    doc = safe_yaml_load(read_text(p, f"{key}: file", VariantError), str(p), VariantError)
     if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
         raise VariantError(f"{p}: expected a YAML mapping with a string field 'text'")
     text: str = doc["text"]
@@ -333,6 +331,55 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 REPORT_FIELD = "best_variant_json"
 
 
+# How deep a variant file's JSON may nest. A variant needs 3 levels (demo_rows: a list of
+# pairs), an optimize report a few more; far deeper is not a saved variant, and parsing it
+# would exhaust Python's stack (RecursionError) instead of saying so.
+MAX_JSON_DEPTH = 32
+
+
+def _json_depth_over(text: str, limit: int) -> int | None:
+    """The 1-based line where `text`'s brackets first nest deeper than `limit`, else None.
+
+    A plain scan (strings and escapes skipped), so it cannot itself recurse.
+    """
+    depth, line, in_string, escaped = 0, 1, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def _loads(text: str, where: str) -> Any:
+    """`json.loads`, refusing JSON nested deeper than MAX_JSON_DEPTH in one clear line."""
+    line = _json_depth_over(text, MAX_JSON_DEPTH)
+    if line is not None:
+        raise VariantFileError(
+            f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels (line {line}); a saved "
+            "variant nests 3: expected the canonical JSON of a variant or an optimize report"
+        )
+    try:
+        return json.loads(text)
+    except RecursionError:  # deeper than the stack allows, whatever the scan said
+        raise VariantFileError(
+            f"{where}: JSON nested too deeply to read; expected the canonical JSON of a variant"
+        ) from None
+
+
 def variant_from_saved(doc: object, where: str = "variant") -> PromptVariant:
     """A variant from parsed JSON: its canonical form, or an optimize report holding one.
 
@@ -344,12 +391,19 @@ def variant_from_saved(doc: object, where: str = "variant") -> PromptVariant:
         inner = doc[REPORT_FIELD]
         if isinstance(inner, str):
             try:
-                inner = json.loads(inner)
+                inner = _loads(inner, f"{where} ({REPORT_FIELD})")
             except json.JSONDecodeError as e:
                 raise VariantFileError(
                     f"{where}: {REPORT_FIELD} is not valid JSON ({e.msg} at line {e.lineno} "
                     f"column {e.colno})"
                 ) from None
+        if isinstance(inner, dict) and REPORT_FIELD in inner:
+            # a report inside a report, and so on, is not what optimize writes (and would
+            # recurse once per level)
+            raise VariantFileError(
+                f"{where}: {REPORT_FIELD} holds another report's {REPORT_FIELD}; expected the "
+                "canonical JSON of the winning variant itself"
+            )
         return variant_from_saved(inner, f"{where} ({REPORT_FIELD})")
     shape = (
         "the canonical JSON of a variant (PromptVariant.canonical_json()) or a "
@@ -390,7 +444,7 @@ def load_variant_file(path: str | Path) -> PromptVariant:
     p = Path(path).expanduser()
     text = read_text(p, "variant file", VariantFileError)
     try:
-        doc = json.loads(text)
+        doc = _loads(text, f"variant file {p}")
     except json.JSONDecodeError as e:
         raise VariantFileError(
             f"variant file {p} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
