@@ -409,8 +409,8 @@ def variance_share_figure(report: Mapping[str, Any]) -> Any:
     top = max([hi for m in models for _, hi in shares[m]["ci"].values()] or [1.0])
     ax.set_xlim(0, min(1.0, top + 0.12))
     ax.set_xlabel(
-        "share of the variance of per-row correctness\n"
-        "(95% recentred percentile bootstrap interval)"
+        "share of the variance of per-row correctness (variance components)\n"
+        "(95% cluster-bootstrap interval; method per factor in variance_shares.json)"
     )
     ax.set_ylabel("factor")
     title = "What moves per-row correctness: task, item, prompt axes"

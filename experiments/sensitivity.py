@@ -5,16 +5,23 @@ Pure functions over the sweep's trials (one per task, model and variant; a varia
 JSON-able document with, for a sweep that has at least two variants of a (task, model):
 
 - per (task, model): spread (max - min of the task's official metric over the variants, with
-  the range permutation test's p-value from `experiments.stats`), MaxP, AvgP (Mizrahi et al.),
-  PromptSensiScore (ProSA: per row, the mean over variant pairs of |correct_i - correct_j|,
-  averaged over rows) and the share of rows whose correctness depends on the prompt; each with
-  a percentile bootstrap CI over rows (all variants of a row resampled together, stratified by
-  answer class for balanced accuracy as `stats.bootstrap_ci` does);
+  the range permutation test's p-value: the very test `experiments.compare.best_vs_worst`
+  runs, same variant order, inputs, seed and clusters, so one report has one p-value for
+  it), MaxP, AvgP (Mizrahi et al.), PromptSensiScore (ProSA: per row, the mean over variant
+  pairs of |correct_i - correct_j|, averaged over rows) and the share of rows whose
+  correctness depends on the prompt; rows and clusters of identical prompts; each with a 95%
+  interval from a cluster bootstrap (clusters of rows some variant gave the same prompt,
+  `experiments.clusters.by_prompts`, resampled whole, all variants together, stratified by
+  answer class for balanced accuracy), by the method `CI_METHODS` names, flagged
+  ``ci_unreliable`` where its coverage measured by benchmarks/sensitivity_coverage.py
+  (`CI_COVERAGE`) is below 0.93 or the design lies outside the measured grid;
 - per model, the variance of per-row correctness split into task, row (within task), each
-  axis, axis x task, axis x axis, and residual (row x prompt) shares, summing to 1, each with a
-  cluster-bootstrap CI over rows (see `variance_shares`);
+  axis, axis x task, axis x axis, and residual (row x prompt) variance components, each
+  factor's sum of squares less the row x prompt noise it carries (`variance_shares`),
+  shares summing to 1, each with a cluster-bootstrap interval flagged from the same table;
 - per model and axis contrast, a random-effects meta-analysis across tasks of the per-task
-  paired effect, with the paper's paired t-test beside it;
+  paired effect, with the paper's paired t-test beside it (a task whose effect has zero
+  bootstrap variance is kept, its variance floored, with a note);
 - with two or more models, rank stability (Kendall tau between model rankings under each pair
   of variants, and how often the best model changes with the prompt).
 
@@ -33,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments import stats
+from experiments.clusters import by_prompts
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -83,6 +91,9 @@ class Trial:
     score: float | None = None
     status: str = "complete"
     axes: dict[str, str] = field(default_factory=dict)
+    # the hash of each row's rendered prompt (a sweep outcome's `prompt_hashes`); empty (old
+    # runs): every row is its own cluster
+    prompt_hashes: Sequence[str | None] = ()
 
 
 def parse_axes(variant: str) -> dict[str, str]:
@@ -112,6 +123,7 @@ def as_trials(outcomes: Iterable[Any]) -> list[Trial]:
                 complete=complete, indices=list(o.indices), answers=list(o.answers),
                 generations=list(o.generations), correct=list(o.correct), score=o.score,
                 status=o.status, axes=parse_axes(o.variant),
+                prompt_hashes=list(getattr(o, "prompt_hashes", None) or []),
             )
         )  # fmt: skip
     return out
@@ -133,16 +145,40 @@ class Group:
     correct: NDArray[np.float64]  # (rows, variants) 0/1
     scores: tuple[float, ...]  # the trials' official scores
     notes: tuple[str, ...] = ()  # rows dropped to align the variants
+    # cluster id per aligned row (`experiments.clusters.by_prompts` over the variants' prompt
+    # hashes); None: every row its own cluster
+    clusters: NDArray[np.intp] | None = None
+    cluster_how: str = "rows"
+    # the variants in the order they were given (the sweep's plan order): the range test
+    # takes them in that order, as `experiments.compare.best_vs_worst` does
+    given_order: tuple[str, ...] = ()
+
+    def cluster_ids(self) -> NDArray[np.intp]:
+        """Cluster id per row, 0..C-1 (every row its own cluster when none were recorded)."""
+        if self.clusters is None:
+            return np.arange(len(self.indices), dtype=np.intp)
+        return self.clusters
+
+    @property
+    def n_clusters(self) -> int:
+        ids = self.cluster_ids()
+        return int(ids.max()) + 1 if len(ids) else 0
 
 
 def _row_order(index: str) -> tuple[int, int, str]:
     return (0, int(index), "") if index.isdigit() else (1, 0, index)
 
 
-def _group(trials: Sequence[Trial]) -> Group:
+def _group(
+    trials: Sequence[Trial], cluster_by: str = "prompt", column: dict[str, str] | None = None
+) -> Group:
     """Align a (task, model)'s variants on their common rows. Each trial's own score is first
     checked against its generations on all its rows; variants scored on different rows are
-    restricted to the common rows with a note saying how many rows each lost."""
+    restricted to the common rows with a note saying how many rows each lost. Rows are
+    clustered by the variants' prompt hashes (`experiments.clusters.by_prompts`): rows that
+    some variant gave the same prompt cannot vary apart, so every resample takes them
+    together."""
+    given = tuple(dict.fromkeys(t.variant for t in trials))
     trials = sorted(trials, key=lambda t: t.variant)
     first = trials[0]
     common = set(first.indices)
@@ -174,12 +210,25 @@ def _group(trials: Sequence[Trial]) -> Group:
         )  # fmt: skip
     gens, corr = [], []
     answers: tuple[str, ...] = ()
+    hashes: list[list[str | None]] = []
     for t in trials:
         pos = {idx: j for j, idx in enumerate(t.indices)}
         gens.append(tuple(str(t.generations[pos[i]]) for i in indices))
         corr.append([1.0 if t.correct[pos[i]] else 0.0 for i in indices])
         if not answers:
             answers = tuple(str(t.answers[pos[i]]) for i in indices)
+        if t.prompt_hashes:  # as `compare.clustering`: a row without a hash links nothing
+            by_index = dict(zip(t.indices, t.prompt_hashes, strict=False))
+            hashes.append([by_index.get(i) or None for i in indices])
+    clustering = by_prompts(hashes) if hashes and indices else None
+    # the sweep's cluster_by, exactly as `compare.clustering` applies it
+    if cluster_by == "rows":
+        clustering = None
+    elif cluster_by.startswith("column:") and indices:
+        from experiments.clusters import by_column, singletons, union
+
+        by_col = by_column([(column or {}).get(i, "") for i in indices], cluster_by[7:])
+        clustering = union(by_col, clustering or singletons(len(indices)))
     metrics = {t.metric for t in trials}
     if len(metrics) != 1:
         raise ValueError(f"{first.task} ({first.model}): variants scored with {sorted(metrics)}")
@@ -198,6 +247,9 @@ def _group(trials: Sequence[Trial]) -> Group:
         if all(len(t.indices) == len(indices) for t in trials)
         else (),
         notes=notes,
+        clusters=None if clustering is None else clustering.ids,
+        cluster_how="rows" if clustering is None else clustering.how,
+        given_order=given,
     )
 
 
@@ -209,8 +261,52 @@ def _strata(group: Group) -> NDArray[np.intp]:
     return np.zeros(len(y), dtype=np.intp)
 
 
+@dataclass(frozen=True)
+class _Units:
+    """The resampling units of a group: clusters, each in the stratum of its first row."""
+
+    ids: NDArray[np.intp]  # cluster of each row
+    strata: NDArray[np.intp]  # stratum of each cluster
+    sizes: FloatArray  # rows per cluster
+    mixed: int  # clusters whose rows are in more than one stratum
+
+
+def _units(group: Group) -> _Units:
+    ids = group.cluster_ids()
+    row_strata = _strata(group)
+    n_c = group.n_clusters
+    first = np.full(n_c, len(ids), dtype=np.intp)
+    np.minimum.at(first, ids, np.arange(len(ids), dtype=np.intp))  # each cluster's first row
+    first_stratum = row_strata[first]
+    bad = row_strata != first_stratum[ids]
+    _, strata = np.unique(first_stratum, return_inverse=True)
+    return _Units(
+        ids=ids,
+        strata=np.asarray(strata, dtype=np.intp).ravel(),
+        sizes=np.bincount(ids, minlength=n_c).astype(np.float64),
+        mixed=len(np.unique(ids[bad])),
+    )
+
+
+def _resample_counts(
+    group: Group, n_resamples: int, rng: np.random.Generator
+) -> tuple[FloatArray, FloatArray]:
+    """Row counts (r, n) and cluster counts (r, C) of r cluster-bootstrap resamples: within
+    each stratum (answer class for class-based metrics) as many clusters drawn with
+    replacement as it has, every row of a drawn cluster taken with it. With every row its
+    own cluster this is the stratified row bootstrap `stats.resample_counts` draws."""
+    u = _units(group)
+    sizes = np.bincount(u.strata)
+    kc = np.asarray(stats.resample_counts(u.strata, sizes, n_resamples, rng), dtype=np.float64)
+    return kc[:, u.ids], kc
+
+
 def _variant_scores(group: Group, counts: FloatArray) -> FloatArray:
-    """(r, v) official metric of every variant under r row-count vectors (resamples)."""
+    """(r, v) official metric of every variant under r row-count vectors (resamples).
+
+    A cluster resample changes the number of rows (and of rows per class), so the per-row
+    weights of the mean-type metrics (1/n, or 1/(K n_k) for balanced accuracy) are rescaled
+    to each resample's own counts: the metric of the resample, not of a fixed n."""
     y = np.asarray(group.answers, dtype=object)
     preds = [np.asarray(g, dtype=object) for g in group.generations]
     fn = stats.metric_fn(group.metric)
@@ -218,8 +314,17 @@ def _variant_scores(group: Group, counts: FloatArray) -> FloatArray:
     dec = stats.checked_decomposition(group.metric, y, preds, observed)
     if dec is not None:
         n, v, m = dec.stats.shape
+        if dec.linear:  # a weighted mean of per-row values: renormalise per stratum
+            strata = _strata(group)
+            out = np.zeros((len(counts), v))
+            for c in range(int(strata.max()) + 1 if n else 0):
+                rows = strata == c
+                share = counts[:, rows].sum(axis=1) / rows.sum()  # resample / sample rows
+                part = counts[:, rows] @ dec.stats[rows, :, 0]
+                out += part / np.where(share > 0, share, 1.0)[:, None]
+            return out
         totals = (counts @ dec.stats.reshape(n, v * m)).reshape(len(counts), v, m)
-        return np.asarray(dec.combine(totals), dtype=np.float64)
+        return np.asarray(dec.combine(totals), dtype=np.float64)  # F1: a ratio of totals
     out = np.empty((len(counts), len(preds)))  # a metric without a decomposition: recompute
     for b, c in enumerate(counts):
         idx = np.repeat(np.arange(len(y)), c.astype(int))
@@ -243,32 +348,183 @@ def _ci(values: FloatArray, level: float = LEVEL) -> list[float]:
 
 
 def _recentred_ci(estimate: float, boot: FloatArray, level: float = LEVEL) -> list[float]:
-    """Percentile interval of a share, moved so the bootstrap median sits on the estimate.
-
-    A resample of rows adds its own sampling noise to every sum of squares once more, so the
-    bootstrap distribution of a small factor's share sits above the estimate (measured: the
-    plain percentile interval of a 1% share often excludes it). Recentring keeps the
-    bootstrap's width and puts it around the estimate; clipped to [0, 1].
-    """
+    """Percentile interval moved so the bootstrap median sits on the estimate (clipped to
+    [0, 1]): keeps the bootstrap's width, centred on the estimate."""
     lo, hi = _ci(boot, level)
     shift = float(np.median(boot)) - estimate
     return [max(0.0, lo - shift), min(1.0, hi - shift)]
 
 
-def _resample_counts(
-    strata: NDArray[np.intp], n_resamples: int, rng: np.random.Generator
-) -> FloatArray:
-    sizes = np.bincount(strata)
-    return np.asarray(stats.resample_counts(strata, sizes, n_resamples, rng), dtype=np.float64)
+def _basic_ci(estimate: float, boot: FloatArray, level: float = LEVEL) -> list[float]:
+    """Basic (reverse percentile) interval 2 est - q(1-a), 2 est - q(a), clipped to [0, 1]."""
+    lo, hi = _ci(boot, level)
+    return [max(0.0, 2 * estimate - hi), min(1.0, 2 * estimate - lo)]
+
+
+def _t_se_ci(estimate: float, se: float, df: float, level: float = LEVEL) -> list[float]:
+    """estimate +- t(df) se, clipped to [0, 1]."""
+    from scipy.stats import t as t_dist
+
+    half = float(t_dist.ppf(1 - (1 - level) / 2, max(df, 1.0))) * se
+    return [max(0.0, estimate - half), min(1.0, estimate + half)]
+
+
+def _wilson_ci(p: float, n_eff: float, level: float = LEVEL) -> list[float]:
+    """Wilson score interval of a proportion at an effective sample size."""
+    from scipy.stats import norm
+
+    if n_eff <= 0:
+        return [0.0, 1.0]
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    centre = (p + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
+    half = z / (1 + z * z / n_eff) * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff**2))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def _bc_ci(estimate: float, boot: FloatArray, level: float = LEVEL) -> list[float]:
+    """Bias-corrected percentile interval (Efron's BC; z0 from the estimate's mid-rank among
+    the resamples, ties counted half)."""
+    from scipy.stats import norm
+
+    b = len(boot)
+    below = float(np.sum(boot < estimate - TIE_TOL)) + 0.5 * float(
+        np.sum(np.abs(boot - estimate) <= TIE_TOL)
+    )
+    z0 = float(norm.ppf(min(max(below / b, 1 / (b + 1)), b / (b + 1))))
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    lo, hi = np.quantile(boot, [norm.cdf(2 * z0 - z), norm.cdf(2 * z0 + z)])
+    return [float(lo), float(hi)]
+
+
+def _student_ci(values: FloatArray, u: _Units, kc: FloatArray, level: float = LEVEL) -> list[float]:
+    """Studentized (bootstrap-t) interval of the row mean of per-row `values`, clusters as
+    units: t* = (mean* - mean) / se*, se the linearised cluster standard error computed the
+    same way in the sample and in every resample (kc: (r, C) cluster counts)."""
+    sizes = u.sizes
+    totals = np.bincount(u.ids, weights=values, minlength=len(sizes))
+    c = len(sizes)
+    n = float(sizes.sum())
+    est = float(totals.sum() / n)
+    factor = c / max(c - 1, 1)
+    se = math.sqrt(factor * float(((totals - est * sizes) ** 2).sum())) / n
+    if se <= 0:
+        return [est, est]
+    n_b = kc @ sizes
+    m_b = (kc @ totals) / n_b
+    ss_b = kc @ totals**2 - 2 * m_b * (kc @ (totals * sizes)) + m_b**2 * (kc @ sizes**2)
+    se_b = np.sqrt(factor * np.maximum(ss_b, 0.0)) / n_b
+    t_b = np.where(se_b > 0, (m_b - est) / np.where(se_b > 0, se_b, 1.0), 0.0)
+    a = (1 - level) / 2
+    q_lo, q_hi = np.quantile(t_b, [a, 1 - a])
+    return [max(0.0, est - float(q_hi) * se), min(1.0, est - float(q_lo) * se)]
+
+
+def _cluster_mean_se(values: FloatArray, u: _Units) -> tuple[float, float]:
+    """Standard error of the row mean of per-row `values` with clusters as the sampled units
+    (stratified linearisation: each stratum's cluster residuals T_c - mean * size_c, with the
+    C_h / (C_h - 1) small-sample factor), and its degrees of freedom (clusters - strata)."""
+    n = float(len(values))
+    mean = float(values.mean())
+    totals = np.bincount(u.ids, weights=values, minlength=len(u.sizes))  # per cluster
+    resid = totals - mean * u.sizes
+    var = 0.0
+    for h in range(int(u.strata.max()) + 1 if len(u.strata) else 0):
+        e = resid[u.strata == h]
+        if len(e) > 1:
+            var += len(e) / (len(e) - 1) * float(((e - e.mean()) ** 2).sum())
+    return math.sqrt(var) / n, float(len(u.sizes) - (int(u.strata.max()) + 1))
+
+
+# interval per measure (chosen from benchmarks/sensitivity_coverage.py's table; see
+# CI_COVERAGE). Other choices stay callable so that benchmark can measure them too.
+CI_METHODS: dict[str, str] = {
+    "avgp": "boot_t",
+    "sensitiscore": "t",
+    "share_prompt_dependent": "wilson",
+}
+CI_METHOD_TEXT = {
+    "percentile": "percentile cluster bootstrap",
+    "basic": "basic (reverse percentile) cluster bootstrap",
+    "recentred": "recentred percentile cluster bootstrap",
+    "t": "t interval with the cluster-robust standard error (df = clusters - strata)",
+    "wilson": "Wilson score interval at the effective size n^2 / sum(cluster size^2)",
+    "boot_t": "estimate +- t(clusters - strata) x bootstrap SD x sqrt(C / (C - 1))",
+    "student": "studentized cluster bootstrap (bootstrap-t, linearised cluster SE)",
+    "bc": "bias-corrected percentile cluster bootstrap",
+}
+
+
+def _measure_ci(
+    method: str,
+    estimate: float,
+    boot: FloatArray,
+    per_row: FloatArray | None,
+    u: _Units,
+    kc: FloatArray,
+) -> list[float]:
+    """A measure's interval by `method` (see CI_METHOD_TEXT)."""
+    n_c = len(u.sizes)
+    if method == "percentile":
+        return _ci(boot)
+    if method == "bc":
+        return _bc_ci(estimate, boot)
+    if method == "basic":
+        return _basic_ci(estimate, boot)
+    if method == "recentred":
+        return _recentred_ci(estimate, boot)
+    if method == "boot_t":
+        df = n_c - (int(u.strata.max()) + 1)
+        se = float(boot.std(ddof=1)) * math.sqrt(n_c / max(n_c - 1, 1))
+        return _t_se_ci(estimate, se, df)
+    if per_row is None:
+        raise ValueError(f"interval {method!r} needs per-row values (a mean over rows)")
+    if method == "t":
+        se, dof = _cluster_mean_se(per_row, u)
+        return _t_se_ci(estimate, se, dof)
+    if method == "student":
+        return _student_ci(per_row, u, kc)
+    if method == "wilson":
+        n = float(len(per_row))
+        return _wilson_ci(estimate, n * n / float((u.sizes**2).sum()))
+    raise ValueError(f"unknown interval method {method!r}")
+
+
+def _range_test(group: Group, n_resamples: int, seed: int) -> stats.RangeResult:
+    """The range permutation test of the spread, called exactly as the sweep's comparisons
+    call it (`experiments.compare.best_vs_worst`): the variants in the order they were given
+    (the sweep's plan order), the inputs `compare._inputs` builds, the user's seed, the same
+    clusters; so one report never carries two p-values for one test."""
+    from experiments.compare import _inputs
+
+    order = [v for v in group.given_order if v in group.variants] or list(group.variants)
+    gens = [list(group.generations[group.variants.index(v)]) for v in order]
+    y, preds = _inputs(group.metric, list(group.answers), gens)
+    return stats.range_permutation_test(
+        y, preds, metric=group.metric, n_resamples=n_resamples, seed=seed,
+        clusters=group.cluster_ids(),
+    )  # fmt: skip
 
 
 def task_measures(
-    group: Group, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+    group: Group,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    test_seed: int | None = None,
+    ci_methods: dict[str, str] | None = None,
+    range_test: bool = True,
 ) -> tuple[dict[str, Any], FloatArray, FloatArray]:
     """Spread, MaxP, AvgP, PromptSensiScore, prompt-dependent share of one (task, model), with
-    CIs; also the bootstrap row counts and per-variant scores (reused by the meta-analysis)."""
+    CIs; also the bootstrap row counts and per-variant scores (reused by the meta-analysis).
+
+    The bootstrap resamples clusters of rows (`_resample_counts`); `test_seed` (default:
+    `seed`) seeds the range test, `ci_methods` overrides `CI_METHODS` (for the coverage
+    benchmark), `range_test=False` skips the test (p-value None; for simulations).
+    """
+    methods = {**CI_METHODS, **(ci_methods or {})}
     rng = np.random.default_rng(seed)
-    counts = _resample_counts(_strata(group), n_resamples, rng)
+    counts, kc = _resample_counts(group, n_resamples, rng)
+    u = _units(group)
     observed = _variant_scores(group, np.ones((1, len(group.indices))))[0]
     if len(group.scores) == len(observed) and not np.allclose(
         observed, group.scores, rtol=0, atol=1e-9
@@ -279,30 +535,35 @@ def task_measures(
             "to report the sensitivity of another quantity"
         )
     boot = _variant_scores(group, counts)
-    test = stats.range_permutation_test(
-        list(group.answers), [list(g) for g in group.generations], metric=group.metric,
-        n_resamples=n_resamples, seed=seed,
-    )  # fmt: skip
+    test = (
+        _range_test(group, n_resamples, seed if test_seed is None else test_seed)
+        if (range_test)
+        else None
+    )
     sensi, share = _sensi(group.correct)
     k = group.correct.shape[1]
     m = group.correct.sum(axis=1)
     per_row = m * (k - m) / (k * (k - 1) / 2)
     dependent = ((m > 0) & (m < k)).astype(float)
     n = len(group.indices)
-    bs_sensi = counts @ per_row / n
-    bs_share = counts @ dependent / n
-    values: dict[str, tuple[float, FloatArray | None]] = {
-        "spread": (float(observed.max() - observed.min()), None),
-        "maxp": (float(observed.max()), None),
-        "avgp": (float(observed.mean()), boot.mean(axis=1)),
-        "sensitiscore": (sensi, bs_sensi),
-        "share_prompt_dependent": (share, bs_share),
+    drawn = counts.sum(axis=1)  # rows in each resample (clusters vary in size)
+    bs_sensi = counts @ per_row / drawn
+    bs_share = counts @ dependent / drawn
+    values: dict[str, tuple[float, FloatArray | None, FloatArray | None]] = {
+        "spread": (float(observed.max() - observed.min()), None, None),
+        "maxp": (float(observed.max()), None, None),
+        "avgp": (float(observed.mean()), boot.mean(axis=1), None),
+        "sensitiscore": (sensi, bs_sensi, per_row),
+        "share_prompt_dependent": (share, bs_share, dependent),
     }
+    stratified = group.metric in stats.STRATIFIED_METRICS
     out: dict[str, Any] = {
         "task": group.task,
         "model": group.model,
         "metric": group.metric,
         "n_rows": n,
+        "n_clusters": group.n_clusters,
+        "clustering": group.cluster_how,
         "n_variants": k,
         "variants": list(group.variants),
         "scores": {v: float(s) for v, s in zip(group.variants, observed, strict=True)},
@@ -317,41 +578,65 @@ def task_measures(
             for v, s in zip(group.variants, observed, strict=True)
             if s <= observed.min() + TIE_TOL
         ],
-        "spread_p_value": test.p_value,
-        "spread_test": test.test,
+        "spread_p_value": None if test is None else test.p_value,
+        "spread_test": None if test is None else test.test,
         "n_resamples": n_resamples,
         "ci_measures": list(CI_MEASURES),
-        "ci_method": f"percentile bootstrap over rows ({n_resamples} resamples, all variants "
-        "of a row together"
-        + (", stratified by answer class)" if group.metric in stats.STRATIFIED_METRICS else ")"),
+        "ci_methods": {name: CI_METHOD_TEXT[methods[name]] for name in CI_MEASURES},
+        "ci_method": f"cluster bootstrap over clusters of identical prompts ({n_resamples} "
+        "resamples, all variants of a cluster together"
+        + (", stratified by answer class)" if stratified else ")")
+        + "; per measure: "
+        + "; ".join(f"{name}: {CI_METHOD_TEXT[methods[name]]}" for name in CI_MEASURES),
     }
-    for name, (est, dist) in values.items():
+    for name, (est, dist, rows) in values.items():
         out[name] = est
         if name in CI_MEASURES and dist is not None:
-            out[f"{name}_ci"] = _ci(np.asarray(dist, dtype=np.float64))
-    smallest = int(np.bincount(_strata(group)).min())
-    unit = "class" if group.metric in stats.STRATIFIED_METRICS else "sample"
-    out["ci_unreliable"] = smallest < stats.MIN_CLASS_ROWS
-    out["note"] = (
+            out[f"{name}_ci"] = _measure_ci(
+                methods[name], est, np.asarray(dist, dtype=np.float64), rows, u, kc
+            )
+    coverage = {name: measured_coverage(name, group) for name in CI_MEASURES}
+    out["ci_coverage"] = coverage
+    low = {name: c for name, c in coverage.items() if c is None or c < COVERAGE_FLOOR}
+    out["ci_unreliable"] = bool(low)
+    notes = [
         "spread and MaxP carry no CI (a bootstrap of a max or of max - min does not cover); "
         "the spread's inference is the range permutation test's p-value"
-        + (
-            f"; CIs unreliable: the smallest {unit} has {smallest} rows (< {stats.MIN_CLASS_ROWS})"
-            if out["ci_unreliable"]
-            else ""
+    ]
+    if low:
+        notes.append(
+            "CIs unreliable: measured 95% coverage "
+            + ", ".join(
+                f"{name} {'not measured for this design' if c is None else f'{c:.3f}'}"
+                for name, c in low.items()
+            )
+            + f" (< {COVERAGE_FLOOR}; {coverage_cell_text(group)}; "
+            "benchmarks/sensitivity_coverage.py)"
         )
-    )
+    if u.mixed:
+        notes.append(
+            f"{u.mixed} cluster(s) mix answer classes; each is resampled in the stratum of "
+            "its first row"
+        )
+    out["note"] = "; ".join(notes)
     return out, counts, boot
 
 
 # ---- variance decomposition -------------------------------------------------------------------
-def _task_design(group: Group) -> tuple[list[str], FloatArray | None]:
-    """The task's varying axes and its correctness as an array (rows, levels_1, ..., levels_k),
-    or None when the variants are not a full factorial of those axes (unbalanced)."""
+def _layout(group: Group) -> tuple[list[str], list[int], NDArray[np.intp] | None]:
+    """The task's varying axes, their level counts, and the variant column of each cell of
+    the full factorial in C order (None when the variants are not a full factorial)."""
     keys = sorted({k for a in group.axes for k in a})
     varying = [k for k in keys if len({a.get(k) for a in group.axes}) > 1]
-    arr = _as_factorial(group, group.correct[None])
-    return varying, None if arr is None else arr[0]
+    levels = [sorted({str(a.get(k)) for a in group.axes}) for k in varying]
+    shape = [len(lv) for lv in levels]
+    if math.prod(shape) != len(group.variants):
+        return varying, shape, None
+    cell = np.full(math.prod(shape), -1, dtype=np.intp)
+    for j, a in enumerate(group.axes):
+        pos = tuple(lv.index(str(a.get(k))) for k, lv in zip(varying, levels, strict=True))
+        cell[np.ravel_multi_index(pos, shape)] = j
+    return varying, shape, None if (cell < 0).any() else cell
 
 
 def _effects(arr: FloatArray) -> dict[frozenset[int], FloatArray]:
@@ -359,8 +644,7 @@ def _effects(arr: FloatArray) -> dict[frozenset[int], FloatArray]:
 
     The effect of a subset S is sum over T in S of (-1)^|S - T| times the mean of `arr` over
     the dims outside T: the orthogonal decomposition of a full factorial with one observation
-    per cell, i.e. the OLS sums of squares of the saturated-but-one model (types I, II and III
-    agree in a balanced design).
+    per cell (types I, II and III agree in a balanced design).
     """
     dims = list(range(1, arr.ndim))
     means: dict[frozenset[int], FloatArray] = {}
@@ -378,209 +662,441 @@ def _effects(arr: FloatArray) -> dict[frozenset[int], FloatArray]:
     return effects
 
 
-def _ss(e: FloatArray, full_shape: tuple[int, ...]) -> FloatArray:
-    """Sum of squares of an effect broadcast to the full design, per batch entry."""
-    reps = math.prod(full_shape[1:]) / math.prod(e.shape[1:])
-    return np.asarray((e**2).reshape(len(e), -1).sum(axis=1) * reps, dtype=np.float64)
+@dataclass
+class _Sums:
+    """Sums of squares per factor for a batch of resamples, with what the unbiased variance
+    components need: per factor the residual's expected contribution (its noise) and, per
+    task, the residual and row mean squares."""
+
+    ss: dict[str, FloatArray]
+    noise: dict[str, FloatArray]  # expected contribution of row x prompt noise to ss[f]
+    row_noise: FloatArray  # expected contribution of rows and noise to ss[TASK]
+    row_component: FloatArray  # sum over tasks of N_t * sigma2_row,t (unbiased)
+    residual_component: FloatArray  # sum over tasks of N_t * sigma2_residual,t
+    n: FloatArray  # observations (rows x variants) in each resample
 
 
-def _decompose(
-    designs: Sequence[tuple[list[str], FloatArray | None, FloatArray]],
-) -> dict[str, FloatArray]:
-    """Sums of squares per factor across tasks, for a batch of resamples.
+def _sums_of_squares(
+    groups: Sequence[Group],
+    counts: Sequence[FloatArray] | None = None,
+    size_sq: Sequence[FloatArray] | None = None,
+) -> _Sums:
+    """The closed-form ANOVA of per-row correctness across tasks, for a batch of resamples.
 
-    `designs` holds, per task, its varying axes, its (batch, rows, levels...) array (None if
-    unbalanced) and its (batch, rows, variants) correctness. Returns {factor: (batch,) SS},
-    including "total".
+    `counts[t]` (batch, rows) weights task t's rows (a cluster bootstrap's counts; the sample
+    itself when None), `size_sq[t]` (batch,) is the sum of squared cluster sizes of the
+    resample (each drawn copy of a cluster counted apart; default: the sample's clusters
+    when `counts` is None, else every row its own cluster). Every
+    task's variants cover the same rows, so per task the design is rows x variants; the
+    variants of a full factorial are split into axis effects. Sums of squares are weighted
+    sums over rows, so a resample never materialises (batch, rows, variants).
+
+    Expected noise. Within task t, the rows' correctness X = row effect + prompt effect +
+    e, e with variance s2_t (row x prompt interaction and the Bernoulli noise); rows of one
+    cluster are identical. With n_t rows, V_t variants and D_t = sum(size^2) / n_t (1 when
+    every row is its own cluster), E[SS_res,t] = (V_t - 1)(n_t - D_t) s2_t, E[SS_f,t] = true
+    + df_f D_t s2_t for a prompt factor of df_f degrees of freedom, E[SS_row,t] = (n_t -
+    D_t)(V_t s2_row,t + s2_t), and the task means carry D_t (V_t s2_row,t + s2_t) / N_t of
+    noise each (N_t = n_t V_t).
     """
-    batch = designs[0][2].shape[0]
+    groups = list(groups)
+    batch = 1 if counts is None else len(counts[0])
     ss: dict[str, FloatArray] = {}
+    noise: dict[str, FloatArray] = {}
 
-    def add(name: str, value: FloatArray) -> None:
-        ss[name] = ss.get(name, np.zeros(batch)) + value
+    def add(d: dict[str, FloatArray], name: str, value: FloatArray) -> None:
+        d[name] = d.get(name, np.zeros(batch)) + value
 
-    n_obs = [d[2].shape[1] * d[2].shape[2] for d in designs]
-    means = [d[2].reshape(batch, -1).mean(axis=1) for d in designs]
-    grand = sum(m * n for m, n in zip(means, n_obs, strict=True)) / sum(n_obs)
-    add("total", sum(((d[2].reshape(batch, -1) - grand[:, None]) ** 2).sum(1) for d in designs))
-    add(TASK, sum(n * (m - grand) ** 2 for m, n in zip(means, n_obs, strict=True)))
-    # axis main effects per task, pooled later into axis and axis x task
-    main: dict[tuple[str, tuple[str, ...]], list[tuple[int, FloatArray]]] = {}
-    for t, (varying, arr, corr) in enumerate(designs):
-        if arr is None:  # not a full factorial: rows and the between-variant part only
-            eff = _effects(corr)
-            add(ROW, _ss(eff[frozenset({1})], corr.shape))
-            add(UNATTRIBUTED, _ss(eff[frozenset({2})], corr.shape))
-            add(RESIDUAL, _ss(eff[frozenset({1, 2})], corr.shape))
+    sum_x = np.zeros(batch)
+    sum_x2 = np.zeros(batch)
+    n_tot = np.zeros(batch)
+    task_n, task_mean, task_ems = [], [], []
+    row_component = np.zeros(batch)
+    residual_component = np.zeros(batch)
+    main: dict[tuple[str, int], list[tuple[FloatArray, FloatArray, FloatArray]]] = {}
+    for t, g in enumerate(groups):
+        x = g.correct  # (n, V)
+        n_rows, v = x.shape
+        w = np.ones((1, n_rows)) if counts is None else counts[t]
+        rows_w = w.sum(axis=1)  # n_t
+        if size_sq is not None:
+            sq = size_sq[t]
+        elif counts is None:  # the sample itself: its clusters
+            sq = np.full(1, float((np.bincount(g.cluster_ids()) ** 2).sum()))
+        else:
+            sq = rows_w  # resampled rows, every row its own cluster
+        d_t = sq / np.where(rows_w > 0, rows_w, 1.0)
+        row_mean = x.mean(axis=1)
+        within = ((x - row_mean[:, None]) ** 2).sum(axis=1)
+        m_t = (w @ row_mean) / rows_w
+        ss_row = v * (w @ row_mean**2 - rows_w * m_t**2)
+        col = (w @ x) / rows_w[:, None] - m_t[:, None]  # (batch, V) variant effects
+        ss_between = rows_w * (col**2).sum(axis=1)
+        ss_res = w @ within - ss_between
+        free = rows_w - d_t
+        s2 = np.where(free > 0, ss_res / ((v - 1) * np.where(free > 0, free, 1.0)), 0.0)
+        ems_row = np.where(free > 0, ss_row / np.where(free > 0, free, 1.0), 0.0)
+        n_t = rows_w * v
+        add(ss, ROW, ss_row)
+        add(ss, RESIDUAL, ss_res)
+        row_component += n_t * (ems_row - s2) / v
+        residual_component += n_t * s2
+        sum_x += w @ x.sum(axis=1)
+        sum_x2 += w @ (x**2).sum(axis=1)
+        n_tot += n_t
+        task_n.append(n_t)
+        task_mean.append(m_t)
+        task_ems.append(d_t * ems_row)
+        varying, shape, cell = _layout(g)
+        if cell is None:  # not a full factorial: the between-variant part is not attributed
+            add(ss, UNATTRIBUTED, ss_between)
+            add(noise, UNATTRIBUTED, (v - 1) * d_t * s2)
             continue
-        eff = _effects(arr)
-        for s, e in eff.items():
-            if not s:
+        arr = col[:, cell].reshape(batch, *shape)
+        for sub, e in _effects(arr).items():
+            if not sub:
                 continue
-            value = _ss(e, arr.shape)
-            if s == {1}:
-                add(ROW, value)
-            elif 1 in s:
-                add(RESIDUAL, value)
-            elif len(s) == 1 and varying[min(s) - 2] in DRAW_AXES:
-                add(draw_factor(varying[min(s) - 2]), value)  # never pooled across tasks
-            elif len(s) == 1:
-                (d,) = s
-                main.setdefault((varying[d - 2], (str(t),)), []).append((n_obs[t], e))
+            value = rows_w * (e**2).reshape(batch, -1).sum(axis=1) * (v / (e[0].size or 1))
+            df = math.prod(shape[d - 1] - 1 for d in sub)
+            if len(sub) == 1 and varying[min(sub) - 1] in DRAW_AXES:
+                name = draw_factor(varying[min(sub) - 1])  # never pooled across tasks
+                add(ss, name, value)
+                add(noise, name, df * d_t * s2)
+            elif len(sub) == 1:
+                (d,) = sub
+                main.setdefault((varying[d - 1], shape[d - 1]), []).append(
+                    (n_t, e.reshape(batch, -1), d_t * s2)
+                )
             else:
-                add(AXIS_X_AXIS, value)
+                add(ss, AXIS_X_AXIS, value)
+                add(noise, AXIS_X_AXIS, df * d_t * s2)
     # pool each axis's within-task main effects (same number of levels) into a common effect
-    by_axis: dict[str, list[tuple[int, FloatArray]]] = {}
-    for (axis, _), items in main.items():
-        by_axis.setdefault(axis, []).extend(items)
-    for axis, items in by_axis.items():
-        groups: dict[int, list[tuple[int, FloatArray]]] = {}
-        for n, e in items:
-            groups.setdefault(e.size // batch, []).append((n, e))
-        for members in groups.values():
-            vecs = [(n, e.reshape(batch, -1)) for n, e in members]
-            w = sum(n for n, _ in vecs)
-            common: FloatArray = np.sum([n * v for n, v in vecs], axis=0) / w
-            levels = common.shape[1]
-            add(axis, w / levels * (common**2).sum(axis=1))
-            add(
-                f"{axis} x task",
-                np.sum([n / levels * ((v - common) ** 2).sum(axis=1) for n, v in vecs], axis=0),
-            )
-    return ss
+    for (axis, levels), items in main.items():
+        weight = np.sum([n for n, _, _ in items], axis=0)
+        common = np.sum([n[:, None] * e for n, e, _ in items], axis=0) / weight[:, None]
+        add(ss, axis, weight / levels * (common**2).sum(axis=1))
+        add(
+            ss,
+            f"{axis} x task",
+            np.sum([n / levels * ((e - common) ** 2).sum(axis=1) for n, e, _ in items], axis=0),
+        )
+        add(noise, axis, (levels - 1) * np.sum([n / weight * z for n, _, z in items], axis=0))
+        add(
+            noise,
+            f"{axis} x task",
+            (levels - 1) * np.sum([(1 - n / weight) * z for n, _, z in items], axis=0),
+        )
+    grand = sum_x / n_tot
+    ss["total"] = sum_x2 - n_tot * grand**2
+    ss[TASK] = np.sum([n * (m - grand) ** 2 for n, m in zip(task_n, task_mean, strict=True)], 0)
+    row_noise = np.sum([e * (1 - n / n_tot) for n, e in zip(task_n, task_ems, strict=True)], axis=0)
+    return _Sums(ss, noise, row_noise, row_component, residual_component, n_tot)
 
 
-def _design_batch(
-    group: Group, rows: NDArray[np.intp] | None
-) -> tuple[list[str], FloatArray | None, FloatArray]:
-    varying, arr = _task_design(group)
-    if rows is None:
-        return varying, None if arr is None else arr[None], group.correct[None]
-    return varying, None if arr is None else arr[rows], group.correct[rows]
+def _components(sums: _Sums) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
+    """Unbiased variance components per observation (the ANOVA / omega-squared estimators:
+    each factor's sum of squares less the residual's expected contribution, over the number
+    of observations), truncated at 0, and the untruncated ones."""
+    n = sums.n
+    raw: dict[str, FloatArray] = {TASK: (sums.ss[TASK] - sums.row_noise) / n}
+    raw[ROW] = sums.row_component / n
+    for f, v in sums.ss.items():
+        if f in (TASK, ROW, RESIDUAL, "total"):
+            continue
+        raw[f] = (v - sums.noise.get(f, 0.0)) / n
+    raw[RESIDUAL] = sums.residual_component / n
+    return {f: np.maximum(v, 0.0) for f, v in raw.items()}, raw
 
 
 def variance_shares(
-    groups: Sequence[Group], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+    groups: Sequence[Group],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    ci_method: str | None = None,
 ) -> dict[str, Any]:
     """Shares of the variance of per-row correctness (0/1) of one model's trials.
 
     A linear probability model with factors task, row within task, each axis, axis x task,
-    axis x axis and residual (row x prompt), fitted by OLS; every task's variants are evaluated
-    on the same rows, so each task's design is a balanced full factorial and the sums of
-    squares are the closed-form ANOVA ones (checked against statsmodels' anova_lm in the
-    tests). The CI of each share is a cluster bootstrap: rows resampled within each task
-    (stratified by answer class for class-based metrics), all variants of a row together; the
-    percentile interval recentred on the estimate (`_recentred_ci`).
+    demonstration draws within task, axis x axis and residual (row x prompt); every task's
+    variants are evaluated on the same rows, so each task's design is balanced and the sums
+    of squares are the closed-form ANOVA ones (checked against statsmodels' anova_lm in the
+    tests). A raw share SS_f / SS_total would carry about df_f x MS_residual of row x prompt
+    noise (with no prompt effect at all, the draws of a 3 x 6 x 40 grid read 0.8%), so each
+    factor's share is its variance component: (SS_f - its expected noise) / N, the noise
+    estimated from the residual mean square (ANOVA / omega-squared estimators, cluster design
+    effect included: `_sums_of_squares`); rows are random (the row component is
+    (MS_row - MS_res) / V), prompts and tasks fixed. A negative component is set to 0 (named
+    in ``truncated``; the untruncated values are in ``components_raw``) and shares are
+    component / sum of components.
+
+    CI: cluster bootstrap (clusters of identical prompts resampled within each task,
+    stratified by answer class for class-based metrics, all variants together), the same
+    estimator on each resample; the interval method is `SHARE_CI_METHOD` (chosen by
+    benchmarks/sensitivity_coverage.py; `ci_method` overrides it).
     """
     if not groups:
         raise ValueError("no complete (task, model) with at least 2 variants")
+
+    def method_of(factor: str) -> str:
+        return ci_method or SHARE_CI_METHODS.get(share_kind(factor) or "", SHARE_CI_METHOD)
+
     groups = sorted(groups, key=lambda g: g.task)
     # one RNG per task, seeded from its identity: the order of the tasks changes no number
     rngs = [
         np.random.default_rng(_group_seed(seed, "shares", g.task, g.model, *g.variants))
         for g in groups
     ]
-    point = _decompose([_design_batch(g, None) for g in groups])
-    total = float(point.pop("total")[0])
-    factors = list(point)
-    smallest = min(int(np.bincount(_strata(g)).min()) for g in groups)
+    point_sums = _sums_of_squares(groups)
+    comp, raw = _components(point_sums)
+    total = float(point_sums.ss["total"][0])
+    factors = list(comp)
+    units = [_units(g) for g in groups]
     common: dict[str, Any] = {
         "total_sum_of_squares": total,
         "n_observations": int(sum(g.correct.size for g in groups)),
         "tasks": [g.task for g in groups],
+        "n_rows": {g.task: len(g.indices) for g in groups},
+        "n_clusters": {g.task: g.n_clusters for g in groups},
         "n_resamples": n_resamples,
-        "unreliable": smallest < stats.MIN_CLASS_ROWS,
     }
-    if total <= 0:  # every row right (or wrong) under every prompt: nothing to share out
+    comp_total = float(sum(float(v[0]) for v in comp.values()))
+    if total <= 0 or comp_total <= 0:  # nothing to share out
         return {
             "shares": {f: None for f in factors},
             "ci": {f: None for f in factors},
             "sum_of_shares": None,
+            "components": {f: None for f in factors},
+            "components_raw": {f: None for f in factors},
+            "truncated": [],
+            "unreliable": True,
+            "unreliable_factors": [],
+            "coverage": {f: None for f in factors},
+            "ci_method": {f: method_of(f) for f in factors},
             **common,
-            "method": "no variance: per-row correctness is the same everywhere, so no share",
-            "note": "no variance: every observation has the same correctness; shares undefined",
+            "method": "no variance: per-row correctness is the same everywhere, so no share"
+            if total <= 0
+            else "no variance component above zero: nothing to share out",
+            "note": "no variance: every observation has the same correctness; shares undefined"
+            if total <= 0
+            else "no variance: no component is estimated above its expected noise (too few "
+            "clusters, or rows that never differ beyond noise); shares undefined",
         }
-    shares = {f: float(point[f][0]) / total for f in factors}
+    shares = {f: float(comp[f][0]) / comp_total for f in factors}
     boot: dict[str, list[float]] = {f: [] for f in factors}
-    chunk = 100
+    chunk = 200
     for start in range(0, n_resamples, chunk):
         r = min(chunk, n_resamples - start)
-        designs = []
-        for g, rng in zip(groups, rngs, strict=True):
-            strata = _strata(g)
-            idx = np.empty((r, len(strata)), dtype=np.intp)
-            for c in np.unique(strata):
-                members = np.flatnonzero(strata == c)
-                idx[:, members] = members[rng.integers(0, len(members), (r, len(members)))]
-            designs.append(_design_batch(g, idx))
-        ss = _decompose(designs)
-        tot = ss.pop("total")
+        row_counts, sq = [], []
+        for u, rng in zip(units, rngs, strict=True):
+            kc = stats.resample_counts(u.strata, np.bincount(u.strata), r, rng)
+            row_counts.append(np.asarray(kc, dtype=np.float64)[:, u.ids])
+            sq.append(np.asarray(kc, dtype=np.float64) @ u.sizes**2)
+        c, _ = _components(_sums_of_squares(groups, row_counts, sq))
+        tot = np.sum([c.get(f, np.zeros(r)) for f in factors], axis=0)
         for f in factors:
-            boot[f].extend((ss.get(f, np.zeros(r)) / np.where(tot > 0, tot, 1.0)).tolist())
+            boot[f].extend((c.get(f, np.zeros(r)) / np.where(tot > 0, tot, 1.0)).tolist())
+    ci = {f: _share_ci(method_of(f), shares[f], np.asarray(boot[f])) for f in factors}
+    methods = {f: method_of(f) for f in factors}
+    truncated = [f for f in factors if float(raw[f][0]) < 0]
+    coverage = {f: measured_share_coverage(groups, f) for f in factors}
+    low = {f: c for f, c in coverage.items() if c is None or c < COVERAGE_FLOOR}
+    unreliable = bool(low)
+    notes = []
+    if truncated:
+        notes.append(
+            "negative variance component(s) set to 0 (estimated below their expected noise): "
+            + ", ".join(truncated)
+        )
+    if low:
+        notes.append(
+            "CIs unreliable: measured 95% coverage of the true share "
+            + ", ".join(
+                f"{f} {'not measured for this design' if c is None else f'{c:.3f}'}"
+                for f, c in low.items()
+            )
+            + f" (< {COVERAGE_FLOOR}; benchmarks/sensitivity_coverage.py, {COVERAGE_SIMS} "
+            "simulations per cell)"
+        )
+    mixed = sum(u.mixed for u in units)
+    if mixed:
+        notes.append(f"{mixed} cluster(s) mix answer classes (resampled with their first row)")
     return {
         "shares": shares,
-        "ci": {f: _recentred_ci(shares[f], np.asarray(boot[f])) for f in factors},
+        "ci": ci,
         "sum_of_shares": float(sum(shares.values())),
+        "components": {f: float(comp[f][0]) for f in factors},
+        "components_raw": {f: float(raw[f][0]) for f in factors},
+        "truncated": truncated,
+        "unreliable": unreliable,
+        "unreliable_factors": list(low),
+        "coverage": coverage,
+        "ci_method": methods,
         **common,
-        "method": "OLS ANOVA sums of squares of a linear probability model of per-row "
-        "correctness (balanced within task; closed form); demonstration draws as one factor "
-        "within task; CI: recentred percentile bootstrap interval (cluster bootstrap over rows "
+        "method": "variance components of a linear probability model of per-row correctness "
+        "(ANOVA sums of squares, balanced within task, less each factor's expected row x "
+        "prompt noise; negative components set to 0; rows random, tasks and prompts fixed; "
+        "demonstration draws as one factor within task); CI: "
+        + "; ".join(
+            f"{SHARE_CI_TEXT[m]} ({', '.join(f for f in factors if methods[f] == m)})"
+            for m in dict.fromkeys(methods.values())
+        )
+        + f" (cluster bootstrap over clusters of identical prompts "
         f"within task, {n_resamples} resamples)",
-        "note": (
-            f"CIs unreliable: a task's smallest answer class has {smallest} rows "
-            f"(< {stats.MIN_CLASS_ROWS})"
-            if common["unreliable"]
-            else None
-        ),
+        "note": "; ".join(notes) or None,
     }
 
 
-def expected_shares(truth: Sequence[Group]) -> dict[str, float]:
-    """The shares `variance_shares` estimates when each row's correctness is Bernoulli with
-    the probabilities in ``truth[i].correct`` (a linear probability model), independently.
-
-    Every factor's sum of squares is a quadratic form q_f of the data, so for y = p + e with
-    independent e_i of variance p_i (1 - p_i): E[q_f(y)] = q_f(p) + sum_i p_i (1 - p_i)
-    q_f(u_i), u_i the i-th unit vector (exact; the cross term has mean 0). The expected share
-    is E[q_f] / E[q_total] (a ratio of expectations: the share's own mean differs by O(1/N)).
-    """
-    point = _decompose([_design_batch(g, None) for g in truth])
-    expected = {f: float(v[0]) for f, v in point.items()}
-    sizes = [g.correct.size for g in truth]
-    for t, g in enumerate(truth):
-        p = g.correct.ravel()
-        var = p * (1 - p)
-        for start in range(0, sizes[t], 256):
-            ids = np.arange(start, min(start + 256, sizes[t]))
-            designs = []
-            for u, h in enumerate(truth):
-                corr = np.zeros((len(ids), *h.correct.shape))
-                if u == t:
-                    flat = corr.reshape(len(ids), -1)
-                    flat[np.arange(len(ids)), ids] = 1.0
-                varying, _ = _task_design(h)
-                designs.append((varying, _as_factorial(h, corr), corr))
-            ss = _decompose(designs)
-            for f, v in ss.items():
-                expected[f] = expected.get(f, 0.0) + float(v @ var[ids])
-    total = expected.pop("total")
-    return {f: v / total for f, v in expected.items()}
+# interval per kind of share (`share_kind`), chosen by benchmarks/sensitivity_coverage.py:
+# the percentile interval covers every share but the residual's, whose bootstrap
+# distribution sits below the estimate (0.84-0.88 at 40 rows); the recentred one covers
+# the residual (0.945-0.975) but not a null instruction effect (0.88-0.91)
+SHARE_CI_METHOD = "percentile"
+SHARE_CI_METHODS = {RESIDUAL: "recentred"}
+SHARE_CI_TEXT = {
+    "bc": "bias-corrected percentile interval",
+    "percentile": "percentile interval",
+    "recentred": "recentred percentile interval",
+    "basic": "basic (reverse percentile) interval",
+}
 
 
-def _as_factorial(group: Group, corr: FloatArray) -> FloatArray | None:
-    """(batch, rows, variants) values laid out as the task's (batch, rows, levels...) array."""
-    keys = sorted({k for a in group.axes for k in a})
-    varying = [k for k in keys if len({a.get(k) for a in group.axes}) > 1]
-    levels = [sorted({str(a.get(k)) for a in group.axes}) for k in varying]
-    shape = [len(lv) for lv in levels]
-    if math.prod(shape) != len(group.variants):
+def _share_ci(method: str, estimate: float, boot: FloatArray) -> list[float]:
+    if method == "percentile":
+        return _ci(boot)
+    if method == "bc":
+        return _bc_ci(estimate, boot)
+    if method == "recentred":
+        return _recentred_ci(estimate, boot)
+    if method == "basic":
+        return _basic_ci(estimate, boot)
+    raise ValueError(f"unknown share interval {method!r}")
+
+
+# ---- measured coverage of the intervals ------------------------------------------------------
+COVERAGE_FLOOR = 0.93  # below this measured 95% coverage an interval is flagged unreliable
+# 95% coverage of the true quantity (from the generating parameters), measured by
+# benchmarks/sensitivity_coverage.py (1000 simulated sweeps per cell, 1000 resamples each;
+# 3 tasks x 6 variants, instruction x 3 draws; Monte Carlo s.e. about 0.007 for a share,
+# 0.004 for a per-task measure): {(rows per task, minority class share): {quantity:
+# coverage}}, each the lower of the cells with and without a prompt effect. Shares by kind
+# (`share_kind`). Regenerate with the script; it prints this table.
+CI_COVERAGE: dict[tuple[int, float], dict[str, float]] = {
+    (40, 0.5): {
+        "avgp": 0.946,
+        "sensitiscore": 0.928,
+        "share:axis x axis": 0.933,
+        "share:axis x task": 0.989,
+        "share:axis": 0.931,
+        "share:residual (row x prompt)": 0.945,
+        "share:row (within task)": 0.915,
+        "share:draws (within task)": 0.932,
+        "share:task": 0.967,
+        "share_prompt_dependent": 0.961,
+    },
+    (40, 0.1): {
+        "avgp": 0.852,
+        "sensitiscore": 0.936,
+        "share:axis x axis": 0.929,
+        "share:axis x task": 0.982,
+        "share:axis": 0.940,
+        "share:residual (row x prompt)": 0.961,
+        "share:row (within task)": 0.937,
+        "share:draws (within task)": 0.935,
+        "share:task": 0.974,
+        "share_prompt_dependent": 0.956,
+    },
+    (100, 0.5): {
+        "avgp": 0.949,
+        "sensitiscore": 0.941,
+        "share:axis x axis": 0.942,
+        "share:axis x task": 0.987,
+        "share:axis": 0.952,
+        "share:residual (row x prompt)": 0.945,
+        "share:row (within task)": 0.940,
+        "share:draws (within task)": 0.936,
+        "share:task": 0.947,
+        "share_prompt_dependent": 0.955,
+    },
+    (100, 0.1): {
+        "avgp": 0.915,
+        "sensitiscore": 0.939,
+        "share:axis x axis": 0.933,
+        "share:axis x task": 0.992,
+        "share:axis": 0.945,
+        "share:residual (row x prompt)": 0.940,
+        "share:row (within task)": 0.948,
+        "share:draws (within task)": 0.947,
+        "share:task": 0.952,
+        "share_prompt_dependent": 0.954,
+    },
+}
+COVERAGE_SIMS = 1000
+MEASURED_METRICS = ("balanced_accuracy", "accuracy")  # AvgP's table is for these only
+
+
+def _coverage_cell(n_clusters: int, minority: float) -> tuple[int, float] | None:
+    """The measured grid cell that vouches for a design: the largest measured size at or
+    below its clusters (coverage grows with n: an assumption, checked between 40 and 100) and
+    the class balance at or below its minority share; None below the grid."""
+    sizes = sorted({n for n, _ in CI_COVERAGE if n <= n_clusters})
+    shares = sorted({m for _, m in CI_COVERAGE if m <= minority + 1e-9})
+    if not sizes or not shares:
         return None
-    arr = np.full((corr.shape[0], corr.shape[1], *shape), np.nan)
-    for j, a in enumerate(group.axes):
-        pos = tuple(lv.index(str(a.get(k))) for k, lv in zip(varying, levels, strict=True))
-        where: tuple[slice | int, ...] = (slice(None), slice(None), *pos)
-        arr[where] = corr[:, :, j]
-    return None if np.isnan(arr).any() else arr
+    return sizes[-1], shares[-1]
+
+
+def _minority(group: Group) -> float:
+    if group.metric not in stats.STRATIFIED_METRICS or not len(group.indices):
+        return 0.5
+    counts = np.bincount(_strata(group))
+    return float(counts.min() / counts.sum()) if len(counts) > 1 else 0.5
+
+
+def measured_coverage(measure: str, group: Group) -> float | None:
+    """Measured coverage of `measure`'s interval for a design like `group`'s (None: outside
+    the measured grid)."""
+    cell = _coverage_cell(group.n_clusters, _minority(group))
+    if measure == "avgp" and group.metric not in MEASURED_METRICS:
+        return None  # AvgP's interval was measured on balanced accuracy only
+    return None if cell is None else CI_COVERAGE[cell].get(measure)
+
+
+def coverage_cell_text(group: Group) -> str:
+    cell = _coverage_cell(group.n_clusters, _minority(group))
+    if cell is None:
+        return (
+            f"{group.n_clusters} clusters, minority share {_minority(group):.2f}: below the "
+            "measured grid"
+        )
+    return (
+        f"measured at {cell[0]} clusters, minority share {cell[1]:.1f}, {COVERAGE_SIMS} simulations"
+    )
+
+
+def share_kind(factor: str) -> str | None:
+    """The kind of a variance factor in the coverage table."""
+    if factor in (TASK, ROW, RESIDUAL, AXIS_X_AXIS):
+        return factor
+    if factor == UNATTRIBUTED:
+        return None
+    if factor.endswith(" (within task)"):
+        return "draws (within task)"
+    if factor.endswith(" x task"):
+        return "axis x task"
+    return "axis"
+
+
+def measured_share_coverage(groups: Sequence[Group], factor: str) -> float | None:
+    """Measured coverage of a factor's share interval for the tasks' design: the lowest over
+    the tasks' grid cells (the smallest task decides); None outside the grid or for a kind
+    of factor never measured (the unattributed part of an unbalanced task)."""
+    kind = share_kind(factor)
+    cells = [_coverage_cell(g.n_clusters, _minority(g)) for g in groups]
+    if kind is None or any(c is None for c in cells):
+        return None
+    values = [CI_COVERAGE[c].get(f"share:{kind}") for c in cells if c is not None]
+    return None if any(v is None for v in values) else min(v for v in values if v is not None)
 
 
 # ---- meta-analysis across tasks ----------------------------------------------------------------
@@ -653,7 +1169,18 @@ def meta_analysis(
             obs_b = float(observed[gi][cb].mean())
             d_boot = boots[gi][:, ca].mean(axis=1) - boots[gi][:, cb].mean(axis=1)
             effects.append(obs_a - obs_b)
-            variances.append(float(np.var(d_boot, ddof=1)))
+            var = float(np.var(d_boot, ddof=1))
+            if not var > 0:
+                # no resample moved the contrast (no row differs between the levels): an
+                # infinite weight would decide the pool alone, so the variance is floored at
+                # what one discordant row would give (the most one row moves the metric)
+                step = _row_step(g)
+                var = step * step
+                notes.append(
+                    f"{g.task}: zero bootstrap variance (no row differs between the levels); "
+                    f"variance floored at {var:.3g} = (one row's weight {step:.3g})^2"
+                )
+            variances.append(var)
             names.append(g.task)
             sa.append(obs_a)
             sb.append(obs_b)
@@ -670,14 +1197,9 @@ def meta_analysis(
                          "mean_difference": t_test.mean_difference, "note": t_test.note},
             "notes": notes,
         }  # fmt: skip
-        usable = [v > 0 for v in variances]
-        if len(names) < 2 or not all(usable):
+        if len(names) < 2:
             row.update(pooled=None, ci=None, tau2=None, i2=None, q=None, p_value=None)
-            row["note"] = (
-                "fewer than 2 tasks: nothing to pool"
-                if len(names) < 2
-                else "a task's effect has zero bootstrap variance (no row differs): not pooled"
-            )
+            row["note"] = "fewer than 2 tasks: nothing to pool"
             out.append(row)
             continue
         res = combine_effects(
@@ -704,6 +1226,16 @@ def meta_analysis(
         )
         out.append(row)
     return out
+
+
+def _row_step(group: Group) -> float:
+    """The most one row can move the group's official metric: 1 / (classes x smallest class)
+    for balanced accuracy, 1 / n otherwise (the F1 metrics' step is about that too)."""
+    n = max(len(group.indices), 1)
+    if group.metric in stats.STRATIFIED_METRICS:
+        counts = np.bincount(_strata(group))
+        return 1.0 / (len(counts) * max(int(counts.min()), 1))
+    return 1.0 / n
 
 
 def _tied_best(names: Sequence[str], values: FloatArray) -> list[str]:
@@ -760,12 +1292,22 @@ def rank_stability(groups: Sequence[Group]) -> list[dict[str, Any]]:
 
 # ---- the report ----------------------------------------------------------------------------
 def sensitivity_report(
-    outcomes: Iterable[Any], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+    outcomes: Iterable[Any],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    cluster_by: str = "prompt",
+    columns: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The sweep's sensitivity document (JSON-able) from its trials (`TrialOutcome`s of
-    `run_sweep`, or `Trial`s)."""
-    # a canonical order: the input order changes no number
-    trials = sorted(as_trials(outcomes), key=lambda t: (t.task, t.model, t.variant))
+    `run_sweep`, or `Trial`s). `cluster_by` and `columns` (task -> row index -> value of the
+    column clustered by) are the sweep's, so its units are the comparisons' units."""
+    # a canonical order: the input order changes no number, except the order of a (task,
+    # model)'s variants, which the range test takes as given (the sweep's plan order, as the
+    # comparisons do): `_group` keeps it
+    given = as_trials(outcomes)
+    rank = {(t.task, t.model, t.variant): i for i, t in enumerate(given)}
+    trials = sorted(given, key=lambda t: (t.task, t.model, t.variant))
     notes: list[str] = []
     excluded = [
         {"task": t.task, "model": t.model, "variant": t.variant, "status": t.status}
@@ -790,13 +1332,18 @@ def sensitivity_report(
         if len(mine) < 2:
             notes.append(f"{task} ({model}): fewer than 2 complete variants, no sensitivity")
             continue
-        g = _group(mine)
+        g = _group(
+            sorted(mine, key=lambda t: rank[(t.task, t.model, t.variant)]),
+            cluster_by,
+            (columns or {}).get(task),
+        )
         notes.extend(g.notes)
         if not g.indices:
             notes.append(f"{task} ({model}): the variants share no rows")
             continue
         gseed = _group_seed(seed, "measures", task, model, *g.variants)
-        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=gseed)
+        # the range test takes the user's seed, as the sweep's comparisons do
+        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=gseed, test_seed=seed)
         groups.append(g)
         per_task.append(measures)
         boots.append(boot)
@@ -855,7 +1402,7 @@ def pooled_effects(
         for g in groups:
             gseed = _group_seed(seed, "measures", g.task, g.model, *g.variants)
             rng = np.random.default_rng(gseed)
-            counts = _resample_counts(_strata(g), n_resamples, rng)
+            counts, _ = _resample_counts(g, n_resamples, rng)
             boots.append(_variant_scores(g, counts))
             observed.append(_variant_scores(g, np.ones((1, len(g.indices))))[0])
         out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed)]
@@ -863,11 +1410,14 @@ def pooled_effects(
 
 
 def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
-    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor;
-    every share null with a note when there is no variance to share out."""
+    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor,
+    the variance components behind them (and the untruncated ones), rows and clusters per
+    task; every share null with a note when there is no variance to share out."""
+    keys = ("components", "components_raw", "truncated", "coverage", "n_rows", "n_clusters")
     return {
         m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"],
-            "unreliable": v.get("unreliable", False), "note": v.get("note")}
+            "unreliable": v.get("unreliable", False), "note": v.get("note"),
+            **{k: v.get(k) for k in keys}}
         for m, v in report["variance_shares"].items()
     }  # fmt: skip
 
@@ -950,23 +1500,44 @@ def format_sensitivity(report: dict[str, Any]) -> str:
             "spread and MaxP have no CI: a bootstrap of a max or of max - min does not cover; "
             "p: range permutation test of the spread, its inference)"
         )
-        if any(r.get("ci_unreliable") for r in report["per_task"]):
+        for r in report["per_task"]:
             lines.append(
-                f"! CIs unreliable: the smallest answer class has < {stats.MIN_CLASS_ROWS} rows"
+                f"  {r['task']} ({r['model']}): {r['n_rows']} rows, {r['n_clusters']} clusters "
+                f"of identical prompts ({r['clustering']})"
             )
+        if any(r.get("ci_unreliable") for r in report["per_task"]):
+            lines.append("! CIs unreliable (measured coverage below "
+                         f"{COVERAGE_FLOOR}, or a design outside the measured grid):")  # fmt: skip
+            for r in report["per_task"]:
+                if r.get("ci_unreliable"):
+                    lines.append(f"  {r['task']} ({r['model']}): {r['note']}")
     for model, v in report.get("variance_shares", {}).items():
         lines.append("")
-        flag = " (! CIs unreliable: small answer class)" if v.get("unreliable") else ""
-        lines.append(
-            f"Variance of per-row correctness, {model} ({v['n_observations']} obs.; "
-            f"recentred percentile bootstrap interval){flag}"
+        flag = (
+            " (! marks a CI whose measured coverage is low: see the note)"
+            if v.get("unreliable")
+            else ""
         )
+        sizes = ", ".join(
+            f"{t} {v['n_rows'][t]} rows / {v['n_clusters'][t]} clusters"
+            for t in v.get("tasks", [])
+            if t in v.get("n_rows", {})
+        )
+        lines.append(
+            f"Variance of per-row correctness, {model} ({v['n_observations']} obs.; {sizes}; "
+            f"variance components){flag}"
+        )
+        lines.append(f"  ({v['method']})")
         if v.get("sum_of_shares") is None:
             lines.append(f"  {v.get('note')}")
             continue
         for f, s in sorted(v["shares"].items(), key=lambda kv: -kv[1]):
             lo, hi = v["ci"][f]
-            lines.append(f"  {f:<40} {s:6.1%}  [{lo:6.1%}, {hi:6.1%}]")
+            mark = "  (set to 0: estimated below its noise)" if f in v.get("truncated", []) else ""
+            bang = "!" if f in v.get("unreliable_factors", []) else " "
+            lines.append(f"  {f:<40} {s:6.1%}  [{lo:6.1%}, {hi:6.1%}]{bang}{mark}")
+        if v.get("note"):
+            lines.append(f"  note: {v['note']}")
     if report.get("meta_analysis"):
         lines.append("")
         lines.append(
