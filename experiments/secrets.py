@@ -17,7 +17,12 @@ What `redact` hides:
 - anything that looks like an OpenAI-style key (``sk-`` + 14 or more characters), cut after
   its first 6 characters;
 - the password of any URL (``scheme://user:***@host``) and the values of its query and
-  fragment parameters (``?token=***``), as `safe_url` does.
+  fragment parameters (``?token=***``), as `safe_url` does;
+- the value of every parameter with a secret's name (`secret_name`: ``api_key``, ``key``,
+  ``token``, ``access_token``, ``password``, ``secret``, ``sig``, ...) wherever it stands,
+  with or without a URL around it: a server that answers 404 echoes its bare path
+  (``/v1?api_key=...``), which has no ``//`` to be found by. Both ``name=value`` (also
+  percent-encoded, ``name%3Dvalue``) and JSON's ``"name": "value"`` are masked.
 """
 
 from __future__ import annotations
@@ -34,6 +39,54 @@ _SK_KEY = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}")
 _NOT_SECRETS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 MIN_SECRET_LENGTH = 3
 _ANYWHERE_LENGTH = 8  # from this length on a value is replaced even inside a longer word
+
+SECRET_WORDS = frozenset(
+    {
+        "key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "sig",
+        "signature", "auth", "authorization", "credential", "credentials", "session",
+        "sessionid", "jwt", "bearer", "cookie",
+    }
+)  # fmt: skip
+"""Words that make a parameter's name a secret's: ``api_key`` (api, key), ``access_token``,
+``X-Amz-Signature``, ``client_secret``; camelCase names (``apiKey``, ``accessToken``) count
+by their ending."""
+_SECRET_ENDINGS = ("key", "token", "secret", "password", "passwd", "signature")
+# name=value or name%3Dvalue: the name a run of name characters (not preceded by one), the
+# value up to the next '&', '#', quote, angle bracket or whitespace (a little more than the
+# value, never less)
+_PARAM = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z0-9_.\-]+)(=|%3[Dd])([^&#\s\"'<>]+)")
+# "name": "value" (JSON, also escaped inside a JSON string) or 'name': 'value' (a Python
+# dict's repr, as litellm shows a provider's error body): the value up to its closing quote
+_QUOTED_PARAM = re.compile(r"""(\\?(["'])([A-Za-z0-9_.\-]+)\\?\2\s*:\s*\\?(["']))(.*?)(?=\\?\4)""")
+
+
+# already hidden: empty, ***, or `redact`'s <ENV_NAME>
+_PLACEHOLDER = re.compile(r"|\*\*\*|<[A-Za-z0-9_]+>")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a parameter named `name` holds a secret (`SECRET_WORDS`)."""
+    lowered = name.lower()
+    words = [w for w in re.split(r"[_.\-]+", lowered) if w]
+    return any(w in SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words)
+
+
+def mask_secret_params(text: str) -> str:
+    """`text` with the value of every secret-named parameter (`secret_name`) as ``***``,
+    wherever it stands: ``/v1?api_key=abc&n=1`` -> ``/v1?api_key=***&n=1``."""
+
+    def param(m: re.Match[str]) -> str:
+        name, eq, value = m.group(1), m.group(2), m.group(3)
+        if not secret_name(name) or _PLACEHOLDER.fullmatch(value):
+            return m.group(0)
+        return f"{name}{eq}***"
+
+    def quoted_param(m: re.Match[str]) -> str:
+        if not secret_name(m.group(3)) or _PLACEHOLDER.fullmatch(m.group(5)):
+            return m.group(0)
+        return f"{m.group(1)}***"
+
+    return _QUOTED_PARAM.sub(quoted_param, _PARAM.sub(param, text))
 
 
 def _mask_params(text: str) -> str:
@@ -68,8 +121,9 @@ def _safe_one(url: str) -> str:
 def safe_url(url: str) -> str:
     """`url` (or every URL in a text) without its secrets: the password of its userinfo and
     the values of its query and fragment parameters (keys kept), e.g.
-    ``postgresql+psycopg2://user:***@host/db?sslkey=***``."""
-    return _URL.sub(lambda m: _safe_one(m.group(0)), url)
+    ``postgresql+psycopg2://user:***@host/db?sslkey=***``. Secret-named parameters outside a
+    URL (a bare path ``/v1?api_key=...``) are masked too (`mask_secret_params`)."""
+    return mask_secret_params(_URL.sub(lambda m: _safe_one(m.group(0)), url))
 
 
 def _secrets() -> list[tuple[str, str]]:
@@ -91,7 +145,8 @@ def _replace_all(pattern: re.Pattern[str], replacement: str, text: str) -> str:
 
 
 def redact(text: str) -> str:
-    """`text` with secret environment values, sk- keys and URL passwords hidden."""
+    """`text` with secret environment values, sk- keys, URL passwords and the values of
+    secret-named parameters hidden."""
     for name, value in _secrets():
         if value not in text:
             continue

@@ -14,7 +14,15 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
 - malformed 200 replies: ``empty_choices`` (``"choices": []``), ``null_content`` (chat
   ``content: null`` / completion ``text: null``), ``tool_call`` (chat: a tool call and no
   content; completion: ``text: null``), ``list_content`` (content / text is a list),
-  ``not_json`` (an HTML body).
+  ``not_json`` (an HTML body);
+- ``drip``: the reply, one byte every `drip_interval` seconds (a per-read timeout never
+  fires; the stub stops dripping when it is stopped);
+- ``404``: not found, the body echoing the request's path and query as some servers do
+  (``Not Found: /v1?api_key=...``).
+
+`reply_bytes` pads the reply to that many bytes (a server ignoring ``max_tokens``);
+`logprob_fn(token, value)` rewrites each echoed log-probability (probabilities sent as
+log-probabilities, a single +50.0).
 
 A completion sent with ``echo`` and ``logprobs`` gets ``logprobs: null`` (a server that does
 not return prompt log-probabilities), or, with ``echo_logprobs=True``, the echoed text with
@@ -117,6 +125,19 @@ def stub_logprobs(
     }
 
 
+def _rewrite_logprobs(logprobs: dict[str, Any], fn: Callable[[str, float], float]) -> None:
+    """Each token's log-probability (and its own entry in ``top_logprobs``) through `fn`."""
+    for i, (token, value) in enumerate(
+        zip(logprobs["tokens"], logprobs["token_logprobs"], strict=True)
+    ):
+        if value is None:
+            continue
+        logprobs["token_logprobs"][i] = fn(token, value)
+        top = logprobs["top_logprobs"][i]
+        if top is not None and token in top:
+            top[token] = fn(token, value)
+
+
 def _prompt(body: dict[str, Any]) -> str:
     """The prompt of a completion or chat request body."""
     prompt = body.get("prompt")
@@ -146,6 +167,9 @@ class StubOpenAI:
         echo_logprobs: bool = False,
         logprob_offsets: str = "chars",
         shifted_logprobs: bool = False,
+        drip_interval: float = 2.0,
+        reply_bytes: int | None = None,
+        logprob_fn: Callable[[str, float], float] | None = None,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -162,6 +186,11 @@ class StubOpenAI:
         self.echo_logprobs = echo_logprobs
         self.logprob_offsets = logprob_offsets  # "bytes": text_offset in UTF-8 bytes
         self.shifted_logprobs = shifted_logprobs  # llama-cpp-python's off-by-one server bug
+        self.drip_interval = drip_interval  # seconds between the bytes of a "drip" reply
+        self.reply_bytes = reply_bytes  # pad replies to this size (ignores max_tokens)
+        self.logprob_fn = logprob_fn  # rewrites echoed log-probabilities
+        self.paths: list[str] = []  # each request's path with its query
+        self._stopping = threading.Event()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
@@ -185,6 +214,7 @@ class StubOpenAI:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # a dripping reply ends (the client sees a cut reply)
         self.server.shutdown()
         self.server.server_close()
 
@@ -216,6 +246,7 @@ class StubOpenAI:
                     stub.times.append(time.monotonic())
                     stub.requests.append(body)
                     stub.headers_seen.append(dict(self.headers))
+                    stub.paths.append(self.path)
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                 try:
@@ -225,6 +256,7 @@ class StubOpenAI:
                         stub.in_flight -= 1
 
             def _answer(self, body: dict[str, Any]) -> None:
+                self._drip = False
                 outcome = stub._outcome()
                 if outcome == "ok" and stub.fail_fn is not None and stub.fail_fn(_prompt(body)):
                     outcome = "500"
@@ -244,10 +276,17 @@ class StubOpenAI:
                     )
                 if outcome == "500":
                     return self._send(500, {"error": {"message": "internal error"}})
+                if outcome == "404":
+                    return self._send(
+                        404, {"error": {"message": f"Not Found: {self.path}", "type": "not_found"}}
+                    )
+                self._drip = outcome == "drip"
                 if outcome == "not_json":
                     return self._send_raw(200, b"<html>upstream hiccup</html>", "text/html")
                 prompt = _prompt(body)
                 reply = stub.reply_fn(prompt) if stub.reply_fn else stub.reply
+                if stub.reply_bytes is not None and len(reply) < stub.reply_bytes:
+                    reply += "x" * (stub.reply_bytes - len(reply.encode()))
                 usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
                 content: Any = reply
                 if outcome in ("null_content", "tool_call"):
@@ -285,6 +324,8 @@ class StubOpenAI:
                                 shifted=stub.shifted_logprobs,
                                 top_k=int(body["logprobs"]),
                             )
+                            if stub.logprob_fn is not None:
+                                _rewrite_logprobs(choice["logprobs"], stub.logprob_fn)
                     obj = "text_completion"
                 choices = [] if outcome == "empty_choices" else [choice]
                 return self._send(
@@ -318,7 +359,16 @@ class StubOpenAI:
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not getattr(self, "_drip", False):
+                        self.wfile.write(data)
+                        return
+                    self.wfile.flush()
+                    for i in range(len(data)):  # one byte, then a pause: reads never time out
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        if stub._stopping.wait(stub.drip_interval):
+                            self.close_connection = True
+                            return
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): nothing to answer
 
