@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import yaml
-
 from experiments.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.models import Scoring, default_scoring
+from experiments.yamlsafe import safe_yaml_load
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
@@ -114,12 +113,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     if not p.is_file():
         raise SpecError(f"{where}: no such sweep spec (the shipped ones are in ablations/)")
     text = read_text(p, "sweep spec", SpecError)  # size-capped, UTF-8, names the file
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SpecError(f"{where}: malformed YAML{at}: {getattr(e, 'problem', e)}") from e
+    # No anchors or aliases, bounded depth and size: a few hundred bytes of nested aliases
+    # would otherwise expand to gigabytes (issue 19, defect 8).
+    doc = safe_yaml_load(text, where, SpecError)
     if not isinstance(doc, dict):
         raise SpecError(f"{where}: a sweep spec is a YAML mapping (name:, tasks:, axes: ...)")
     for key, value in doc.items():
@@ -137,7 +133,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         if not doc.get(key):
             raise SpecError(f"{where}: field {key!r} is required")
     name = str(doc["name"])
-    if not _NAME.match(name) or ".." in name:
+    if not _NAME.fullmatch(name) or ".." in name:
         raise SpecError(
             f"{where}: name {name!r} must be letters, digits, '_', '-' or '.', starting with a "
             "letter or digit (it names a folder under reports/ and an MLflow experiment)"
@@ -316,18 +312,18 @@ def plan_tasks(
         if not task.has_split(spec.split):
             planned.append(PlannedTask(name, (), f"no {spec.split} split in this data"))
             continue
-        common: list[str] | None = None
+        kept_ids: list[list[str]] = []
         for nv in spec.variants:
             try:
                 compiled = compile_prompt(nv.variant, task, spec.split)
             except VariantError as e:
                 raise SpecError(f"{spec.path}: task {name!r}, variant {nv.name!r}: {e}") from e
             kept, _ = evaluation_rows(compiled.variant, task, spec.split)
-            ids = [r["index"] for r in kept]
-            common = ids if common is None else [i for i in common if i in set(ids)]
+            kept_ids.append([r["index"] for r in kept])
+        # Row ids are unique (read_tsv refuses repeats), so ids map to rows one to one.
         rows_by_id = {r["index"]: r for r in task.rows(spec.split)}
         chosen = select_rows(
-            [rows_by_id[i] for i in common or []], limit or spec.limit, spec.sample_seed
+            [rows_by_id[i] for i in _common_rows(kept_ids)], limit or spec.limit, spec.sample_seed
         )
         planned.append(
             PlannedTask(
@@ -335,6 +331,21 @@ def plan_tasks(
             )
         )
     return planned
+
+
+def _common_rows(kept_ids: Sequence[Sequence[str]]) -> list[str]:
+    """The row ids every variant keeps, in the first variant's (file) order.
+
+    Linear in the rows: each variant's ids become a set once. Rebuilding that set for every
+    row (as planning once did) made a 20k-row split take 17 s to plan and 100k never finish.
+    """
+    if not kept_ids:
+        return []
+    common = list(kept_ids[0])
+    for ids in kept_ids[1:]:
+        keep = set(ids)
+        common = [i for i in common if i in keep]
+    return common
 
 
 # ---- execution -----------------------------------------------------------------------------
@@ -460,10 +471,18 @@ def run_sweep(
     executor lost (its Ray worker died past its retries) has no run and counts as failed.
     """
     from experiments.runner import resolve_trial
+    from experiments.tracking import store_errors
 
     models = models or spec.models
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
     plan = trial_plan(spec, planned, models)
+    if not plan:  # nothing to run or compare: not a result, and no parent run claims one
+        why = "; ".join(f"{p.task}: {p.skipped}" for p in planned if p.skipped)
+        raise SpecError(
+            f"{spec.path}: every task was skipped ({why or 'no tasks'}), so there is nothing "
+            f"to run or compare and nothing was logged; choose tasks that have a {spec.split} "
+            "split (--tasks, tasks:) or another split:"
+        )
     lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
     resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
     sid = sweep_id(
@@ -487,9 +506,21 @@ def run_sweep(
     # local model is not this machine's, stop the sweep with no parent run written.
     executor.start([lms[m] for m in models], cache)
     parent = tracker.parent_run(spec.name, sid, params)
+    # A FINISHED parent stays FINISHED until this run changes something (a trial to run,
+    # other comparisons): a rerun with nothing to do, even an interrupted one, leaves it so.
+    running = tracker.run_status(parent) != "FINISHED"
+    if running:
+        tracker.mark_running(parent)
     outcomes: dict[int, TrialOutcome] = {}
     held: dict[int, contextlib.ExitStack] = {}  # claims of trials handed to the executor
+    rebuilt: list[str] = []  # trials whose FINISHED run had lost its predictions
     ok = False
+
+    def touch() -> None:
+        nonlocal running
+        if not running:
+            tracker.mark_running(parent)
+            running = True
 
     def claimed(pending: list[int], wait: bool, deferred: list[int]) -> Iterator[TrialJob]:
         """Claim trials one at a time, as the executor asks for work; yield those to run."""
@@ -500,25 +531,37 @@ def run_sweep(
                     len(outcomes), len(plan), f"{t.planned.task} · {t.variant.name} · {t.model}"
                 )
             stack = contextlib.ExitStack()
-            claim = stack.enter_context(tracker.claim(parent, rt.id, wait=wait))
-            if claim is None:
+            try:
+                claim = stack.enter_context(tracker.claim(parent, rt.id, wait=wait))
+                if claim is None:
+                    stack.close()
+                    deferred.append(i)
+                    continue
+                if claim.startswith("done:"):
+                    run_id = claim.removeprefix("done:")
+                    preds = tracker.stored_predictions(run_id)
+                    if preds is not None:
+                        stack.close()
+                        outcomes[i] = _outcome(
+                            t,
+                            rt,
+                            run_id,
+                            preds,
+                            "complete",
+                            rt.metric,
+                            tracker.run_metrics(run_id).get("score"),
+                            True,
+                        )
+                        continue
+                    # Its artifacts were deleted: rerun it (answers from the response cache)
+                    # and log it again, still under this trial's claim.
+                    touch()
+                    tracker.discard_run(run_id)
+                    rebuilt.append(rt.id)
+                touch()
+            except BaseException:
                 stack.close()
-                deferred.append(i)
-                continue
-            if claim.startswith("done:"):
-                stack.close()
-                run_id = claim.removeprefix("done:")
-                outcomes[i] = _outcome(
-                    t,
-                    rt,
-                    run_id,
-                    tracker.load_predictions(run_id),
-                    "complete",
-                    rt.metric,
-                    tracker.run_metrics(run_id).get("score"),
-                    True,
-                )
-                continue
+                raise
             held[i] = stack  # released once the result is logged
             yield TrialJob(i, rt, catalog.task(t.planned.task), lms[t.model])
 
@@ -539,15 +582,17 @@ def run_sweep(
                         )  # fmt: skip
                         continue
                     task = catalog.task(t.planned.task)
-                    run_id = tracker.log_trial(
-                        parent,
-                        result,
-                        rt.compiled,
-                        rt.rows,
-                        t.variant.name,
-                        {"sweep": spec.name},
-                        source=str(task.files.split_path(spec.split)),
-                    )
+                    doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
+                    with store_errors(tracker.config, doing):
+                        run_id = tracker.log_trial(
+                            parent,
+                            result,
+                            rt.compiled,
+                            rt.rows,
+                            t.variant.name,
+                            {"sweep": spec.name},
+                            source=str(task.files.split_path(spec.split)),
+                        )
                     outcomes[i] = _outcome(
                         t,
                         rt,
@@ -571,7 +616,7 @@ def run_sweep(
              "status": o.status, "n_errors": o.n_errors, "n": len(o.indices)}
             for o in ordered if not o.complete
         ]  # fmt: skip
-        sens, sens_figures = _sensitivity(spec, ordered)
+        sens, sens_figures = _sensitivity(spec, ordered, catalog)
         written: list[str] = []
         doc = {
             "comparisons": table,
@@ -585,21 +630,33 @@ def run_sweep(
                 written = [
                     str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
                 ]
-            tracker.log_comparisons(parent, doc, figures)
-            if sens.get("per_task"):
-                from experiments.tracking import log_sensitivity
+            # A FINISHED parent that already holds these comparisons is left untouched.
+            logged = None if running else tracker.logged_comparisons(parent, sorted(figures))
+            if logged is None or _canonical(logged) != _canonical(doc):
+                touch()
+                tracker.log_comparisons(parent, doc, figures)
+                if sens.get("per_task"):
+                    from experiments.tracking import log_sensitivity
 
-                log_sensitivity(tracker, parent, sens, sens_figures)
+                    log_sensitivity(tracker, parent, sens, sens_figures)
         finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
             import matplotlib.pyplot as plt
 
             for fig in {**figures, **sens_figures}.values():
                 plt.close(fig)
         ok = not incomplete
-    finally:
+    except BaseException:
         for stack in held.values():
             stack.close()
-        tracker.finish(parent, ok)
+        if running:  # best effort: the error on its way (maybe the store itself) says more
+            with contextlib.suppress(Exception):
+                tracker.finish(parent, False)
+        raise
+    for stack in held.values():
+        stack.close()
+    if running:
+        with store_errors(tracker.config, "ending the sweep's parent run"):
+            tracker.finish(parent, ok)
     return {
         "sweep": spec.name,
         "sweep_id": sid,
@@ -613,12 +670,18 @@ def run_sweep(
         "across_tasks": across,
         "sensitivity": sens,
         "figures": written,
+        "rebuilt": rebuilt,
         "experiment": f"{tracker.config.experiment_prefix}/{spec.name}",
     }
 
 
+def _canonical(doc: dict[str, Any]) -> str:
+    """A comparisons document as text, to tell whether the parent already holds this one."""
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
 def _sensitivity(
-    spec: SweepSpec, ordered: list[TrialOutcome]
+    spec: SweepSpec, ordered: list[TrialOutcome], catalog: Catalog
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The sweep's prompt-sensitivity report and its figures (`experiments.sensitivity`).
 
@@ -631,7 +694,14 @@ def _sensitivity(
     if len(spec.variants) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}, {}
     try:
-        sens = sensitivity_report(ordered, n_resamples=spec.n_resamples)
+        columns = (
+            {t: _column(spec, catalog, t) or {} for t in spec.tasks}
+            if spec.cluster_by.startswith("column:")
+            else None
+        )
+        sens = sensitivity_report(
+            ordered, n_resamples=spec.n_resamples, cluster_by=spec.cluster_by, columns=columns
+        )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
     return sens, (sensitivity_figures(sens) if sens.get("per_task") else {})
@@ -682,20 +752,35 @@ def _lost(rows: Sequence[dict[str, str]], reason: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+class ReportError(WorkbenchError):
+    """reports/<sweep>/ cannot be written: the trials are logged, only the files are missing."""
+
+
 def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> None:
-    """reports/<sweep>/: figures, comparisons.json and .csv, each written atomically."""
+    """reports/<sweep>/: figures, comparisons.json and .csv, each written atomically.
+
+    A folder that cannot be written (deleted, made read-only or replaced by a file mid-sweep)
+    is one `ReportError` line; every trial is already logged, so a rerun only redoes this.
+    """
     import io
 
     from experiments.files import atomic_write_bytes, atomic_write_text
     from experiments.tracking import comparisons_csv
 
-    out.mkdir(parents=True, exist_ok=True)
-    for filename, fig in figures.items():
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=120, format="png")
-        atomic_write_bytes(out / filename, buf.getvalue())
-    atomic_write_text(out / "comparisons.json", json.dumps(doc, indent=1, default=str))
-    atomic_write_text(out / "comparisons.csv", comparisons_csv(doc["comparisons"]))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for filename, fig in figures.items():
+            buf = io.BytesIO()
+            fig.savefig(buf, dpi=120, format="png")
+            atomic_write_bytes(out / filename, buf.getvalue())
+        atomic_write_text(out / "comparisons.json", json.dumps(doc, indent=1, default=str))
+        atomic_write_text(out / "comparisons.csv", comparisons_csv(doc["comparisons"]))
+    except OSError as e:
+        raise ReportError(
+            f"cannot write the sweep report to {out}/ ({e.strerror or e}"
+            f"{': ' + str(e.filename) if e.filename else ''}); make it a writable folder and "
+            "run the same command again: finished trials are logged in MLflow and are not rerun"
+        ) from e
 
 
 def compare(

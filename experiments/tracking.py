@@ -9,7 +9,10 @@ Run states: a trial's child run ends FINISHED when the trial is complete and FAI
 rows failed (its official score is then absent; `score_on_answered` and `n_errors` say what
 happened). A sweep's parent is RUNNING while the sweep runs, FINISHED only when every trial
 is complete and the comparisons are logged, FAILED otherwise; after a kill it stays RUNNING,
-never FINISHED.
+never FINISHED. A rerun that finds nothing to change leaves a FINISHED parent untouched.
+
+Store failures (unreachable, locked, deleted, unwritable artifacts) are one `TrackingError`
+line naming the store, what was being done and what to run; MLflow's own logger is silenced.
 
 Concurrency: trials are claimed with a lock file per (store, trial) before a child run is
 created, so two invocations of one sweep on one machine share the work and never delete each
@@ -29,6 +32,7 @@ prompt registry on/off); `MLFLOW_TRACKING_URI` overrides the URI.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -41,11 +45,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import yaml
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from experiments.secrets import redact, safe_url
+from experiments.yamlsafe import safe_yaml_load
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -64,6 +67,8 @@ GRADED = "workbench.graded"
 PREDICTIONS_SHA = "workbench.predictions_sha"  # what a `workbench run` run recorded
 GRADES_SHA = "workbench.grades_sha"  # the hand grades on it, when graded
 PARENT = "mlflow.parentRunId"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -84,14 +89,9 @@ def load_config(path: str | Path | None = None) -> TrackingConfig:
 
         text = read_text(p, "tracking config", WorkbenchError)
         try:
-            loaded = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise WorkbenchError(
-                f"{p}: malformed YAML{at}: {getattr(e, 'problem', e)}; fix it or remove it "
-                "to use the defaults"
-            ) from None
+            loaded = safe_yaml_load(text, str(p)) or {}
+        except WorkbenchError as e:
+            raise WorkbenchError(f"{e}; fix it or remove it to use the defaults") from None
         if not isinstance(loaded, dict):
             raise WorkbenchError(f"{p}: expected a mapping (tracking_uri:, ...)")
         unknown = set(loaded) - {
@@ -123,6 +123,26 @@ class TrackingError(WorkbenchError):
     """The tracking store cannot be reached or used; the message says which and what to do."""
 
 
+class SweepIncomplete(WorkbenchError):
+    """`report` on a sweep that has no result yet (running, stopped): a state, exit 1."""
+
+    exit_code = 1
+
+
+METRIC_NAMES = "metric_names.json"  # short metric name -> full name, where one was shortened
+MAX_KEY = 250  # MLflow's limit for metric (and param, tag) names
+
+
+def metric_key(name: str) -> str:
+    """`safe_name(name)`, or, over MLflow's 250 characters, a readable prefix and a hash of
+    the whole name: the same name always gets the same key, two names never share one."""
+    key = safe_name(name)
+    if len(key) <= MAX_KEY:
+        return key
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]  # of the name as given
+    return key[: MAX_KEY - len(digest) - 1].rstrip("._-/") + "." + digest
+
+
 # Short client-side retries: a wrong URL should fail in seconds, not after minutes.
 _FAST_FAIL_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
@@ -138,8 +158,10 @@ def _quiet_mlflow() -> Any:
 
     import mlflow
 
-    logging.getLogger("mlflow").setLevel(logging.ERROR)
-    logging.getLogger("alembic").setLevel(logging.ERROR)
+    # The workbench turns every store failure into one line (`TrackingError`); MLflow's own
+    # logger would print the same failure first, as a traceback of hundreds of lines.
+    for name in ("mlflow", "alembic", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return mlflow
 
 
@@ -173,14 +195,73 @@ def _file_lock(path: Path, timeout: float = -1) -> Iterator[bool]:
         lock.release()
 
 
-def _store_error(config: TrackingConfig, e: BaseException) -> TrackingError:
+RERUN = (
+    "then run the same command again: what is logged is kept, and trials not logged yet "
+    "rerun with their answers from the response cache"
+)
+
+
+def _reason(e: BaseException) -> str:
+    """The first line of the innermost cause: "database is locked", not SQLAlchemy's wrapper."""
+    seen: set[int] = set()
+    while (e.__cause__ or e.__context__) is not None and id(e) not in seen:
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
     first = redact(str(e)).strip().splitlines()
-    reason = first[0][:300] if first else type(e).__name__
+    return first[0][:300] if first else type(e).__name__
+
+
+def _store_error(
+    config: TrackingConfig, e: BaseException, doing: str | None = None
+) -> TrackingError:
+    """One line for a store that failed: which store, doing what, why, and what to run."""
+    url = safe_url(config.tracking_uri)
+    if doing is None:  # opening the store, or `workbench run`'s own wording
+        first = redact(str(e)).strip().splitlines()
+        reason = first[0][:300] if first else type(e).__name__
+        return TrackingError(
+            f"cannot use the MLflow tracking store {url} ({reason}); "
+            f"check tracking_uri in {config.source} or MLFLOW_TRACKING_URI (server running, "
+            "credentials right, folder writable)"
+        )
+    db = _sqlite_path(config)
+    if db is not None and not db.exists():  # SQLite says "readonly database" for this
+        return TrackingError(
+            f"the MLflow store {db} was deleted while {doing}; run the same command again: "
+            "it starts a new store there and logs every trial again, answers from the "
+            "response cache (put the file back first to keep the runs it held)"
+        )
     return TrackingError(
-        f"cannot use the MLflow tracking store {safe_url(config.tracking_uri)} ({reason}); "
-        f"check tracking_uri in {config.source} or MLFLOW_TRACKING_URI (server running, "
-        "credentials right, folder writable)"
+        f"the MLflow tracking store {url} failed while {doing} ({_reason(e)}); check that "
+        f"it is reachable and writable (tracking_uri, artifact_location in {config.source}), "
+        f"{RERUN}"
     )
+
+
+@contextlib.contextmanager
+def store_errors(config: TrackingConfig, doing: str) -> Iterator[None]:
+    """Turn any store failure inside the block into one `TrackingError` line; workbench
+    errors and interrupts pass through unchanged."""
+    try:
+        yield
+    except WorkbenchError:
+        raise
+    except Exception as e:
+        raise _store_error(config, e, doing) from e
+
+
+def _store_op(doing: str) -> Callable[[_F], _F]:
+    """A Tracker method whose store failures are one `TrackingError` line (see store_errors)."""
+
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def inner(self: Tracker, *args: Any, **kwargs: Any) -> Any:
+            with store_errors(self.config, doing):
+                return fn(self, *args, **kwargs)
+
+        return inner  # type: ignore[return-value]
+
+    return wrap
 
 
 def _probe_database(uri: str) -> None:
@@ -315,6 +396,7 @@ class Tracker:
         self.client = open_client(self.config)
         self.mlflow = _quiet_mlflow()
         self.commit = _git_commit()
+        self._renamed: dict[str, dict[str, str]] = {}  # run id -> {short metric name: full}
 
     # ---- experiments and parent runs -----------------------------------------------------
     def experiment_id(self, name_suffix: str) -> str:
@@ -352,8 +434,14 @@ class Tracker:
             self.client.log_batch(run_id, params=[Param(k, _param(v)) for k, v in params.items()])
         return run_id
 
+    @_store_op("finding the sweep's parent run")
     def parent_run(self, sweep_name: str, sweep_id: str, params: dict[str, Any]) -> str:
-        """The sweep's parent run, RUNNING: reused if this sweep ran before (resume), else new."""
+        """The sweep's parent run: reused if this sweep ran before (resume), else new, RUNNING.
+
+        A reused parent keeps its state (`run_status`): the caller marks it RUNNING
+        (`mark_running`) only once it has something to change, so a rerun that finds
+        nothing to do, interrupted or not, leaves a FINISHED sweep FINISHED.
+        """
         exp = self.experiment_id(sweep_name)
         with _file_lock(_lock_dir(self.config) / f"sweep-{sweep_id[:32]}.parent.lock"):
             found = self.client.search_runs(
@@ -364,7 +452,6 @@ class Tracker:
             )
             if found:
                 run_id = str(found[0].info.run_id)
-                self.client.update_run(run_id, status="RUNNING")
             else:
                 run_id = self._create_run(
                     exp,
@@ -376,6 +463,15 @@ class Tracker:
             # `workbench report` shows the sweep run most recently, not the one created last
             self.client.set_tag(run_id, LAST_RUN, f"{time.time():.6f}")
             return run_id
+
+    @_store_op("reading the sweep's parent run")
+    def run_status(self, run_id: str) -> str:
+        """RUNNING, FINISHED, FAILED or KILLED."""
+        return str(self.client.get_run(run_id).info.status)
+
+    @_store_op("marking the sweep's parent run RUNNING")
+    def mark_running(self, run_id: str) -> None:
+        self.client.update_run(run_id, status="RUNNING")
 
     def study_parent(self, study_name: str, study_key: str, params: dict[str, Any]) -> str:
         """The optimisation study's parent run in this store: found by its key, else new."""
@@ -429,10 +525,23 @@ class Tracker:
         self.client.set_terminated(run_id, status="FINISHED" if ok else "FAILED")
 
     def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
+        """Log metrics; a name over MLflow's 250 characters is logged as `metric_key(name)`
+        and the run's `metric_names.json` maps every such short name to its full name."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None]
+        batch = []
+        renamed = self._renamed.setdefault(run_id, {})
+        before = len(renamed)
+        for name, value in metrics.items():
+            if value is None:
+                continue
+            key = metric_key(name)
+            if key != safe_name(name):  # shortened: say what it stands for
+                renamed[key] = name
+            batch.append(Metric(key, float(value), now, 0))
+        if len(renamed) > before:  # before the metrics: a name is never logged unexplained
+            self.client.log_dict(run_id, dict(sorted(renamed.items())), METRIC_NAMES)
         for i in range(0, len(batch), 900):  # MLflow caps a batch at 1000 metrics
             self.client.log_batch(run_id, metrics=batch[i : i + 900])
 
@@ -451,6 +560,7 @@ class Tracker:
             )
         )
 
+    @_store_op("listing the sweep's trial runs")
     def finished_trials(self, parent_id: str) -> dict[str, str]:
         """trial id -> run id of the FINISHED child runs (other runs are left alone here)."""
         done: dict[str, str] = {}
@@ -474,13 +584,19 @@ class Tracker:
             if not got:
                 yield None
                 return
-            runs = self._children(parent_id, trial_id)
-            finished = [r for r in runs if r.info.status == "FINISHED"]
-            for run in runs:
-                if finished and run.info.run_id == finished[0].info.run_id:
-                    continue
-                self.client.delete_run(run.info.run_id)
+            with store_errors(self.config, f"claiming trial {trial_id[:12]}"):
+                runs = self._children(parent_id, trial_id)
+                finished = [r for r in runs if r.info.status == "FINISHED"]
+                for run in runs:
+                    if finished and run.info.run_id == finished[0].info.run_id:
+                        continue
+                    self.client.delete_run(run.info.run_id)
             yield f"done:{finished[0].info.run_id}" if finished else "mine"
+
+    @_store_op("deleting a trial run whose artifacts are gone")
+    def discard_run(self, run_id: str) -> None:
+        """Delete a run that cannot be used (its predictions vanished): its trial reruns."""
+        self.client.delete_run(run_id)
 
     def log_trial(
         self,
@@ -694,6 +810,7 @@ class Tracker:
         self._put_grades(run_id, metrics, grades)
         return run_id
 
+    @_store_op("reading the sweep's trial runs")
     def sweep_trials(self, parent_id: str) -> list[dict[str, Any]]:
         """One row per trial of a sweep (its FINISHED or latest run): task, model, variant,
         status, score and invalid_rate, from the child runs' params and metrics."""
@@ -806,14 +923,38 @@ class Tracker:
             local = self.client.download_artifacts(run_id, path, tmp)
             return Path(local).read_text(encoding="utf-8")
 
+    @_store_op("reading a trial's predictions")
     def load_predictions(self, run_id: str) -> list[dict[str, Any]]:
         text = self._artifact_text(run_id, "predictions.jsonl")
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
+    def stored_predictions(self, run_id: str) -> list[dict[str, Any]] | None:
+        """A FINISHED run's predictions, or None when its artifact is missing or unreadable
+        (the artifact folder was deleted or damaged): the trial must then run and be logged
+        again. A store that cannot be reached at all is a `TrackingError`, not None."""
+        try:
+            text = self._artifact_text(run_id, "predictions.jsonl")
+        except Exception as e:
+            with store_errors(self.config, "reading a trial's predictions"):
+                listed = {a.path for a in self.client.list_artifacts(run_id)}
+            if "predictions.jsonl" in listed:  # there, yet unreadable: not ours to delete
+                raise _store_error(self.config, e, "reading a trial's predictions") from e
+            return None
+        try:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            return None
+        keys = ("index", "answer", "generation", "correct")
+        if not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
+            return None
+        return rows
+
+    @_store_op("reading a trial's metrics")
     def run_metrics(self, run_id: str) -> dict[str, float]:
         return dict(self.client.get_run(run_id).data.metrics)
 
     # ---- the parent's comparisons -------------------------------------------------------
+    @_store_op("logging the sweep's comparisons")
     def log_comparisons(
         self,
         parent_id: str,
@@ -828,13 +969,26 @@ class Tracker:
         for row in table:
             if row.get("p_value") is None:
                 continue  # untested (an incomplete trial): no number to log
-            key = safe_name(f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}")
+            # full names here; `_log_metrics` makes them MLflow names (`metric_key`)
+            key = f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}"
             metrics[key] = row["p_value"]
             metrics[key.replace("p_value.", "p_value_corrected.", 1)] = row["p_corrected"]
         self._log_metrics(parent_id, metrics)
         for filename, fig in figures.items():
             self.client.log_figure(parent_id, fig, filename)
 
+    @_store_op("reading the sweep's comparisons")
+    def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:
+        """The comparisons document on a parent run, if it and every named figure are there."""
+        listed = {a.path for a in self.client.list_artifacts(parent_id)}
+        if "comparisons.json" not in listed or not set(figures) <= listed:
+            return None
+        try:
+            return dict(json.loads(self._artifact_text(parent_id, "comparisons.json")))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    @_store_op("reading the sweep's runs")
     def sweep_report(self, sweep_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """The latest parent run of a sweep and its comparisons document."""
         exp = self.client.get_experiment_by_name(f"{self.config.experiment_prefix}/{sweep_name}")
@@ -856,9 +1010,17 @@ class Tracker:
         try:
             doc = json.loads(self._artifact_text(run.info.run_id, "comparisons.json"))
         except Exception as e:
-            raise WorkbenchError(
-                f"sweep {sweep_name!r} (run {run.info.run_id}) has no comparisons yet: "
-                "it did not finish; run the sweep again to resume it"
+            status = run.info.status
+            why = (
+                "it is still running, or was stopped before its comparisons"
+                if status == "RUNNING"
+                else "its artifacts are missing"
+                if status == "FINISHED"
+                else "it did not finish"
+            )
+            raise SweepIncomplete(
+                f"sweep {sweep_name!r} (parent run {run.info.run_id}, {status}) has no "
+                f"comparisons yet: {why}; run the sweep again to resume it"
             ) from e
         info = {"run_id": run.info.run_id, "status": run.info.status, "params": run.data.params}
         return info, dict(doc)
@@ -977,8 +1139,16 @@ def reusable_run(result: TrialResult, config: TrackingConfig) -> dict[str, Any] 
     return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": True}
 
 
+MAX_PARAM = 6000  # MLflow's limit for a param value
+
+
 def _param(value: Any) -> str:
-    return "none" if value is None else str(value)
+    """A param value as MLflow takes it: over 6000 characters it keeps a prefix and a hash."""
+    text = "none" if value is None else str(value)
+    if len(text) <= MAX_PARAM:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return text[: MAX_PARAM - 40] + f"... [{len(text)} chars, sha256 {digest}]"
 
 
 def _sha(value: Any) -> str:
@@ -1072,11 +1242,15 @@ def log_sensitivity(
     """
     from experiments.sensitivity import sensitivity_metrics, variance_shares_artifact
 
-    tracker.client.log_dict(parent_run_id, variance_shares_artifact(report), "variance_shares.json")
-    tracker.client.log_dict(parent_run_id, report, "sensitivity.json")
-    tracker._log_metrics(parent_run_id, sensitivity_metrics(report))
-    for filename, fig in figures.items():
-        tracker.client.log_figure(parent_run_id, fig, filename)
+    metrics = sensitivity_metrics(report)
+    with store_errors(tracker.config, "logging the sweep's prompt sensitivity"):
+        tracker.client.log_dict(
+            parent_run_id, variance_shares_artifact(report), "variance_shares.json"
+        )
+        tracker.client.log_dict(parent_run_id, report, "sensitivity.json")
+        tracker._log_metrics(parent_run_id, metrics)
+        for filename, fig in figures.items():
+            tracker.client.log_figure(parent_run_id, fig, filename)
 
 
 def serve_ui(port: int, host: str = "127.0.0.1", say: Callable[[str], None] = print) -> int:
