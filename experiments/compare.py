@@ -183,6 +183,8 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "ci_b_high": None,
         "ci_b_note": None,
         "mde_80": None,
+        "mde_note": None,
+        "mde_method": None,
         "n_clusters": None,
         "clustered_by": None,
         "cluster_note": None,
@@ -258,7 +260,13 @@ def pair(
         return untested(where, a.name, b.name, (a, b), name) | row
     ci = interval(y, pa, pb, a.metric, c, seed)
     ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
-    mde = stats.minimum_detectable_effect(y, pa, pb, metric=a.metric, clusters=c.ids)
+    from experiments import power
+
+    # simulated for the test as run (two-sided, its resamples, whole clusters swapped)
+    mde = power.minimum_detectable_effect(
+        y, pa, pb, metric=a.metric, clusters=c.ids, n_resamples=n_resamples, seed=seed,
+        by_class=False,
+    )  # fmt: skip
     return {
         "a": a.name,
         "b": b.name,
@@ -283,7 +291,9 @@ def pair(
         "ci_b_low": ci_b.low,
         "ci_b_high": ci_b.high,
         "ci_b_note": _ci_note(ci_b),
-        "mde_80": mde,
+        "mde_80": mde.value,
+        "mde_note": mde.note,
+        "mde_method": mde.method,
         **_cluster_fields(c),
     }
 

@@ -186,7 +186,10 @@ def comparison_table(
             f"95% CI of A - B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
             "'!' marks an interval flagged degenerate or unreliable (see ci_note in the JSON)"
         )
-        parts.append("MDE80: smallest difference detectable at 80% power")
+        parts.append(
+            "MDE80: smallest true difference this test, as run, detects 80% of the time "
+            "(simulated, experiments.power; '-' where no effect can reach it)"
+        )
     parts.append(
         f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
         "tested comparisons"

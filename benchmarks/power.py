@@ -1,0 +1,336 @@
+"""Is `experiments.power.minimum_detectable_effect` true? Power at the MDE, through the real test.
+
+For every cell of the grid (n rows, minority share, per-class recalls, shared row
+difficulty or independent arms, the direction of the effect, clusters or not):
+
+1. draw a sample from the generating model with no effect (A and B alike) and compute its
+   MDE at 80% power (`power.minimum_detectable_effect`, its default 2,000 draws);
+2. from the generating parameters, find the shift that makes the TRUE difference
+   E[metric(A) - metric(B)] equal to that MDE (Gauss-Hermite quadrature of the model, not
+   the estimator's formula), draw fresh data with it and run the real
+   `stats.paired_permutation_test` (two-sided, R = 10,000, clusters swapped whole);
+3. the rejection rate at p <= 0.05 over all samples x fresh draws must be 0.80 +- 0.05.
+
+The old normal-approximation MDE (`stats.minimum_detectable_effect`) is measured the same way
+for comparison. Samples whose MDE is None ("cannot reach power ...") are counted, not tested.
+
+Generating model: answers have exact class counts; row (or text) i of class c has a latent
+difficulty z_i ~ N(0, 1); A is right with probability expit(l_c + s z_i + e_c) and B with
+expit(l_c + s z_i - e_c), independently given z_i, where l_c makes the mean recall r_c and s
+is 0 (independent arms) or 1.5 (shared row difficulty). The effect e_c is the same in every
+class ("all") or sits in the minority class only ("minority"). With clusters, texts carry the
+difficulty and the answers, and every row of a text gets its text's answer.
+
+    .venv/bin/python benchmarks/power.py --quick          # a few cells, ~1 min
+    .venv/bin/python benchmarks/power.py --n 20,40,50     # one slice of the grid
+    .venv/bin/python benchmarks/power.py                  # the whole grid (split it by --n)
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from experiments import power, stats
+
+ALPHA = 0.05
+TARGET = 0.8
+SHARED = 1.5  # sd of the latent row difficulty on the logit scale when it is shared
+RECALLS: dict[str, tuple[float, float]] = {  # (minority, majority) mean recall
+    "0.5/0.9": (0.5, 0.9),
+    "0.7/0.7": (0.7, 0.7),
+    "0.95/0.8": (0.95, 0.8),
+}
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(80)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def _expit(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.asarray(1.0 / (1.0 + np.exp(-x)), dtype=np.float64)
+
+
+def mean_recall(loc: float, spread: float, shift: float) -> float:
+    """E[expit(loc + spread z + shift)], z ~ N(0, 1), by quadrature."""
+    return float(_GH_W @ _expit(loc + spread * _GH_X + shift))
+
+
+def location(recall: float, spread: float) -> float:
+    """The logit location whose mean recall is `recall` at this spread."""
+    lo, hi = -30.0, 30.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mean_recall(mid, spread, 0.0) < recall else (lo, mid)
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid: the generating parameters."""
+
+    n: int  # rows (texts when clustered)
+    minority: float
+    recalls: str
+    spread: float  # 0: independent arms; SHARED: shared row difficulty
+    direction: str = "all"  # "all" classes or "minority" only
+    metric: str = "balanced_accuracy"
+    repeat: int = 1  # rows per text: 1 = no clusters; k > 1 = every text repeated 1..k times
+    fixed: bool = False  # every text repeated exactly `repeat` times
+    a_only: bool = False  # the effect raises A only (B unchanged), unlike the MDE's model
+
+    def label(self) -> str:
+        arms = "shared" if self.spread else "indep "
+        times = f"{self.repeat}" if self.fixed else f"1-{self.repeat}"
+        clus = f" texts x{times}" if self.repeat > 1 else ""
+        met = "" if self.metric == "balanced_accuracy" else f" {self.metric}"
+        met += " A-only" if self.a_only else ""
+        return (
+            f"n={self.n:<4d} min={self.minority:<4} rec={self.recalls:<8s} {arms} "
+            f"effect={self.direction:<8s}{clus}{met}"
+        )
+
+
+class Model:
+    """The generating model of a cell, with its texts' classes and multiplicities fixed."""
+
+    def __init__(self, cell: Cell, rng: np.random.Generator) -> None:
+        self.cell = cell
+        n_min = round(cell.n * cell.minority)
+        self.text_minority = np.arange(cell.n) < n_min
+        if cell.fixed:
+            self.sizes = np.full(cell.n, cell.repeat)
+        else:
+            self.sizes = rng.integers(1, cell.repeat + 1, cell.n)
+        self.text = np.repeat(np.arange(cell.n), self.sizes)
+        minority = self.text_minority[self.text]
+        self.y = np.where(minority, "No", "Yes").astype(object)
+        r_min, r_maj = RECALLS[cell.recalls]
+        self.loc = {True: location(r_min, cell.spread), False: location(r_maj, cell.spread)}
+        rows = len(self.y)
+        self.weight = {  # the metric's weight of a class: its share of the true difference
+            m: (0.5 if cell.metric == "balanced_accuracy" else float((minority == m).sum()) / rows)
+            for m in (True, False)
+        }
+
+    def difference(self, shift: float) -> float:
+        """True E[metric(A) - metric(B)] at this shift (quadrature; labels fixed)."""
+        total = 0.0
+        for m in (True, False):
+            e = shift if (self.cell.direction == "all" or m) else 0.0
+            loc = self.loc[m]
+            e_a, e_b = (2 * e, 0.0) if self.cell.a_only else (e, -e)
+            gap = mean_recall(loc, self.cell.spread, e_a) - mean_recall(loc, self.cell.spread, e_b)
+            total += self.weight[m] * gap
+        return total
+
+    def shift_for(self, delta: float) -> float | None:
+        """The shift whose true difference is delta; None if the model cannot reach it."""
+        if delta >= self.difference(40.0) - 1e-9:
+            return None
+        lo, hi = 0.0, 40.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.difference(mid) < delta else (lo, mid)
+        return (lo + hi) / 2
+
+    def draw(self, rng: np.random.Generator, shift: float) -> tuple[NDArray[Any], ...]:
+        """(y, A, B, cluster ids) at this shift."""
+        cell = self.cell
+        z = rng.standard_normal(cell.n)
+        loc = np.where(self.text_minority, self.loc[True], self.loc[False])
+        e = np.where(self.text_minority | (cell.direction == "all"), shift, 0.0)
+        e_a, e_b = (2 * e, 0 * e) if cell.a_only else (e, -e)
+        hit_a = rng.random(cell.n) < _expit(loc + cell.spread * z + e_a)
+        hit_b = rng.random(cell.n) < _expit(loc + cell.spread * z + e_b)
+        y = self.y
+        flip = np.where(y == "Yes", "No", "Yes").astype(object)
+        a = np.where(hit_a[self.text], y, flip)
+        b = np.where(hit_b[self.text], y, flip)
+        return y, a, b, self.text
+
+
+@dataclass(frozen=True)
+class Result:
+    cell: Cell
+    samples: int
+    none: int  # samples whose MDE is None
+    unreachable: int  # MDEs the generating model cannot reach (larger than its ceiling)
+    tests: int
+    rejections: int
+    mean_mde: float
+    old_tests: int
+    old_rejections: int
+    old_mean_mde: float
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.rejections / self.tests if self.tests else math.nan
+
+    @property
+    def old_rate(self) -> float:
+        return self.old_rejections / self.old_tests if self.old_tests else math.nan
+
+    def half_width(self) -> float:
+        p = self.rate
+        return 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / self.tests) if self.tests else math.nan
+
+
+def _old_mde(y: NDArray[Any], a: NDArray[Any], b: NDArray[Any], ids: NDArray[Any]) -> float:
+    params = inspect.signature(stats.minimum_detectable_effect).parameters
+    extra = {"clusters": ids} if "clusters" in params else {}
+    return float(stats.minimum_detectable_effect(y, a, b, **extra))  # type: ignore[arg-type]
+
+
+def _rejects(
+    model: Model, rng: np.random.Generator, delta: float, fresh: int, seed: int
+) -> tuple[int, int, bool]:
+    """(tests, rejections, reachable): the real test on fresh data at true difference delta."""
+    shift = model.shift_for(delta)
+    if shift is None:
+        return 0, 0, False
+    hits = 0
+    for j in range(fresh):
+        y, a, b, ids = model.draw(rng, shift)
+        clusters = ids if model.cell.repeat > 1 else None
+        r = stats.paired_permutation_test(
+            y, a, b, metric=model.cell.metric, seed=seed * 1000 + j, clusters=clusters
+        )
+        hits += r.p_value <= ALPHA
+    return fresh, hits, True
+
+
+def run_cell(
+    cell: Cell, samples: int, fresh: int, seed: int, old: bool = True, n_sims: int = 2000
+) -> Result:
+    """Power at the MDE in one cell: `samples` MDEs, `fresh` real tests at each."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng([seed, cell.n, round(cell.minority * 100), cell.repeat])
+    model = Model(cell, rng)
+    none = unreachable = tests = rejections = old_tests = old_rejections = 0
+    mdes: list[float] = []
+    olds: list[float] = []
+    minority_label = "no"
+    for s in range(samples):
+        y, a, b, ids = model.draw(rng, 0.0)
+        clusters = ids if cell.repeat > 1 else None
+        m = power.minimum_detectable_effect(
+            y,
+            a,
+            b,
+            metric=cell.metric,
+            clusters=clusters,
+            n_sims=n_sims,
+            seed=s,
+            by_class=cell.direction != "all",
+        )
+        value = m.value if cell.direction == "all" else m.by_class.get(minority_label)
+        if value is None:
+            none += 1
+        else:
+            mdes.append(value)
+            t, h, ok = _rejects(model, rng, value, fresh, s)
+            unreachable += not ok
+            tests, rejections = tests + t, rejections + h
+        if old:
+            o = _old_mde(y, a, b, ids if cell.repeat > 1 else np.arange(len(y)))
+            olds.append(o)
+            t, h, _ = _rejects(model, rng, o, fresh, s)
+            old_tests, old_rejections = old_tests + t, old_rejections + h
+    return Result(
+        cell, samples, none, unreachable, tests, rejections,
+        float(np.mean(mdes)) if mdes else math.nan, old_tests, old_rejections,
+        float(np.mean(olds)) if olds else math.nan, time.perf_counter() - t0,
+    )  # fmt: skip
+
+
+def grid(ns: Sequence[int]) -> list[Cell]:
+    """The grid: every n x minority share with the effect in all classes at three
+    (recalls, arms) settings, and with the effect in the minority class only."""
+    cells = []
+    for n in ns:
+        for minority in (0.1, 0.2, 0.5):
+            cells.append(Cell(n, minority, "0.5/0.9", 0.0))
+            cells.append(Cell(n, minority, "0.95/0.8", SHARED))
+            cells.append(Cell(n, minority, "0.7/0.7", SHARED))
+            if minority < 0.5:
+                cells.append(Cell(n, minority, "0.7/0.7", 0.0, direction="minority"))
+    return cells
+
+
+def cluster_cells() -> list[Cell]:
+    """Clustered cells, an accuracy cell, and truths unlike the MDE's model (A-only)."""
+    return [
+        Cell(40, 0.2, "0.7/0.7", SHARED, a_only=True),
+        Cell(100, 0.1, "0.5/0.9", 0.0, a_only=True),
+        Cell(200, 0.2, "0.95/0.8", SHARED, a_only=True),
+        Cell(100, 0.2, "0.7/0.7", SHARED, repeat=3),
+        Cell(300, 0.1, "0.5/0.9", SHARED, repeat=3),
+        Cell(20, 0.5, "0.7/0.7", 0.0, repeat=30, fixed=True),
+        Cell(40, 0.2, "0.95/0.8", SHARED, repeat=4),
+        Cell(200, 0.2, "0.7/0.7", 0.0, metric="accuracy"),
+    ]
+
+
+QUICK = [
+    Cell(40, 0.2, "0.7/0.7", SHARED),
+    Cell(100, 0.1, "0.5/0.9", 0.0),
+    Cell(100, 0.1, "0.7/0.7", 0.0, direction="minority"),
+]
+
+
+def header() -> str:
+    return (
+        f"{'cell':66s} {'samples':>7} {'None':>5} {'tests':>6} {'MDE':>6} "
+        f"{'power at MDE':>16} {'ok':>3}   {'old MDE':>7} {'old power':>9}"
+    )
+
+
+def line(r: Result) -> str:
+    ok = "yes" if r.tests and abs(r.rate - TARGET) <= 0.05 else ("-" if not r.tests else "NO")
+    unreach = f" ({r.unreachable} unreachable)" if r.unreachable else ""
+    return (
+        f"{r.cell.label():66s} {r.samples:>7} {r.none:>5} {r.tests:>6} {r.mean_mde:>6.3f} "
+        f"{r.rate:>7.3f} +-{r.half_width():.3f} {ok:>3}   {r.old_mean_mde:>7.3f} "
+        f"{r.old_rate:>9.3f}{unreach}  [{r.seconds:.0f}s]"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="three cells, fewer samples")
+    ap.add_argument("--n", default="20,40,50,100,200,300", help="row counts of the grid")
+    ap.add_argument("--samples", type=int, default=200, help="MDEs (samples) per cell")
+    ap.add_argument("--fresh", type=int, default=3, help="real tests per MDE")
+    ap.add_argument(
+        "--clusters", action="store_true", help="only the clustered, accuracy and A-only cells"
+    )
+    ap.add_argument("--no-old", action="store_true", help="skip the old normal-approx MDE")
+    ap.add_argument("--seed", type=int, default=20261201)
+    args = ap.parse_args(argv)
+    if args.quick:
+        cells, samples, fresh = QUICK, 100, 3
+    elif args.clusters:
+        cells, samples, fresh = cluster_cells(), args.samples, args.fresh
+    else:
+        cells = grid([int(x) for x in args.n.split(",")])
+        samples, fresh = args.samples, args.fresh
+    print(
+        f"power at the MDE80 of experiments.power, through stats.paired_permutation_test "
+        f"(two-sided, alpha {ALPHA}, R = 10000); {samples} samples x {fresh} fresh draws per "
+        f"cell; target {TARGET} +- 0.05 (seed {args.seed})"
+    )
+    print(header(), flush=True)
+    for cell in cells:
+        print(line(run_cell(cell, samples, fresh, args.seed, old=not args.no_old)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

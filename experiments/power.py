@@ -1,0 +1,589 @@
+"""Minimum detectable effect of the paired permutation test as it is run, by simulation.
+
+`experiments.stats.paired_permutation_test` swaps A and B within each unit (a row, or a
+cluster of rows that cannot vary apart) and is exact over all 2^d swap patterns of the d
+discordant units when d is small, Monte Carlo with R random patterns otherwise. A normal
+approximation, (z_{1-a/2} + z_power) x SE, misstates its power: the test is discrete and
+conservative at small n, balanced accuracy gives a minority row a large weight, a cluster of
+repeated texts counts once, and an effect changes how often A and B disagree (the SE at the
+observed data is not the SE under the effect). `minimum_detectable_effect` therefore
+simulates the test itself under a model of A and B fitted to the data:
+
+- Units are clusters (or rows). A unit's magnitude is its summed metric weight (1/n per row
+  for accuracy, 1/(K n_class) for balanced accuracy): the change in metric(A) - metric(B)
+  when A and B disagree on it. A unit's class is its rows' answer class.
+- Per class, the units' 2 x 2 table of (A right?, B right?) is matched by a latent
+  logit-normal difficulty z per unit: P(A right) = expit(l + |s| z), P(B right) =
+  expit(l + s z), where s > 0 is difficulty shared by the arms, s = 0 independent arms and
+  s < 0 opposed arms. The table's cell probabilities are drawn from their posterior,
+  Dirichlet(counts + one pseudo-unit shaped like the pooled table of all classes), 200
+  times (each parameter draw serves n_sims / 200 simulated draws), so a small class's
+  uncertainty enters the power and it borrows strength from the other classes (a plug-in
+  fit made the MDE too small in small classes, a flat prior too large). Held fixed:
+  labels, clusters, and per parameter draw the fitted (l, s) of each class.
+- An effect e shifts every unit's logits apart, A's up and B's down, so disagreement grows
+  as the effect grows, as it must; delta = E[metric(A) - metric(B)] = sum over units of
+  magnitude x (P(A right) - P(B right)), and each parameter draw gets the e that gives delta.
+  Direction "all classes": the same e in every class (`value`); "one class": e in that
+  class only (`by_class`, the hard case when the class is small).
+- Each simulated draw (discordant units and how many favour A) is run through the test's
+  own rejection rule: p is the share of swap patterns with |null| >= |observed| (the test's
+  tie tolerance), computed exactly from the discordant units' magnitudes; where the real
+  test uses Monte Carlo (d above its exact threshold) the rejection probability is
+  P(Binomial(R, p) + 1 <= alpha (R + 1)), the law of its (b + 1) / (R + 1) p-value.
+  Rejection is p <= alpha, two-sided.
+- The MDE is the smallest delta whose simulated power reaches `power`: doubling, then
+  bisection over delta, with common random numbers, so the power curve is a fixed function.
+
+Where no effect reaches the power (too few units for the test to reach p <= alpha often
+enough even when A wins every unit), the value is None and the note says so. Only metrics
+that are sums of per-row 0/1 hits are simulated (accuracy, balanced accuracy, the
+share-of-rows metrics); for the F1 metrics and callables the value is None with a note.
+`benchmarks/power.py` validates the result against data drawn from generating parameters,
+through the real test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from experiments import stats
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+_TIE = 1e-9  # the test's tie tolerance (stats._EPS)
+_ROUND = 1e-12  # atoms of the null closer than this are merged
+_MAX_ATOMS = 60_000  # above this many null atoms a Monte Carlo null is used instead
+_NULL_DRAWS = 4_000  # draws of that Monte Carlo null
+_LUMPY = 0.01  # with many magnitudes, those whose one unit carries this share of the null
+# variance are enumerated exactly; the rest (many small units) are taken as normal
+_E_MAX = 12.0  # logit shift at which A is (almost) always right and B always wrong
+_TOL = 2e-3  # bisection tolerance on delta, relative to the MDE
+TEST = "paired permutation test (two-sided)"
+
+
+@dataclass(frozen=True)
+class MDE:
+    """The smallest true difference the paired permutation test detects with `power`.
+
+    `value` is None when no difference reaches that power (see `note`). `by_class` maps each
+    answer class (normalised) to the MDE when the whole effect sits in that class.
+    """
+
+    value: float | None
+    metric: str
+    method: str
+    n: int
+    n_clusters: int
+    note: str = ""
+    alpha: float = 0.05
+    power: float = 0.8
+    n_sims: int = 0
+    n_discordant: int = 0
+    by_class: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Units:
+    """What the simulation needs from the data: groups of units of one class and magnitude."""
+
+    classes: tuple[str, ...]
+    group_class: IntArray  # class of each (class, magnitude) group
+    group_units: IntArray  # units per group
+    group_mag: FloatArray  # magnitude of each group
+    group_mag_index: IntArray  # index into `mags` of each group's magnitude
+    mags: FloatArray  # distinct magnitudes
+    tables: FloatArray  # per class: units by (A right?, B right?), shape (K, 2, 2)
+    class_weight: FloatArray  # per class: summed magnitude of its units (its largest effect)
+    n_discordant: int
+
+
+def _units(
+    metric: stats.Metric, y: NDArray[Any], a: NDArray[Any], b: NDArray[Any], clusters: Any
+) -> _Units | str:
+    """Units, classes and the fitted model; a string says why the metric cannot be used."""
+    from experiments.clusters import checked, sums
+
+    score = stats._resolve(metric)
+    dec = stats.checked_decomposition(metric, y, [a, b], [float(score(y, a)), float(score(y, b))])
+    if dec is None or not dec.linear:
+        return (
+            "no simulated MDE: it covers metrics that are sums of per-row hits (accuracy, "
+            "balanced_accuracy, the share-of-rows metrics), and this metric is not one"
+        )
+    n = len(y)
+    hits = dec.stats[:, :, 0]
+    cls = stats.class_index(y, metric)
+    counts = np.bincount(cls)
+    if isinstance(metric, str) and metric == "balanced_accuracy":
+        w = 1.0 / (len(counts) * counts[cls])
+    else:
+        w = np.full(n, 1.0 / n)
+    if not np.all(np.isclose(hits, 0.0, atol=1e-15) | np.isclose(hits, w[:, None], rtol=1e-9)):
+        return "no simulated MDE: the per-row scores are not 0/1 hits"
+    ids = checked(clusters, n)
+    n_units = int(ids.max()) + 1
+    mag = sums(w, ids, n_units)
+    hit = sums(hits / w[:, None], ids, n_units) / np.bincount(ids, minlength=n_units)[:, None]
+    contrib = sums(hits[:, 0] - hits[:, 1], ids, n_units)
+    discordant = np.abs(contrib) > 1e-15
+    labels = [str(v) for v in np.unique(np.asarray(stats._normalized(list(y)), dtype=object))]
+    k = len(labels)
+    lo = np.full(n_units, k, dtype=np.int64)
+    hi = np.full(n_units, -1, dtype=np.int64)
+    np.minimum.at(lo, ids, cls)
+    np.maximum.at(hi, ids, cls)
+    unit_class = np.where(lo == hi, lo, k)  # a cluster of mixed classes: a class of its own
+    names = (*labels, "(mixed clusters)") if np.any(unit_class == k) else tuple(labels)
+    n_class = len(names)
+    # per class: the units' (A right?, B right?) table, 0.5 added to every cell
+    a_right = np.where(discordant, contrib > 0, hit[:, 0] >= 0.5)
+    b_right = np.where(discordant, contrib < 0, hit[:, 1] >= 0.5)
+    tables = np.zeros((n_class, 2, 2))
+    np.add.at(tables, (unit_class, a_right.astype(int), b_right.astype(int)), 1.0)
+    key = np.round(mag / _ROUND).astype(np.int64)
+    mag_keys, mag_index = np.unique(key, return_inverse=True)
+    mags = np.zeros(len(mag_keys))
+    np.maximum.at(mags, mag_index, mag)
+    pair = unit_class * len(mag_keys) + mag_index
+    groups, g_units = np.unique(pair, return_counts=True)
+    return _Units(
+        classes=names,
+        group_class=(groups // len(mag_keys)).astype(np.int64),
+        group_units=g_units.astype(np.int64),
+        group_mag=mags[groups % len(mag_keys)],
+        group_mag_index=(groups % len(mag_keys)).astype(np.int64),
+        mags=mags,
+        tables=tables,
+        class_weight=np.bincount(unit_class, weights=mag, minlength=n_class).astype(float),
+        n_discordant=int(discordant.sum()),
+    )
+
+
+def _expit(x: FloatArray) -> FloatArray:
+    return np.asarray(1.0 / (1.0 + np.exp(-x)), dtype=np.float64)
+
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(24)
+_GH_W = _GH_W / _GH_W.sum()
+_S_GRID = np.linspace(-6.0, 6.0, 121)  # spread of the latent difficulty: < 0 opposed arms
+_L_GRID = np.linspace(-14.0, 14.0, 281)  # logit locations
+_N_PARAMS = 200  # posterior parameter draws (each shared by n_sims / _N_PARAMS draws)
+_PRIOR = 1.0  # Dirichlet pseudo-units per class (shaped like the pooled table)
+
+
+def _moments() -> tuple[FloatArray, FloatArray]:
+    """E[expit(l + |s| z)] and E[expit(l + |s| z) expit(l + s z)] on the (s, l) grid."""
+    z = _GH_X[None, None, :]
+    pa = _expit(_L_GRID[None, :, None] + np.abs(_S_GRID)[:, None, None] * z)
+    pb = _expit(_L_GRID[None, :, None] + _S_GRID[:, None, None] * z)
+    return pa @ _GH_W, (pa * pb) @ _GH_W
+
+
+_MOMENTS = _moments()
+
+
+def _fit_latent(recall: FloatArray, both: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Location l and spread s of a latent logit-normal row difficulty z (A's logit
+    l + |s| z, B's l + s z: s > 0 shared difficulty, s = 0 independent arms, s < 0 opposed)
+    with mean recall `recall` and P(both right) = `both`. Elementwise, by grid interpolation."""
+    m1, m2 = _MOMENTS
+    loc = np.stack([np.interp(recall, row, _L_GRID) for row in m1])  # (S, n): l(s) per s
+    conc = np.stack(
+        [np.interp(loc[i], _L_GRID, m2[i]) for i in range(len(_S_GRID))]
+    )  # P(both right) at (s, l(s)); increasing in s
+    idx = np.clip((conc < both[None, :]).sum(axis=0), 1, len(_S_GRID) - 1)
+    cols = np.arange(len(recall))
+    lo, hi = conc[idx - 1, cols], conc[idx, cols]
+    frac = np.clip((both - lo) / np.maximum(hi - lo, 1e-12), 0.0, 1.0)
+    spread = _S_GRID[idx - 1] + frac * (_S_GRID[idx] - _S_GRID[idx - 1])
+    l_at = loc[idx - 1, cols] + frac * (loc[idx, cols] - loc[idx - 1, cols])
+    return l_at, spread
+
+
+class _Model:
+    """The model, with posterior draws of its parameters: per class, the cell probabilities
+    of the units' (A right?, B right?) table are drawn from Dirichlet(counts + 1/2) and
+    matched by a latent logit-normal difficulty z (`_fit_latent`). An effect e shifts every
+    unit's logits, A's up and B's down: P(A right) = expit(l + |s| z + e), P(B right) =
+    expit(l + s z - e)."""
+
+    def __init__(self, u: _Units, n_sims: int, rng: np.random.Generator) -> None:
+        self.u = u
+        k = len(u.classes)
+        n_params = min(n_sims, _N_PARAMS)
+        counts = u.tables.reshape(k, 4)
+        # prior: _PRIOR pseudo-units spread like the pooled table of all classes, so a small
+        # class borrows strength from the others instead of being pulled to recall 1/2
+        pooled = (counts.sum(axis=0) + 0.25) / (counts.sum() + 1.0)
+        cells = rng.gamma(counts[None] + _PRIOR * pooled, size=(n_params, k, 4))
+        cells /= cells.sum(axis=2, keepdims=True)  # order: (0,0), (0,1), (1,0), (1,1)
+        recall = np.clip(cells[:, :, 3] + (cells[:, :, 1] + cells[:, :, 2]) / 2, 1e-5, 1 - 1e-5)
+        loc, spread = _fit_latent(recall.ravel(), cells[:, :, 3].ravel())
+        # per parameter draw and class, A's and B's logits at each quadrature node
+        z = _GH_X[None, :]
+        self.logit_a = (loc[:, None] + np.abs(spread)[:, None] * z).reshape(n_params, k, -1)
+        self.logit_b = (loc[:, None] + spread[:, None] * z).reshape(n_params, k, -1)
+        self.which = np.arange(n_sims) % n_params  # the parameter draw of each simulated draw
+
+    def at(self, delta: float, affected: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(disagreement rate, P(a disagreement favours A)) per draw and class when the true
+        difference is delta, carried by the `affected` classes (each draw its own shift)."""
+        w = self.u.class_weight * affected
+        n_params = self.logit_a.shape[0]
+        lo = np.zeros(n_params)
+        hi = np.full(n_params, _E_MAX)
+        for _ in range(30):  # bisection for each parameter draw's shift e: E[diff] = delta
+            mid = (lo + hi) / 2
+            e = (mid[:, None] * affected)[:, :, None]
+            gap = (_expit(self.logit_a + e) - _expit(self.logit_b - e)) @ _GH_W
+            low = gap @ w < delta
+            lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+        e = (hi[:, None] * affected)[:, :, None]
+        pa, pb = _expit(self.logit_a + e), _expit(self.logit_b - e)
+        a_only = (pa * (1 - pb)) @ _GH_W
+        b_only = ((1 - pa) * pb) @ _GH_W
+        q = np.clip(a_only + b_only, 0.0, 1.0)
+        pi = np.where(q > 0, a_only / np.maximum(q, 1e-300), 0.5)
+        return q[self.which], pi[self.which]
+
+
+_TRIANGLE: list[FloatArray] = [np.ones(1)]  # flat CDFs of Binomial(d, 1/2), d = 0, 1, ...
+
+
+def _cdf_table(dmax: int) -> tuple[FloatArray, IntArray]:
+    """CDFs of Binomial(d, 1/2) for d <= dmax, flat (row d starts at d (d + 1) / 2)."""
+    from scipy.special import gammaln
+
+    size = (dmax + 1) * (dmax + 2) // 2
+    if len(_TRIANGLE[0]) < size:
+        d = np.repeat(np.arange(dmax + 1), np.arange(1, dmax + 2))
+        start = d * (d + 1) // 2
+        k = np.arange(size) - start
+        logp = gammaln(d + 1) - gammaln(k + 1) - gammaln(d - k + 1) - d * math.log(2.0)
+        cum = np.cumsum(np.exp(logp))
+        before = np.concatenate([[0.0], cum])[start]
+        _TRIANGLE[0] = np.minimum(cum - before, 1.0)
+    offsets = np.arange(dmax + 2) * (np.arange(dmax + 2) + 1) // 2
+    return _TRIANGLE[0], offsets.astype(np.int64)
+
+
+def _cdf(table: FloatArray, offsets: IntArray, k: FloatArray, d: IntArray) -> FloatArray:
+    """P(Binomial(d, 1/2) <= k), elementwise (k may be any integer-valued float)."""
+    kk = np.clip(k, -1, d).astype(np.int64)
+    out = table[offsets[d] + np.maximum(kk, 0)]
+    return np.asarray(np.where(kk < 0, 0.0, out), dtype=np.float64)
+
+
+class _Simulator:
+    """Simulated draws of the test under the model, with common random numbers."""
+
+    def __init__(
+        self,
+        u: _Units,
+        n_sims: int,
+        alpha: float,
+        n_resamples: int,
+        exact_threshold: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.u = u
+        self.alpha = alpha
+        self.n_resamples = n_resamples
+        self.exact_threshold = exact_threshold
+        self.rng = rng
+        # common random numbers: per group, each draw's sorted "discordant" uniforms (a unit is
+        # discordant when its uniform is below q), flattened with the draw index added so
+        # one searchsorted counts them for every draw; one uniform per draw for the wins
+        self.n_sims = n_sims
+        self.flat = []
+        for size in u.group_units:
+            v = np.sort(rng.random((n_sims, int(size))), axis=1)
+            self.flat.append((v + np.arange(n_sims)[:, None]).ravel())
+        self.v_wins = [rng.random((n_sims, int(size)), dtype=np.float32) for size in u.group_units]
+        g = len(u.group_units)
+        self.to_mag = np.zeros((g, len(u.mags)), dtype=np.int64)
+        self.to_mag[np.arange(g), u.group_mag_index] = 1
+        self.mag_units = u.group_units @ self.to_mag
+        self.inner = int(np.argmax(self.mag_units))  # the magnitude tail-summed exactly
+        self.table, self.offsets = _cdf_table(int(self.mag_units.max()))
+        self.kmax = math.floor(alpha * (n_resamples + 1) - 1 + 1e-9)
+        self.cache: dict[bytes, tuple[FloatArray, FloatArray]] = {}
+        self.approximate = 0
+
+    def _outer(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Distinct values and probabilities of the swap null over the outer magnitudes."""
+        key = counts.tobytes()
+        if key in self.cache:
+            return self.cache[key]
+        active = [(float(self.u.mags[j]), int(c)) for j, c in enumerate(counts) if c > 0]
+        if math.prod(c + 1 for _, c in active) <= _MAX_ATOMS:
+            vals, probs = np.zeros(1), np.ones(1)
+            for m, c in active:
+                b = np.arange(c + 1)
+                cdf = self.table[self.offsets[c] + b]
+                pmf = np.diff(np.concatenate([[0.0], cdf]))
+                vals = (vals[:, None] + m * (2.0 * b - c)[None, :]).ravel()
+                probs = (probs[:, None] * pmf[None, :]).ravel()
+                uniq, inv = np.unique(np.round(vals / _ROUND).astype(np.int64), return_inverse=True)
+                probs = np.asarray(np.bincount(inv, weights=probs), dtype=np.float64)
+                vals = np.asarray(uniq * _ROUND, dtype=np.float64)
+        else:  # a Monte Carlo null of the same swaps (many units, so the atoms are tiny)
+            self.approximate += 1
+            vals = np.zeros(_NULL_DRAWS)
+            for m, c in active:
+                vals += m * (2.0 * self.rng.binomial(c, 0.5, _NULL_DRAWS) - c)
+            probs = np.full(_NULL_DRAWS, 1.0 / _NULL_DRAWS)
+        self.cache[key] = (vals, probs)
+        return vals, probs
+
+    def _p_values(self, x: FloatArray, probs: FloatArray, t: FloatArray, d: IntArray) -> FloatArray:
+        """P(|X + m Y| >= t - tie) for outer atoms x (probs), Y = 2B - d, B ~ Bin(d, 1/2)."""
+        m = float(self.u.mags[self.inner])
+        s = t[:, None] - _TIE
+        dd = d[:, None]
+        k_up = np.ceil(((s - x) / m + dd) / 2.0)
+        k_lo = np.floor(((-s - x) / m + dd) / 2.0)
+        upper = 1.0 - _cdf(self.table, self.offsets, k_up - 1, np.broadcast_to(dd, k_up.shape))
+        lower = _cdf(self.table, self.offsets, k_lo, np.broadcast_to(dd, k_lo.shape))
+        p = (upper + lower) @ probs if x.ndim == 1 else np.sum((upper + lower) * probs, axis=1)
+        return np.asarray(np.where(t <= _TIE, 1.0, np.minimum(p, 1.0)), dtype=np.float64)
+
+    def _p_values_mixed(self, d_mag: IntArray, t: FloatArray) -> FloatArray:
+        """Two-sided p with the swap null exact over "lumpy" magnitudes (one unit carries at
+        least _LUMPY of the null variance) and normal over the others (many small units)."""
+        from scipy.special import ndtr
+
+        m2 = self.u.mags**2
+        var = d_mag * m2[None, :]
+        total = np.maximum(var.sum(axis=1, keepdims=True), 1e-300)
+        lumpy = m2[None, :] >= _LUMPY * total
+        lumpy_counts = np.where(lumpy, d_mag, 0)
+        sd = np.sqrt(np.where(lumpy, 0.0, var).sum(axis=1))
+        keys, inv = np.unique(lumpy_counts, axis=0, return_inverse=True)
+        inv = np.asarray(inv).ravel()
+        p = np.empty(len(t))
+        for s, counts in enumerate(keys):
+            rows = np.flatnonzero(inv == s)
+            x, probs = self._outer(counts)
+            edge = t[rows, None] - _TIE
+            sig = sd[rows, None]
+            if not np.any(sig > 0):
+                tail = (np.abs(x)[None, :] >= edge).astype(np.float64)
+            else:
+                safe = np.maximum(sig, 1e-300)
+                tail = ndtr((x[None, :] - edge) / safe) + ndtr((-edge - x[None, :]) / safe)
+                tail = np.where(sig > 0, tail, (np.abs(x)[None, :] >= edge) * 1.0)
+            p[rows] = np.where(t[rows] <= _TIE, 1.0, np.minimum(tail @ probs, 1.0))
+        if np.any(~lumpy & (d_mag > 0)):
+            self.approximate += 1
+        return p
+
+    def power(self, q: FloatArray, pi: FloatArray) -> float:
+        """Simulated power when, in draw r, a unit of class c is discordant with probability
+        q[r, c] and a discordant unit favours A with probability pi[r, c]."""
+        from scipy.stats import binom
+
+        u = self.u
+        rows = np.arange(self.n_sims)
+        d_group = np.empty((self.n_sims, len(u.group_units)), dtype=np.int64)
+        w_group = np.empty_like(d_group)
+        for g, size in enumerate(u.group_units):
+            c = int(u.group_class[g])
+            d = np.searchsorted(self.flat[g], rows + q[:, c]) - rows * int(size)
+            d_group[:, g] = d
+            # wins: how many of the first d win-uniforms fall below pi (Binomial(d, pi))
+            below = np.cumsum(self.v_wins[g] < pi[:, c : c + 1].astype(np.float32), axis=1)
+            w_group[:, g] = np.where(d > 0, below[rows, np.maximum(d - 1, 0)], 0)
+        t = np.abs((2.0 * w_group - d_group) @ u.group_mag)
+        d_mag = d_group @ self.to_mag
+        d_inner = d_mag[:, self.inner]
+        outer = d_mag.copy()
+        outer[:, self.inner] = 0
+        p = np.empty(len(t))
+        if len(u.mags) == 1:
+            p[:] = self._p_values(np.zeros(1), np.ones(1), t, d_inner)
+        elif len(u.mags) == 2:  # one outer magnitude: its Binomial(c, 1/2), padded over draws
+            j = 1 - self.inner
+            oc = outer[:, j]
+            b = np.arange(int(oc.max()) + 1, dtype=np.float64)[None, :]
+            x = float(u.mags[j]) * (2.0 * b - oc[:, None])
+            size = np.broadcast_to(oc[:, None], x.shape)
+            cdf = _cdf(self.table, self.offsets, b, size)
+            prev = _cdf(self.table, self.offsets, b - 1.0, size)
+            pmf = np.where(b <= oc[:, None], cdf - prev, 0.0)
+            p[:] = self._p_values(x, pmf, t, d_inner)
+        else:  # many magnitudes (clusters): exact over the lumpy ones, normal over the rest
+            p[:] = self._p_values_mixed(d_mag, t)
+        d = d_mag.sum(axis=1)
+        small = (d < 63) & (2.0 ** np.minimum(d, 62) <= self.n_resamples)
+        exact = (d <= self.exact_threshold) | small
+        mc = binom.cdf(self.kmax, self.n_resamples, p)
+        reject = np.where(d == 0, 0.0, np.where(exact, p <= self.alpha + 1e-12, mc))
+        return float(reject.mean())
+
+
+def _solve(
+    model: _Model, sim: _Simulator, affected: FloatArray, target: float
+) -> tuple[float | None, float]:
+    """Smallest delta whose power reaches target when the effect sits in the `affected`
+    classes (0/1 per class); None if even the largest possible delta does not (its power)."""
+    top = float(model.u.class_weight @ affected) * (1 - 1e-6)
+
+    def evaluate(delta: float) -> float:
+        return sim.power(*model.at(delta, affected))
+
+    lo, hi = 0.0, top / 64
+    while True:  # double delta until the power is reached (or A is always right)
+        p = evaluate(hi)
+        if p >= target:
+            break
+        if hi >= top:
+            return None, p
+        lo, hi = hi, min(2 * hi, top)
+    while hi - lo > _TOL * hi:
+        mid = (lo + hi) / 2
+        if evaluate(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi, p
+
+
+def minimum_detectable_effect(
+    y_true: stats.Labels,
+    pred_a: stats.Labels,
+    pred_b: stats.Labels,
+    metric: stats.Metric = "balanced_accuracy",
+    alpha: float = 0.05,
+    power: float = 0.8,
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
+    n_sims: int = 2000,
+    seed: int | None = 0,
+    n_resamples: int = 10_000,
+    exact_threshold: int = 16,
+    by_class: bool = True,
+) -> MDE:
+    """Smallest true metric(A) - metric(B) that the paired permutation test, run as
+    `stats.paired_permutation_test` runs it (two-sided, `n_resamples`, `exact_threshold`,
+    swapping whole `clusters`), rejects at p <= `alpha` with probability `power`.
+
+    Simulated with `n_sims` draws under a model fitted to the data (module docstring): the
+    effect shifts A's and B's recall apart on the logit scale, equally in every class
+    (`value`) or in one class only (`by_class`). By symmetry the MDE for B better than A is
+    the same. None, with a note, where no effect reaches `power`. `by_class=False` skips
+    the one-class MDEs (a third of the time each).
+    """
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError("alpha and power must lie strictly between 0 and 1")
+    if n_sims < 100:
+        raise ValueError("n_sims must be at least 100 for a usable power estimate")
+    from experiments.clusters import checked
+
+    y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])
+    n = len(y)
+    n_clusters = int(checked(clusters, n).max()) + 1
+    unit = "clusters" if n_clusters < n else "rows"
+    method = (
+        f"simulated: {n_sims} draws of the {TEST} at alpha {alpha:g} (rejects at p <= alpha; "
+        f"exact over 2^d swap patterns when d <= {exact_threshold} discordant {unit}, else "
+        f"Monte Carlo with R = {n_resamples}), on {n_clusters} {unit} (cluster-level "
+        f"discordant pairs, each unit with its summed weight) of {n} rows; model: per class, "
+        "a latent logit-normal unit difficulty (shared, independent or opposed between A "
+        f"and B) fitted to {min(n_sims, _N_PARAMS)} posterior draws (Dirichlet, one pseudo-unit "
+        "shaped like the pooled table) of the units' A-by-B hit table, labels and clusters "
+        "held fixed; an "
+        "effect shifts A's logit up and B's down "
+        "by the same amount, in every class (value) or in one class only (by_class); MDE = "
+        f"the smallest E[metric(A) - metric(B)] with simulated power >= {power:g}"
+    )
+    base: dict[str, Any] = {
+        "metric": stats._metric_name(metric),
+        "method": method,
+        "n": n,
+        "n_clusters": n_clusters,
+        "alpha": alpha,
+        "power": power,
+        "n_sims": n_sims,
+    }
+    u = _units(metric, y, a, b, clusters)
+    if isinstance(u, str):
+        return MDE(None, note=u, **base)
+    base["n_discordant"] = u.n_discordant
+    rng = np.random.default_rng(seed)
+    model = _Model(u, n_sims, rng)
+    sim = _Simulator(u, n_sims, alpha, n_resamples, exact_threshold, rng)
+    every = np.ones(len(u.classes))
+    value, top = _solve(model, sim, every, power)
+    notes = []
+    if value is None:
+        notes.append(
+            f"cannot reach p <= {alpha:g} with power {power:g} with these {n_clusters} {unit}: "
+            f"even when A is right and B wrong on almost every unit the simulated power is "
+            f"{top:.2f}"
+        )
+    one_class: dict[str, float | None] = {}
+    for c, label in enumerate(u.classes if by_class else ()):
+        one_class[label], _ = _solve(model, sim, (np.arange(len(u.classes)) == c) * 1.0, power)
+    missing = [k for k, v in one_class.items() if v is None]
+    if missing and value is not None:
+        notes.append(
+            f"an effect only in class {', '.join(missing)} cannot reach p <= {alpha:g} with "
+            f"power {power:g} (by_class is None there)"
+        )
+    if sim.approximate:
+        notes.append(
+            "with clusters of several sizes the swap null is exact over the units that each "
+            f"carry >= {_LUMPY:.0%} of its variance and normal over the many small ones "
+            f"(Monte Carlo, {_NULL_DRAWS} swaps, above {_MAX_ATOMS} exact values)"
+        )
+    return MDE(value, note="; ".join(notes), by_class=one_class, **base)
+
+
+def simulated_power(
+    y_true: stats.Labels,
+    pred_a: stats.Labels,
+    pred_b: stats.Labels,
+    delta: float,
+    metric: stats.Metric = "balanced_accuracy",
+    alpha: float = 0.05,
+    clusters: Sequence[Any] | NDArray[Any] | None = None,
+    n_sims: int = 2000,
+    seed: int | None = 0,
+    n_resamples: int = 10_000,
+    exact_threshold: int = 16,
+    in_class: str | None = None,
+) -> float | None:
+    """Power of the paired permutation test at a true difference `delta` (>= 0), under the
+    same model and simulation as `minimum_detectable_effect` (in every class, or only in
+    the normalised answer class `in_class`); None where that MDE is None for the metric.
+
+    The replacement for inverting a normal-approximation MDE (as `experiments.validation`
+    does with `power_from_mde`): this is the power the MDE's own model predicts.
+    """
+    y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])
+    u = _units(metric, y, a, b, clusters)
+    if isinstance(u, str):
+        return None
+    if in_class is None:
+        affected = np.ones(len(u.classes))
+    elif in_class in u.classes:
+        affected = (np.asarray(u.classes) == in_class) * 1.0
+    else:
+        raise ValueError(f"in_class {in_class!r} is not one of the classes {u.classes}")
+    top = float(u.class_weight @ affected) * (1 - 1e-6)
+    if not 0 <= delta <= top:
+        raise ValueError(f"delta must lie in [0, {top:.4g}] (the largest possible difference)")
+    rng = np.random.default_rng(seed)
+    model = _Model(u, n_sims, rng)
+    sim = _Simulator(u, n_sims, alpha, n_resamples, exact_threshold, rng)
+    return sim.power(*model.at(delta, affected))
