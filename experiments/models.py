@@ -662,12 +662,21 @@ class CallInterrupted(Exception):
 
 
 _STOP = threading.local()
-_NEVER = threading.Event()  # the stop event of threads no run gave one: never set
+# the stop event of threads no run gave one (DSPy's own workers): set by `stop_all_calls`
+# when the process is interrupted
+_PROCESS_STOP = threading.Event()
 
 
 def _stop_event() -> threading.Event:
     event = getattr(_STOP, "event", None)
-    return event if isinstance(event, threading.Event) else _NEVER
+    return event if isinstance(event, threading.Event) else _PROCESS_STOP
+
+
+def stop_all_calls() -> None:
+    """Every call in this process gives up now (Ctrl-C or SIGTERM): threads the workbench
+    did not start (DSPy's) have no `calls_stop_on` event, and would otherwise finish their
+    retries before the process could exit."""
+    _PROCESS_STOP.set()
 
 
 @contextlib.contextmanager
@@ -719,7 +728,7 @@ def call_with_deadline(call: Any, seconds: float, stop: threading.Event | None =
         left = end - time.monotonic()
         if left <= 0:
             raise DeadlineExceeded(seconds)
-        if stop.is_set():
+        if stop.is_set() or _PROCESS_STOP.is_set():
             raise CallInterrupted("the run was interrupted")
         done.wait(min(left, _POLL))
     if "error" in box:
@@ -731,7 +740,7 @@ def _sleep(seconds: float, stop: threading.Event) -> None:
     """Sleep `seconds`, or raise `CallInterrupted` as soon as `stop` is set."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
-        if stop.wait(min(left, _POLL)):
+        if stop.wait(min(left, _POLL)) or _PROCESS_STOP.is_set():
             raise CallInterrupted("the run was interrupted")
     if stop.is_set():
         raise CallInterrupted("the run was interrupted")
@@ -1029,7 +1038,7 @@ def reply_text(response: Any) -> tuple[str | None, str | None]:
             return None, f"null text{why}"
         if not isinstance(text, str):
             return None, f"text is {type(text).__name__}, not a string{why}"
-        return text, None
+        return _unicode(text, why)
     content = _field(message, "content")
     if not content and (_field(message, "tool_calls") or _field(message, "function_call")):
         return None, f"tool call instead of text{why}"
@@ -1037,7 +1046,17 @@ def reply_text(response: Any) -> tuple[str | None, str | None]:
         return None, f"null content{why}"
     if not isinstance(content, str):
         return None, f"content is {type(content).__name__}, not a string{why}"
-    return content, None
+    return _unicode(content, why)
+
+
+def _unicode(text: str, why: str) -> tuple[str | None, str | None]:
+    """A reply's text, or why it is malformed: a lone surrogate (JSON "\\ud800") cannot be
+    written to any file, so it is a row error, not a crash when the trial is saved."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None, f"text is not valid Unicode (a lone surrogate){why}"
+    return text, None
 
 
 def _cost(response: Any) -> float | None:

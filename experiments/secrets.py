@@ -106,7 +106,8 @@ def _safe_one(url: str) -> str:
     userinfo, at, hostpart = rest.rpartition("@")
     if at and (":" in userinfo or not re.search(r"[/?#]", userinfo)):
         user, colon, _password = userinfo.partition(":")
-        rest = f"{user}{':***' if colon else ''}@{hostpart}"
+        # without a colon the userinfo is often the secret itself (https://TOKEN@host)
+        rest = f"{user}:***@{hostpart}" if colon else f"***@{hostpart}"
     try:
         parts = urllib.parse.urlsplit(f"{scheme}{slashes}{rest}")
     except ValueError:  # e.g. an unclosed IPv6 bracket: hide everything after the host

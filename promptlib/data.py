@@ -110,7 +110,7 @@ def read_tsv(path: Path) -> Table:
     record is reported with its file line.
     """
     try:
-        with path.open(encoding="utf-8", newline="") as f:
+        with path.open(encoding="utf-8-sig", newline="") as f:
             reader = csv.reader(f, delimiter="\t", quotechar='"', strict=True)
             header = next(reader, None)
             if not header:

@@ -283,3 +283,15 @@ def test_an_alias_bomb_spec_is_one_line_fast_and_small(tmp_path: Path) -> None:
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     _one_line(r, str(path), "YAML anchor &a at line 3", "not supported")
     assert took < 60, f"refusing the bomb took {took:.1f} s"  # about 1 s: start-up and imports
+
+
+def test_review_a_bom_does_not_hide_the_index_column(tmp_path: Path) -> None:
+    """rev3: a TSV saved with a byte-order mark had its header '\\ufeffindex', so rows were
+    renumbered and a repeated id slipped past the check."""
+    from promptlib.data import read_tsv
+    from promptlib.errors import DataError
+
+    path = tmp_path / "test.tsv"
+    path.write_text("\ufeffindex\ttext\tanswer\n0\ta\tYes\n0\ta\tYes\n", encoding="utf-8")
+    with pytest.raises(DataError, match="repeat"):
+        read_tsv(path)

@@ -345,3 +345,44 @@ def test_a_huge_reply_is_stored_capped_and_marked(catalog: Catalog, tmp_path: Pa
     assert (out / "predictions.jsonl").stat().st_size < 3 * CAP
     assert note in (out / "predictions.jsonl").read_text()
     assert models.MAX_REPLY_BYTES == CAP
+
+
+def test_review_a_lone_surrogate_is_a_malformed_reply_and_a_bare_token_user_is_masked() -> None:
+    """Review findings (rev3): a reply holding a lone surrogate crashed the save; a token
+    given as the URL's user part reached the outputs."""
+    from experiments.models import reply_text
+    from experiments.secrets import safe_url
+
+    text, problem = reply_text({"choices": [{"text": "ok \ud800"}]})
+    assert text is None and problem and "lone surrogate" in problem
+    assert safe_url("http://sk-TOKEN123@host:8080/v1") == "http://***@host:8080/v1"
+    assert safe_url("postgresql://alice:pw@db/x") == "postgresql://alice:***@db/x"
+
+
+def test_review_stop_all_calls_ends_a_call_in_a_thread_without_its_own_event() -> None:
+    """DSPy's worker threads have no `calls_stop_on` event: the process-wide stop ends
+    their calls too (rev3: optimize --method dspy-* hung after Ctrl-C)."""
+    import threading
+    import time
+
+    from experiments import models
+
+    out: dict[str, BaseException] = {}
+
+    def worker() -> None:
+        try:
+            models.call_with_deadline(lambda: time.sleep(30), 60.0)
+        except BaseException as e:
+            out["e"] = e
+
+    t = threading.Thread(target=worker)
+    t.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    models.stop_all_calls()
+    try:
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - start < 2
+        assert isinstance(out.get("e"), models.CallInterrupted)
+    finally:
+        models._PROCESS_STOP.clear()
