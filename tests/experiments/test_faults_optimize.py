@@ -86,8 +86,14 @@ def test_sigterm_while_a_trial_is_logged_leaves_the_study_resumable(
     def log_text(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 3:  # the second logged trial's run: its score is logged by now
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)  # the handler raises here
+            # the handler optimize installed, called as the signal would call it: a real
+            # SIGTERM to this process would kill a pytest-xdist worker outright wherever the
+            # handler is not in place (test_workbench_optimize_sigterm_mid_study_then_rerun
+            # sends a real one to a CLI subprocess)
+            handler = signal.getsignal(signal.SIGTERM)
+            assert callable(handler), "optimize installed no SIGTERM handler"
+            handler(signal.SIGTERM, None)
+            time.sleep(5)  # not reached: the handler raises
         return real(*args, **kwargs)
 
     monkeypatch.setattr(tracker.client, "log_text", log_text)

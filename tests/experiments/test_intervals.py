@@ -191,10 +191,18 @@ def test_shipped_table_flags_small_minorities_and_clears_large_samples() -> None
     tiny = intervals.metric_interval(y, [*y[:1], "yes", *y[2:]])
     cell = intervals.coverage_cell("balanced", "single", np.array([2.0, 18.0]))
     assert cell is not None and cell[0] == (20, 0.1)
-    assert tiny.unreliable == (cell[1][0] < intervals.MIN_COVERAGE)
+    # a class right on every row is off the measured grid (recall <= 0.95): flagged whatever
+    # the cell says
+    assert tiny.unreliable and "off the measured grid" in tiny.note
     big_y = ["no"] * 600 + ["yes"] * 600
-    big = intervals.metric_interval(big_y, big_y[::-1])
+    wrong = {"no": "yes", "yes": "no"}
+    big_pred = [wrong[v] if i % 10 == 0 else v for i, v in enumerate(big_y)]  # recall 0.9
+    big = intervals.metric_interval(big_y, big_pred)
     assert not big.unreliable and "n = 200, minority share 0.5" in big.note
+    assert intervals.metric_interval(big_y, big_y).unreliable  # recall 1.0: off the grid
+    three = ["a"] * 100 + ["b"] * 100 + ["c"] * 100
+    three_pred = [("b" if v == "a" else "a") if i % 10 == 0 else v for i, v in enumerate(three)]
+    assert "3 answer classes" in intervals.metric_interval(three, three_pred).note
 
 
 # ---- reduced coverage simulations (the full grid: benchmarks/coverage.py) --------------------
