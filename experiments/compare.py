@@ -176,6 +176,7 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "ci_low": None,
         "ci_high": None,
         "ci_note": None,
+        "ci_method": None,
         "ci_a_low": None,
         "ci_a_high": None,
         "ci_a_note": None,

@@ -1176,7 +1176,10 @@ def comparisons_csv(table: list[dict[str, Any]]) -> str:
     if not table:
         return ""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(table[0]))
+    # every key of every row, in order of first appearance: an untested row has fewer keys
+    # than a tested one (no interval method, no draws' intervals), and may come first
+    fields = list(dict.fromkeys(k for row in table for k in row))
+    w = csv.DictWriter(buf, fieldnames=fields, restval="")
     w.writeheader()
     w.writerows(table)
     return buf.getvalue()

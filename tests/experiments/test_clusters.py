@@ -241,3 +241,22 @@ def test_mixed_class_clusters_do_not_depend_on_row_order() -> None:
     two = stats.bootstrap_ci(y[order], a[order], metric="balanced_accuracy", clusters=keys[order])
     assert (one.unreliable, one.note) == (two.unreliable, two.note)
     assert "120 rows are in clusters that mix answer classes" in one.note
+
+
+def test_comparisons_csv_takes_every_row_s_keys() -> None:
+    """An untested comparison (an incomplete arm) may come first and has fewer keys than a
+    tested one: the CSV still holds every column, blank where a row has none."""
+    import csv
+    import io
+
+    from experiments.tracking import comparisons_csv
+
+    y, a, b = _dataset(20, seed=8)
+    idx = [str(i) for i in range(20)]
+    fn = stats.metric_fn("accuracy")
+    done = [compare.Arm(n, "accuracy", idx, y, g, fn(y, g)) for n, g in (("A", a), ("B", b))]
+    lost = compare.Arm("C", "accuracy", idx, y, [None] * 20, None, status="failed", n_errors=20)
+    rows = [compare.pair(done[0], lost, n_resamples=200), compare.pair(*done, n_resamples=200)]
+    assert set(rows[0]) <= set(rows[1])
+    parsed = list(csv.DictReader(io.StringIO(comparisons_csv(rows))))
+    assert parsed[1]["ci_method"] and parsed[0]["p_value"] == ""
