@@ -156,3 +156,31 @@ def sums(values: NDArray[np.float64], ids: ClusterIds, n_clusters: int) -> NDArr
     out = np.zeros((n_clusters, *values.shape[1:]), dtype=np.float64)
     np.add.at(out, ids, values)
     return out
+
+
+def for_rows(
+    per_variant: Sequence[Sequence[str | None]],
+    indices: Sequence[str],
+    cluster_by: str = "prompt",
+    column: dict[str, str] | None = None,
+) -> Clustering:
+    """The clusters a sweep's `cluster_by` asks for, over aligned rows `indices`: the one
+    rule the comparisons and the sensitivity report both apply.
+
+    "prompt": `by_prompts` over the variants' hashes (none given: every row its own);
+    "rows": every row its own cluster; "column:<name>": rows with the same value of that
+    data column (`column` maps row index to value) joined to the prompt clusters, since a
+    column adds dependence (rows of one document) and never splits rows of one prompt.
+    """
+    n = len(indices)
+    if cluster_by == "rows":
+        return singletons(n)
+    if cluster_by != "prompt" and not cluster_by.startswith("column:"):
+        raise ValueError(f"cluster_by must be prompt, rows or column:<name>, not {cluster_by!r}")
+    prompts = by_prompts(per_variant) if per_variant else singletons(n)
+    if cluster_by == "prompt":
+        return prompts
+    if column is None:
+        raise ValueError(f"clustering by {cluster_by} needs the column's values")
+    by_col = by_column([column.get(i, "") for i in indices], cluster_by[7:])
+    return union(by_col, prompts)

@@ -113,12 +113,6 @@ def clustering(
     hash stay singletons. "rows": every row its own cluster. "column:<name>": rows with the
     same value of that data column (`column` maps row index to the value).
     """
-    if cluster_by == "rows":
-        return clusters.singletons(len(indices))
-    if cluster_by != "prompt" and not cluster_by.startswith("column:"):
-        raise WorkbenchError(
-            f"cluster_by must be prompt, rows or column:<name>, not {cluster_by!r}"
-        )
     per_arm = []
     for arm in arms:
         hashes = list(arm.prompt_hashes)
@@ -129,14 +123,10 @@ def clustering(
             )
         by_index = dict(zip(map(str, arm.indices), hashes, strict=False))
         per_arm.append([by_index.get(i) for i in indices])
-    prompts = clusters.by_prompts(per_arm)
-    if cluster_by == "prompt":
-        return prompts
-    if column is None:
-        raise WorkbenchError(f"clustering by {cluster_by} needs the column's values")
-    # a column adds dependence (rows of one document); it never splits rows of one prompt
-    by_col = clusters.by_column([column.get(i, "") for i in indices], cluster_by[7:])
-    return clusters.union(by_col, prompts)
+    try:
+        return clusters.for_rows(per_arm, indices, cluster_by, column)
+    except ValueError as e:
+        raise WorkbenchError(str(e)) from None
 
 
 def _cluster_fields(c: Clustering) -> dict[str, Any]:

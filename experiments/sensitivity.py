@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments import stats
-from experiments.clusters import by_prompts
+from experiments.clusters import for_rows
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -220,15 +220,10 @@ def _group(
         if t.prompt_hashes:  # as `compare.clustering`: a row without a hash links nothing
             by_index = dict(zip(t.indices, t.prompt_hashes, strict=False))
             hashes.append([by_index.get(i) or None for i in indices])
-    clustering = by_prompts(hashes) if hashes and indices else None
-    # the sweep's cluster_by, exactly as `compare.clustering` applies it
-    if cluster_by == "rows":
-        clustering = None
-    elif cluster_by.startswith("column:") and indices:
-        from experiments.clusters import by_column, singletons, union
-
-        by_col = by_column([(column or {}).get(i, "") for i in indices], cluster_by[7:])
-        clustering = union(by_col, clustering or singletons(len(indices)))
+    # the sweep's cluster_by, by the comparisons' own rule; None: every row its own cluster
+    clustering = None
+    if indices and (cluster_by.startswith("column:") or (cluster_by == "prompt" and hashes)):
+        clustering = for_rows(hashes, indices, cluster_by, column or {})
     metrics = {t.metric for t in trials}
     if len(metrics) != 1:
         raise ValueError(f"{first.task} ({first.model}): variants scored with {sorted(metrics)}")
