@@ -5,7 +5,7 @@ prompts get identical answers, so rows are clusters. This simulates the null the
 review used: both variants have the same per-text accuracy (half the distinct texts easy,
 p = 0.9, half hard, p = 0.3), each variant answering each distinct prompt once. The rows,
 their rendered prompts and prompt hashes are the real ones (`compile_prompt` on the task's
-test split); the answers go through `experiments.compare` exactly as a sweep's do:
+test split); the answers go through `experiments.analysis.compare` exactly as a sweep's do:
 
 - `compare.pair` (paired permutation test, 1000 resamples) and its 95% interval;
 - `compare.best_vs_worst` over k = 5 draws (range permutation test, 1000 resamples);
@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from experiments import compare, stats
-from experiments.runner import prompt_hash
+from experiments.analysis import compare, stats
+from experiments.trials.runner import prompt_hash
 from promptlib import Catalog, compile_prompt, default_source, evaluation_rows, parse_spec
 
 EASY, HARD, ALPHA, K = 0.9, 0.3, 0.05, 5

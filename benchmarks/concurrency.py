@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from experiments.models import Decoding, get_model
-from experiments.runner import TrialSpec, run_trial
-from experiments.stub_server import StubOpenAI
+from experiments.llm.models import Decoding, get_model
+from experiments.testing.stub_server import StubOpenAI
+from experiments.trials.runner import TrialSpec, run_trial
 from promptlib import Catalog, default_source, parse_spec
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")

@@ -1,4 +1,4 @@
-"""Coverage of `experiments.intervals.metric_interval` against the generating parameters.
+"""Coverage of `experiments.analysis.intervals.metric_interval` against the generating parameters.
 
 The truth is always the generating value: the mean of the per-class recalls set in the
 simulation (balanced accuracy), the class-share-weighted recall (accuracy-type metrics
@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import binom, multivariate_normal, norm
 
-from experiments import intervals, stats
+from experiments.analysis import intervals, stats
 
 FloatArray = NDArray[np.float64]
 GRID_N = (20, 40, 50, 100, 200)
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.out:
         _save(args.out, cells, lines, meta)
     print(
-        "95% intervals of experiments.intervals.metric_interval; one variant (rows distinct) "
+        "95% intervals of analysis.intervals.metric_interval; one variant (rows distinct) "
         "exact; paired and clustered simulated (meta above / below); "
         f"{intervals.N_DRAWS} posterior draws"
     )

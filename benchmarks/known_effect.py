@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.validation import simulate
+from experiments.testing.validation import simulate
 from promptlib import Catalog, LocalSource
 
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.runner import TrialSpec, decoding_for, select_rows
+from experiments.trials.runner import TrialSpec, decoding_for, select_rows
 from promptlib import Catalog, compile_prompt, default_source, evaluation_rows, parse_spec
 
 HERE = Path(__file__).resolve().parent
@@ -89,7 +89,9 @@ def main() -> None:
             "WORKBENCH_RUNS_DIR": str(tmp / f"runs-{tag}"),
             "WORKBENCH_MLFLOW_CONFIG": str(store / "mlflow.yaml"),
         }
-        create = "from experiments.tracking import Tracker; Tracker()"  # migrations, untimed
+        create = (
+            "from experiments.tracking.tracking import Tracker; Tracker()"  # migrations, untimed
+        )
         subprocess.run([sys.executable, "-c", create], env=env, cwd=tmp, check=True)
         t, out = timed(run, env, tmp)
         summary = json.loads(out)

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from experiments.stats import metric_fn, paired_permutation_test
+from experiments.analysis.stats import metric_fn, paired_permutation_test
 
 
 def best_of(fn, k: int = 5) -> float:  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """Planning a sweep on a huge split: 20k and 100k rows, against the old quadratic algorithm.
 
-Planning (`experiments.sweeps.plan_tasks`) finds the rows every variant of a task may be
+Planning (`experiments.sweeps.sweeps.plan_tasks`) finds the rows every variant of a task may be
 evaluated on. It once rebuilt a set of one variant's row ids for every row of another
 (issue 19, defect 6): a 20k-row split took 17 s and 100k never finished a `--dry-run`. The
 target: a 100k-row split plans a `--limit 10` sweep in under 2 s.
@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments import sweeps
+from experiments.sweeps import sweeps
 from promptlib import Catalog, LocalSource
 
 TARGET = 2.0  # seconds, for 100k rows

@@ -1,4 +1,4 @@
-"""Is `experiments.power.minimum_detectable_effect` true? Power at the MDE, through the real test.
+"""Is `analysis.power.minimum_detectable_effect` true? Power at the MDE, through the real test.
 
 For every cell of the grid (n rows, minority share, per-class recalls, shared row
 difficulty or independent arms, the direction of the effect, clusters or not):
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments import power, stats
+from experiments.analysis import power, stats
 
 ALPHA = 0.05
 TARGET = 0.8
@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cells = grid([int(x) for x in args.n.split(",")])
         samples, fresh = args.samples, args.fresh
     print(
-        f"power at the MDE80 of experiments.power, through stats.paired_permutation_test "
+        f"power at the MDE80 of experiments.analysis.power, through stats.paired_permutation_test "
         f"(two-sided, alpha {ALPHA}, R = 10000); {samples} samples x {fresh} fresh draws per "
         f"cell; target {TARGET} +- 0.05 (seed {args.seed})"
     )

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments import stats
+from experiments.analysis import stats
 from experiments.metrics import METRICS
 
 N, K, R = 2000, 5, 1000

@@ -25,7 +25,7 @@ Legendre over the row effect, exact); AvgP = mean over variants of E[p].
 It prints, per cell of the grid (rows 40 / 100 x classes balanced / 90-10 x prompt effect /
 null, plus a clustered cell), the bias of each variance share (new estimator, and the raw
 SS_f / SS_total it replaced) and the 95% coverage of each interval, and the Python table
-`experiments.sensitivity.CI_COVERAGE` takes (the minimum over effect / null).
+`experiments.analysis.sensitivity.CI_COVERAGE` takes (the minimum over effect / null).
 
 The table in the code came from these runs (each under 1 min of CPU; cells 0-7 are the grid,
 8-9 the clustered checks; run together they print one table):
@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments import sensitivity as S
+from experiments.analysis import sensitivity as S
 from experiments.metrics import balanced_accuracy
 
 INSTR = ("reference", "description")
@@ -255,7 +255,7 @@ def main() -> None:
             if not chosen:
                 continue
             cell[key] = round(min(cell.get(key, 1.0), v), 3)
-    print("\n# experiments.sensitivity.CI_COVERAGE (minimum over prompt effect / null):")
+    print("\n# experiments.analysis.sensitivity.CI_COVERAGE (minimum over prompt effect / null):")
     print(f"COVERAGE_SIMS = {args.sims}")
     print("CI_COVERAGE = {")
     for key, cell in table.items():

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from experiments import sensitivity as S
-from experiments.models import Completion, Decoding
+from experiments.analysis import sensitivity as S
+from experiments.llm.models import Completion, Decoding
 from promptlib import Catalog, LocalSource
 
 SPEC = Path(__file__).resolve().parent.parent / "ablations" / "sensitivity_grid.yaml"
@@ -89,8 +89,8 @@ def main() -> None:
         direct_coverage(args.k, args.tau, args.delta, args.coverage_sims, args.resamples)
         return
 
-    from experiments.runner import resolve_trial, run_trial
-    from experiments.sweeps import TrialOutcome, load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.sweeps import TrialOutcome, load_spec, plan_tasks, trial_plan
+    from experiments.trials.runner import resolve_trial, run_trial
 
     catalog = Catalog(LocalSource(os.environ.get("LEGALBENCH_DIR", "../shared/legalbench")))
     spec = load_spec(SPEC)
@@ -225,7 +225,7 @@ def direct_coverage(k: int, tau: float, delta: float, sims: int, resamples: int)
     from scipy.stats import norm
     from statsmodels.stats.meta_analysis import combine_effects
 
-    from experiments.stats import metric_fn
+    from experiments.analysis.stats import metric_fn
 
     names = [f"instruction={i},seed={d}" for i in ("reference", "description") for d in "012"]
     rng = np.random.default_rng(321)

@@ -1,9 +1,9 @@
 """Experiment engine: Trial -> Predictions -> Scores (statistics and tracking grow here)."""
 
-from experiments.cache import ResponseCache
+from experiments.llm.cache import ResponseCache
+from experiments.llm.models import LM, Completion, Decoding, LiteLLMModel, get_model
 from experiments.metrics import ManualEvaluationRequired, class_report, normalize, score
-from experiments.models import LM, Completion, Decoding, LiteLLMModel, get_model
-from experiments.runner import Prediction, TrialResult, TrialSpec, run_trial, save_trial
+from experiments.trials.runner import Prediction, TrialResult, TrialSpec, run_trial, save_trial
 
 __all__ = [
     "LM",

@@ -17,7 +17,7 @@ from typing import Any
 
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
-#: bootstrap resamples behind the comparison table's 95% CI (see experiments/compare.py)
+#: bootstrap resamples behind the comparison table's 95% CI (see experiments/analysis/compare.py)
 CI_RESAMPLES = 2000
 
 
@@ -188,7 +188,7 @@ def comparison_table(
         )
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
-            "(simulated, experiments.power; '-' where no effect can reach it)"
+            "(simulated, experiments.analysis.power; '-' where no effect can reach it)"
         )
     parts.append(
         f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
@@ -281,12 +281,12 @@ def sweep_report(
 
 
 def sensitivity_section(sens: dict[str, Any] | None) -> str:
-    """The prompt-sensitivity section of `workbench report` (`experiments.sensitivity`)."""
+    """The prompt-sensitivity section of `workbench report` (`experiments.analysis.sensitivity`)."""
     if not sens:
         return "prompt sensitivity: not computed for this sweep (run it again to add it)"
     if sens.get("error"):
         return f"prompt sensitivity: {sens['error']}"
-    from experiments.sensitivity import format_sensitivity
+    from experiments.analysis.sensitivity import format_sensitivity
 
     return format_sensitivity(sens)
 

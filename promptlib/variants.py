@@ -241,7 +241,7 @@ def _read_text_file(path: str, key: str) -> str:
     """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
     # the workbench's one YAML loader (no aliases, bounded depth); imported here, not at the
     # top, so importing promptlib does not import experiments
-    from experiments.yamlsafe import safe_yaml_load
+    from promptlib.yamlsafe import safe_yaml_load
 
     p = Path(path).expanduser()
     doc = safe_yaml_load(read_text(p, f"{key}: file", VariantError), str(p), VariantError)

@@ -53,10 +53,13 @@ def _fingerprint(lb: Path, tasks: list[str]) -> str:
 
 def compute_pins(lb: Path) -> dict[str, Any]:
     """Every pinned id, computed with the current code (public or test-used names only)."""
-    from experiments.cache import cache_key
-    from experiments.models import Completion, Decoding, LiteLLMModel
-    from experiments.optimize import OptimizeConfig, _study_key, _study_name
-    from experiments.runner import (
+    from experiments.analysis.sensitivity import metric_name
+    from experiments.llm.cache import cache_key
+    from experiments.llm.models import Completion, Decoding, LiteLLMModel
+    from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
+    from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
+    from experiments.tracking.tracking import _sha, metric_key, predictions_sha, safe_name
+    from experiments.trials.runner import (
         SERVED_ALIGNMENT_CHECK,
         Prediction,
         TrialResult,
@@ -66,9 +69,6 @@ def compute_pins(lb: Path) -> dict[str, Any]:
         rows_fingerprint,
         run_trial,
     )
-    from experiments.sensitivity import metric_name
-    from experiments.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
-    from experiments.tracking import _sha, metric_key, predictions_sha, safe_name
     from promptlib import Catalog, LocalSource, parse_spec
 
     def lm() -> LiteLLMModel:  # as `workbench sweep --model ... --api-base ...` builds it

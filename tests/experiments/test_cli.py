@@ -158,7 +158,7 @@ def test_version() -> None:
 
 @pytest.mark.data
 def test_run_with_failing_provider_is_failed_exit_1(lb_dir: Path, tmp_path: Path) -> None:
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     with StubOpenAI(fault_rate=1.0, faults=("500",)) as stub:
         env_extra = {"OPENAI_API_KEY": "sk-dummy-key-for-the-local-stub"}

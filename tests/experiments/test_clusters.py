@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from experiments import clusters, compare, stats
+from experiments.analysis import clusters, compare, stats
 
 
 def _dataset(n: int = 40, seed: int = 1) -> tuple[list[str], list[str], list[str]]:
@@ -249,7 +249,7 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     import csv
     import io
 
-    from experiments.tracking import comparisons_csv
+    from experiments.tracking.tracking import comparisons_csv
 
     y, a, b = _dataset(20, seed=8)
     idx = [str(i) for i in range(20)]

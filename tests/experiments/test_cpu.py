@@ -1,4 +1,4 @@
-"""How the embedded models are loaded on the CPUs users have (`experiments.cpu`).
+"""How the embedded models are loaded on the CPUs users have (`experiments.llm.cpu`).
 
 llama.cpp's AMX weight repacking crashes in the first multi-token decode
 (ggml-org/llama.cpp#20824), and this machine may have no AMX: the decision is tried on faked
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cpu
+from experiments.llm import cpu
 from promptlib.errors import WorkbenchError
 
 SAPPHIRE_RAPIDS = """processor\t: 0
@@ -106,7 +106,7 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
 ) -> None:
     """The decision reaches llama.cpp (the loaded model's parameters say so), is part of the
     model's identity (answers may differ bit for bit), and the model still answers."""
-    from experiments import models
+    from experiments.llm import models
 
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
     monkeypatch.setattr(models, "_LOADED", {})  # a fresh load under the described CPU
@@ -139,7 +139,8 @@ def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
     import types
     from unittest import mock
 
-    from experiments import executors, models
+    from experiments.llm import models
+    from experiments.sweeps import executors
 
     monkeypatch.setattr(models, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS if driver_amx else EPYC)
@@ -157,7 +158,7 @@ def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
     ran: list[str] = []
     with (
         mock.patch.object(executors, "_preload_local", lambda *a: ran.append("loaded")),
-        mock.patch("experiments.runner.run_trial", lambda *a, **k: ran.append("ran")),
+        mock.patch("experiments.trials.runner.run_trial", lambda *a, **k: ran.append("ran")),
         pytest.raises(executors.ExecutorError, match=r"llama_extra_bufts"),
     ):
         worker.run(job)  # type: ignore[arg-type]
@@ -170,7 +171,7 @@ def test_a_loaded_model_is_identified_by_the_layout_it_has(
 ) -> None:
     """Once loaded, the identity comes from the model itself, whatever the settings say
     later; and a load that did not follow the decision is refused, not run mislabelled."""
-    from experiments import models
+    from experiments.llm import models
 
     monkeypatch.setattr(models, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)

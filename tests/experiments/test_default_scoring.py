@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.sweeps import load_spec, plan_tasks, trial_plan
+from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
 from promptlib import Catalog
 
 pytestmark = pytest.mark.data

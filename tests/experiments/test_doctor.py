@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import doctor
+from experiments.llm import doctor
 from tests.conftest import run_cli
 from tests.experiments.test_cpu import SAPPHIRE_RAPIDS
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from experiments.models import Completion, Decoding
-from experiments.optimize import (
+from experiments.llm.models import Completion, Decoding
+from experiments.optimize.optimize import (
     IncompleteEvaluation,
     OptimizeConfig,
     dev_order,
@@ -71,7 +71,7 @@ def _cfg(method: str, **kw: Any) -> OptimizeConfig:
 def test_a_heldout_row_given_to_dspy_aborts_the_bootstrap(catalog: Catalog) -> None:
     """A buggy caller hands DSPy held-out rows: the guard's LeakageError is raised, not
     swallowed by DSPy's max_errors and scored as a wrong answer."""
-    from experiments.dspy_programs import compile_dspy
+    from experiments.optimize.dspy_programs import compile_dspy
 
     task = catalog.task("hearsay")
     split = split_dev_heldout(task)
@@ -90,7 +90,12 @@ def test_a_program_showing_a_heldout_demonstration_is_refused(catalog: Catalog) 
     """The render of a DSPy program checks its demonstrations against the guard too."""
     import dspy
 
-    from experiments.dspy_programs import LegalBenchAdapter, Rails, gateway_lm, make_signature
+    from experiments.optimize.dspy_programs import (
+        LegalBenchAdapter,
+        Rails,
+        gateway_lm,
+        make_signature,
+    )
 
     task = catalog.task("hearsay")
     split = split_dev_heldout(task)
@@ -115,7 +120,7 @@ def test_a_program_showing_a_heldout_demonstration_is_refused(catalog: Catalog) 
 
 
 def test_labeled_demos_from_heldout_rows_are_refused_at_export(catalog: Catalog) -> None:
-    from experiments.dspy_programs import compile_dspy
+    from experiments.optimize.dspy_programs import compile_dspy
 
     task = catalog.task("hearsay")
     split = split_dev_heldout(task)
@@ -158,8 +163,8 @@ def test_failed_calls_stop_a_dspy_search_instead_of_scoring_it(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
-    from experiments.models import get_model
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.llm.models import get_model
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     task = catalog.task("hearsay")
     dev = dev_order(task, split_dev_heldout(task), limit=12)
@@ -180,7 +185,7 @@ def test_failed_calls_stop_a_dspy_search_instead_of_scoring_it(
 # ---- the gateway: --api-base, concurrency, retries, the response cache -------------------------
 @pytest.mark.slow
 def test_dspy_calls_go_through_the_gateway_and_the_cache(lb_dir: Path, tmp_path: Path) -> None:
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     env = workbench_env(tmp_path, lb_dir, "dspy")
     env["OPENAI_API_KEY"] = "sk-dummy-key-for-the-local-stub"

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from experiments.stub_server import StubOpenAI, hashed_yes_no
-from experiments.sweeps import SpecError, load_spec
+from experiments.sweeps.sweeps import SpecError, load_spec
+from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import run_cli, workbench_env
 
 SECRET = "s3cretpassw0rd"
@@ -73,7 +73,7 @@ def test_bad_specs_are_rejected_with_the_fix(tmp_path: Path, text: str, message:
     ],
 )
 def test_spec_and_tracking_config_bytes(tmp_path: Path, data: bytes, message: str) -> None:
-    from experiments.tracking import load_config
+    from experiments.tracking.tracking import load_config
     from promptlib.errors import WorkbenchError
 
     path = tmp_path / "f.yaml"
@@ -314,7 +314,7 @@ def test_edited_prompts_start_a_new_sweep_and_report_shows_the_latest_state(
 
 
 def test_compare_never_uses_an_incomplete_arm_and_pairs_in_a_canonical_order() -> None:
-    from experiments import compare
+    from experiments.analysis import compare
 
     rng = __import__("random").Random(0)
     answers = [rng.choice(["Yes", "No"]) for _ in range(60)]

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.models import get_model
-from experiments.runner import TrialSpec, resolve_trial, select_rows
-from experiments.sweeps import SpecError, load_spec, plan_tasks
+from experiments.llm.models import get_model
+from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
+from experiments.trials.runner import TrialSpec, resolve_trial, select_rows
 from promptlib import Catalog, LocalSource, PromptVariant, evaluation_rows, parse_spec
 from promptlib.data import read_tsv
 from promptlib.errors import DataError, WorkbenchError

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from experiments.grading import COLUMNS, GradingError, import_grades
+from experiments.trials.grading import COLUMNS, GradingError, import_grades
 from promptlib.errors import VariantError, WorkbenchError
 
 TRIAL = "ab" * 32  # a trial id: 64 hex digits
@@ -189,7 +189,7 @@ def test_junk_in_a_trial_folder_is_one_line_naming_the_file(tmp_path: Path, case
 
 @pytest.mark.data
 def test_summary_as_a_list_is_one_line_on_export_too(tmp_path: Path, catalog: Any) -> None:
-    from experiments.grading import export_csv
+    from experiments.trials.grading import export_csv
 
     trial = _make_trial(tmp_path / "runs" / TRIAL)
     _list_summary(trial)
@@ -199,7 +199,7 @@ def test_summary_as_a_list_is_one_line_on_export_too(tmp_path: Path, catalog: An
 
 
 def _hearsay(catalog: Any, fail: bool = False) -> Any:
-    from experiments.runner import TrialSpec, run_trial
+    from experiments.trials.runner import TrialSpec, run_trial
     from promptlib import parse_spec
     from tests.experiments.test_runner import ScriptedLM
 
@@ -216,7 +216,7 @@ def _hearsay(catalog: Any, fail: bool = False) -> Any:
 def test_a_file_named_incomplete_reruns_is_one_line_and_keeps_the_trial(
     catalog: Any, tmp_path: Path
 ) -> None:
-    from experiments.runner import save_result
+    from experiments.trials.runner import save_result
 
     done = _hearsay(catalog)
     save_result(done, tmp_path)
@@ -234,7 +234,7 @@ def test_a_file_named_incomplete_reruns_is_one_line_and_keeps_the_trial(
 
 @pytest.mark.data
 def test_a_corrupt_grades_file_does_not_crash_a_rerun(catalog: Any, tmp_path: Path) -> None:
-    from experiments.grading import current_grades
+    from experiments.trials.grading import current_grades
 
     done = _hearsay(catalog)
     (tmp_path / done.trial_id).mkdir()
@@ -264,12 +264,12 @@ def test_a_store_that_refuses_the_grades_leaves_the_folder_as_it_was(
 ) -> None:
     """MLflow is written first: a refusal is one line and disk and MLflow still agree (no
     grades on either); importing again once the store works finishes both."""
-    import experiments.tracking
+    import experiments.tracking.tracking
 
     root = tmp_path / "runs"
     trial = _make_trial(root / TRIAL)
     before = _tree(trial)
-    monkeypatch.setattr(experiments.tracking, "Tracker", _ReadOnlyStore)
+    monkeypatch.setattr(experiments.tracking.tracking, "Tracker", _ReadOnlyStore)
     with pytest.raises(WorkbenchError) as err:
         import_grades(_csv(tmp_path / "g.csv", TRIAL), root=root, track=True)
     text = str(err.value)
@@ -308,7 +308,7 @@ def test_save_result_reads_the_saved_trial_under_the_lock(catalog: Any, tmp_path
     """A peer saves the complete trial while this unfinished rerun waits for the folder: the
     rerun must see it and go beside it, not over it."""
     from experiments.files import _swap_dir
-    from experiments.runner import save_result
+    from experiments.trials.runner import save_result
 
     done = _hearsay(catalog)
     partial = _hearsay(catalog, fail=True)
@@ -391,7 +391,7 @@ def test_a_deeply_nested_instruction_file_is_one_line(tmp_path: Path) -> None:
     "name", ["../../x", "/tmp/abs", "a/b", "..", ".hidden", "-flag", "x" * 101, "a..b", "", "x\n"]
 )
 def test_a_study_name_that_is_not_one_name_is_refused(name: str) -> None:
-    from experiments.optimize import OptimizeConfig
+    from experiments.optimize.optimize import OptimizeConfig
 
     with pytest.raises(WorkbenchError) as err:
         OptimizeConfig(task="hearsay", model="scripted/lm", study_name=name)
@@ -399,7 +399,7 @@ def test_a_study_name_that_is_not_one_name_is_refused(name: str) -> None:
 
 
 def test_a_plain_study_name_is_kept() -> None:
-    from experiments.optimize import OptimizeConfig, _study_name
+    from experiments.optimize.optimize import OptimizeConfig, _study_name
 
     cfg = OptimizeConfig(task="hearsay", model="openai/gpt-4o", study_name="hearsay-v2.1_b")
     assert _study_name(cfg) == "hearsay-v2.1_b"

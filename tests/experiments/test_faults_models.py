@@ -3,7 +3,7 @@ positive log-probabilities, a key echoed in a bare path, a prompt longer than th
 context, and a reply that ignores max_tokens.
 
 Each test is table-driven where there is a table, and runs the real path: the stub server
-(`experiments.stub_server`) on loopback, the CLI in a subprocess, or the bundled SmolLM2.
+(`experiments.testing.stub_server`) on loopback, the CLI in a subprocess, or the bundled SmolLM2.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from experiments import models, secrets
-from experiments.models import Decoding, NoPromptLogprobs, get_model
-from experiments.runner import TrialSpec, run_trial, save_trial
+from experiments import secrets
+from experiments.llm import models
+from experiments.llm.models import Decoding, NoPromptLogprobs, get_model
 from experiments.secrets import redact, safe_url
-from experiments.stub_server import StubOpenAI, hashed_yes_no
+from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
+from experiments.trials.runner import TrialSpec, run_trial, save_trial
 from promptlib import Catalog, parse_spec
 from tests.conftest import REPO, run_cli, workbench_env
 
@@ -321,7 +322,7 @@ def test_cap_reply_cuts_at_a_character_boundary() -> None:
 
 @pytest.mark.data
 def test_a_huge_reply_is_stored_capped_and_marked(catalog: Catalog, tmp_path: Path) -> None:
-    from experiments.cache import ResponseCache
+    from experiments.llm.cache import ResponseCache
 
     size = 3 * CAP
     spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="openai/stub", limit=2)
@@ -350,7 +351,7 @@ def test_a_huge_reply_is_stored_capped_and_marked(catalog: Catalog, tmp_path: Pa
 def test_review_a_lone_surrogate_is_a_malformed_reply_and_a_bare_token_user_is_masked() -> None:
     """Review findings (rev3): a reply holding a lone surrogate crashed the save; a token
     given as the URL's user part reached the outputs."""
-    from experiments.models import reply_text
+    from experiments.llm.models import reply_text
     from experiments.secrets import safe_url
 
     text, problem = reply_text({"choices": [{"text": "ok \ud800"}]})
@@ -365,7 +366,7 @@ def test_review_stop_all_calls_ends_a_call_in_a_thread_without_its_own_event() -
     import threading
     import time
 
-    from experiments import models
+    from experiments.llm import models
 
     out: dict[str, BaseException] = {}
 

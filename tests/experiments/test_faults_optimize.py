@@ -18,9 +18,14 @@ from typing import Any
 
 import pytest
 
-from experiments.optimize import FAILURE_ATTR, INTERRUPTED, OptimizeConfig, StudyInterrupted
-from experiments.optimize import optimize as run_optimize
-from experiments.tracking import Tracker, load_config
+from experiments.optimize.optimize import (
+    FAILURE_ATTR,
+    INTERRUPTED,
+    OptimizeConfig,
+    StudyInterrupted,
+)
+from experiments.optimize.optimize import optimize as run_optimize
+from experiments.tracking.tracking import Tracker, load_config
 from tests.conftest import workbench_env
 from tests.experiments.test_optimize import SpyLM
 
@@ -131,7 +136,7 @@ def test_a_trial_left_running_by_a_killed_worker_is_failed_by_the_next(tmp_path:
     import optuna
     from optuna.trial import TrialState
 
-    from experiments.optimize import WORKER_ATTR, _clean_up, _process_start, _worker
+    from experiments.optimize.optimize import WORKER_ATTR, _clean_up, _process_start, _worker
 
     tracker = _tracker(tmp_path / "t")
     study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path}/o.db")
@@ -190,7 +195,7 @@ def test_workbench_optimize_sigterm_mid_study_then_rerun(lb_dir: Path, tmp_path:
     import mlflow
     import optuna
 
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     with StubOpenAI(latency=0.05, reply_fn=hashed_yes_no) as stub:
         cmd = [

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from experiments.models import Completion, Decoding
+from experiments.llm.models import Completion, Decoding
 from tests.conftest import workbench_env
 
 pytestmark = pytest.mark.data
@@ -91,11 +91,11 @@ class Workbench:
     lm: FaultyLM = field(default_factory=FaultyLM)
 
     def cli(self, *args: str) -> Any:
-        import experiments.models
+        import experiments.llm.models
 
         _forget_mlflow_stores()
-        self.monkeypatch.setattr(experiments.models, "get_model", lambda *_a, **_k: self.lm)
-        from experiments.cli import app
+        self.monkeypatch.setattr(experiments.llm.models, "get_model", lambda *_a, **_k: self.lm)
+        from experiments.cli.cli import app
 
         return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
@@ -268,8 +268,8 @@ def test_storage_fault_mid_sweep_is_one_line_and_a_rerun_completes(
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["claim", "compare"])
 def test_interrupted_noop_rerun_leaves_the_parent_finished(wb: Workbench, where: str) -> None:
-    import experiments.sweeps
-    from experiments.tracking import Tracker
+    import experiments.sweeps.sweeps
+    from experiments.tracking.tracking import Tracker
 
     assert wb.sweep().exit_code == 0
     assert wb.parent_status() == "FINISHED"
@@ -294,7 +294,7 @@ def test_interrupted_noop_rerun_leaves_the_parent_finished(wb: Workbench, where:
             def compare(*args: Any, **kwargs: Any) -> Any:
                 raise KeyboardInterrupt
 
-            mp.setattr(experiments.sweeps, "compare", compare)
+            mp.setattr(experiments.sweeps.sweeps, "compare", compare)
         with contextlib.suppress(KeyboardInterrupt):  # click may make it "Aborted!", exit 1
             assert wb.sweep().exit_code != 0
     assert wb.parent_status() == "FINISHED"
@@ -315,7 +315,7 @@ def test_sigterm_during_a_noop_rerun_leaves_the_parent_finished(
     # the same fake model in a process of its own (this file's environment: its store,
     # cache and data); it answers nothing, the response cache does
     driver = (
-        "import sys, experiments.models as m\n"
+        "import sys, experiments.llm.models as m\n"
         "from tests.experiments.test_faults_storage import FaultyLM\n"
         "m.get_model = lambda *a, **k: FaultyLM()\n"
         "from experiments.cli import main\n"
@@ -351,7 +351,7 @@ def test_sigterm_during_a_noop_rerun_leaves_the_parent_finished(
 
 # ---- defect 14: report on a running sweep exits 1; a sweep with every task skipped ----------
 def test_report_on_a_running_sweep_exits_1(wb: Workbench) -> None:
-    from experiments.tracking import Tracker
+    from experiments.tracking.tracking import Tracker
 
     _forget_mlflow_stores()
     tracker = Tracker()
@@ -382,7 +382,7 @@ def test_a_sweep_whose_every_task_is_skipped_fails_and_logs_nothing(wb: Workbenc
 
 # ---- defect 9: names over MLflow's 250 characters --------------------------------------------
 def test_metric_key_is_short_deterministic_and_distinct() -> None:
-    from experiments.tracking import MAX_KEY, metric_key, safe_name
+    from experiments.tracking.tracking import MAX_KEY, metric_key, safe_name
 
     long_a = "p_value.maud_" + "x" * 120 + ".openai/gpt." + "instruction=reference," * 8
     long_b = long_a[:-1] + "?"
@@ -397,7 +397,7 @@ def test_metric_key_is_short_deterministic_and_distinct() -> None:
 def test_comparisons_with_names_over_250_characters_are_logged(tmp_path: Path) -> None:
     """A maud_* task with three axes makes p-value names over 250 characters; MLflow refuses
     those, which crashed after every trial had run, and again on every rerun."""
-    from experiments.tracking import Tracker, TrackingConfig
+    from experiments.tracking.tracking import Tracker, TrackingConfig
 
     _forget_mlflow_stores()
     tracker = Tracker(
@@ -452,7 +452,7 @@ def test_a_locked_store_under_run_is_one_line_without_mlflow_log_output(
 
 def test_param_values_over_6000_characters_are_logged(tmp_path: Path) -> None:
     """A sweep's `variants` param joins every variant name: many axes pass MLflow's 6000."""
-    from experiments.tracking import Tracker, TrackingConfig
+    from experiments.tracking.tracking import Tracker, TrackingConfig
 
     _forget_mlflow_stores()
     tracker = Tracker(

@@ -1,6 +1,6 @@
 """The per-task comparison figures draw the intervals the comparison rows carry (issue 18.7).
 
-Built from synthetic rows shaped like `experiments.compare`'s; the checks read the drawn
+Built from synthetic rows shaped like `experiments.analysis.compare`'s; the checks read the drawn
 artists: each error bar's segment must be exactly the row's [low, high], a row without an
 interval must draw none (and say "no interval"), a flagged interval is dashed, the chance line
 and every axis label are there.
@@ -17,7 +17,7 @@ import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
-from experiments.figures import draws_figure, pair_figure
+from experiments.analysis.figures import draws_figure, pair_figure
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def _data(root: Path, lb_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def trial(lb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """rule_qa run once through a stub model, tracked in its own MLflow store."""
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     root = tmp_path_factory.mktemp("grading")
     data = _data(root, lb_dir)
@@ -81,7 +81,7 @@ def _exported(t: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _write(path: Path, rows: list[dict[str, str]], columns: list[str] | None = None) -> Path:
-    from experiments.grading import COLUMNS
+    from experiments.trials.grading import COLUMNS
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns or list(COLUMNS), extrasaction="ignore")
@@ -153,7 +153,7 @@ BAD: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]]], str
 def test_bad_grade_file_names_row_and_column_and_writes_nothing(
     trial: dict[str, Any], tmp_path: Path, case: str
 ) -> None:
-    from experiments.grading import GradingError, import_grades
+    from experiments.trials.grading import GradingError, import_grades
 
     change, message = BAD[case]
     rows = [{**r, "grade": "1"} for r in _exported(trial)]
@@ -166,7 +166,7 @@ def test_bad_grade_file_names_row_and_column_and_writes_nothing(
 
 
 def test_bad_columns_and_cli_exit_code(trial: dict[str, Any], tmp_path: Path) -> None:
-    from experiments.grading import COLUMNS
+    from experiments.trials.grading import COLUMNS
 
     rows = [{**r, "grade": "1"} for r in _exported(trial)]
     columns = [c for c in COLUMNS if c != "grade"] + ["score"]
@@ -213,7 +213,7 @@ def test_round_trip_scores_the_trial_and_its_run(trial: dict[str, Any], tmp_path
 
 def test_formula_cells_are_quoted_on_export_and_match_on_import(tmp_path: Path) -> None:
     """A generation such as '=HYPERLINK(...)' is not a formula in Excel, and still matches."""
-    from experiments.grading import csv_cell, csv_uncell
+    from experiments.trials.grading import csv_cell, csv_uncell
 
     for text in ["=1+1", "+31 6", "-x", "@SUM(A1)", "\tx", "'=x", "''@y", "'plain", "a=b", ""]:
         cell = csv_cell(text)
@@ -230,7 +230,7 @@ def test_rerun_never_applies_old_grades_to_new_generations(
     grades file is refused, naming the line."""
     import mlflow
 
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     env, root = trial["env"], trial["root"]
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")

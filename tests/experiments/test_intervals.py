@@ -1,4 +1,4 @@
-"""experiments/intervals.py: estimates, clusters, flags from the measured table, and coverage.
+"""experiments/analysis/intervals.py: estimates, clusters, flags from the measured table, and coverage.
 
 The coverage checks are reduced versions of benchmarks/coverage.py (the full table).
 """
@@ -13,7 +13,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from experiments import intervals, stats
+from experiments.analysis import intervals, stats
 
 
 def _coverage() -> ModuleType:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.validation import simulate
+from experiments.testing.validation import simulate
 from promptlib import Catalog
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]

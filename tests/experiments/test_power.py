@@ -1,4 +1,4 @@
-"""experiments/power.py: the simulated MDE of the paired permutation test (issue 18, point 4).
+"""experiments/analysis/power.py: the simulated MDE of the paired permutation test (issue 18, point 4).
 
 The full calibration table is benchmarks/power.py; a reduced version runs here.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from experiments import power, stats
+from experiments.analysis import power, stats
 
 
 def _bench() -> ModuleType:

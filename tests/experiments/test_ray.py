@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 
-from experiments.cache import ResponseCache
-from experiments.models import Completion, Decoding, LiteLLMModel, ModelError
-from experiments.stub_server import StubOpenAI, hashed_yes_no
-from experiments.sweeps import load_spec, run_sweep
-from experiments.tracking import Tracker, TrackingConfig
+from experiments.llm.cache import ResponseCache
+from experiments.llm.models import Completion, Decoding, LiteLLMModel, ModelError
+from experiments.sweeps.sweeps import load_spec, run_sweep
+from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
+from experiments.tracking.tracking import Tracker, TrackingConfig
 from promptlib import Catalog
 from tests.conftest import workbench_env
 
 ray = pytest.importorskip("ray")
-from experiments.executors import (  # noqa: E402
+from experiments.sweeps.executors import (  # noqa: E402
     ExecutorError,
     LocalExecutor,
     RayExecutor,

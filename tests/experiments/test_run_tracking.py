@@ -103,7 +103,7 @@ def test_no_track_leaves_the_store_empty(smollm_runs: dict[str, Any]) -> None:
 
 def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str]]) -> None:
     """Failed rows: a FAILED run with n_errors and no score; the complete rerun replaces it."""
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     root, env = store
     with StubOpenAI(script=["ok", "500", "ok"], reply="Yes") as stub:
@@ -127,7 +127,7 @@ def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str
 def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[str, str]]) -> None:
     """A FINISHED run is reused only while it shows the trial's predictions: answers that
     changed (--no-cache, another server) get a new run and the stale one goes."""
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     root, env = store
     model = "openai/stub-yes-no"
@@ -191,7 +191,7 @@ def test_cached_rerun_answers_from_the_store_without_mlflow(
     change goes the full way: a deleted run, a second run of the trial, other answers."""
     import mlflow
 
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     root, env = store
     model = "openai/stub-fast-rerun"
@@ -245,7 +245,7 @@ def test_cached_rerun_trusts_only_a_store_mlflow_opened_at_its_schema(
     MLflow, which then says what is wrong or notes the revision it opened."""
     import sqlite3
 
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     env = workbench_env(tmp_path, lb_dir, "sch") | {
         "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
@@ -308,7 +308,7 @@ def test_safe_url_hides_passwords_and_query_values(case: str) -> None:
 
 
 def test_unusable_store_fails_before_any_call(lb_dir: Path, tmp_path: Path) -> None:
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     env = workbench_env(tmp_path, lb_dir, "bad", tracking_uri="sqlite:////proc/no/such/x.db")
     env["WORKBENCH_RUNS_DIR"] = str(tmp_path / "runs")
@@ -326,7 +326,7 @@ def test_sweep_and_report_show_each_arms_invalid_rate(store: tuple[Path, dict[st
     """Point 3 (display): 'inv A'/'inv B' in the comparison table, from the trials' runs."""
     import hashlib
 
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     root, env = store
     replies: list[str] = []
@@ -367,7 +367,7 @@ def test_sweep_and_report_show_each_arms_invalid_rate(store: tuple[Path, dict[st
 
 
 def test_optimize_draws_progress_on_stderr_only(store: tuple[Path, dict[str, str]]) -> None:
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     root, env = store
     with StubOpenAI(reply_fn=hashed_yes_no) as stub:
@@ -383,7 +383,7 @@ def test_optimize_draws_progress_on_stderr_only(store: tuple[Path, dict[str, str
 def test_optimize_scores_a_served_model_by_loglik(store: tuple[Path, dict[str, str]]) -> None:
     """`optimize --scoring loglik --api-base URL` reaches the server (it was refused as if the
     URL were missing) and scores every trial from its prompt log-probabilities."""
-    from experiments.stub_server import StubOpenAI
+    from experiments.testing.stub_server import StubOpenAI
 
     root, env = store
     with StubOpenAI(echo_logprobs=True) as stub:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from experiments.cache import ResponseCache
-from experiments.models import Completion, Decoding
-from experiments.runner import (
+from experiments.llm.cache import ResponseCache
+from experiments.llm.models import Completion, Decoding
+from experiments.trials.runner import (
     TrialSpec,
     TrialStatus,
     resolve_trial,
@@ -140,8 +140,8 @@ def test_trial_id_changes_with_everything_that_changes_an_answer(
     assert _id(catalog, variant=parse_spec("demos=2,seed=1")) != _id(
         catalog, variant=parse_spec("demos=2,seed=2")
     )
-    from experiments import runner
-    from experiments.models import Decoding as D
+    from experiments.llm.models import Decoding as D
+    from experiments.trials import runner
 
     real = runner.decoding_for
     for field, value in [("temperature", 0.7), ("max_tokens", 99), ("stop", ("\n\n",))]:
@@ -365,7 +365,7 @@ def test_a_local_loglik_trial_is_pinned_to_its_weights_and_context(
 ) -> None:
     """New weights under the same name (a package upgrade) or another context size are
     another model: a log-likelihood trial must not reuse the old trial's run or answers."""
-    from experiments import models
+    from experiments.llm import models
 
     monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
     lm = _Identity(model="local/smollm2", api_base=None, mode="completion")
@@ -384,7 +384,7 @@ def test_the_run_command_s_save_notes_a_kept_trial(
 ) -> None:
     """What `workbench run` saves and shows (`grading.save_keeping_grades`) for a task scored
     automatically: the kept trial is named in `trial_kept`, no grades note."""
-    from experiments.grading import save_keeping_grades
+    from experiments.trials.grading import save_keeping_grades
 
     monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(tmp_path))
     spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=3)

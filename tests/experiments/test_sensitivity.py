@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from experiments import sensitivity as S
+from experiments.analysis import sensitivity as S
 from experiments.metrics import balanced_accuracy
 
 INSTRUCTIONS = ("description", "reference")
@@ -270,7 +270,7 @@ def test_metric_names_are_sanitised_for_mlflow() -> None:
 
 
 def test_figures_have_labelled_axes() -> None:
-    from experiments.figures import sensitivity_figures
+    from experiments.analysis.figures import sensitivity_figures
 
     trials, _ = simulate(4, n_tasks=2, n_rows=10, models=("sim/a", "sim/b"))
     rep = S.sensitivity_report(trials, n_resamples=100)
@@ -290,8 +290,8 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
 ) -> None:
     import json
 
-    from experiments.figures import sensitivity_figures
-    from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
+    from experiments.analysis.figures import sensitivity_figures
+    from experiments.tracking.tracking import Tracker, TrackingConfig, log_sensitivity
 
     config = TrackingConfig(
         tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),
@@ -336,7 +336,7 @@ def test_a_sweep_reports_and_logs_its_sensitivity(lb_dir: Path, tmp_path: Path) 
 
     import mlflow
 
-    from experiments.stub_server import StubOpenAI, hashed_yes_no
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
     from tests.conftest import workbench_env
 
     spec = tmp_path / "spec.yaml"
@@ -522,7 +522,7 @@ def test_tied_models_are_a_set_and_input_order_changes_nothing() -> None:
 
 
 def test_tasks_scored_with_different_metrics_are_pooled_separately() -> None:
-    from experiments.stats import metric_fn
+    from experiments.analysis.stats import metric_fn
 
     trials = []
     for task, metric in (("A", "balanced_accuracy"), ("B", "accuracy"), ("C", "accuracy")):
@@ -539,7 +539,7 @@ def test_tasks_scored_with_different_metrics_are_pooled_separately() -> None:
     by_metric = {m["metric"]: m["tasks"] for m in rep["meta_analysis"]}
     assert by_metric == {"accuracy": ["B", "C"], "balanced_accuracy": ["A"]}
     assert any("different official metrics" in n for n in rep["notes"])
-    from experiments.figures import forest_figure
+    from experiments.analysis.figures import forest_figure
 
     ax = forest_figure(rep).axes[0]
     assert "each contrast's metric" in ax.get_xlabel()
@@ -572,7 +572,7 @@ def test_no_variance_gives_no_shares_and_says_so() -> None:
     assert "no variance" in v["note"] and v["unreliable"]
     assert S.variance_shares_artifact(rep)["m"]["shares"] == v["shares"]
     assert "no variance" in S.format_sensitivity(rep)
-    from experiments.figures import variance_share_figure
+    from experiments.analysis.figures import variance_share_figure
 
     assert "no variance" in variance_share_figure(rep).axes[0].get_title()
 
@@ -622,7 +622,7 @@ def test_the_spread_p_value_is_the_comparisons_range_test() -> None:
     `compare.best_vs_worst`'s for the same trials (same variant order, inputs, seed, resamples)
     even when the variants are not given in alphabetical order (the p-value of a Monte Carlo
     range test depends on the order of the variants)."""
-    from experiments import compare
+    from experiments.analysis import compare
 
     trials, _ = simulate(21, n_tasks=1, n_rows=60)
     trials = [t for t in trials if t.axes["register"] == "default"][::-1]  # 6, reversed

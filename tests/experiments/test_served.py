@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from experiments.models import (
+from experiments.llm.models import (
     EchoedContinuation,
     MisalignedPromptLogprobs,
     ModelError,
@@ -36,8 +36,7 @@ from experiments.models import (
     local_model_path,
     served_label_logprobs,
 )
-from experiments.runner import SERVED_ALIGNMENT_CHECK, TrialSpec, resolve_trial, run_trial
-from experiments.stub_server import (
+from experiments.testing.stub_server import (
     STUB_TOP,
     StubOpenAI,
     stub_logprobs,
@@ -45,6 +44,7 @@ from experiments.stub_server import (
     stub_top_key,
     stub_top_logprob,
 )
+from experiments.trials.runner import SERVED_ALIGNMENT_CHECK, TrialSpec, resolve_trial, run_trial
 from promptlib import Catalog, parse_spec
 
 
@@ -204,7 +204,7 @@ def test_a_shift_whose_most_likely_value_agrees_is_still_refused() -> None:
     """What let 3 of 40 hearsay rows of llama.cpp's shifted server through a check of the
     most likely token alone: its value happened to agree after both labels. The next ones
     do not."""
-    from experiments.models import check_alignment
+    from experiments.llm.models import check_alignment
 
     prompt, conts = "Q: x\nA:", [" Yes", " No"]
     lps = [stub_logprobs(prompt, c, shifted=True, top_k=5) for c in conts]
@@ -221,7 +221,7 @@ def test_a_shift_whose_most_likely_value_agrees_is_still_refused() -> None:
 def test_alignment_that_cannot_be_checked_is_refused() -> None:
     """No top_logprobs, or lists sharing no token (a server listing only each token
     itself): nothing shows the sums are aligned, so none is used."""
-    from experiments.models import check_alignment
+    from experiments.llm.models import check_alignment
 
     conts = [" Yes", " No"]
     no_tops = [
@@ -249,8 +249,8 @@ def test_no_served_row_is_cached_before_the_whole_trial_passed(
 ) -> None:
     """A trial refused at its third row caches nothing: rows one and two may have passed the
     check by chance, and would be reused unchecked once the server is fixed."""
-    from experiments import runner
-    from experiments.cache import ResponseCache
+    from experiments.llm.cache import ResponseCache
+    from experiments.trials import runner
 
     calls = {"n": 0}
 
@@ -279,8 +279,8 @@ def test_an_interrupted_served_trial_keeps_the_rows_it_checked(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C is not a refusal: the rows checked before it stay cached for the rerun."""
-    from experiments import runner
-    from experiments.cache import ResponseCache
+    from experiments.llm.cache import ResponseCache
+    from experiments.trials import runner
 
     calls = {"n": 0}
 
@@ -360,7 +360,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *extra: str) -> Iterator[st
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", local_model_path("smollm2")]
     cmd += ["--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port)]
-    # the settings of experiments.models.load_local; logits_all for prompt log-probabilities
+    # the settings of experiments.llm.models.load_local; logits_all for prompt log-probabilities
     cmd += ["--n_ctx", os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")]
     cmd += ["--n_threads", str(os.cpu_count() or 2), "--seed", "0"]
     cmd += ["--logits_all", "true", "--verbose", "false", *extra]
@@ -402,7 +402,7 @@ def _bos_smollm2() -> Any:
     """local/smollm2's model as load_local builds it, with BOS_OVERRIDE."""
     from llama_cpp import Llama
 
-    from experiments.models import local_n_ctx
+    from experiments.llm.models import local_n_ctx
 
     return Llama(
         model_path=local_model_path("smollm2"), n_ctx=local_n_ctx(), seed=0,
@@ -478,7 +478,8 @@ def test_served_loglik_picks_the_labels_local_loglik_picks(
     log-probabilities picks the labels local log-likelihood scoring picks, row by row, with
     the same sums. Both sides run SmolLM2's GGUF with BOS_OVERRIDE (the stock GGUF meets the
     server's misalignment, refused above)."""
-    from experiments import models, runner
+    from experiments.llm import models
+    from experiments.trials import runner
 
     rows = 4  # each echoed request costs seconds: the server sorts the vocabulary per token
     served_lm = get_model(

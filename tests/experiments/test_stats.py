@@ -8,7 +8,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from experiments import stats
+from experiments.analysis import stats
 
 
 def _exchangeable(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from experiments.stub_server import StubOpenAI, hashed_yes_no
-from experiments.sweeps import SpecError, load_spec, plan_tasks
+from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
+from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog
 from tests.conftest import workbench_env
 
@@ -344,7 +344,7 @@ def test_best_vs_worst_uses_the_range_test_and_says_so(lb_dir: Path, tmp_path: P
 
 
 def test_executor_choice_errors_name_the_option() -> None:
-    from experiments.executors import ExecutorError, LocalExecutor, get_executor
+    from experiments.sweeps.executors import ExecutorError, LocalExecutor, get_executor
 
     assert isinstance(get_executor("local"), LocalExecutor)
     with pytest.raises(ExecutorError, match="--ray-address needs --executor ray"):
@@ -362,9 +362,9 @@ def test_a_sweep_leaves_no_figure_open(
     in the Ray tests)."""
     import matplotlib.pyplot as plt
 
-    from experiments.models import LiteLLMModel
-    from experiments.sweeps import run_sweep
-    from experiments.tracking import Tracker, TrackingConfig
+    from experiments.llm.models import LiteLLMModel
+    from experiments.sweeps.sweeps import run_sweep
+    from experiments.tracking.tracking import Tracker, TrackingConfig
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
     spec = tmp_path / "figs.yaml"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from experiments.models import Completion, Decoding
-from experiments.stub_server import StubOpenAI
+from experiments.llm.models import Completion, Decoding
+from experiments.testing.stub_server import StubOpenAI
 from promptlib import (
     Catalog,
     PromptVariant,
@@ -216,9 +216,9 @@ class SpyLM:
 def test_optimize_report_carries_the_winner_and_rerunning_it_gives_the_verdicts_prompts(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    from experiments.optimize import OptimizeConfig, dumps, optimize, report_text
-    from experiments.runner import TrialSpec, run_trial
-    from experiments.tracking import Tracker, load_config
+    from experiments.optimize.optimize import OptimizeConfig, dumps, optimize, report_text
+    from experiments.tracking.tracking import Tracker, load_config
+    from experiments.trials.runner import TrialSpec, run_trial
 
     cfg_file = tmp_path / "mlflow.yaml"
     cfg_file.write_text(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.tracking import load_config
-from experiments.yamlsafe import MAX_DEPTH, safe_yaml_load
+from experiments.tracking.tracking import load_config
 from promptlib.errors import WorkbenchError
+from promptlib.yamlsafe import MAX_DEPTH, safe_yaml_load
 
 
 def _bomb() -> str:

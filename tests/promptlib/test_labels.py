@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from experiments.metrics import normalize
-from experiments.predictions import read_predictions
+from experiments.trials.predictions import read_predictions
 from promptlib import Catalog, LocalSource, TaskSpec, WorkbenchError
 from promptlib.tasks import normalize_label
 from tests.conftest import run_cli

@@ -70,8 +70,8 @@ def test_row_identity_is_defined_once() -> None:
         assert "_GUARDED" not in src and ".split())" not in src, name
     experiments = PROMPTLIB.parent / "experiments"
     if experiments.is_dir():  # the experiment engine uses the same definition
-        assert "join(r[c].split())" not in (experiments / "optimize.py").read_text()
-        assert "def key(d" not in (experiments / "dspy_programs.py").read_text()
+        assert "join(r[c].split())" not in (experiments / "optimize" / "optimize.py").read_text()
+        assert "def key(d" not in (experiments / "optimize" / "dspy_programs.py").read_text()
 
 
 def test_old_names_still_import() -> None:

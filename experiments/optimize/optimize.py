@@ -34,9 +34,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
-from experiments.models import Completion
-from experiments.runner import Scoring, TrialResult, TrialSpec, run_trial
+from experiments.llm.models import Completion
 from experiments.secrets import redact, safe_url
+from experiments.trials.runner import Scoring, TrialResult, TrialSpec, run_trial
 from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import content_key, evaluation_rows, heldout_guard, query_columns
@@ -45,7 +45,7 @@ from promptlib.tasks import Catalog, Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
 
 if TYPE_CHECKING:
-    from experiments.cache import ResponseCache
+    from experiments.llm.cache import ResponseCache
 
 log = logging.getLogger("workbench.optimize")
 StepProgress = Callable[[int, int, str], None]
@@ -403,7 +403,7 @@ def _open_study(
 
 def _setup(cfg: OptimizeConfig, lm: Any, task: Task, dev: list[str]) -> dict[str, Any]:
     """What decides a trial's answers besides its variant, as stored on the study."""
-    from experiments.runner import rows_fingerprint
+    from experiments.trials.runner import rows_fingerprint
 
     identity = dict(lm.cache_identity())
     if isinstance(identity.get("api_base"), str):
@@ -596,7 +596,7 @@ def _optimize(
             best_params = dict(best.params)
             study_name = study.study_name
         else:
-            from experiments.dspy_programs import compile_dspy
+            from experiments.optimize.dspy_programs import compile_dspy
 
             if progress:
                 progress(0, 1, f"compiling with {cfg.method}")
@@ -680,7 +680,7 @@ def _verdict(
 
     judged = split.heldout
     if cfg.heldout_limit and cfg.heldout_limit < len(judged):
-        from experiments.runner import select_rows
+        from experiments.trials.runner import select_rows
 
         sample = select_rows([rows[i] for i in judged], cfg.heldout_limit, cfg.split_seed)
         judged = tuple(r["index"] for r in sample)
@@ -1116,8 +1116,8 @@ def _compare(
     dev_score: float | None,
     n_dev: int,
 ) -> dict[str, Any]:
-    """Best vs base on held-out, on the task's official metric (experiments.compare)."""
-    from experiments import compare
+    """Best vs base on held-out, on the task's official metric (experiments.analysis.compare)."""
+    from experiments.analysis import compare
 
     arms = [
         compare.Arm(

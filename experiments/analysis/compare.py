@@ -14,7 +14,7 @@ reported score_a - score_b (this is checked, not assumed). Rows are paired by ro
 - An arm with failed rows is never tested: its row says why and carries no p-value.
 - Rows are not always independent: LegalBench repeats texts under several indices, and
   identical prompts get identical answers. Every test swaps, permutes and resamples whole
-  clusters (`experiments.clusters`: rows some variant gave the same prompt, by default; or a
+  clusters (`analysis.clusters`: rows some variant gave the same prompt, by default; or a
   data column, or none), the official metric is still computed over all rows, and each
   comparison says how many rows and clusters it had.
 - Across tasks: one declared test per comparison (t, as in the paper; Wilcoxon; or a
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from experiments import clusters, stats
-from experiments.clusters import Clustering
+from experiments.analysis import clusters, stats
+from experiments.analysis.clusters import Clustering
 from experiments.metrics import normalize
 from promptlib.errors import WorkbenchError
 
@@ -186,10 +186,10 @@ def interval(
     y: Any, pa: Any, pb: Any | None, metric: str, c: Clustering, seed: int = 0
 ) -> stats.Interval:
     """The 95% interval every comparison reports: of one arm's score, or (with `pb`) of the
-    paired difference (`experiments.intervals`: Bayesian per-class posteriors with clusters
+    paired difference (`experiments.analysis.intervals`: Bayesian per-class posteriors with clusters
     counted by their effective size, or the cluster bootstrap for F1; flagged from the
     measured coverage table)."""
-    from experiments.intervals import metric_interval
+    from experiments.analysis.intervals import metric_interval
 
     return metric_interval(y, pa, pb, metric=metric, clusters=c.ids, seed=seed)
 
@@ -251,7 +251,7 @@ def pair(
         return untested(where, a.name, b.name, (a, b), name) | row
     ci = interval(y, pa, pb, a.metric, c, seed)
     ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
-    from experiments import power
+    from experiments.analysis import power
 
     # simulated for the test as run (two-sided, its resamples, whole clusters swapped)
     mde = power.minimum_detectable_effect(

@@ -27,7 +27,7 @@ Method (`metric_interval`), for the accuracy-type metrics (``accuracy``,
   observed 1.0).
 
 The F1 metrics (``ssla_f1``, ``successor_liability_f1``) fall back to
-`experiments.stats.bootstrap_ci` (its default bias-corrected percentile interval, 2,000
+`experiments.analysis.stats.bootstrap_ci` (its default bias-corrected percentile interval, 2,000
 resamples; clusters are passed on when that function takes them, else the interval is
 flagged); their coverage was measured the same way (`benchmarks/coverage.py`, part f1).
 
@@ -50,9 +50,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments import clusters as clustering
-from experiments import stats
-from experiments.stats import Interval, Labels
+from experiments.analysis import clusters as clustering
+from experiments.analysis import stats
+from experiments.analysis.stats import Interval, Labels
 
 FloatArray = NDArray[np.float64]
 Kind = Literal["single", "paired"]

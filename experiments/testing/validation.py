@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.models import Completion, Decoding
+from experiments.llm.models import Completion, Decoding
 
 SPEC = """
 name: known_effect
@@ -113,8 +113,8 @@ def simulate(
     workdir: Path,
 ) -> SimulationResult:
     """Run `n_sims` two-variant sweeps (plain vs technical register) through the whole path."""
-    from experiments.runner import resolve_trial, run_trial
-    from experiments.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
+    from experiments.trials.runner import resolve_trial, run_trial
 
     rejections = 0
     powers: list[float] = []

@@ -37,7 +37,7 @@ back to recomputing the official metric for every resample (slow, but never wron
   without a score) with ``p_value=None`` and a note instead of a meaningless p-value.
 - `holm` and `benjamini_hochberg` corrections (p-values outside [0, 1] or NaN are refused).
 - `minimum_detectable_effect` at 80% power for a comparison's n.
-- Building blocks shared with `experiments.sensitivity`: `checked_decomposition` (a metric as
+- Building blocks shared with `analysis.sensitivity`: `checked_decomposition` (a metric as
   per-row sums, a `Decomposition`), `class_index` (answer classes) and `resample_counts`
   (stratified bootstrap row counts).
 """
@@ -195,7 +195,7 @@ def _check_alternative(alternative: str) -> None:
 class Decomposition:
     """Per-row additive statistics of each variant and the function that combines totals.
 
-    From `checked_decomposition`; `experiments.sensitivity` resamples with it too.
+    From `checked_decomposition`; `experiments.analysis.sensitivity` resamples with it too.
 
     ``stats`` has shape (n, v, m) for v variants; the metric of variant j is
     ``combine(stats[:, j, :].sum(axis=0))``. `linear` means m == 1 and combine is the identity.
@@ -348,7 +348,7 @@ class PermutationResult:
     """Result of a paired permutation test; `statistic` is metric(A) - metric(B).
 
     `n` counts rows, `n_clusters` the units swapped (clusters of rows that cannot vary
-    apart, `experiments.clusters`; equal to `n` when every row is its own), and
+    apart, `experiments.analysis.clusters`; equal to `n` when every row is its own), and
     `n_discordant` the units where A and B differ."""
 
     statistic: float
@@ -371,7 +371,7 @@ PAIRED_CLUSTER_TEST = "paired permutation test (swaps of A and B per cluster of 
 
 
 def _cluster_ids(clusters: Any, n: int) -> tuple[NDArray[np.intp], int]:
-    from experiments.clusters import checked
+    from experiments.analysis.clusters import checked
 
     ids = checked(clusters, n)
     return ids, (int(ids.max()) + 1 if n else 0)
@@ -422,7 +422,7 @@ def paired_permutation_test(
     if dec is None:
         return _paired_generic(y, a, b, score, observed, n_resamples, rng, alternative, ids, result)
 
-    from experiments.clusters import sums
+    from experiments.analysis.clusters import sums
 
     stats = dec.stats
     diff = sums(stats[:, 1, :] - stats[:, 0, :], ids, n_units)  # B - A per unit
@@ -582,7 +582,7 @@ def range_permutation_test(
     dec = checked_decomposition(metric, y, preds, scores)
     if dec is not None:
         if n_units < len(y):
-            from experiments.clusters import sums
+            from experiments.analysis.clusters import sums
 
             dec = Decomposition(sums(dec.stats, ids, n_units), dec.combine, dec.linear)
         null, n_disc = _range_null_decomposed(dec, n_resamples, rng)
@@ -1077,7 +1077,7 @@ def _cluster_decomposition(
     """Per-cluster totals of a decomposition. Balanced accuracy's fixed per-row weights
     1/(K n_c) hold only while class sizes are fixed, so it becomes per-class (hits, rows)
     totals combined as the mean per-class recall: a cluster resample changes class sizes."""
-    from experiments.clusters import sums
+    from experiments.analysis.clusters import sums
 
     if isinstance(metric, str) and metric in STRATIFIED_METRICS:
         n, v, _ = dec.stats.shape
@@ -1460,7 +1460,7 @@ def minimum_detectable_effect(
     clusters: Sequence[Any] | NDArray[Any] | None = None,
 ) -> float:
     """Smallest metric difference a two-sided paired test of this n detects with `power`,
-    by the normal approximation (see `experiments.power` for the simulated, calibrated one).
+    by the normal approximation (see `analysis.power` for the simulated, calibrated one).
 
     MDE = (z_{1-alpha/2} + z_power) * SE, with SE = sqrt(C) * sd(u_c) from the per-unit
     contributions u_c to metric(A) - metric(B) (a unit is a row, or a cluster of rows with
@@ -1471,7 +1471,7 @@ def minimum_detectable_effect(
     """
     from scipy.stats import norm
 
-    from experiments.clusters import sums
+    from experiments.analysis.clusters import sums
 
     y, a, b = _check_inputs(y_true, [pred_a, pred_b])
     n = len(y)

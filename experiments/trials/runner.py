@@ -30,19 +30,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.cache import ResponseCache, cache_key
 from experiments.files import atomic_write_dir
-from experiments.metrics import (
-    METRICS,
-    ClassReport,
-    class_report,
-    normalize,
-    official_metric,
-    parse_label,
-    scorable_metric,
-    score,
-)
-from experiments.models import (
+from experiments.llm.cache import ResponseCache, cache_key
+from experiments.llm.models import (
     ALIGNMENT_TOP_K,
     LM,
     Completion,
@@ -58,8 +48,18 @@ from experiments.models import (
     pick_label,
     served_label_logprobs,
 )
-from experiments.models import (
+from experiments.llm.models import (
     Scoring as Scoring,  # re-exported: runner.Scoring
+)
+from experiments.metrics import (
+    METRICS,
+    ClassReport,
+    class_report,
+    normalize,
+    official_metric,
+    parse_label,
+    scorable_metric,
+    score,
 )
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import evaluation_rows
@@ -203,7 +203,7 @@ class Prediction:
 
 def prompt_hash(prompt: str) -> str:
     """A prediction's prompt hash: rows with equal hashes got the same prompt, so they form
-    one cluster for the statistics (`experiments.clusters`)."""
+    one cluster for the statistics (`experiments.analysis.clusters`)."""
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
 
 
@@ -318,7 +318,7 @@ def resolve_trial(
 
     A task LegalBench grades by hand (rule_qa) fails here, early, unless `hand_graded`: then
     its metric is `MANUAL` and `run_trial` records its generations with no score, for
-    `experiments.grading` to export to graders.
+    `experiments.trials.grading` to export to graders.
     """
     if hand_graded and official_metric(spec.task, spec.definition) == MANUAL:
         metric = MANUAL
@@ -534,7 +534,7 @@ def _generate(
 def _local_weights(model: str) -> dict[str, Any]:
     """A local model's weights, context size and load layout (`models.local_identity`), so
     new weights never reuse old answers."""
-    from experiments.models import local_identity
+    from experiments.llm.models import local_identity
 
     return local_identity(model)
 
@@ -557,7 +557,7 @@ def _loglik(
 
     ``loglik`` compares the summed log-probabilities of ``answer_join + label``;
     ``loglik-norm`` divides each sum by the label's length in UTF-8 bytes (lm-evaluation-
-    harness ``acc_norm``; see `experiments.models.per_byte_scores`). Both come from the same
+    harness ``acc_norm``; see `experiments.llm.models.per_byte_scores`). Both come from the same
     model pass, and both sets of scores are kept in the Completion's ``extra``; the cache
     key names the criterion, so the two scorings never share a cached answer.
     """

@@ -22,7 +22,7 @@ from experiments import output
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from experiments import runner
+    from experiments.trials import runner
 
 app = typer.Typer(
     name="workbench",
@@ -94,7 +94,7 @@ class Pruner(StrEnum):
 
 
 class ExecutorName(StrEnum):
-    """Where a sweep's trials run (`experiments.executors.get_executor`); for `--executor`."""
+    """Where a sweep's trials run (`sweeps.executors.get_executor`); for `--executor`."""
 
     local = "local"
     ray = "ray"
@@ -181,7 +181,7 @@ class Setup:
         return self._catalog
 
     def lm(self, model: str) -> Any:
-        from experiments.models import get_model
+        from experiments.llm.models import get_model
 
         kwargs: dict[str, Any] = {
             "api_base": self.api_base,
@@ -195,12 +195,12 @@ class Setup:
 
     def cache_outputs(self) -> list[tuple[str, Path]]:
         """Folders this setup writes to (for `check_writable`)."""
-        from experiments.cache import cache_dir
+        from experiments.llm.cache import cache_dir
 
         return [] if self.no_cache else [("the response cache", cache_dir())]
 
     def cache(self) -> Any:
-        from experiments.cache import ResponseCache
+        from experiments.llm.cache import ResponseCache
 
         return None if self.no_cache else ResponseCache()
 
@@ -364,8 +364,8 @@ def run(
     'workbench grade export'.
     """
     from experiments.files import check_writable
-    from experiments.grading import save_keeping_grades
-    from experiments.runner import TrialSpec, resolve_trial, run_trial, runs_dir
+    from experiments.trials.grading import save_keeping_grades
+    from experiments.trials.runner import TrialSpec, resolve_trial, run_trial, runs_dir
     from promptlib.errors import VariantFileError
     from promptlib.variants import load_variant_file, parse_spec
 
@@ -377,7 +377,7 @@ def run(
             f"variant file {variant_file} holds a variant of task {chosen.task!r}, not {task!r}"
         )
     if scoring is not Scoring.generate:
-        from experiments.models import require_loglik_model
+        from experiments.llm.models import require_loglik_model
 
         # a remote model without a server that echoes prompt log-probabilities: one clear
         # line, before any work
@@ -411,7 +411,7 @@ def run(
     tracker = None
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
-        from experiments import tracking
+        from experiments.tracking import tracking
 
         config = tracking.load_config()
         # A trial tracked before is most often a cached rerun that changes nothing: the store
@@ -493,7 +493,7 @@ def score(
     """Score given generations with the task's official LegalBench metric."""
     from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
-    from experiments.predictions import read_predictions
+    from experiments.trials.predictions import read_predictions
 
     how = DEFINITIONS[definition]
     spec = _catalog(data_dir, hf, prompts_dir).task(task).spec  # unknown task -> did you mean
@@ -562,7 +562,7 @@ def sweep(
     ] = None,
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
-    from experiments.sweeps import load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
 
     spec = load_spec(spec_path)
     setup = Setup(
@@ -590,11 +590,11 @@ def sweep(
         )
         return
 
-    from experiments.executors import check_choice, get_executor
     from experiments.files import check_writable
     from experiments.secrets import safe_url
-    from experiments.sweeps import run_sweep
-    from experiments.tracking import Tracker
+    from experiments.sweeps.executors import check_choice, get_executor
+    from experiments.sweeps.sweeps import run_sweep
+    from experiments.tracking.tracking import Tracker
 
     check_choice(executor, ray_address)
     tracker = Tracker()
@@ -642,7 +642,7 @@ def _dry_run_items(
     catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The planned trials with prompt-token and cost estimates (no model call)."""
-    from experiments.runner import decoding_for, resolve_trial
+    from experiments.trials.runner import decoding_for, resolve_trial
 
     items = []
     lms = {t.model: lm_factory(t.model) for t in trials}
@@ -671,7 +671,7 @@ def _dry_run_items(
 def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     if model.startswith("local/"):
         return 0.0
-    from experiments.models import estimate_cost
+    from experiments.llm.models import estimate_cost
 
     return estimate_cost(model, prompt_tokens, completion_tokens)
 
@@ -730,12 +730,12 @@ def optimize(
 ) -> None:
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
     from experiments.files import check_writable
-    from experiments.optimize import OptimizeConfig, dumps
-    from experiments.optimize import optimize as run_optimize
-    from experiments.tracking import Tracker
+    from experiments.optimize.optimize import OptimizeConfig, dumps
+    from experiments.optimize.optimize import optimize as run_optimize
+    from experiments.tracking.tracking import Tracker
 
     if scoring is not Scoring.generate:
-        from experiments.models import require_loglik_model
+        from experiments.llm.models import require_loglik_model
 
         require_loglik_model(model, api_base)  # one clear line, before any work
     setup = Setup(
@@ -784,7 +784,7 @@ def report(
     as_json: JSON = False,
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
-    from experiments.tracking import Tracker
+    from experiments.tracking.tracking import Tracker
 
     tracker = Tracker()
     info, doc = tracker.sweep_report(sweep_name)
@@ -820,7 +820,7 @@ def grade_export(
     prompts_dir: PromptsDir = None,
 ) -> None:
     """Write a trial's generations to a CSV with an empty 'grade' column for graders."""
-    from experiments.grading import export_csv, find_trial
+    from experiments.trials.grading import export_csv, find_trial
 
     trial_dir = find_trial(trial)
     target = out or Path(f"grades-{trial_dir.name[:12]}.csv")
@@ -841,7 +841,7 @@ def grade_import(
     as_json: JSON = False,
 ) -> None:
     """Check a graded CSV and score it into its trial (and its MLflow run, if tracked)."""
-    from experiments.grading import import_grades
+    from experiments.trials.grading import import_grades
 
     summary = import_grades(file, track=not no_track)
     typer.echo(output.as_json(summary) if as_json else output.grade_import(summary))
@@ -852,7 +852,7 @@ def grade_import(
 def doctor() -> None:
     """Check the embedded models on this machine: llama.cpp build, CPU, load settings, each
     model's file and sha256, and a real prompt through each in a child process."""
-    from experiments.doctor import report
+    from experiments.llm.doctor import report
 
     raise typer.Exit(report(typer.echo))
 
@@ -866,7 +866,7 @@ def ui(
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
-    from experiments.tracking import serve_ui
+    from experiments.tracking.tracking import serve_ui
 
     raise typer.Exit(serve_ui(port, host, say=lambda text: typer.echo(text, err=True)))
 
@@ -903,7 +903,7 @@ def _exit_now(code: int) -> None:
     import os
     import sys
 
-    from experiments.models import stop_all_calls
+    from experiments.llm.models import stop_all_calls
 
     stop_all_calls()
     for stream in (sys.stdout, sys.stderr):

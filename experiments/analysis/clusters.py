@@ -4,7 +4,7 @@ LegalBench's test splits repeat texts under several row indices (cuad_audit_righ
 rows, 775 distinct texts; overruling: 2,385 rows, 1,499). A model at temperature 0 (and the
 response cache) gives identical prompts identical answers, so such rows are one observation
 counted several times: permuting or resampling them one by one understates the variance and
-rejects a true null up to three times too often. The tests in `experiments.stats` therefore
+rejects a true null up to three times too often. The tests in `experiments.analysis.stats` therefore
 take a cluster id per row and swap, permute and resample whole clusters; the official metric
 is still computed over every row, as LegalBench does.
 

@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from experiments.secrets import redact, safe_url
-from experiments.yamlsafe import safe_yaml_load
 from promptlib.errors import WorkbenchError
+from promptlib.yamlsafe import safe_yaml_load
 
 if TYPE_CHECKING:
-    from experiments.runner import TrialResult
+    from experiments.trials.runner import TrialResult
     from promptlib.render import CompiledPrompt
 
 KIND = "workbench.kind"
@@ -171,7 +171,7 @@ def _lock_dir(config: TrackingConfig) -> Path:
     if uri.startswith("sqlite:///"):
         db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
         return db.parent / f".{db.name}.locks"
-    from experiments.cache import cache_dir
+    from experiments.llm.cache import cache_dir
 
     digest = hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
     return cache_dir() / "locks" / digest
@@ -737,7 +737,7 @@ class Tracker:
         trial. Store failures raise `TrackingError`; the caller has saved the trial on disk
         before.
         """
-        from experiments.grading import grade_metrics
+        from experiments.trials.grading import grade_metrics
 
         grades, want = _wanted_tags(result)
         try:
@@ -1038,7 +1038,7 @@ def artifact_dir(config: TrackingConfig) -> Path | None:
 
 def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """The saved hand grades of `result` (or None) and the tags a run that shows it carries."""
-    from experiments.grading import current_grades
+    from experiments.trials.grading import current_grades
 
     grades = current_grades(result) if result.metric == "manual" else None
     return grades, {
@@ -1233,7 +1233,7 @@ def ui_command(config: TrackingConfig, port: int, host: str = "127.0.0.1") -> li
 def log_sensitivity(
     tracker: Tracker, parent_run_id: str, report: dict[str, Any], figures: dict[str, Any]
 ) -> None:
-    """A sweep's prompt sensitivity on its parent run (see `experiments.sensitivity`).
+    """A sweep's prompt sensitivity on its parent run (see `experiments.analysis.sensitivity`).
 
     Metrics ``sensitivity.<task>.<model>.<measure>`` (spread, maxp, avgp, sensitiscore,
     share_prompt_dependent, ``_ci_low``/``_ci_high`` for avgp, sensitiscore and
@@ -1243,7 +1243,7 @@ def log_sensitivity(
     artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
     ``sensitivity.json`` (the whole report), and the figures.
     """
-    from experiments.sensitivity import sensitivity_metrics, variance_shares_artifact
+    from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 
     metrics = sensitivity_metrics(report)
     with store_errors(tracker.config, "logging the sweep's prompt sensitivity"):

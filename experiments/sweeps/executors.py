@@ -1,6 +1,6 @@
 """Where a sweep's trials run: in this process, or on a Ray cluster.
 
-The sweep driver (`experiments.sweeps.run_sweep`) stays in charge of everything that must
+The sweep driver (`experiments.sweeps.sweeps.run_sweep`) stays in charge of everything that must
 happen once: it claims each trial (`Tracker.claim`), hands the claimed trials to an
 executor, and logs each `TrialResult` the executor gives back to MLflow, then releases the
 claim. Workers only *compute* trials; they never talk to MLflow. So resume, run states,
@@ -13,7 +13,7 @@ reaches the driver.
 - `RayExecutor` runs whole trials on a pool of Ray actors. Each actor is one model replica:
   a local (llama.cpp) model is loaded once per actor, with `n_threads` threads, and a trial's
   rows go through it in order, so llama.cpp's prefix reuse works as in a local run. Remote
-  providers go through the same gateway (`experiments.models.LiteLLMModel`) with its
+  providers go through the same gateway (`experiments.llm.models.LiteLLMModel`) with its
   concurrency and retries. An actor whose process dies is restarted and its trial retried
   (`max_restarts`, `max_task_retries`); when the retries are spent, the trial comes back
   as `TrialLost` and the sweep reports it incomplete, left for resume. A trial that raises
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from experiments.cache import ResponseCache
-    from experiments.models import LM
-    from experiments.runner import ResolvedTrial, TrialResult
+    from experiments.llm.cache import ResponseCache
+    from experiments.llm.models import LM
+    from experiments.trials.runner import ResolvedTrial, TrialResult
     from promptlib.tasks import Catalog, Task
 
 # Settings a worker process needs from the driver's environment. Provider API keys are *not*
@@ -104,7 +104,7 @@ class LocalExecutor:
     def map_trials(
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
     ) -> Iterator[tuple[TrialJob, TrialResult | TrialLost]]:
-        from experiments.runner import run_trial
+        from experiments.trials.runner import run_trial
 
         for job in jobs:  # pulled one at a time: the next claim waits for this log
             yield job, run_trial(job.resolved, catalog, job.lm, cache=cache)
@@ -130,7 +130,7 @@ def _preload_local(name: str, n_threads: int) -> None:
     actor, not every core of the node (llama.cpp would oversubscribe them)."""
     from unittest import mock
 
-    from experiments import models
+    from experiments.llm import models
 
     if not name.startswith(models.LOCAL_PROVIDER + "/"):
         return
@@ -144,7 +144,7 @@ def _preload_local(name: str, n_threads: int) -> None:
 def local_identity(name: str) -> dict[str, Any]:
     """What of a local model's trial identity this process computes for itself
     (`models.local_identity`: the GGUF's sha256, the context size, the load layout)."""
-    from experiments import models
+    from experiments.llm import models
 
     return models.local_identity(name)
 
@@ -153,7 +153,7 @@ def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
     """(use a cache, its folder) for the workers: the driver's folder only when the user
     chose it (``WORKBENCH_CACHE_DIR``, or a cache opened on an explicit path); otherwise
     None, and each node opens its own default (a driver's home folder may not exist there)."""
-    from experiments.cache import DEFAULT_CACHE_DIR
+    from experiments.llm.cache import DEFAULT_CACHE_DIR
 
     if cache is None:
         return False, None
@@ -180,7 +180,7 @@ class TrialWorker:
 
     def hello(self) -> dict[str, Any]:
         """Who this replica is: process, node, model identities and cache folder."""
-        from experiments.cache import cache_dir
+        from experiments.llm.cache import cache_dir
 
         return {
             "pid": os.getpid(),
@@ -192,9 +192,9 @@ class TrialWorker:
         }
 
     def run(self, job: TrialJob) -> TrialResult:
-        from experiments.cache import ResponseCache
-        from experiments.models import LOCAL_IDENTITY_KEYS
-        from experiments.runner import run_trial
+        from experiments.llm.cache import ResponseCache
+        from experiments.llm.models import LOCAL_IDENTITY_KEYS
+        from experiments.trials.runner import run_trial
 
         mine = local_identity(job.lm.name)
         # every identity key either side has: the layout key is present only when off

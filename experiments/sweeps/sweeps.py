@@ -28,18 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from experiments.executors import Executor, LocalExecutor, TrialJob, TrialLost
-from experiments.models import Scoring, default_scoring
-from experiments.yamlsafe import safe_yaml_load
+from experiments.llm.models import Scoring, default_scoring
+from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog
 from promptlib.variants import PromptVariant, parse_spec
+from promptlib.yamlsafe import safe_yaml_load
 
 if TYPE_CHECKING:
-    from experiments.tracking import Tracker
+    from experiments.tracking.tracking import Tracker
 
 DEFAULT_MODEL = "local/smollm2"
 AXES = ("instruction", "register", "demos", "seed", "pool", "format")
@@ -97,7 +97,7 @@ class SweepSpec:
     across_tasks: str = "t"
     raw: dict[str, Any] = field(default_factory=dict)
     # the units the tests resample: "prompt" (rows a variant gave the same prompt), "rows",
-    # or "column:<name>" of the task's data (see experiments.clusters)
+    # or "column:<name>" of the task's data (see experiments.analysis.clusters)
     cluster_by: str = "prompt"
 
     @property
@@ -289,7 +289,7 @@ def plan_tasks(
     (the spec is wrong); a task whose split is absent from the data is skipped, with the
     reason, so one missing split does not stop the sweep.
     """
-    from experiments.runner import select_rows
+    from experiments.trials.runner import select_rows
 
     tasks = spec.tasks
     if only:
@@ -386,7 +386,7 @@ def trial_plan(
     models: tuple[str, ...],
 ) -> list[PlannedTrial]:
     """Every (model, task, variant) trial of the sweep, in run order."""
-    from experiments.runner import TrialSpec
+    from experiments.trials.runner import TrialSpec
 
     out = []
     for model in models:
@@ -470,8 +470,8 @@ def run_sweep(
     function alone claims, logs to MLflow and compares, whatever the executor. A trial the
     executor lost (its Ray worker died past its retries) has no run and counts as failed.
     """
-    from experiments.runner import resolve_trial
-    from experiments.tracking import store_errors
+    from experiments.tracking.tracking import store_errors
+    from experiments.trials.runner import resolve_trial
 
     models = models or spec.models
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
@@ -636,7 +636,7 @@ def run_sweep(
                 touch()
                 tracker.log_comparisons(parent, doc, figures)
                 if sens.get("per_task"):
-                    from experiments.tracking import log_sensitivity
+                    from experiments.tracking.tracking import log_sensitivity
 
                     log_sensitivity(tracker, parent, sens, sens_figures)
         finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
@@ -683,13 +683,13 @@ def _canonical(doc: dict[str, Any]) -> str:
 def _sensitivity(
     spec: SweepSpec, ordered: list[TrialOutcome], catalog: Catalog
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The sweep's prompt-sensitivity report and its figures (`experiments.sensitivity`).
+    """The sweep's prompt-sensitivity report and its figures (`experiments.analysis.sensitivity`).
 
     A report the analysis refuses (e.g. scores it cannot reproduce from the generations) is
     recorded as an error beside the comparisons, which stand on their own: never a number.
     """
-    from experiments.figures import sensitivity_figures
-    from experiments.sensitivity import sensitivity_report
+    from experiments.analysis.figures import sensitivity_figures
+    from experiments.analysis.sensitivity import sensitivity_report
 
     if len(spec.variants) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}, {}
@@ -719,7 +719,7 @@ def _outcome(
 ) -> TrialOutcome:
     """A trial's outcome; each row's prompt hash (its cluster key) is the one recorded with
     its prediction, or recomputed from the resolved trial's prompt where none was."""
-    from experiments.runner import prompt_hash
+    from experiments.trials.runner import prompt_hash
 
     rendered: dict[str, str] = {}
     for row in rt.rows:
@@ -765,7 +765,7 @@ def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> No
     import io
 
     from experiments.files import atomic_write_bytes, atomic_write_text
-    from experiments.tracking import comparisons_csv
+    from experiments.tracking.tracking import comparisons_csv
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -787,8 +787,8 @@ def compare(
     spec: SweepSpec, outcomes: list[TrialOutcome], catalog: Catalog
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
-    declared across-task test (see `experiments.compare`)."""
-    from experiments import compare as cmp
+    declared across-task test (see `experiments.analysis.compare`)."""
+    from experiments.analysis import compare as cmp
 
     table: list[dict[str, Any]] = []
     groups: dict[tuple[str, str], dict[str, TrialOutcome]] = {}
@@ -849,7 +849,7 @@ def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | No
 def _figures(
     spec: SweepSpec, outcomes: list[TrialOutcome], table: list[dict[str, Any]], catalog: Catalog
 ) -> dict[str, Any]:
-    from experiments.figures import draws_figure, pair_figure
+    from experiments.analysis.figures import draws_figure, pair_figure
 
     figures: dict[str, Any] = {}
     chance: dict[str, float | None] = {}

@@ -5,13 +5,13 @@ Pure functions over the sweep's trials (one per task, model and variant; a varia
 JSON-able document with, for a sweep that has at least two variants of a (task, model):
 
 - per (task, model): spread (max - min of the task's official metric over the variants, with
-  the range permutation test's p-value: the very test `experiments.compare.best_vs_worst`
+  the range permutation test's p-value: the very test `experiments.analysis.compare.best_vs_worst`
   runs, same variant order, inputs, seed and clusters, so one report has one p-value for
   it), MaxP, AvgP (Mizrahi et al.), PromptSensiScore (ProSA: per row, the mean over variant
   pairs of |correct_i - correct_j|, averaged over rows) and the share of rows whose
   correctness depends on the prompt; rows and clusters of identical prompts; each with a 95%
   interval from a cluster bootstrap (clusters of rows some variant gave the same prompt,
-  `experiments.clusters.by_prompts`, resampled whole, all variants together, stratified by
+  `experiments.analysis.clusters.by_prompts`, resampled whole, all variants together, stratified by
   answer class for balanced accuracy), by the method `CI_METHODS` names, flagged
   ``ci_unreliable`` where its coverage measured by benchmarks/sensitivity_coverage.py
   (`CI_COVERAGE`) is below 0.93 or the design lies outside the measured grid;
@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments import stats
-from experiments.clusters import for_rows
+from experiments.analysis import stats
+from experiments.analysis.clusters import for_rows
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -145,12 +145,12 @@ class Group:
     correct: NDArray[np.float64]  # (rows, variants) 0/1
     scores: tuple[float, ...]  # the trials' official scores
     notes: tuple[str, ...] = ()  # rows dropped to align the variants
-    # cluster id per aligned row (`experiments.clusters.by_prompts` over the variants' prompt
+    # cluster id per aligned row (`analysis.clusters.by_prompts` over the variants' prompt
     # hashes); None: every row its own cluster
     clusters: NDArray[np.intp] | None = None
     cluster_how: str = "rows"
     # the variants in the order they were given (the sweep's plan order): the range test
-    # takes them in that order, as `experiments.compare.best_vs_worst` does
+    # takes them in that order, as `experiments.analysis.compare.best_vs_worst` does
     given_order: tuple[str, ...] = ()
 
     def cluster_ids(self) -> NDArray[np.intp]:
@@ -175,7 +175,7 @@ def _group(
     """Align a (task, model)'s variants on their common rows. Each trial's own score is first
     checked against its generations on all its rows; variants scored on different rows are
     restricted to the common rows with a note saying how many rows each lost. Rows are
-    clustered by the variants' prompt hashes (`experiments.clusters.by_prompts`): rows that
+    clustered by the variants' prompt hashes (`experiments.analysis.clusters.by_prompts`): rows that
     some variant gave the same prompt cannot vary apart, so every resample takes them
     together."""
     given = tuple(dict.fromkeys(t.variant for t in trials))
@@ -486,10 +486,10 @@ def _measure_ci(
 
 def _range_test(group: Group, n_resamples: int, seed: int) -> stats.RangeResult:
     """The range permutation test of the spread, called exactly as the sweep's comparisons
-    call it (`experiments.compare.best_vs_worst`): the variants in the order they were given
+    call it (`analysis.compare.best_vs_worst`): the variants in the order they were given
     (the sweep's plan order), the inputs `compare._inputs` builds, the user's seed, the same
     clusters; so one report never carries two p-values for one test."""
-    from experiments.compare import _inputs
+    from experiments.analysis.compare import _inputs
 
     order = [v for v in group.given_order if v in group.variants] or list(group.variants)
     gens = [list(group.generations[group.variants.index(v)]) for v in order]

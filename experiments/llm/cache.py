@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.models import Completion, Decoding
+from experiments.llm.models import Completion, Decoding
 from promptlib.errors import WorkbenchError
 
 DEFAULT_CACHE_DIR = "~/.cache/workbench"

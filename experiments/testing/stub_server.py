@@ -30,7 +30,7 @@ deterministic per-token log-probabilities (`stub_logprobs`), as vLLM and llama.c
 ``logprob_offsets="bytes"`` counts their offsets in UTF-8 bytes, and ``shifted_logprobs=True``
 reproduces llama-cpp-python's off-by-one prompt log-probabilities.
 
-    python -m experiments.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
+    python -m experiments.testing.stub_server --port 8765 --latency 0.2 --fault-rate 0.2
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from experiments.runner import MANUAL, TrialResult, runs_dir, save_result
+from experiments.trials.runner import MANUAL, TrialResult, runs_dir, save_result
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
@@ -306,7 +306,7 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     _grades_doc(path, rows, trial_dir)  # every check before anything is opened or written
     tracker = None
     if track:
-        from experiments.tracking import Tracker, TrackingError
+        from experiments.tracking.tracking import Tracker, TrackingError
 
         try:
             tracker = Tracker()
@@ -439,7 +439,7 @@ def _log_grades(
 ) -> str | None:
     """Put the grades on the trial's MLflow run; a store failure is one line naming it."""
     from experiments.secrets import redact, safe_url
-    from experiments.tracking import TrackingError
+    from experiments.tracking.tracking import TrackingError
 
     try:
         run_id: str | None = tracker.log_grades(

@@ -1,7 +1,7 @@
 """`workbench doctor`: can the embedded models run on this machine, and how are they loaded.
 
 It prints the llama.cpp build's system info, the CPU's features, the load decision
-(`experiments.cpu`), each embedded model's file and sha256, and then runs a real multi-token
+(`experiments.llm.cpu`), each embedded model's file and sha256, and then runs a real multi-token
 prompt through each model in a child process. A model that crashes llama.cpp (a segmentation
 fault, an illegal instruction) kills only the child, and the crash is reported as one line
 naming the likely cause and what to do, never a bare "Segmentation fault".
@@ -78,8 +78,8 @@ def crash_line(model: str, returncode: int, stderr: str, amx: bool) -> str:
 
 def probe_command(model: str) -> list[str]:
     """The child that loads `model` and runs the probe prompt (``python -m
-    experiments.doctor --probe MODEL``)."""
-    return [sys.executable, "-m", "experiments.doctor", "--probe", model]
+    experiments.llm.doctor --probe MODEL``)."""
+    return [sys.executable, "-m", "experiments.llm.doctor", "--probe", model]
 
 
 def run_probe(
@@ -124,7 +124,7 @@ def run_probe(
 
 def _probe_main(model: str) -> None:
     """In the child: load `model` as every command does and run the probe prompt."""
-    from experiments import models
+    from experiments.llm import models
 
     llm = models.load_local(model.split("/", 1)[1])
     start = time.perf_counter()
@@ -152,7 +152,7 @@ def report(
     command: Callable[[str], Sequence[str]] = probe_command,
 ) -> int:
     """Print the whole diagnosis; 0 when every embedded model ran its probe, else 1."""
-    from experiments import cpu, models
+    from experiments.llm import cpu, models
 
     info = cpu.read_cpu()
     load = models.llama_load()

@@ -39,8 +39,8 @@ from typing import Any, Literal, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
-from experiments import cpu
-from experiments.cpu import LlamaLoad
+from experiments.llm import cpu
+from experiments.llm.cpu import LlamaLoad
 from experiments.secrets import redact as redact  # re-exported: error texts are redacted
 from promptlib.errors import WorkbenchError
 
@@ -169,7 +169,7 @@ def local_model_path(name: str) -> str:
 
 def models_dir() -> Path:
     """Where assembled GGUFs live: ``$WORKBENCH_MODELS_DIR``, else ``<cache dir>/models``."""
-    from experiments.cache import cache_dir  # cache.py imports this module
+    from experiments.llm.cache import cache_dir  # cache.py imports this module
 
     env = os.environ.get("WORKBENCH_MODELS_DIR")
     return Path(env).expanduser() if env else cache_dir() / "models"
@@ -452,7 +452,7 @@ def _llama_load(cpuinfo: str | None, choice: str | None) -> LlamaLoad:
 
 
 def llama_load() -> LlamaLoad:
-    """How this process loads local models (`experiments.cpu.llama_load`, read once per
+    """How this process loads local models (`experiments.llm.cpu.llama_load`, read once per
     value of its two settings: the CPU description is not reread), told once on stderr when
     it departs from llama.cpp's default."""
     load = _llama_load(os.environ.get(cpu.CPUINFO_ENV), os.environ.get(cpu.EXTRA_BUFTS_ENV))

@@ -6,7 +6,7 @@
 - `draws_figure` (Figure 3): per task, the score of each demonstration draw with its 95%
   interval, the best and the worst marked; below, best - worst with the range test's p-value.
 
-Intervals are read from the comparison rows (`experiments.compare`), never computed or guessed
+Intervals are read from the comparison rows (`analysis.compare`), never computed or guessed
 here: each arm's `ci_a_low/ci_a_high`, `ci_b_low/ci_b_high`, a draw's `draw_ci[name]`, the
 difference's `ci_low/ci_high`. A row without them (written before they existed, or a pair
 chosen after seeing the scores) draws no error bar and says "no interval". A flagged interval

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from experiments.cache import cache_key
+from experiments.llm.cache import cache_key
+from experiments.llm.models import LM, Completion, Decoding
 from experiments.metrics import normalize, parse_label
-from experiments.models import LM, Completion, Decoding
 from promptlib.errors import LeakageError, WorkbenchError
 from promptlib.leakage import check_heldout, content_key
 from promptlib.render import CompiledPrompt
@@ -40,7 +40,7 @@ from promptlib.templates import Demo, placeholders
 from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
 
 if TYPE_CHECKING:
-    from experiments.cache import ResponseCache
+    from experiments.llm.cache import ResponseCache
 
 
 def _dspy() -> Any:
@@ -325,8 +325,8 @@ def compile_dspy(
     not scored here: the caller scores the exported variant with the runner, on dev rows
     that are not its demonstrations.
     """
-    from experiments.optimize import IncompleteEvaluation
-    from experiments.runner import decoding_for
+    from experiments.optimize.optimize import IncompleteEvaluation
+    from experiments.trials.runner import decoding_for
 
     dspy = _dspy()
     rails = Rails()

@@ -1,6 +1,6 @@
 """Minimum detectable effect of the paired permutation test as it is run, by simulation.
 
-`experiments.stats.paired_permutation_test` swaps A and B within each unit (a row, or a
+`experiments.analysis.stats.paired_permutation_test` swaps A and B within each unit (a row, or a
 cluster of rows that cannot vary apart) and is exact over all 2^d swap patterns of the d
 discordant units when d is small, Monte Carlo with R random patterns otherwise. A normal
 approximation, (z_{1-a/2} + z_power) x SE, misstates its power: the test is discrete and
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments import stats
+from experiments.analysis import stats
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -111,7 +111,7 @@ def _units(
     metric: stats.Metric, y: NDArray[Any], a: NDArray[Any], b: NDArray[Any], clusters: Any
 ) -> _Units | str:
     """Units, classes and the fitted model; a string says why the metric cannot be used."""
-    from experiments.clusters import checked, sums
+    from experiments.analysis.clusters import checked, sums
 
     score = stats._resolve(metric)
     dec = stats.checked_decomposition(metric, y, [a, b], [float(score(y, a)), float(score(y, b))])
@@ -487,7 +487,7 @@ def minimum_detectable_effect(
         raise ValueError("alpha and power must lie strictly between 0 and 1")
     if n_sims < 100:
         raise ValueError("n_sims must be at least 100 for a usable power estimate")
-    from experiments.clusters import checked
+    from experiments.analysis.clusters import checked
 
     y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])
     n = len(y)
@@ -567,7 +567,7 @@ def simulated_power(
     same model and simulation as `minimum_detectable_effect` (in every class, or only in
     the normalised answer class `in_class`); None where that MDE is None for the metric.
 
-    The replacement for inverting a normal-approximation MDE (as `experiments.validation`
+    The replacement for inverting a normal-approximation MDE (as `experiments.testing.validation`
     does with `power_from_mde`): this is the power the MDE's own model predicts.
     """
     y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])

@@ -1,0 +1,45 @@
+"""Statistics over trials: tests and intervals, comparisons, prompt sensitivity, clusters, power.
+
+`figures` (matplotlib) is not imported here: import `experiments.analysis.figures` where a
+figure is drawn (start-up time)."""
+
+from experiments.analysis.clusters import Clustering
+from experiments.analysis.compare import Arm, best_vs_worst, pair
+from experiments.analysis.intervals import metric_interval
+from experiments.analysis.power import MDE, simulated_power
+from experiments.analysis.sensitivity import (
+    Trial,
+    format_sensitivity,
+    pooled_effects,
+    sensitivity_report,
+    variance_shares_artifact,
+)
+from experiments.analysis.stats import (
+    Interval,
+    benjamini_hochberg,
+    bootstrap_ci,
+    holm,
+    paired_permutation_test,
+    range_permutation_test,
+)
+
+__all__ = [
+    "MDE",
+    "Arm",
+    "Clustering",
+    "Interval",
+    "Trial",
+    "benjamini_hochberg",
+    "best_vs_worst",
+    "bootstrap_ci",
+    "format_sensitivity",
+    "holm",
+    "metric_interval",
+    "pair",
+    "paired_permutation_test",
+    "pooled_effects",
+    "range_permutation_test",
+    "sensitivity_report",
+    "simulated_power",
+    "variance_shares_artifact",
+]

@@ -1,0 +1,5 @@
+"""`python -m experiments.cli`."""
+
+from experiments.cli.cli import main
+
+main()

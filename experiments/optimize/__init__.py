@@ -1,0 +1,20 @@
+"""Prompt optimisation: Optuna studies over variants and DSPy programs, with a held-out split.
+
+The `optimize()` entry point is `experiments.optimize.optimize.optimize`, not re-exported here:
+the name would hide the submodule of the same name."""
+
+from experiments.optimize.optimize import (
+    IncompleteEvaluation,
+    OptimizeConfig,
+    OptimizeReport,
+    StudyInterrupted,
+    TrialIncomplete,
+)
+
+__all__ = [
+    "IncompleteEvaluation",
+    "OptimizeConfig",
+    "OptimizeReport",
+    "StudyInterrupted",
+    "TrialIncomplete",
+]

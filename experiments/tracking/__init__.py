@@ -1,0 +1,23 @@
+"""MLflow tracking: the config, the store, the Tracker, the UI."""
+
+from experiments.tracking.tracking import (
+    SweepIncomplete,
+    Tracker,
+    TrackingConfig,
+    TrackingError,
+    artifact_dir,
+    load_config,
+    open_client,
+    serve_ui,
+)
+
+__all__ = [
+    "SweepIncomplete",
+    "Tracker",
+    "TrackingConfig",
+    "TrackingError",
+    "artifact_dir",
+    "load_config",
+    "open_client",
+    "serve_ui",
+]

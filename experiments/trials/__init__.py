@@ -1,0 +1,33 @@
+"""One trial: its spec, the run over a task's rows, the saved folder, hand grades."""
+
+from experiments.trials.grading import GradingError, export_csv, import_grades
+from experiments.trials.predictions import read_predictions
+from experiments.trials.runner import (
+    Prediction,
+    ResolvedTrial,
+    SavedTrial,
+    TrialResult,
+    TrialSpec,
+    TrialStatus,
+    resolve_trial,
+    run_trial,
+    save_result,
+    save_trial,
+)
+
+__all__ = [
+    "GradingError",
+    "Prediction",
+    "ResolvedTrial",
+    "SavedTrial",
+    "TrialResult",
+    "TrialSpec",
+    "TrialStatus",
+    "export_csv",
+    "import_grades",
+    "read_predictions",
+    "resolve_trial",
+    "run_trial",
+    "save_result",
+    "save_trial",
+]
