@@ -33,6 +33,7 @@ def as_json(obj: Any, indent: int | None = None) -> str:
 # ---- tasks and prompts -------------------------------------------------------------------------
 def task_list(entries: Sequence[Any]) -> str:
     """`workbench tasks`: one line per task (a `TaskProblem` shows its error)."""
+    # start-up time: the CLI imports output first
     from promptlib.tasks import TaskProblem
 
     lines = []
@@ -286,6 +287,7 @@ def sensitivity_section(sens: dict[str, Any] | None) -> str:
         return "prompt sensitivity: not computed for this sweep (run it again to add it)"
     if sens.get("error"):
         return f"prompt sensitivity: {sens['error']}"
+    # start-up time: the CLI imports output first
     from experiments.analysis.sensitivity import format_sensitivity
 
     return format_sensitivity(sens)

@@ -10,7 +10,6 @@ evaluated on, and every other leakage check, is `promptlib.leakage`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -171,16 +170,3 @@ def _file_demos(task: Task, filename: str) -> tuple[Demo, ...]:
             f"{', '.join(task.spec.prompt_files) or 'none'})"
         )
     return task.prompt(filename).demos
-
-
-# Moved to promptlib.leakage (row identity by content lives there). The old names stay
-# importable from here, resolved lazily: leakage imports this module, not the reverse.
-_MOVED = ("evaluation_rows", "check_no_leak")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from promptlib import leakage
-
-        return getattr(leakage, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,6 +29,7 @@ from typing import Any, TypeGuard
 
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
+from promptlib.yamlsafe import safe_yaml_load
 
 INSTRUCTIONS = ("base", "reference", "description", "custom")
 REGISTERS = ("default", "plain", "technical", "custom")
@@ -241,7 +242,6 @@ def _read_text_file(path: str, key: str) -> str:
     """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
     # the workbench's one YAML loader (no aliases, bounded depth); imported here, not at the
     # top, so importing promptlib does not import experiments
-    from promptlib.yamlsafe import safe_yaml_load
 
     p = Path(path).expanduser()
     doc = safe_yaml_load(read_text(p, f"{key}: file", VariantError), str(p), VariantError)

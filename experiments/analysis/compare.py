@@ -29,8 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from experiments.analysis import clusters, stats
+from experiments.analysis import clusters, power, stats
 from experiments.analysis.clusters import Clustering
+from experiments.analysis.intervals import metric_interval
 from experiments.metrics import normalize
 from promptlib.errors import WorkbenchError
 
@@ -189,7 +190,6 @@ def interval(
     paired difference (`experiments.analysis.intervals`: Bayesian per-class posteriors with clusters
     counted by their effective size, or the cluster bootstrap for F1; flagged from the
     measured coverage table)."""
-    from experiments.analysis.intervals import metric_interval
 
     return metric_interval(y, pa, pb, metric=metric, clusters=c.ids, seed=seed)
 
@@ -251,7 +251,6 @@ def pair(
         return untested(where, a.name, b.name, (a, b), name) | row
     ci = interval(y, pa, pb, a.metric, c, seed)
     ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
-    from experiments.analysis import power
 
     # simulated for the test as run (two-sided, its resamples, whole clusters swapped)
     mde = power.minimum_detectable_effect(

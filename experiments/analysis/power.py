@@ -54,6 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis import stats
+from experiments.analysis.clusters import checked, sums
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -111,7 +112,6 @@ def _units(
     metric: stats.Metric, y: NDArray[Any], a: NDArray[Any], b: NDArray[Any], clusters: Any
 ) -> _Units | str:
     """Units, classes and the fitted model; a string says why the metric cannot be used."""
-    from experiments.analysis.clusters import checked, sums
 
     score = stats._resolve(metric)
     dec = stats.checked_decomposition(metric, y, [a, b], [float(score(y, a)), float(score(y, b))])
@@ -487,7 +487,6 @@ def minimum_detectable_effect(
         raise ValueError("alpha and power must lie strictly between 0 and 1")
     if n_sims < 100:
         raise ValueError("n_sims must be at least 100 for a usable power estimate")
-    from experiments.analysis.clusters import checked
 
     y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])
     n = len(y)

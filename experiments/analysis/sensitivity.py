@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from experiments.analysis import stats
 from experiments.analysis.clusters import for_rows
+from experiments.analysis.compare import _inputs
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -489,7 +490,6 @@ def _range_test(group: Group, n_resamples: int, seed: int) -> stats.RangeResult:
     call it (`analysis.compare.best_vs_worst`): the variants in the order they were given
     (the sweep's plan order), the inputs `compare._inputs` builds, the user's seed, the same
     clusters; so one report never carries two p-values for one test."""
-    from experiments.analysis.compare import _inputs
 
     order = [v for v in group.given_order if v in group.variants] or list(group.variants)
     gens = [list(group.generations[group.variants.index(v)]) for v in order]

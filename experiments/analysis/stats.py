@@ -53,6 +53,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from experiments.analysis.clusters import checked, sums
+from experiments.metrics import METRICS, SUCCESSOR_LIABILITY_EXCEPTIONS, normalize
+
 Alternative = Literal["two-sided", "greater", "less"]
 MetricName = Literal["accuracy", "balanced_accuracy"]  # the fast names; any `Metric` is accepted
 Labels = Sequence[Any] | NDArray[Any]
@@ -76,7 +79,6 @@ MIN_CLASS_ROWS = 10  # an interval on a class smaller than this is flagged unrel
 # ---- metrics ---------------------------------------------------------------------------------
 def metric_names() -> tuple[str, ...]:
     """Every metric name the tests accept: ``accuracy`` and the official LegalBench metrics."""
-    from experiments.metrics import METRICS
 
     return ("accuracy", *METRICS)
 
@@ -91,7 +93,6 @@ def metric_fn(name: str) -> Callable[[Labels, Labels], float]:
     Official metrics are `experiments.metrics.METRICS[name](generations, answers)`; a ``None``
     prediction is scored as an empty generation. ``accuracy`` is normalised exact match.
     """
-    from experiments.metrics import METRICS, normalize
 
     if name == "accuracy":
 
@@ -219,7 +220,6 @@ def _f1_totals(totals: FloatArray) -> FloatArray:
 
 
 def _normalized(values: Sequence[Any]) -> list[str]:
-    from experiments.metrics import normalize
 
     memo: dict[str, str] = {}
     out = []
@@ -233,7 +233,6 @@ def _normalized(values: Sequence[Any]) -> list[str]:
 
 def _ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
     # mirrors experiments.metrics.ssla_f1 for one row
-    from experiments.metrics import normalize
 
     tp = fp = fn = 0
     gens = [normalize(g) for g in gen.split(",")]
@@ -250,7 +249,6 @@ def _ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
 
 def _successor_counts(gen: str, ans: str) -> tuple[int, int, int]:
     # mirrors experiments.metrics.successor_liability_f1 for one row
-    from experiments.metrics import SUCCESSOR_LIABILITY_EXCEPTIONS
 
     tp = fp = 0
     remaining = ans.split(",")
@@ -279,7 +277,6 @@ def _decompose(
     """Per-row statistics for a named metric; None for a callable (no decomposition known)."""
     if not isinstance(metric, str):
         return None
-    from experiments.metrics import METRICS
 
     n, v = len(y), len(preds)
     if metric in ("accuracy", "balanced_accuracy"):
@@ -371,7 +368,6 @@ PAIRED_CLUSTER_TEST = "paired permutation test (swaps of A and B per cluster of 
 
 
 def _cluster_ids(clusters: Any, n: int) -> tuple[NDArray[np.intp], int]:
-    from experiments.analysis.clusters import checked
 
     ids = checked(clusters, n)
     return ids, (int(ids.max()) + 1 if n else 0)
@@ -421,8 +417,6 @@ def paired_permutation_test(
 
     if dec is None:
         return _paired_generic(y, a, b, score, observed, n_resamples, rng, alternative, ids, result)
-
-    from experiments.analysis.clusters import sums
 
     stats = dec.stats
     diff = sums(stats[:, 1, :] - stats[:, 0, :], ids, n_units)  # B - A per unit
@@ -582,8 +576,6 @@ def range_permutation_test(
     dec = checked_decomposition(metric, y, preds, scores)
     if dec is not None:
         if n_units < len(y):
-            from experiments.analysis.clusters import sums
-
             dec = Decomposition(sums(dec.stats, ids, n_units), dec.combine, dec.linear)
         null, n_disc = _range_null_decomposed(dec, n_resamples, rng)
     else:
@@ -1077,7 +1069,6 @@ def _cluster_decomposition(
     """Per-cluster totals of a decomposition. Balanced accuracy's fixed per-row weights
     1/(K n_c) hold only while class sizes are fixed, so it becomes per-class (hits, rows)
     totals combined as the mean per-class recall: a cluster resample changes class sizes."""
-    from experiments.analysis.clusters import sums
 
     if isinstance(metric, str) and metric in STRATIFIED_METRICS:
         n, v, _ = dec.stats.shape
@@ -1470,8 +1461,6 @@ def minimum_detectable_effect(
     worst case for one discordant pair in two is used (sd of C * u_c = sqrt(0.5)).
     """
     from scipy.stats import norm
-
-    from experiments.analysis.clusters import sums
 
     y, a, b = _check_inputs(y_true, [pred_a, pred_b])
     n = len(y)

@@ -172,6 +172,7 @@ class Setup:
 
     def catalog(self) -> Any:
         if self._catalog is None:
+            # start-up time: the CLI imports a command's modules when it runs
             from promptlib.data import default_source
             from promptlib.tasks import Catalog
 
@@ -181,6 +182,7 @@ class Setup:
         return self._catalog
 
     def lm(self, model: str) -> Any:
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.models import get_model
 
         kwargs: dict[str, Any] = {
@@ -195,11 +197,13 @@ class Setup:
 
     def cache_outputs(self) -> list[tuple[str, Path]]:
         """Folders this setup writes to (for `check_writable`)."""
-        from experiments.llm.cache import cache_dir
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments.settings import cache_dir
 
         return [] if self.no_cache else [("the response cache", cache_dir())]
 
     def cache(self) -> Any:
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.cache import ResponseCache
 
         return None if self.no_cache else ResponseCache()
@@ -217,6 +221,7 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except WorkbenchError as e:
+            # start-up time: the CLI imports a command's modules when it runs
             from experiments.secrets import redact
 
             typer.echo(f"error: {redact(str(e))}", err=True)
@@ -259,6 +264,7 @@ def tasks(
     others: it is listed with its error (with --json, as {"name", "error"}), the error is
     also printed on stderr, and the command exits 1. Exit 0 means every task is readable.
     """
+    # start-up time: the CLI imports a command's modules when it runs
     from promptlib.tasks import TaskProblem
 
     entries = _catalog(data_dir, hf, prompts_dir).survey()
@@ -287,6 +293,7 @@ def render(
     as_json: JSON = False,
 ) -> None:
     """Print the rendered prompts of a task under a variant."""
+    # start-up time: the CLI imports a command's modules when it runs
     from promptlib.leakage import evaluation_rows
     from promptlib.render import compile_prompt
     from promptlib.variants import parse_spec
@@ -363,6 +370,7 @@ def run(
     A task graded by hand (rule_qa) gets generations and no score: grade them with
     'workbench grade export'.
     """
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.trials.grading import save_keeping_grades
     from experiments.trials.runner import TrialSpec, resolve_trial, run_trial, runs_dir
@@ -377,6 +385,7 @@ def run(
             f"variant file {variant_file} holds a variant of task {chosen.task!r}, not {task!r}"
         )
     if scoring is not Scoring.generate:
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.models import require_loglik_model
 
         # a remote model without a server that echoes prompt log-probabilities: one clear
@@ -411,6 +420,7 @@ def run(
     tracker = None
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.tracking import tracking
 
         config = tracking.load_config()
@@ -491,6 +501,7 @@ def score(
     as_json: JSON = False,
 ) -> None:
     """Score given generations with the task's official LegalBench metric."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
     from experiments.trials.predictions import read_predictions
@@ -562,6 +573,7 @@ def sweep(
     ] = None,
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
 
     spec = load_spec(spec_path)
@@ -590,6 +602,7 @@ def sweep(
         )
         return
 
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.secrets import safe_url
     from experiments.sweeps.executors import check_choice, get_executor
@@ -642,6 +655,7 @@ def _dry_run_items(
     catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The planned trials with prompt-token and cost estimates (no model call)."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.trials.runner import decoding_for, resolve_trial
 
     items = []
@@ -671,6 +685,7 @@ def _dry_run_items(
 def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     if model.startswith("local/"):
         return 0.0
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.llm.models import estimate_cost
 
     return estimate_cost(model, prompt_tokens, completion_tokens)
@@ -729,12 +744,14 @@ def optimize(
     as_json: JSON = False,
 ) -> None:
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.optimize.optimize import OptimizeConfig, dumps
     from experiments.optimize.optimize import optimize as run_optimize
     from experiments.tracking.tracking import Tracker
 
     if scoring is not Scoring.generate:
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.models import require_loglik_model
 
         require_loglik_model(model, api_base)  # one clear line, before any work
@@ -784,6 +801,7 @@ def report(
     as_json: JSON = False,
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.tracking.tracking import Tracker
 
     tracker = Tracker()
@@ -820,6 +838,7 @@ def grade_export(
     prompts_dir: PromptsDir = None,
 ) -> None:
     """Write a trial's generations to a CSV with an empty 'grade' column for graders."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.trials.grading import export_csv, find_trial
 
     trial_dir = find_trial(trial)
@@ -841,7 +860,8 @@ def grade_import(
     as_json: JSON = False,
 ) -> None:
     """Check a graded CSV and score it into its trial (and its MLflow run, if tracked)."""
-    from experiments.trials.grading import import_grades
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.tracking.grades import import_grades
 
     summary = import_grades(file, track=not no_track)
     typer.echo(output.as_json(summary) if as_json else output.grade_import(summary))
@@ -852,6 +872,7 @@ def grade_import(
 def doctor() -> None:
     """Check the embedded models on this machine: llama.cpp build, CPU, load settings, each
     model's file and sha256, and a real prompt through each in a child process."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.llm.doctor import report
 
     raise typer.Exit(report(typer.echo))
@@ -866,6 +887,7 @@ def ui(
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.tracking.tracking import serve_ui
 
     raise typer.Exit(serve_ui(port, host, say=lambda text: typer.echo(text, err=True)))
@@ -903,6 +925,7 @@ def _exit_now(code: int) -> None:
     import os
     import sys
 
+    # start-up time: the CLI imports a command's modules when it runs
     from experiments.llm.models import stop_all_calls
 
     stop_all_calls()

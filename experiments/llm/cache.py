@@ -24,24 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 from experiments.llm.models import Completion, Decoding
+from experiments.settings import cache_dir
 from promptlib.errors import WorkbenchError
-
-DEFAULT_CACHE_DIR = "~/.cache/workbench"
 
 
 class CacheError(WorkbenchError):
     """The response cache cannot be opened; the message names its path and what to do."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("WORKBENCH_CACHE_DIR") or DEFAULT_CACHE_DIR).expanduser()
 
 
 def cache_key(identity: dict[str, Any], prompt: str, decoding: Decoding) -> str:

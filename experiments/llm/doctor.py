@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from experiments.llm import cpu, models
+
 # A prompt of a few dozen tokens: one token would decode alone and pass where every real
 # prompt dies (the AMX crash happens in the first multi-token decode).
 PROBE_PROMPT = (
@@ -124,7 +126,6 @@ def run_probe(
 
 def _probe_main(model: str) -> None:
     """In the child: load `model` as every command does and run the probe prompt."""
-    from experiments.llm import models
 
     llm = models.load_local(model.split("/", 1)[1])
     start = time.perf_counter()
@@ -152,7 +153,6 @@ def report(
     command: Callable[[str], Sequence[str]] = probe_command,
 ) -> int:
     """Print the whole diagnosis; 0 when every embedded model ran its probe, else 1."""
-    from experiments.llm import cpu, models
 
     info = cpu.read_cpu()
     load = models.llama_load()

@@ -39,9 +39,12 @@ from typing import Any, Literal, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
+from experiments.files import _fsync_dir, atomic_write_text
 from experiments.llm import cpu
 from experiments.llm.cpu import LlamaLoad
 from experiments.secrets import redact as redact  # re-exported: error texts are redacted
+from experiments.secrets import safe_url
+from experiments.settings import cache_dir
 from promptlib.errors import WorkbenchError
 
 log = logging.getLogger("workbench.models")
@@ -169,8 +172,6 @@ def local_model_path(name: str) -> str:
 
 def models_dir() -> Path:
     """Where assembled GGUFs live: ``$WORKBENCH_MODELS_DIR``, else ``<cache dir>/models``."""
-    from experiments.llm.cache import cache_dir  # cache.py imports this module
-
     env = os.environ.get("WORKBENCH_MODELS_DIR")
     return Path(env).expanduser() if env else cache_dir() / "models"
 
@@ -259,8 +260,6 @@ def assemble_verified(
     import tempfile
 
     import filelock
-
-    from experiments.files import _fsync_dir, atomic_write_text
 
     expected = expected.lower()
     published = _published_sha256(sums_file, target.name)
@@ -360,8 +359,6 @@ def local_weights_sha256(name: str) -> str:
     file is unchanged; a folder that cannot be written only costs the rehash.
     """
     import json
-
-    from experiments.files import atomic_write_text
 
     path = Path(local_model_path(name))
     if name in ASSEMBLED:
@@ -1266,7 +1263,6 @@ class MisalignedPromptLogprobs(NoPromptLogprobs):
 
 
 def _no_prompt_logprobs(server: str, why: str) -> NoPromptLogprobs:
-    from experiments.secrets import safe_url
 
     return NoPromptLogprobs(
         f"the server at {safe_url(server)} does not return prompt log-probabilities ({why}); "
@@ -1276,7 +1272,6 @@ def _no_prompt_logprobs(server: str, why: str) -> NoPromptLogprobs:
 
 
 def _unusable_echo(server: str, why: str) -> NoPromptLogprobs:
-    from experiments.secrets import safe_url
 
     return NoPromptLogprobs(
         f"the server at {safe_url(server)} returns prompt log-probabilities this workbench "
@@ -1388,8 +1383,6 @@ def echoed_continuation(
                 "not characters, or the token runs past the label",
             )
         if offset < start < offset + len(token):
-            from experiments.secrets import safe_url
-
             raise ModelError(
                 f"the server at {safe_url(server)} tokenizes the end of the prompt together "
                 f"with the label {continuation!r} (token {token!r}): the label's "
@@ -1453,7 +1446,6 @@ def check_alignment(
     token common to two labels' lists (an aligned server lists the same most likely tokens
     in both), cannot be checked and is refused.
     """
-    from experiments.secrets import safe_url
 
     if len(echoes) < 2:
         return

@@ -3,13 +3,8 @@
 The `optimize()` entry point is `experiments.optimize.optimize.optimize`, not re-exported here:
 the name would hide the submodule of the same name."""
 
-from experiments.optimize.optimize import (
-    IncompleteEvaluation,
-    OptimizeConfig,
-    OptimizeReport,
-    StudyInterrupted,
-    TrialIncomplete,
-)
+from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete
+from experiments.optimize.optimize import OptimizeConfig, OptimizeReport
 
 __all__ = [
     "IncompleteEvaluation",

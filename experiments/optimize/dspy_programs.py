@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from experiments.llm.cache import cache_key
 from experiments.llm.models import LM, Completion, Decoding
 from experiments.metrics import normalize, parse_label
+from experiments.optimize.errors import IncompleteEvaluation
+from experiments.trials.runner import decoding_for
 from promptlib.errors import LeakageError, WorkbenchError
 from promptlib.leakage import check_heldout, content_key
 from promptlib.render import CompiledPrompt
@@ -325,8 +327,6 @@ def compile_dspy(
     not scored here: the caller scores the exported variant with the runner, on dev rows
     that are not its demonstrations.
     """
-    from experiments.optimize.optimize import IncompleteEvaluation
-    from experiments.trials.runner import decoding_for
 
     dspy = _dspy()
     rails = Rails()

@@ -34,9 +34,21 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
+from experiments.analysis import compare
 from experiments.llm.models import Completion
+from experiments.metrics import normalize, scorable_metric
+from experiments.optimize.dspy_programs import compile_dspy
+from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete
+from experiments.output import optimize_report
 from experiments.secrets import redact, safe_url
-from experiments.trials.runner import Scoring, TrialResult, TrialSpec, run_trial
+from experiments.trials.runner import (
+    Scoring,
+    TrialResult,
+    TrialSpec,
+    rows_fingerprint,
+    run_trial,
+    select_rows,
+)
 from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import content_key, evaluation_rows, heldout_guard, query_columns
@@ -75,27 +87,6 @@ DEFAULT_PRUNER = "wilcoxon"
 WILCOXON_P = 0.025
 WILCOXON_STARTUP = 2
 WILCOXON_CHECKPOINTS = 10
-
-
-class TrialIncomplete(Exception):
-    """Raised inside the objective so Optuna records the trial as FAIL (not as a score)."""
-
-
-class IncompleteEvaluation(WorkbenchError):
-    """The held-out evaluation has failed rows: no verdict is given. Rerunning retries them."""
-
-    exit_code = 1
-
-
-class StudyInterrupted(WorkbenchError):
-    """SIGTERM or Ctrl-C stopped the study; it was left resumable (see `optimize`).
-
-    The exit code is the shell's for the signal (130 for SIGINT, 143 for SIGTERM).
-    """
-
-    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
-        super().__init__(message)
-        self.exit_code = 128 + int(signum)
 
 
 def check_study_name(name: str) -> str:
@@ -169,8 +160,6 @@ def dev_order(
     a study evaluates the same rows in the same order.
     """
     import numpy as np
-
-    from experiments.metrics import normalize
 
     answers = {r["index"]: normalize(r["answer"]) for r in task.rows(split_name)}
     rng = np.random.default_rng(split.seed)
@@ -403,7 +392,6 @@ def _open_study(
 
 def _setup(cfg: OptimizeConfig, lm: Any, task: Task, dev: list[str]) -> dict[str, Any]:
     """What decides a trial's answers besides its variant, as stored on the study."""
-    from experiments.trials.runner import rows_fingerprint
 
     identity = dict(lm.cache_identity())
     if isinstance(identity.get("api_base"), str):
@@ -596,8 +584,6 @@ def _optimize(
             best_params = dict(best.params)
             study_name = study.study_name
         else:
-            from experiments.optimize.dspy_programs import compile_dspy
-
             if progress:
                 progress(0, 1, f"compiling with {cfg.method}")
             with heldout_guard(cfg.task, heldout_rows):
@@ -680,12 +666,9 @@ def _verdict(
 
     judged = split.heldout
     if cfg.heldout_limit and cfg.heldout_limit < len(judged):
-        from experiments.trials.runner import select_rows
-
         sample = select_rows([rows[i] for i in judged], cfg.heldout_limit, cfg.split_seed)
         judged = tuple(r["index"] for r in sample)
     # Both prompts are judged on the same rows: those neither shows as a demonstration.
-    from promptlib import evaluation_rows
 
     allowed = set(judged)
     for v in (best_variant, PromptVariant()):
@@ -729,7 +712,6 @@ def instance_weights(task: Task, split: str, dev: list[str]) -> dict[str, float]
     pruner compares trials on these per-row values, so it tests the metric the search
     maximises, and the objective (balanced accuracy on dev) is their mean.
     """
-    from experiments.metrics import normalize, scorable_metric
 
     answers = {r["index"]: normalize(r["answer"]) for r in task.rows(split)}
     if scorable_metric(task.name) != "balanced_accuracy":
@@ -1117,7 +1099,6 @@ def _compare(
     n_dev: int,
 ) -> dict[str, Any]:
     """Best vs base on held-out, on the task's official metric (experiments.analysis.compare)."""
-    from experiments.analysis import compare
 
     arms = [
         compare.Arm(
@@ -1163,7 +1144,6 @@ def _compare(
 
 def report_text(r: OptimizeReport) -> str:
     """The report as the CLI prints it (built in `experiments.output`)."""
-    from experiments.output import optimize_report
 
     return optimize_report(r.to_dict())
 

@@ -34,6 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from experiments.llm import models
+from experiments.llm.cache import ResponseCache
+from experiments.llm.models import LOCAL_IDENTITY_KEYS
+from experiments.settings import DEFAULT_CACHE_DIR, cache_dir
+from experiments.trials.runner import run_trial
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -104,7 +109,6 @@ class LocalExecutor:
     def map_trials(
         self, jobs: Iterable[TrialJob], catalog: Catalog, cache: ResponseCache | None
     ) -> Iterator[tuple[TrialJob, TrialResult | TrialLost]]:
-        from experiments.trials.runner import run_trial
 
         for job in jobs:  # pulled one at a time: the next claim waits for this log
             yield job, run_trial(job.resolved, catalog, job.lm, cache=cache)
@@ -130,8 +134,6 @@ def _preload_local(name: str, n_threads: int) -> None:
     actor, not every core of the node (llama.cpp would oversubscribe them)."""
     from unittest import mock
 
-    from experiments.llm import models
-
     if not name.startswith(models.LOCAL_PROVIDER + "/"):
         return
     os.environ["WORKBENCH_LOCAL_N_THREADS"] = str(n_threads)
@@ -144,7 +146,6 @@ def _preload_local(name: str, n_threads: int) -> None:
 def local_identity(name: str) -> dict[str, Any]:
     """What of a local model's trial identity this process computes for itself
     (`models.local_identity`: the GGUF's sha256, the context size, the load layout)."""
-    from experiments.llm import models
 
     return models.local_identity(name)
 
@@ -153,7 +154,6 @@ def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
     """(use a cache, its folder) for the workers: the driver's folder only when the user
     chose it (``WORKBENCH_CACHE_DIR``, or a cache opened on an explicit path); otherwise
     None, and each node opens its own default (a driver's home folder may not exist there)."""
-    from experiments.llm.cache import DEFAULT_CACHE_DIR
 
     if cache is None:
         return False, None
@@ -180,7 +180,6 @@ class TrialWorker:
 
     def hello(self) -> dict[str, Any]:
         """Who this replica is: process, node, model identities and cache folder."""
-        from experiments.llm.cache import cache_dir
 
         return {
             "pid": os.getpid(),
@@ -192,9 +191,6 @@ class TrialWorker:
         }
 
     def run(self, job: TrialJob) -> TrialResult:
-        from experiments.llm.cache import ResponseCache
-        from experiments.llm.models import LOCAL_IDENTITY_KEYS
-        from experiments.trials.runner import run_trial
 
         mine = local_identity(job.lm.name)
         # every identity key either side has: the layout key is present only when off

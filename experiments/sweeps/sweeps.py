@@ -28,8 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from experiments.analysis import compare as cmp
+from experiments.analysis.sensitivity import sensitivity_report
+from experiments.files import atomic_write_bytes, atomic_write_text
 from experiments.llm.models import Scoring, default_scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
+from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
+from experiments.trials.runner import TrialSpec, prompt_hash, resolve_trial, select_rows
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
@@ -289,7 +294,6 @@ def plan_tasks(
     (the spec is wrong); a task whose split is absent from the data is skipped, with the
     reason, so one missing split does not stop the sweep.
     """
-    from experiments.trials.runner import select_rows
 
     tasks = spec.tasks
     if only:
@@ -386,7 +390,6 @@ def trial_plan(
     models: tuple[str, ...],
 ) -> list[PlannedTrial]:
     """Every (model, task, variant) trial of the sweep, in run order."""
-    from experiments.trials.runner import TrialSpec
 
     out = []
     for model in models:
@@ -470,8 +473,6 @@ def run_sweep(
     function alone claims, logs to MLflow and compares, whatever the executor. A trial the
     executor lost (its Ray worker died past its retries) has no run and counts as failed.
     """
-    from experiments.tracking.tracking import store_errors
-    from experiments.trials.runner import resolve_trial
 
     models = models or spec.models
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
@@ -636,8 +637,6 @@ def run_sweep(
                 touch()
                 tracker.log_comparisons(parent, doc, figures)
                 if sens.get("per_task"):
-                    from experiments.tracking.tracking import log_sensitivity
-
                     log_sensitivity(tracker, parent, sens, sens_figures)
         finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
             import matplotlib.pyplot as plt
@@ -688,8 +687,8 @@ def _sensitivity(
     A report the analysis refuses (e.g. scores it cannot reproduce from the generations) is
     recorded as an error beside the comparisons, which stand on their own: never a number.
     """
+    # start-up time: matplotlib, only when figures are drawn
     from experiments.analysis.figures import sensitivity_figures
-    from experiments.analysis.sensitivity import sensitivity_report
 
     if len(spec.variants) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}, {}
@@ -719,7 +718,6 @@ def _outcome(
 ) -> TrialOutcome:
     """A trial's outcome; each row's prompt hash (its cluster key) is the one recorded with
     its prediction, or recomputed from the resolved trial's prompt where none was."""
-    from experiments.trials.runner import prompt_hash
 
     rendered: dict[str, str] = {}
     for row in rt.rows:
@@ -764,9 +762,6 @@ def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> No
     """
     import io
 
-    from experiments.files import atomic_write_bytes, atomic_write_text
-    from experiments.tracking.tracking import comparisons_csv
-
     try:
         out.mkdir(parents=True, exist_ok=True)
         for filename, fig in figures.items():
@@ -788,7 +783,6 @@ def compare(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
     declared across-task test (see `experiments.analysis.compare`)."""
-    from experiments.analysis import compare as cmp
 
     table: list[dict[str, Any]] = []
     groups: dict[tuple[str, str], dict[str, TrialOutcome]] = {}
@@ -849,6 +843,7 @@ def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | No
 def _figures(
     spec: SweepSpec, outcomes: list[TrialOutcome], table: list[dict[str, Any]], catalog: Catalog
 ) -> dict[str, Any]:
+    # start-up time: matplotlib, only when figures are drawn
     from experiments.analysis.figures import draws_figure, pair_figure
 
     figures: dict[str, Any] = {}

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.llm.models import Completion, Decoding
+from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
+from experiments.trials.runner import resolve_trial, run_trial
 
 SPEC = """
 name: known_effect
@@ -113,8 +115,6 @@ def simulate(
     workdir: Path,
 ) -> SimulationResult:
     """Run `n_sims` two-variant sweeps (plain vs technical register) through the whole path."""
-    from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
-    from experiments.trials.runner import resolve_trial, run_trial
 
     rejections = 0
     powers: list[float] = []

@@ -1,5 +1,6 @@
-"""MLflow tracking: the config, the store, the Tracker, the UI."""
+"""MLflow tracking: the config, the store, the Tracker, the UI, grades imported into a run."""
 
+from experiments.tracking.grades import import_grades
 from experiments.tracking.tracking import (
     SweepIncomplete,
     Tracker,
@@ -17,6 +18,7 @@ __all__ = [
     "TrackingConfig",
     "TrackingError",
     "artifact_dir",
+    "import_grades",
     "load_config",
     "open_client",
     "serve_ui",

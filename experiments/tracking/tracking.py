@@ -47,7 +47,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
+from experiments.files import atomic_write_text
 from experiments.secrets import redact, safe_url
+from experiments.settings import cache_dir
+from experiments.trials.grading import current_grades, grade_metrics
+from promptlib.data import read_text
 from promptlib.errors import WorkbenchError
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -85,8 +90,6 @@ def load_config(path: str | Path | None = None) -> TrackingConfig:
     p = Path(path or os.environ.get("WORKBENCH_MLFLOW_CONFIG") or "mlflow.yaml")
     doc: dict[str, Any] = {}
     if p.is_file():
-        from promptlib.data import read_text
-
         text = read_text(p, "tracking config", WorkbenchError)
         try:
             loaded = safe_yaml_load(text, str(p)) or {}
@@ -171,7 +174,6 @@ def _lock_dir(config: TrackingConfig) -> Path:
     if uri.startswith("sqlite:///"):
         db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
         return db.parent / f".{db.name}.locks"
-    from experiments.llm.cache import cache_dir
 
     digest = hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
     return cache_dir() / "locks" / digest
@@ -327,7 +329,6 @@ def _schema_version(db: Path) -> str | None:
 def _stamp_schema(config: TrackingConfig) -> None:
     """Note beside a SQLite store the schema revision MLflow just opened it at, so that a
     cached rerun may read the store without MLflow only while it is still that schema."""
-    from experiments.files import atomic_write_text
 
     db = _sqlite_path(config)
     version = _schema_version(db) if db is not None else None
@@ -737,7 +738,6 @@ class Tracker:
         trial. Store failures raise `TrackingError`; the caller has saved the trial on disk
         before.
         """
-        from experiments.trials.grading import grade_metrics
 
         grades, want = _wanted_tags(result)
         try:
@@ -1038,7 +1038,6 @@ def artifact_dir(config: TrackingConfig) -> Path | None:
 
 def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """The saved hand grades of `result` (or None) and the tags a run that shows it carries."""
-    from experiments.trials.grading import current_grades
 
     grades = current_grades(result) if result.metric == "manual" else None
     return grades, {
@@ -1243,7 +1242,6 @@ def log_sensitivity(
     artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
     ``sensitivity.json`` (the whole report), and the figures.
     """
-    from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 
     metrics = sensitivity_metrics(report)
     with store_errors(tracker.config, "logging the sweep's prompt sensitivity"):

@@ -1,6 +1,6 @@
 """One trial: its spec, the run over a task's rows, the saved folder, hand grades."""
 
-from experiments.trials.grading import GradingError, export_csv, import_grades
+from experiments.trials.grading import GradingError, export_csv
 from experiments.trials.predictions import read_predictions
 from experiments.trials.runner import (
     Prediction,
@@ -24,7 +24,6 @@ __all__ = [
     "TrialSpec",
     "TrialStatus",
     "export_csv",
-    "import_grades",
     "read_predictions",
     "resolve_trial",
     "run_trial",

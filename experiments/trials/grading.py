@@ -4,7 +4,8 @@ Such a task has no automatic metric, so the runner records its generations and n
 (`runner.resolve_trial(..., hand_graded=True)`): its trial is *complete* and *ungraded*
 (`metric` "manual", `score` None), never scored by a stand-in. This module only moves grades:
 `export_csv` writes the generations for graders, one row per evaluated row with an empty
-`grade` column (formula-like cells quoted for spreadsheets); `import_grades` checks a filled
+`grade` column (formula-like cells quoted for spreadsheets); `import_grades` (in
+`experiments.tracking.grades`, above both this module and tracking) checks a filled
 CSV against its trial (every row once with the trial's current generation, every grade 1/0 or
 correct/incorrect) and only then writes `grades.json` and the updated
 `summary.json` into the trial's folder together (metric "human-graded accuracy", `graded`
@@ -21,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from experiments.files import atomic_write_dir, atomic_write_text, dir_lock
 from experiments.trials.runner import MANUAL, TrialResult, runs_dir, save_result
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -198,7 +200,6 @@ def same_text(a: str, b: str) -> bool:
 
 def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
     """Write the grading CSV (header `COLUMNS`, empty grades); returns the number of rows."""
-    from experiments.files import atomic_write_text
 
     summary, preds = _trial(trial_dir)
     data = {r["index"]: r for r in catalog.task(summary["task"]).rows(summary["split"])}
@@ -266,80 +267,6 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     except csv.Error as e:
         raise GradingError(f"{path}: not a valid CSV ({e})") from e
     return rows
-
-
-def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -> dict[str, Any]:
-    """Validate a graded CSV against its trial, then write grades and score atomically.
-
-    Every problem names the CSV line and column and nothing is written: the trial must be
-    known and hand-graded, every evaluated row must appear exactly once and no other, and
-    every grade must be 1/0 or correct/incorrect (any case). Returns the updated summary.
-
-    The trial's MLflow run gets the grades first and the folder second, all under the
-    folder's lock (a rerun saving the same trial waits): a store that refuses the write
-    leaves the folder as it was, so disk and MLflow still agree, and importing again
-    finishes both. Only a folder that cannot be written after the store took the grades
-    leaves MLflow ahead; the error says so and importing again (or the next 'workbench run'
-    of the trial, which drops grades its folder lacks) makes them agree.
-    """
-    from experiments.files import atomic_write_dir, check_writable, dir_lock
-
-    rows = _read_csv(path)
-    if not rows:
-        raise GradingError(f"{path}: no rows to import (only a header)")
-    ids = {r["trial_id"].strip() for _, r in rows}
-    if len(ids) != 1:
-        raise GradingError(
-            f"{path}: column trial_id holds {len(ids)} different trial ids; one file grades "
-            "one trial"
-        )
-    trial_id = ids.pop()
-    root = root or runs_dir()
-    trial_dir = trial_folder(root, trial_id.lower(), f"{path}: line {rows[0][0]}, column trial_id")
-    trial_id = trial_dir.name
-    if not (trial_dir / "summary.json").is_file():
-        raise GradingError(
-            f"{path}: line {rows[0][0]}, column trial_id: unknown trial {trial_id!r} "
-            f"(no {trial_dir}/); "
-            "grade a file exported from this machine's runs/ folder"
-        )
-    _grades_doc(path, rows, trial_dir)  # every check before anything is opened or written
-    tracker = None
-    if track:
-        from experiments.tracking.tracking import Tracker, TrackingError
-
-        try:
-            tracker = Tracker()
-        except TrackingError as e:
-            raise TrackingError(
-                f"{e}. No grades were written ({trial_dir} is unchanged): import again once "
-                "the store works, or add --no-track to grade on disk only"
-            ) from None
-    try:
-        check_writable([("the trial's grades", root)])
-    except WorkbenchError as e:
-        raise GradingError(f"{e}; no grades were written") from None
-    with dir_lock(trial_dir):
-        # checked again as the folder is now, with no writer in between until it is written
-        summary, doc, files = _grades_doc(path, rows, trial_dir)
-        run_id = _log_grades(tracker, summary, doc, trial_dir) if tracker is not None else None
-        try:
-            atomic_write_dir(trial_dir, files)
-        except OSError as e:
-            ahead = (
-                f"; MLflow run {run_id} has the grades, the folder not: import again once it "
-                "is writable (the next 'workbench run' of the trial would drop them from MLflow)"
-                if run_id is not None
-                else ""
-            )
-            raise GradingError(
-                f"{trial_dir}: cannot write the grades ({e.strerror or e}); the folder is "
-                f"unchanged{ahead or ': import again once it is writable'}"
-            ) from None
-    new_summary: dict[str, Any] = json.loads(files["summary.json"])
-    if run_id is not None:
-        new_summary["mlflow_run_id"] = run_id
-    return new_summary
 
 
 def _grades_doc(
@@ -434,31 +361,6 @@ def _folder_files(trial_dir: Path) -> dict[str, str]:
     return files
 
 
-def _log_grades(
-    tracker: Any, summary: dict[str, Any], doc: dict[str, Any], trial_dir: Path
-) -> str | None:
-    """Put the grades on the trial's MLflow run; a store failure is one line naming it."""
-    from experiments.secrets import redact, safe_url
-    from experiments.tracking.tracking import TrackingError
-
-    try:
-        run_id: str | None = tracker.log_grades(
-            summary["task"], doc["trial_id"], grade_metrics(doc), doc
-        )
-    except WorkbenchError:
-        raise
-    except Exception as e:  # the store refused the write (read-only, locked, gone)
-        first = redact(str(e)).strip().splitlines()
-        reason = first[0][:300] if first else type(e).__name__
-        raise TrackingError(
-            f"cannot write the grades to the MLflow store "
-            f"{safe_url(tracker.config.tracking_uri)} ({reason}); {trial_dir} is unchanged and "
-            "the run is not marked graded: import again once the store is writable, or add "
-            "--no-track to grade on disk only"
-        ) from None
-    return run_id
-
-
 def grade_metrics(doc: dict[str, Any]) -> dict[str, float]:
     """The MLflow metrics of a grades.json document."""
     return {"human_graded_accuracy": doc["score"], "score": doc["score"], "n_graded": doc["graded"]}
@@ -507,7 +409,6 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
     one that was graded; otherwise they are dropped (returns None) and must be exported again.
     Reads the folder as it is (no completeness check: the caller decides what to save).
     """
-    from experiments.files import atomic_write_dir, dir_lock
 
     if previous is None:
         return None
@@ -548,7 +449,6 @@ def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
     folder's lock is held throughout, so a grade import cannot land between the save and
     the carrying over of the grades (and be lost).
     """
-    from experiments.files import atomic_write_dir, dir_lock
 
     trial_dir = runs_dir() / result.trial_id
     with dir_lock(trial_dir):
@@ -602,7 +502,6 @@ __all__ = [
     "export_csv",
     "find_trial",
     "grade_metrics",
-    "import_grades",
     "parse_grades",
     "previous_grades",
     "save_keeping_grades",

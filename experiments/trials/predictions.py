@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.metrics import normalize
 from promptlib.errors import WorkbenchError
 
 
@@ -19,7 +20,6 @@ def read_predictions(
     comma-separated part), bytes that are not UTF-8 and JSON that cannot be parsed; every
     error names the file and line.
     """
-    from experiments.metrics import normalize
 
     try:
         raw = path.read_bytes()

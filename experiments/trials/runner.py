@@ -30,7 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.files import atomic_write_dir
+from experiments.files import OutputError, atomic_write_dir, dir_lock
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.models import (
     ALIGNMENT_TOP_K,
@@ -44,6 +44,7 @@ from experiments.llm.models import (
     calls_stop_on,
     label_bytes,
     label_logprobs,
+    local_identity,
     per_byte_scores,
     pick_label,
     served_label_logprobs,
@@ -61,6 +62,7 @@ from experiments.metrics import (
     scorable_metric,
     score,
 )
+from experiments.secrets import safe_url
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
@@ -290,7 +292,6 @@ class TrialResult:
 
 
 def _shown_url(url: Any) -> Any:
-    from experiments.secrets import safe_url
 
     return safe_url(url) if isinstance(url, str) else url
 
@@ -534,7 +535,6 @@ def _generate(
 def _local_weights(model: str) -> dict[str, Any]:
     """A local model's weights, context size and load layout (`models.local_identity`), so
     new weights never reuse old answers."""
-    from experiments.llm.models import local_identity
 
     return local_identity(model)
 
@@ -728,7 +728,6 @@ def save_result(result: TrialResult, root: Path | None = None) -> SavedTrial:
     run answered), is saved in `<root>/incomplete-reruns/<trial id>/` and the saved trial's
     folder stays as it was, as MLflow keeps its run.
     """
-    from experiments.files import OutputError, dir_lock
 
     root = root or runs_dir()
     trial_dir = root / result.trial_id

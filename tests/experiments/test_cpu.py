@@ -158,7 +158,7 @@ def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
     ran: list[str] = []
     with (
         mock.patch.object(executors, "_preload_local", lambda *a: ran.append("loaded")),
-        mock.patch("experiments.trials.runner.run_trial", lambda *a, **k: ran.append("ran")),
+        mock.patch("experiments.sweeps.executors.run_trial", lambda *a, **k: ran.append("ran")),
         pytest.raises(executors.ExecutorError, match=r"llama_extra_bufts"),
     ):
         worker.run(job)  # type: ignore[arg-type]

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from experiments.trials.grading import COLUMNS, GradingError, import_grades
+from experiments.tracking.grades import import_grades
+from experiments.trials.grading import COLUMNS, GradingError
 from promptlib.errors import VariantError, WorkbenchError
 
 TRIAL = "ab" * 32  # a trial id: 64 hex digits
@@ -264,12 +265,12 @@ def test_a_store_that_refuses_the_grades_leaves_the_folder_as_it_was(
 ) -> None:
     """MLflow is written first: a refusal is one line and disk and MLflow still agree (no
     grades on either); importing again once the store works finishes both."""
-    import experiments.tracking.tracking
+    import experiments.tracking.grades
 
     root = tmp_path / "runs"
     trial = _make_trial(root / TRIAL)
     before = _tree(trial)
-    monkeypatch.setattr(experiments.tracking.tracking, "Tracker", _ReadOnlyStore)
+    monkeypatch.setattr(experiments.tracking.grades, "Tracker", _ReadOnlyStore)
     with pytest.raises(WorkbenchError) as err:
         import_grades(_csv(tmp_path / "g.csv", TRIAL), root=root, track=True)
     text = str(err.value)

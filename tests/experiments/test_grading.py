@@ -153,7 +153,8 @@ BAD: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]]], str
 def test_bad_grade_file_names_row_and_column_and_writes_nothing(
     trial: dict[str, Any], tmp_path: Path, case: str
 ) -> None:
-    from experiments.trials.grading import GradingError, import_grades
+    from experiments.tracking.grades import import_grades
+    from experiments.trials.grading import GradingError
 
     change, message = BAD[case]
     rows = [{**r, "grade": "1"} for r in _exported(trial)]

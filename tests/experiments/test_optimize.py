@@ -146,7 +146,7 @@ def test_failed_rows_fail_optuna_trials_and_the_verdict_refuses_partial_data(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
     from experiments.llm.models import get_model
-    from experiments.optimize.optimize import IncompleteEvaluation
+    from experiments.optimize.errors import IncompleteEvaluation
     from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     task = catalog.task("hearsay")

@@ -56,7 +56,6 @@ def _imports(path: Path) -> set[str]:
 def test_demos_does_not_import_render_or_leakage_at_module_level() -> None:
     demos = _imports(PROMPTLIB / "demos.py")
     assert not any(m.startswith("promptlib.render") for m in demos), demos
-    # leakage is reached only by the lazy compatibility names (PEP 562 __getattr__)
     tree = ast.parse((PROMPTLIB / "demos.py").read_text())
     top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert "promptlib.leakage" not in top and "promptlib.render" not in top
@@ -75,12 +74,10 @@ def test_row_identity_is_defined_once() -> None:
 
 
 def test_old_names_still_import() -> None:
-    from promptlib.demos import check_no_leak, evaluation_rows
     from promptlib.render import heldout_guard as render_guard
     from promptlib.render import query_columns
 
-    assert evaluation_rows is leakage.evaluation_rows is promptlib.evaluation_rows
-    assert check_no_leak is leakage.check_no_leak
+    assert leakage.evaluation_rows is promptlib.evaluation_rows
     assert render_guard is heldout_guard is promptlib.heldout_guard
     assert query_columns is leakage.query_columns
     with pytest.raises(ImportError):
