@@ -139,7 +139,14 @@ Concurrency = Annotated[
 ]
 Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")]
 Timeout = Annotated[
-    float, typer.Option("--timeout", help="Seconds per call (a finite number > 0).")
+    float,
+    typer.Option(
+        "--timeout",
+        help=(
+            "Deadline in seconds for each attempt of a call, the whole reply included (not a"
+            " limit per read); each retry (--retries) gets its own; a finite number > 0."
+        ),
+    ),
 ]
 Variant = Annotated[
     str,
