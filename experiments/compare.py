@@ -176,6 +176,7 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "mde_80": None,
         "mde_note": None,
         "mde_method": None,
+        "mde_unreliable": None,
         "n_clusters": None,
         "clustered_by": None,
         "cluster_note": None,
@@ -285,6 +286,7 @@ def pair(
         "mde_80": mde.value,
         "mde_note": mde.note,
         "mde_method": mde.method,
+        "mde_unreliable": mde.unreliable,
         **_cluster_fields(c),
     }
 

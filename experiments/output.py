@@ -151,7 +151,7 @@ def comparison_table(
         out.append(
             left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
             f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('n_clusters'), 'd'):>5} "
-            f"{_f(r.get('mde_80'), '.3f'):>6}{flag}"
+            f"{_f(r.get('mde_80'), '.3f'):>6}{'?' if r.get('mde_unreliable') else ''}{flag}"
         )
     tested = [r for r in table if r["p_value"] is not None]
     if not tested:
@@ -188,7 +188,8 @@ def comparison_table(
         )
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
-            "(simulated, experiments.power; '-' where no effect can reach it)"
+            "(simulated, experiments.power; '-' where no effect can reach it; '?' where its "
+            "validation measured the true power off 0.80 +- 0.05: see mde_note)"
         )
     parts.append(
         f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "

@@ -260,3 +260,22 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     assert set(rows[0]) <= set(rows[1])
     parsed = list(csv.DictReader(io.StringIO(comparisons_csv(rows))))
     assert parsed[1]["ci_method"] and parsed[0]["p_value"] == ""
+
+
+def test_an_mde_outside_its_validated_range_is_marked() -> None:
+    """Few units: the MDE80's true power was measured off 0.80 +- 0.05 there, so the row
+    carries `mde_unreliable` and the table marks the MDE with '?'; many units do not."""
+    from experiments import output
+
+    fn = stats.metric_fn("accuracy")
+    marks = {}
+    for n in (16, 120):
+        y, a, b = _dataset(n, seed=11)
+        idx = [str(i) for i in range(n)]
+        arms = [
+            compare.Arm(name, "accuracy", idx, y, g, fn(y, g)) for name, g in (("A", a), ("B", b))
+        ]
+        row = compare.pair(*arms, n_resamples=500) | {"task": "t", "p_corrected": 1.0}
+        line = output.comparison_table([row]).splitlines()[1]
+        marks[n] = (row["mde_unreliable"], "?" in line)
+    assert marks == {16: (True, True), 120: (False, False)}
