@@ -11,22 +11,33 @@ is computed from the estimator's own formula.
    (with the shipped posterior-draw count) and coverage is the binomial-weighted share of
    outcomes whose interval contains the truth: no simulation error. Grid: n in {20, 40, 50,
    100, 200}, minority share in {0.1, 0.2, 0.5} (class sizes round(n * share) and the rest),
-   per-class recall in {0.5, 0.7, 0.9, 0.95} for each class (16 scenarios).
+   per-class recall in {0.5, 0.7, 0.9, 0.95, 0.97, 0.99, 1.0} for each class (49
+   scenarios; those with a recall above 0.95 form the "+ceiling" rows of the table).
 2. Paired difference, rows distinct: simulated. Each class's rows fall into the four cells
    (both right, A only, B only, both wrong) with probabilities from a Gaussian copula of the
    two arms' per-class recalls with latent correlation rho = 0 (independent arms) or 0.7
-   (shared row difficulty); 10 recall scenarios (equal arms, an effect in both classes, in
-   the minority only, in the majority only, opposite effects).
+   (shared row difficulty); 13 recall scenarios (equal arms, an effect in both classes, in
+   the minority only, in the majority only, opposite effects, three at the ceiling).
 3. Clusters: the same with clustered rows (a cluster's rows share one class and one
    outcome, as identical prompts do): cuad_audit_rights' 775 distinct texts with their real
    multiplicities (1,215 rows: 461 texts once, 213 twice, 79 three times, 20 four times, one
    five and one six times), and 20 distinct texts x 30 copies. Also the same interval
    ignoring the clusters, to show what that costs.
-4. F1 (`ssla_f1`): through the real path (`metric_interval` -> `stats.bootstrap_ci`), rows
+4. Many classes: 3, 5, 10 equal answer classes of 10, 20, 40 rows, one variant and paired
+   (`part_classes`, simulated as in 2.).
+5. Clusters spanning classes: documents holding rows of both classes with shared latent
+   difficulty (ICC 1 and 0.5), through `metric_interval` with the document as cluster
+   (`part_spanning`).
+6. F1 (`ssla_f1`): through the real path (`metric_interval` -> `stats.bootstrap_ci`), rows
    with 1-3 answer names, each named by the generation with probability q, plus a wrong name
    with probability 0.2.
 
     nice -n 10 .venv/bin/python benchmarks/coverage.py            # the full table
+    # as measured for intervals.COVERAGE (parts in parallel, then merged):
+    #   --part exact --out e.json; --part paired --sims 1000 --out p.json;
+    #   --part classes --classes 3 --sims 600 --seed 3 --out c3.json (5: seed 5;
+    #   10: --sims 250 --seed 10); --part spanning --span-sims 600 --seed 1 --out s.json;
+    #   --merge e.json p.json c3.json c5.json c10.json s.json --emit
     .venv/bin/python benchmarks/coverage.py --quick               # seconds; what the test runs
     .venv/bin/python benchmarks/coverage.py --emit                # the table for intervals.py
 """
@@ -37,8 +48,9 @@ import argparse
 import itertools
 import json
 import math
+import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +62,7 @@ from experiments.analysis import intervals, stats
 FloatArray = NDArray[np.float64]
 GRID_N = (20, 40, 50, 100, 200)
 SHARES = (0.1, 0.2, 0.5)
-RECALLS = (0.5, 0.7, 0.9, 0.95)
+RECALLS = (0.5, 0.7, 0.9, 0.95, 0.97, 0.99, 1.0)  # 0.97-1.0: the ceiling
 RHOS = (0.0, 0.7)
 # (A minority, A majority, B minority, B majority) per-class recalls
 PAIRED: tuple[tuple[float, float, float, float], ...] = (
@@ -64,6 +76,9 @@ PAIRED: tuple[tuple[float, float, float, float], ...] = (
     (0.9, 0.95, 0.5, 0.95),
     (0.95, 0.7, 0.95, 0.9),
     (0.95, 0.5, 0.5, 0.95),
+    (0.99, 0.99, 0.97, 0.97),
+    (1.0, 1.0, 0.97, 0.97),
+    (0.99, 0.99, 0.99, 0.99),
 )
 CUAD_SIZES = {1: 461, 2: 213, 3: 79, 4: 20, 5: 1, 6: 1}  # cuad_audit_rights test split
 
@@ -103,19 +118,13 @@ def exact_single(
     hits = np.stack([h0.ravel(), h1.ravel()], axis=1)
     sizes = np.array([n0, n1], dtype=float)
     est = (hits / sizes).mean(axis=1)
-    weights = np.array([0.5, 0.5])
-    lows, highs = np.empty(len(hits)), np.empty(len(hits))
-    chunk = max(1, 2_000_000 // n_draws)
-    for s in range(0, len(hits), chunk):
-        d = intervals.single_draws(
-            hits[s : s + chunk], sizes - hits[s : s + chunk], weights, rng, n_draws, prior
-        )
-        lows[s : s + chunk], highs[s : s + chunk] = intervals.equal_tailed(
-            d, 0.95, est[s : s + chunk]
-        )
+    lows, highs = cached_bounds(
+        "single", np.stack([hits, sizes - hits], -1), est, rng, n_draws, prior
+    )
     total = np.arange(n + 1.0)
-    d = intervals.single_draws(total[:, None], n - total[:, None], np.ones(1), rng, n_draws, prior)
-    tlow, thigh = intervals.equal_tailed(d, 0.95, total / n)
+    tlow, thigh = cached_bounds(
+        "single", np.stack([total, n - total], -1)[:, None, :], total / n, rng, n_draws, prior
+    )
     bal: dict[str, float] = {}
     rows: dict[str, float] = {}
     for r0 in RECALLS:
@@ -137,46 +146,57 @@ def exact_single(
 def cell_probs(r_a: float, r_b: float, rho: float) -> FloatArray:
     """(both right, A only, B only, both wrong) under a Gaussian copula with correlation rho."""
     za, zb = norm.ppf(r_a), norm.ppf(r_b)
-    both = float(
-        multivariate_normal(mean=[0, 0], cov=[[1, rho], [rho, 1]]).cdf([za, zb])
-        if rho > 0
-        else r_a * r_b
-    )
+    if min(r_a, r_b) <= 0 or max(r_a, r_b) >= 1 or rho == 0:  # a sure arm is independent
+        both = r_a * r_b
+    else:
+        both = float(multivariate_normal(mean=[0, 0], cov=[[1, rho], [rho, 1]]).cdf([za, zb]))
     p = np.clip(np.array([both, r_a - both, r_b - both, 1 - r_a - r_b + both]), 0, None)
     return np.asarray(p / p.sum(), dtype=np.float64)
 
 
-def _cached_intervals(
+def cached_bounds(
+    kind: str,
     counts: FloatArray,
-    draw: Callable[[FloatArray, np.random.Generator], FloatArray],
     estimate: FloatArray,
     rng: np.random.Generator,
     n_draws: int,
+    prior: float = intervals.PRIOR,
 ) -> tuple[FloatArray, FloatArray]:
-    """Intervals for (S, G, c) effective counts: posterior draws once per distinct group
-    outcome (as the seeded API would draw them), summed over groups with weight 1/G."""
+    """95% intervals for (S, G, c) effective counts, as `metric_interval` computes them.
+
+    The shipped `single_tails` / `paired_tails` draw once per distinct group outcome (a
+    group's draws are independent of the other groups', as in the seeded API), summed over
+    groups with weight 1/G, then `intervals.combine` centres and cuts them. c is (hits,
+    misses) for "single" and (A only, B only, rest) for "paired".
+    """
     s, g, _ = counts.shape
-    total = np.zeros((s, n_draws))
+    centred = g >= intervals.CENTRE_FROM
+    low = np.zeros((s, n_draws))
+    high = np.zeros((s, n_draws))
     for j in range(g):
         uniq, inv = np.unique(np.round(counts[:, j, :], 9), axis=0, return_inverse=True)
-        total += draw(uniq, rng)[inv.ravel()] / g
-    return intervals.equal_tailed(total, 0.95, estimate)
-
-
-def _paired_draw(n_draws: int) -> Callable[[FloatArray, np.random.Generator], FloatArray]:
-    def draw(u: FloatArray, rng: np.random.Generator) -> FloatArray:
-        return intervals.paired_draws(
-            u[:, None, 0], u[:, None, 1], u[:, None, 2], np.ones(1), rng, n_draws
-        )
-
-    return draw
-
-
-def _single_draw(n_draws: int) -> Callable[[FloatArray, np.random.Generator], FloatArray]:
-    def draw(u: FloatArray, rng: np.random.Generator) -> FloatArray:
-        return intervals.single_draws(u[:, None, 0], u[:, None, 1], np.ones(1), rng, n_draws)
-
-    return draw
+        cols = [uniq[:, k] for k in range(uniq.shape[1])]
+        if kind == "single":
+            lo, hi, ce, sc = intervals.single_tails(cols[0], cols[1], rng, n_draws, prior)
+        else:
+            lo, hi, ce, sc = intervals.paired_tails(cols[0], cols[1], cols[2], rng, n_draws, prior)
+        if centred:  # as intervals.combine does it, group by group
+            lo = sc[:, None] * (lo - ce[:, None])
+            hi = sc[:, None] * (hi - ce[:, None])
+        inv = inv.ravel()
+        low += lo[inv] / g
+        high += hi[inv] / g
+    bounds = (0.0, 1.0) if kind == "single" else (-1.0, 1.0)
+    zero, one = np.zeros((min(s, 500), 1)), np.ones((min(s, 500), 1))
+    out_low, out_high = np.empty(s), np.empty(s)
+    for a in range(0, s, 500):  # quantiles in chunks
+        z = slice(a, a + 500)
+        m = len(low[z])
+        out_low[z], out_high[z] = intervals.combine(
+            low[z, None], high[z, None], zero[:m], one[:m], np.ones(1), estimate[z], 0.95,
+            bounds, centred,
+        )  # fmt: skip
+    return out_low, out_high
 
 
 def _covered(low: FloatArray, high: FloatArray, truth: float) -> float:
@@ -185,7 +205,7 @@ def _covered(low: FloatArray, high: FloatArray, truth: float) -> float:
 
 def simulate_paired(
     sizes: list[NDArray[np.intp]],
-    scenario: tuple[float, float, float, float],
+    scenario: tuple[float, ...],
     rho: float,
     sims: int,
     rng: np.random.Generator,
@@ -194,11 +214,12 @@ def simulate_paired(
 ) -> tuple[float, float]:
     """(balanced, rows) coverage of the paired interval; sizes[c] = cluster sizes of class c.
 
-    Every cluster draws one cell; its rows all share it. With use_clusters=False the
-    interval treats every row as its own cluster (what ignoring the clusters does).
+    `scenario` is A's per-class recalls followed by B's (2G numbers). Every cluster draws
+    one cell; its rows all share it. With use_clusters=False the interval treats every row
+    as its own cluster (what ignoring the clusters does).
     """
-    ra = (scenario[0], scenario[1])
-    rb = (scenario[2], scenario[3])
+    g = len(sizes)
+    ra, rb = scenario[:g], scenario[g:]
     per_class = []
     for c, m in enumerate(sizes):
         p = cell_probs(ra[c], rb[c], rho)
@@ -215,7 +236,7 @@ def simulate_paired(
     share = rows_c / n_rows[None, :, None]
     eff = np.stack([share[..., 1], share[..., 2], share[..., 0] + share[..., 3]], -1)
     est = (share[..., 1] - share[..., 2]).mean(axis=1)
-    lo, hi = _cached_intervals(eff * n_eff[None, :, None], _paired_draw(n_draws), est, rng, n_draws)
+    lo, hi = cached_bounds("paired", eff * n_eff[None, :, None], est, rng, n_draws)
     truth = float(np.mean(np.subtract(ra, rb)))
     bal = _covered(lo, hi, truth)
     # rows family: one group over all rows
@@ -225,20 +246,20 @@ def simulate_paired(
     n_eff_all = n_all**2 / sq if use_clusters else n_all
     sh = pooled / n_all
     eff_all = np.stack([sh[:, 1], sh[:, 2], sh[:, 0] + sh[:, 3]], -1)[:, None, :] * n_eff_all
-    lo, hi = _cached_intervals(eff_all, _paired_draw(n_draws), sh[:, 1] - sh[:, 2], rng, n_draws)
+    lo, hi = cached_bounds("paired", eff_all, sh[:, 1] - sh[:, 2], rng, n_draws)
     truth_rows = float(np.dot(n_rows, np.subtract(ra, rb)) / n_all)
     return bal, _covered(lo, hi, truth_rows)
 
 
 def simulate_single(
     sizes: list[NDArray[np.intp]],
-    recall: tuple[float, float],
+    recall: tuple[float, ...],
     sims: int,
     rng: np.random.Generator,
     n_draws: int,
     use_clusters: bool = True,
 ) -> tuple[float, float]:
-    """(balanced, rows) coverage of one variant's interval with clustered rows."""
+    """(balanced, rows) coverage of one variant's interval with clustered rows (G classes)."""
     n_rows = np.array([m.sum() for m in sizes], dtype=float)
     hit_rows = np.stack(
         [((rng.random((sims, len(m))) < recall[c]) * m).sum(axis=1) for c, m in enumerate(sizes)],
@@ -248,14 +269,14 @@ def simulate_single(
     n_eff = kish if use_clusters else n_rows
     share = hit_rows / n_rows
     eff = np.stack([share * n_eff, (1 - share) * n_eff], axis=-1)
-    lo, hi = _cached_intervals(eff, _single_draw(n_draws), share.mean(axis=1), rng, n_draws)
+    lo, hi = cached_bounds("single", eff, share.mean(axis=1), rng, n_draws)
     bal = _covered(lo, hi, float(np.mean(recall)))
     n_all = n_rows.sum()
     sq = sum(np.sum(m.astype(float) ** 2) for m in sizes)
     n_eff_all = n_all**2 / sq if use_clusters else n_all
     sh = hit_rows.sum(axis=1) / n_all
     eff_all = np.stack([sh * n_eff_all, (1 - sh) * n_eff_all], axis=-1)[:, None, :]
-    lo, hi = _cached_intervals(eff_all, _single_draw(n_draws), sh, rng, n_draws)
+    lo, hi = cached_bounds("single", eff_all, sh, rng, n_draws)
     return bal, _covered(lo, hi, float(np.dot(n_rows, recall) / n_all))
 
 
@@ -419,6 +440,109 @@ def part_paired(
     return cells
 
 
+CLASS_COUNTS = (3, 5, 10)
+CLASS_ROWS = (10, 20, 40)  # rows per class
+
+
+def class_scenarios(g: int) -> tuple[list[tuple[float, ...]], list[tuple[float, ...]]]:
+    """(one-variant, paired) per-class recall scenarios for g equal classes."""
+    spread = tuple(float(v) for v in np.round(np.linspace(0.5, 0.95, g), 3))
+    single = [(r,) * g for r in (0.5, 0.7, 0.9, 0.95, 0.99, 1.0)]
+    single += [spread, (0.5,) + (0.95,) * (g - 1)]
+    paired = [
+        (0.7,) * g + (0.5,) * g,
+        (0.9,) * g + (0.7,) * g,
+        (0.9,) * g + (0.9,) * g,
+        (0.95,) * g + (0.9,) * g,
+        (0.99,) * g + (0.97,) * g,
+        spread + spread[::-1],
+    ]
+    return single, paired
+
+
+def _label(rec: tuple[float, ...]) -> str:
+    g = len(rec)
+    return "/".join(f"{v:g}" for v in rec) if len(set(rec)) > 1 else f"{rec[0]:g} x {g}"
+
+
+def part_classes(sims: int, seed: int, counts: Iterable[int] = CLASS_COUNTS) -> list[Cell]:
+    """Balanced accuracy with 3, 5, 10 equal answer classes of 10, 20, 40 rows (simulated).
+
+    Cell key: n = number of classes, share = rows per class (`intervals.classes_cell`)."""
+    rng = np.random.default_rng(seed)
+    cells: list[Cell] = []
+    for g in counts:
+        single, paired = class_scenarios(g)
+        for m in CLASS_ROWS:
+            sizes = [np.ones(m, dtype=np.intp)] * g
+            cs = {
+                f"recall {_label(r)}": simulate_single(sizes, r, sims, rng, intervals.N_DRAWS)[0]
+                for r in single
+            }
+            cp: dict[str, float] = {}
+            for sc in paired:
+                for rho in RHOS:
+                    label = f"A {_label(sc[:g])} vs B {_label(sc[g:])}, rho {rho}"
+                    cp[label] = simulate_paired(sizes, sc, rho, sims, rng, intervals.N_DRAWS)[0]
+            cells += [
+                Cell("classes", "single", g, float(m), cs),
+                Cell("classes", "paired", g, float(m), cp),
+            ]
+    return cells
+
+
+def _latent(rng: np.random.Generator, ids: NDArray[np.intp], icc: float) -> FloatArray:
+    """Row latents with a shared per-document part of variance `icc`."""
+    z = rng.standard_normal(int(ids.max()) + 1)[ids]
+    return np.asarray(np.sqrt(icc) * z + np.sqrt(1 - icc) * rng.standard_normal(len(ids)))
+
+
+SPAN_DESIGNS = ((20, 5), (40, 3), (100, 2))  # documents x (rows of class a = rows of class b)
+
+
+def part_spanning(sims: int, seed: int) -> list[Cell]:
+    """Clusters (documents) that hold rows of both answer classes, through `metric_interval`.
+
+    Each document has `per` rows of each class; a row's hit is latent z < Phi^-1(recall),
+    z = sqrt(icc) z_document + sqrt(1 - icc) e (icc 1: a document's rows share one
+    difficulty). Arm B (paired) has a latent correlated 0.5 with A's. Truth: the generating
+    per-class recalls. Cell key: n = documents, share = rows per document."""
+    rng = np.random.default_rng(seed)
+    lab = np.array(["a", "b"], dtype=object)
+    cells: list[Cell] = []
+    single_sc = ((0.8, 0.8), (0.95, 0.95), (0.7, 0.9))
+    paired_sc = (((0.8, 0.8), (0.8, 0.8)), ((0.9, 0.9), (0.7, 0.7)), ((0.95, 0.95), (0.9, 0.9)))
+    for docs, per in SPAN_DESIGNS:
+        ids = np.repeat(np.arange(docs), 2 * per)
+        yi = np.tile(np.repeat([0, 1], per), docs)
+        y = list(lab[yi])
+        wrong = lab[1 - yi]
+        cov: dict[str, dict[str, float]] = {"single": {}, "paired": {}}
+        for icc in (1.0, 0.5):
+            for ra in single_sc:
+                thr = norm.ppf(np.asarray(ra)[yi])
+                hit = 0
+                for _ in range(sims):
+                    pa = np.where(_latent(rng, ids, icc) < thr, lab[yi], wrong)
+                    ci = intervals.metric_interval(y, list(pa), clusters=ids, seed=None)
+                    hit += ci.low <= float(np.mean(ra)) <= ci.high
+                cov["single"][f"recall {_label(ra)}, ICC {icc}"] = hit / sims
+            for ra, rb in paired_sc:
+                ta, tb = norm.ppf(np.asarray(ra)[yi]), norm.ppf(np.asarray(rb)[yi])
+                truth = float(np.mean(ra) - np.mean(rb))
+                hit = 0
+                for _ in range(sims):
+                    za = _latent(rng, ids, icc)
+                    zb = 0.5 * za + np.sqrt(0.75) * _latent(rng, ids, icc)
+                    pa = np.where(za < ta, lab[yi], wrong)
+                    pb = np.where(zb < tb, lab[yi], wrong)
+                    ci = intervals.metric_interval(y, list(pa), list(pb), clusters=ids, seed=None)
+                    hit += ci.low <= truth <= ci.high
+                cov["paired"][f"A {_label(ra)} vs B {_label(rb)}, ICC {icc}"] = hit / sims
+        cells += [Cell("spanning", k, docs, float(per), v) for k, v in cov.items()]
+    return cells
+
+
 CLUSTER_SINGLE = ((0.5, 0.5), (0.9, 0.9), (0.95, 0.95), (0.5, 0.95), (0.95, 0.7), (0.7, 0.9))
 CLUSTER_PAIRED = (PAIRED[0], PAIRED[3], PAIRED[5], PAIRED[6], PAIRED[7], PAIRED[9])
 
@@ -460,15 +584,27 @@ def part_clusters(shares: Iterable[float], sims: int, seed: int) -> list[str]:
 
 
 def table(cells: list[Cell]) -> list[str]:
-    out = ["| metric | interval | n | minority | min coverage | median | worst scenario |"]
-    out.append("|---|---|---|---|---|---|---|")
+    out = [
+        "| metric | interval | n (classes) | minority (rows per class) | min coverage | "
+        f"min, recalls <= {CEILING} | median | worst scenario |"
+    ]
+    out.append("|---|---|---|---|---|---|---|---|")
+    inner = {(c.family, c.kind, c.n, c.share): c for c in interior(cells)}
     for c in sorted(cells, key=lambda c: (c.family, c.kind, c.n, c.share)):
         low, worst = c.worst
-        flag = " **flagged**" if low < intervals.MIN_COVERAGE else ""
-        share = "-" if c.family == "f1" else str(c.share)
+        flag = " **flagged**" if round(low, 3) < intervals.MIN_COVERAGE else ""
+        share = "-" if c.family == "f1" else f"{c.share:g}"
+        i = inner.get((c.family, c.kind, c.n, c.share))
+        if i is None or len(i.coverage) == len(c.coverage):
+            mid = "(same)"
+        else:
+            i_low, _ = i.worst
+            mid = f"{i_low:.3f}" + (
+                " **flagged**" if round(i_low, 3) < intervals.MIN_COVERAGE else ""
+            )
         out.append(
-            f"| {c.family} | {c.kind} | {c.n} | {share} | {low:.3f}{flag} | {c.median:.3f} | "
-            f"{worst} |"
+            f"| {c.family} | {c.kind} | {c.n} | {share} | {low:.3f}{flag} | {mid} | "
+            f"{c.median:.3f} | {worst} |"
         )
     return out
 
@@ -484,15 +620,46 @@ def summary(cells: list[Cell]) -> list[str]:
     return out
 
 
-def emit(cells: list[Cell], sims: int) -> str:
-    by: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {}
+CEILING = 0.95  # a scenario with a true rate above this is "near the bound"
+
+
+def near_bound(label: str) -> bool:
+    """Whether a scenario label's generating recalls include one above CEILING."""
+    head = label.split(", rho")[0].split(", ICC")[0]
+    return any(
+        float(v) > CEILING for v in re.findall(r"\d+(?:\.\d+)?", head) if "." in v or v == "1"
+    )
+
+
+def interior(cells: list[Cell]) -> list[Cell]:
+    """The cells restricted to scenarios whose recalls all lie in [0.5, CEILING]."""
+    out = []
     for c in cells:
+        cov = {k: v for k, v in c.coverage.items() if not near_bound(k)}
+        if cov:
+            out.append(Cell(c.family, c.kind, c.n, c.share, cov))
+    return out
+
+
+def emit(cells: list[Cell], sims: int) -> str:
+    """The COVERAGE literal: per (family, kind) the interior scenarios, and per
+    (family + "+ceiling", kind) every scenario (the ceiling included)."""
+    by: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {}
+    for c in interior(cells):
         low, worst = c.worst
         by.setdefault((c.family, c.kind), {})[(c.n, c.share)] = (
             round(low, 3),
             round(c.median, 3),
             worst,
         )
+    for c in cells:
+        if any(near_bound(k) for k in c.coverage):
+            low, worst = c.worst
+            by.setdefault((c.family + "+ceiling", c.kind), {})[(c.n, c.share)] = (
+                round(low, 3),
+                round(c.median, 3),
+                worst,
+            )
     lines = [
         f"COVERAGE_SIMS = {sims}  # simulations per paired cell (single-variant cells are exact)",
         "COVERAGE: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {",
@@ -524,10 +691,13 @@ def _load(paths: Iterable[str]) -> tuple[list[Cell], list[str], list[dict[str, o
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--part", choices=("exact", "prior", "paired", "clusters", "f1", "all"),
+    ap.add_argument("--part", choices=("exact", "prior", "paired", "clusters", "classes",
+                                       "spanning", "f1", "all"),
                     default="all")  # fmt: skip
     ap.add_argument("--n", type=int, nargs="*", default=list(GRID_N))
     ap.add_argument("--sims", type=int, default=1000, help="simulations per paired/cluster cell")
+    ap.add_argument("--classes", type=int, nargs="*", default=list(CLASS_COUNTS))
+    ap.add_argument("--span-sims", type=int, default=400, help="per spanning scenario")
     ap.add_argument("--f1-sims", type=int, default=400, help="simulations per F1 scenario")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="n = 20, 100; 200 sims; seconds")
@@ -537,7 +707,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     t0 = time.time()
     meta: dict[str, object] = {"part": args.part, "n": args.n, "sims": args.sims,
-                               "f1_sims": args.f1_sims, "seed": args.seed}  # fmt: skip
+                               "f1_sims": args.f1_sims,
+                               "span_sims": args.span_sims,
+                               "classes": args.classes, "seed": args.seed}  # fmt: skip
     if args.merge:
         cells, lines, metas = _load(args.merge)
         print("parts:", "; ".join(json.dumps(m) for m in metas))
@@ -556,6 +728,10 @@ def main(argv: list[str] | None = None) -> None:
             lines += part_prior(ns, SHARES, args.seed)
         if parts in ("paired", "all"):
             cells += part_paired(ns, SHARES, args.sims, args.seed)
+        if parts in ("classes", "all"):
+            cells += part_classes(args.sims, args.seed, args.classes)
+        if parts in ("spanning", "all"):
+            cells += part_spanning(args.span_sims, args.seed)
         if parts in ("clusters", "all"):
             lines += ["", f"Clustered rows ({args.sims} simulations per scenario):"]
             lines += part_clusters(SHARES, args.sims, args.seed)

@@ -12,10 +12,16 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from promptlib.errors import WorkbenchError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 
 class OutputError(WorkbenchError):
@@ -56,6 +62,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+# lock file -> (descriptor, depth) of the locks this thread holds (re-entrant per thread)
+_HELD = threading.local()
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of the folder `path`: a hidden sibling, present only while it is held."""
+    return path.parent / f".{path.name}.lock"
+
+
 @contextlib.contextmanager
 def dir_lock(path: Path) -> Iterator[None]:
     """Hold the lock writers of the folder `path` take turns through (a file beside it).
@@ -64,13 +79,73 @@ def dir_lock(path: Path) -> Iterator[None]:
     its grades, import grades) must not let another writer slip in between its read and its
     write. The lock is re-entrant within a thread, so `atomic_write_dir` under it does not
     wait on itself; other threads and processes wait.
-    """
-    import filelock
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # one lock object per path in this process (is_singleton), counted per thread
-    with filelock.FileLock(str(path.parent / f".{path.name}.lock"), is_singleton=True):
+    The lock file is removed when the lock is released, so `runs/` holds only results once
+    nobody writes. Removing a flock file is racy unless every taker checks what it locked;
+    here it does, and the protocol stays exclusive:
+
+    - a taker opens (creating) the file, `flock`s it, then checks that the path still names
+      the file it locked (same device and inode); if not, it locked a file that was removed
+      meanwhile, so it closes it and starts again;
+    - only a holder removes the file, while still holding it, and closes it afterwards.
+
+    So a taker that proceeds holds the flock of the file the path names, and the path keeps
+    naming that file until this taker removes it: no second taker can pass the check in the
+    meantime (it would need the same flock, or a file the path does not name). A waiter on a
+    removed file wakes, fails the check and waits on the new one. A process killed while
+    holding leaves the file behind (the kernel drops the flock): the next taker locks it at
+    once and removes it when done. Where `fcntl` is missing (Windows) `filelock` is used and
+    the file stays.
+    """
+    target = lock_path(path)
+    held: dict[str, list[int]] = _HELD.__dict__.setdefault("locks", {})
+    key = str(target)
+    if key in held:  # this thread holds it already
+        held[key][1] += 1
+        try:
+            yield
+        finally:
+            held[key][1] -= 1
+        return
+    if fcntl is None:  # pragma: no cover - not POSIX
+        import filelock
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(key, is_singleton=True):
+            yield
+        return
+    fd = _take(target)
+    held[key] = [fd, 1]
+    try:
         yield
+    finally:
+        del held[key]
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)  # still holding it: see the docstring
+        finally:
+            os.close(fd)  # releases the flock
+
+
+def _take(target: Path) -> int:
+    """A descriptor of `target`, flocked, that `target` still names (see `dir_lock`)."""
+    assert fcntl is not None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            mine = os.fstat(fd)
+            try:
+                now = os.stat(target)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return fd
+        os.close(fd)  # its last holder removed it while we waited: lock the current one
 
 
 def atomic_write_dir(path: Path, files: Mapping[str, str]) -> None:

@@ -152,7 +152,7 @@ def comparison_table(
         out.append(
             left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
             f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('n_clusters'), 'd'):>5} "
-            f"{_f(r.get('mde_80'), '.3f'):>6}{flag}"
+            f"{_f(r.get('mde_80'), '.3f'):>6}{'?' if r.get('mde_unreliable') else ''}{flag}"
         )
     tested = [r for r in table if r["p_value"] is not None]
     if not tested:
@@ -185,11 +185,13 @@ def comparison_table(
         methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
         parts.append(
             f"95% CI of A - B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
-            "'!' marks an interval flagged degenerate or unreliable (see ci_note in the JSON)"
+            "'!' marks an interval flagged degenerate or unreliable, or one that points "
+            "another way than the test (see ci_note in the JSON)"
         )
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
-            "(simulated, experiments.analysis.power; '-' where no effect can reach it)"
+            "(simulated, experiments.analysis.power; '-' where no effect can reach it; '?' "
+            "where its validation measured the true power off 0.80 +- 0.05: see mde_note)"
         )
     parts.append(
         f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "

@@ -6,7 +6,7 @@ figure is drawn (start-up time)."""
 from experiments.analysis.clusters import Clustering
 from experiments.analysis.compare import Arm, best_vs_worst, pair
 from experiments.analysis.intervals import metric_interval
-from experiments.analysis.power import MDE, simulated_power
+from experiments.analysis.power import MDE
 from experiments.analysis.sensitivity import (
     Trial,
     format_sensitivity,
@@ -40,6 +40,5 @@ __all__ = [
     "pooled_effects",
     "range_permutation_test",
     "sensitivity_report",
-    "simulated_power",
     "variance_shares_artifact",
 ]

@@ -177,6 +177,7 @@ def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict
         "mde_80": None,
         "mde_note": None,
         "mde_method": None,
+        "mde_unreliable": None,
         "n_clusters": None,
         "clustered_by": None,
         "cluster_note": None,
@@ -273,7 +274,10 @@ def pair(
         "n_discordant": res.n_discordant,
         "ci_low": ci.low,
         "ci_high": ci.high,
-        "ci_note": _ci_note(ci),
+        "ci_note": "; ".join(
+            x for x in (_ci_note(ci), _disagreement(res.p_value, ci.low, ci.high)) if x
+        )
+        or None,
         "ci_method": ci.method,
         "ci_a_low": ci_a.low,
         "ci_a_high": ci_a.high,
@@ -284,6 +288,7 @@ def pair(
         "mde_80": mde.value,
         "mde_note": mde.note,
         "mde_method": mde.method,
+        "mde_unreliable": mde.unreliable,
         **_cluster_fields(c),
     }
 
@@ -293,8 +298,26 @@ def _ci_note(ci: Any) -> str | None:
     if getattr(ci, "degenerate", False):
         notes.append("degenerate (zero width)")
     if getattr(ci, "unreliable", False):
-        notes.append("unreliable: " + (getattr(ci, "note", "") or "coverage below 93%"))
+        note = str(getattr(ci, "note", "") or "coverage below 93%")
+        notes.append(note if note.startswith("unreliable") else "unreliable: " + note)
     return "; ".join(notes) or None
+
+
+def _disagreement(p_value: float | None, low: float | None, high: float | None) -> str | None:
+    """Says when the interval and the test point different ways at the 5% level: they are
+    different procedures (an exact permutation test of the swap null, a posterior-shaped
+    interval of the difference), so near the boundary one can reject and the other not."""
+    if p_value is None or low is None or high is None:
+        return None
+    rejects, excludes = p_value < 0.05, (low > 0 or high < 0)
+    if rejects == excludes:
+        return None
+    if rejects:
+        return (
+            "the test rejects (p < 0.05) but the 95% interval contains 0: the interval is the "
+            "more conservative of the two here; the p-value is the test's verdict"
+        )
+    return "the 95% interval excludes 0 but the test does not reject (p >= 0.05): no verdict"
 
 
 def best_vs_worst(

@@ -9,35 +9,52 @@ Method (`metric_interval`), for the accuracy-type metrics (``accuracy``,
 ``balanced_accuracy`` and the 0/1-per-row metrics ``sara_numeric_within_10pct``,
 ``citation_open_contains``, ``definition_extraction_stemmed_match``):
 
-- One variant: every group's hit rate gets an independent Beta posterior with a Jeffreys
-  prior, Beta(hits + 1/2, misses + 1/2). The groups are the answer classes for balanced
-  accuracy (the metric is the mean of the per-class recalls) and all rows for the others.
-  The interval is the equal-tailed posterior interval of the metric, from `n_draws` draws.
+- One variant: every group's hit rate gets a Jeffreys Beta(hits + 1/2, misses + 1/2)
+  posterior. The groups are the answer classes for balanced accuracy (the metric is the mean
+  of the per-class recalls) and all rows for the others. Next to a bound (a group with at
+  most one miss or at most one hit) the group's lower tail is drawn from Beta(hits, misses +
+  1) and its upper tail from Beta(hits + 1, misses), the Clopper-Pearson bounds (as in the
+  modified Jeffreys interval of Brown, Cai & DasGupta 2001): near the ceiling the Jeffreys
+  bounds covered 0.80-0.88.
 - Paired difference metric(A) - metric(B): every group's rows fall into four cells (both
   right, A only, B only, both wrong), with a Jeffreys Dirichlet(1/2, 1/2, 1/2, 1/2) prior;
   the difference of the group's hit rates is p(A only) - p(B only), and the metric's
-  difference is their (class-)mean. Equal-tailed posterior interval from `n_draws` draws.
+  difference is their (class-)mean. A group with at most one "B only" row draws its lower
+  tail with shapes (A only, B only + 1) instead of (+ 1/2, + 1/2), one with at most one
+  "A only" row its upper tail with (A only + 1, B only): the Clopper-Pearson-type analogue.
+- The interval is the equal-tailed one of `n_draws` draws of the weighted sum over groups.
+  From three groups on (`CENTRE_FROM`) every group's draws are first centred on its observed
+  rate: the prior pulls each posterior mean towards 1/2, and over 5-10 classes those pulls
+  add up while the spread shrinks (the uncentred interval covered 0.86-0.89 there); with
+  one or two groups the pull helps, so it stays.
 - Clusters (rows that cannot vary apart, e.g. identical prompts): a group's counts are the
   row shares of each cell times the group's effective size n_eff = (sum m)^2 / sum m^2 over
   its clusters' row counts m (Kish). That is exact when a cluster's rows share one outcome
   (identical prompts get identical answers) and conservative when they merely correlate;
-  with no clusters n_eff is the row count and the counts are the row counts.
+  with no clusters n_eff is the row count and the counts are the row counts. Clusters that
+  hold rows of several classes (a document's rows, `by_column`) also tie the classes
+  together: every n_eff is then divided by the metric's design effect under shared
+  outcomes (`_design_effect`; per-class Kish alone covered about 0.85 there).
 - The point estimate is the official metric (``stats.metric_fn``) over all rows; the
-  interval is widened, if needed, to contain it (a posterior interval can exclude an
-  observed 1.0).
+  interval is clipped to the metric's range and widened, if needed, to contain it.
 
 The F1 metrics (``ssla_f1``, ``successor_liability_f1``) fall back to
 `experiments.analysis.stats.bootstrap_ci` (its default bias-corrected percentile interval, 2,000
 resamples; clusters are passed on when that function takes them, else the interval is
 flagged); their coverage was measured the same way (`benchmarks/coverage.py`, part f1).
 
-Every interval is flagged from measured coverage, not from a class-size rule: `COVERAGE`
-holds the minimum and median coverage that `benchmarks/coverage.py` measured for each grid
-cell (n, minority share), the minimum taken over per-class recalls 0.5-0.95 and, for a
-paired difference, correlated and independent arms. `metric_interval` looks up the largest
-grid cell the data dominate (effective sizes, not row counts) and marks the interval
-`unreliable` when that cell's minimum coverage is below `MIN_COVERAGE`; the note says what
-was measured. Data smaller than every grid cell are flagged too (nothing was measured).
+Every interval is flagged from measured coverage, not from a rule: `COVERAGE` holds the
+minimum and median coverage that `benchmarks/coverage.py` measured for each grid cell, the
+minimum taken over the generating recall scenarios (and, paired, arm correlations 0 / 0.7)
+of that cell. Two answer classes and classless metrics: cells (n, minority share); 3, 5 and
+10 equal classes: cells ("classes", (classes, rows per class)); clusters spanning classes:
+("spanning", (documents, rows per document)). Each family has an interior table (true
+recalls 0.5-0.95) and a "+ceiling" table (recalls 0.97, 0.99, 1.0 added), read when an
+observed group rate lies beyond 0.95 (or below 0.05: the method is symmetric). The lookup
+takes the largest grid cell the data dominate (effective sizes, not row counts) and marks
+the interval `unreliable` when that cell's minimum coverage is below `MIN_COVERAGE`; the
+note says what was measured. Data smaller than every grid cell, or with more answer
+classes than were measured, are flagged and said to be off the measured grid.
 """
 
 from __future__ import annotations
@@ -71,45 +88,131 @@ F1_RESAMPLES = 2000  # bootstrap resamples of the F1 fallback (the coverage was 
 MIN_COVERAGE = 0.93  # a 95% interval whose measured coverage falls below this is flagged
 MAX_COVERAGE = 0.97  # a median coverage above this is noted as conservative (not flagged)
 COVERAGE_SOURCE = "benchmarks/coverage.py"
+NEAR_BOUND = 0.95  # an observed rate beyond this looks the table up with the ceiling rows
+CENTRE_FROM = 3  # groups (answer classes) from which the draws are centred on the estimate
+CENTRED_NOTE = ", each group's draws centred on its observed rate and scaled to its sampling sd"
 
 # ---- measured coverage (pasted from `benchmarks/coverage.py --emit`) ----------------------------
-# COVERAGE[(family, kind)][(n, minority share)] = (min, median, worst scenario) of the 95%
-# interval's coverage over the recall scenarios (and arm correlations, paired) of that cell.
-COVERAGE_SIMS = 2000  # simulations per paired cell (single-variant cells are exact)
+# COVERAGE[(family, kind)][cell] = (min, median, worst scenario) of the 95% interval's
+# coverage over the generating scenarios of that cell (true recalls 0.5-0.95; the
+# "+ceiling" families add 0.97, 0.99, 1.0). Cells: (n, minority share) for "balanced"
+# (two classes) and "rows"; (classes, rows per class) for "classes"; (documents, rows per
+# document and class) for "spanning" (clusters holding rows of both classes).
+# Simulations per scenario: one variant, two classes: exact (every outcome); paired 1000;
+# classes 600 (10 classes: 250); spanning 600 through metric_interval; F1 400.
+COVERAGE_SIMS = 1000
 COVERAGE: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {
     ("balanced", "paired"): {
-        (20, 0.1): (0.953, 0.999, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
-        (20, 0.2): (0.922, 0.984, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
-        (20, 0.5): (0.942, 0.971, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.1): (0.888, 0.991, "A 0.9/0.95 vs B 0.5/0.95, rho 0.7"),
-        (40, 0.2): (0.943, 0.963, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.5): (0.941, 0.961, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.1): (0.928, 0.988, "A 0.9/0.95 vs B 0.5/0.95, rho 0.7"),
-        (50, 0.2): (0.94, 0.96, "A 0.9/0.95 vs B 0.5/0.95, rho 0.7"),
-        (50, 0.5): (0.937, 0.957, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (100, 0.1): (0.921, 0.961, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (100, 0.2): (0.939, 0.954, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (100, 0.5): (0.942, 0.952, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
-        (200, 0.1): (0.938, 0.951, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.2): (0.943, 0.951, "A 0.7/0.7 vs B 0.5/0.5, rho 0.7"),
-        (200, 0.5): (0.941, 0.951, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (20, 0.1): (1.0, 1.0, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.2): (0.992, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.5): (0.976, 0.999, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.1): (0.992, 1.0, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (40, 0.2): (0.981, 0.998, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.5): (0.956, 0.991, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (50, 0.1): (0.985, 1.0, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (50, 0.2): (0.961, 0.996, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
+        (50, 0.5): (0.95, 0.988, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (100, 0.1): (0.955, 0.998, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (100, 0.2): (0.952, 0.978, "A 0.7/0.7 vs B 0.5/0.5, rho 0.7"),
+        (100, 0.5): (0.941, 0.964, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
+        (200, 0.1): (0.947, 0.983, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
+        (200, 0.2): (0.937, 0.962, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (200, 0.5): (0.946, 0.957, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
     },
     ("balanced", "single"): {
-        (20, 0.1): (0.915, 0.951, "recall 0.95/0.5"),
-        (20, 0.2): (0.91, 0.946, "recall 0.5/0.95"),
-        (20, 0.5): (0.925, 0.947, "recall 0.95/0.95"),
-        (40, 0.1): (0.881, 0.954, "recall 0.5/0.95"),
-        (40, 0.2): (0.93, 0.944, "recall 0.7/0.5"),
-        (40, 0.5): (0.937, 0.948, "recall 0.7/0.9"),
-        (50, 0.1): (0.937, 0.955, "recall 0.5/0.95"),
-        (50, 0.2): (0.939, 0.953, "recall 0.7/0.9"),
-        (50, 0.5): (0.938, 0.949, "recall 0.5/0.5"),
-        (100, 0.1): (0.937, 0.953, "recall 0.7/0.95"),
-        (100, 0.2): (0.941, 0.948, "recall 0.9/0.9"),
-        (100, 0.5): (0.936, 0.947, "recall 0.9/0.9"),
-        (200, 0.1): (0.942, 0.949, "recall 0.9/0.5"),
-        (200, 0.2): (0.942, 0.948, "recall 0.9/0.95"),
-        (200, 0.5): (0.947, 0.949, "recall 0.7/0.9"),
+        (20, 0.1): (0.973, 0.993, "recall 0.95/0.5"),
+        (20, 0.2): (0.965, 0.977, "recall 0.95/0.5"),
+        (20, 0.5): (0.955, 0.965, "recall 0.7/0.7"),
+        (40, 0.1): (0.96, 0.984, "recall 0.9/0.9"),
+        (40, 0.2): (0.957, 0.965, "recall 0.7/0.7"),
+        (40, 0.5): (0.937, 0.958, "recall 0.5/0.7"),
+        (50, 0.1): (0.963, 0.979, "recall 0.9/0.95"),
+        (50, 0.2): (0.947, 0.96, "recall 0.5/0.5"),
+        (50, 0.5): (0.939, 0.955, "recall 0.5/0.5"),
+        (100, 0.1): (0.93, 0.965, "recall 0.5/0.9"),
+        (100, 0.2): (0.944, 0.957, "recall 0.5/0.9"),
+        (100, 0.5): (0.944, 0.952, "recall 0.5/0.5"),
+        (200, 0.1): (0.938, 0.957, "recall 0.7/0.95"),
+        (200, 0.2): (0.945, 0.954, "recall 0.5/0.9"),
+        (200, 0.5): (0.946, 0.949, "recall 0.5/0.5"),
+    },
+    ("balanced+ceiling", "paired"): {
+        (20, 0.1): (1.0, 1.0, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.2): (0.992, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.5): (0.976, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.1): (0.992, 1.0, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (40, 0.2): (0.981, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.5): (0.956, 0.996, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (50, 0.1): (0.985, 1.0, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (50, 0.2): (0.961, 1.0, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
+        (50, 0.5): (0.95, 0.993, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (100, 0.1): (0.955, 1.0, "A 0.95/0.5 vs B 0.5/0.95, rho 0.0"),
+        (100, 0.2): (0.952, 0.994, "A 0.7/0.7 vs B 0.5/0.5, rho 0.7"),
+        (100, 0.5): (0.941, 0.977, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
+        (200, 0.1): (0.947, 0.996, "A 0.9/0.95 vs B 0.5/0.95, rho 0.0"),
+        (200, 0.2): (0.937, 0.979, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (200, 0.5): (0.946, 0.962, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
+    },
+    ("balanced+ceiling", "single"): {
+        (20, 0.1): (0.967, 0.988, "recall 0.99/0.9"),
+        (20, 0.2): (0.947, 0.984, "recall 0.9/0.97"),
+        (20, 0.5): (0.944, 0.971, "recall 0.99/0.5"),
+        (40, 0.1): (0.948, 0.982, "recall 0.9/0.99"),
+        (40, 0.2): (0.942, 0.972, "recall 0.7/1.0"),
+        (40, 0.5): (0.937, 0.967, "recall 0.5/0.7"),
+        (50, 0.1): (0.954, 0.981, "recall 1.0/0.97"),
+        (50, 0.2): (0.939, 0.967, "recall 1.0/0.99"),
+        (50, 0.5): (0.939, 0.965, "recall 0.5/0.5"),
+        (100, 0.1): (0.925, 0.969, "recall 0.5/0.97"),
+        (100, 0.2): (0.944, 0.966, "recall 0.5/0.9"),
+        (100, 0.5): (0.944, 0.962, "recall 0.5/0.5"),
+        (200, 0.1): (0.917, 0.965, "recall 0.7/1.0"),
+        (200, 0.2): (0.939, 0.962, "recall 0.99/1.0"),
+        (200, 0.5): (0.946, 0.956, "recall 0.5/0.5"),
+    },
+    ("classes", "paired"): {
+        (3, 10.0): (0.987, 0.999, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (3, 20.0): (0.955, 0.988, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (3, 40.0): (0.948, 0.972, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (5, 10.0): (0.982, 0.999, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (5, 20.0): (0.943, 0.992, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (5, 40.0): (0.92, 0.98, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (10, 10.0): (0.992, 1.0, "A 0.7 x 10 vs B 0.5 x 10, rho 0.0"),
+        (10, 20.0): (0.956, 0.998, "A 0.7 x 10 vs B 0.5 x 10, rho 0.0"),
+        (10, 40.0): (0.944, 0.976, "A 0.9 x 10 vs B 0.7 x 10, rho 0.0"),
+    },
+    ("classes", "single"): {
+        (3, 10.0): (0.958, 0.987, "recall 0.5 x 3"),
+        (3, 20.0): (0.945, 0.975, "recall 0.5 x 3"),
+        (3, 40.0): (0.933, 0.972, "recall 0.5 x 3"),
+        (5, 10.0): (0.943, 0.987, "recall 0.5 x 5"),
+        (5, 20.0): (0.948, 0.973, "recall 0.7 x 5"),
+        (5, 40.0): (0.942, 0.954, "recall 0.5 x 5"),
+        (10, 10.0): (0.948, 0.998, "recall 0.5 x 10"),
+        (10, 20.0): (0.932, 0.972, "recall 0.5 x 10"),
+        (10, 40.0): (0.948, 0.976, "recall 0.5 x 10"),
+    },
+    ("classes+ceiling", "paired"): {
+        (3, 10.0): (0.987, 1.0, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (3, 20.0): (0.955, 0.995, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (3, 40.0): (0.948, 0.978, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
+        (5, 10.0): (0.982, 1.0, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (5, 20.0): (0.943, 0.996, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (5, 40.0): (0.92, 0.987, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
+        (10, 10.0): (0.992, 1.0, "A 0.7 x 10 vs B 0.5 x 10, rho 0.0"),
+        (10, 20.0): (0.956, 1.0, "A 0.7 x 10 vs B 0.5 x 10, rho 0.0"),
+        (10, 40.0): (0.944, 0.98, "A 0.9 x 10 vs B 0.7 x 10, rho 0.0"),
+    },
+    ("classes+ceiling", "single"): {
+        (3, 10.0): (0.958, 0.992, "recall 0.5 x 3"),
+        (3, 20.0): (0.945, 0.976, "recall 0.5 x 3"),
+        (3, 40.0): (0.933, 0.973, "recall 0.5 x 3"),
+        (5, 10.0): (0.943, 0.993, "recall 0.5 x 5"),
+        (5, 20.0): (0.948, 0.988, "recall 0.7 x 5"),
+        (5, 40.0): (0.942, 0.969, "recall 0.5 x 5"),
+        (10, 10.0): (0.948, 1.0, "recall 0.5 x 10"),
+        (10, 20.0): (0.932, 0.986, "recall 0.5 x 10"),
+        (10, 40.0): (0.948, 0.982, "recall 0.5 x 10"),
     },
     ("f1", "paired"): {
         (20, 0.0): (0.953, 0.954, "q 0.9 vs 0.6"),
@@ -126,89 +229,204 @@ COVERAGE: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]
         (200, 0.0): (0.953, 0.96, "q 0.6 (F1 0.517)"),
     },
     ("rows", "paired"): {
-        (20, 0.1): (0.939, 0.959, "A 0.7/0.7 vs B 0.7/0.7, rho 0.7"),
-        (20, 0.2): (0.933, 0.963, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
-        (20, 0.5): (0.936, 0.957, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (40, 0.1): (0.928, 0.953, "A 0.95/0.95 vs B 0.9/0.9, rho 0.7"),
-        (40, 0.2): (0.933, 0.951, "A 0.95/0.95 vs B 0.9/0.9, rho 0.0"),
-        (40, 0.5): (0.935, 0.954, "A 0.9/0.9 vs B 0.9/0.9, rho 0.0"),
-        (50, 0.1): (0.931, 0.952, "A 0.9/0.9 vs B 0.9/0.9, rho 0.0"),
-        (50, 0.2): (0.933, 0.957, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (50, 0.5): (0.928, 0.954, "A 0.9/0.9 vs B 0.9/0.9, rho 0.0"),
-        (100, 0.1): (0.937, 0.95, "A 0.7/0.7 vs B 0.7/0.7, rho 0.7"),
-        (100, 0.2): (0.943, 0.952, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (100, 0.5): (0.925, 0.949, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
-        (200, 0.1): (0.939, 0.948, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (200, 0.2): (0.942, 0.95, "A 0.95/0.7 vs B 0.95/0.9, rho 0.0"),
-        (200, 0.5): (0.937, 0.951, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
+        (20, 0.1): (0.958, 0.992, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.2): (0.955, 0.986, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.5): (0.953, 0.994, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.1): (0.94, 0.972, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.2): (0.93, 0.974, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.5): (0.935, 0.975, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (50, 0.1): (0.942, 0.964, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (50, 0.2): (0.93, 0.966, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
+        (50, 0.5): (0.946, 0.974, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
+        (100, 0.1): (0.937, 0.96, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (100, 0.2): (0.938, 0.954, "A 0.7/0.7 vs B 0.7/0.7, rho 0.7"),
+        (100, 0.5): (0.938, 0.96, "A 0.9/0.9 vs B 0.9/0.9, rho 0.0"),
+        (200, 0.1): (0.938, 0.952, "A 0.7/0.7 vs B 0.5/0.5, rho 0.7"),
+        (200, 0.2): (0.935, 0.952, "A 0.95/0.95 vs B 0.9/0.9, rho 0.0"),
+        (200, 0.5): (0.936, 0.952, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
     },
     ("rows", "single"): {
-        (20, 0.1): (0.903, 0.961, "recall 0.7/0.9"),
-        (20, 0.2): (0.942, 0.963, "recall 0.95/0.7"),
-        (20, 0.5): (0.947, 0.968, "recall 0.7/0.7"),
-        (40, 0.1): (0.94, 0.951, "recall 0.7/0.95"),
-        (40, 0.2): (0.937, 0.96, "recall 0.5/0.7"),
-        (40, 0.5): (0.929, 0.948, "recall 0.9/0.95"),
-        (50, 0.1): (0.885, 0.945, "recall 0.95/0.95"),
-        (50, 0.2): (0.915, 0.956, "recall 0.95/0.9"),
-        (50, 0.5): (0.885, 0.954, "recall 0.95/0.95"),
-        (100, 0.1): (0.935, 0.949, "recall 0.95/0.95"),
-        (100, 0.2): (0.935, 0.951, "recall 0.95/0.95"),
-        (100, 0.5): (0.935, 0.962, "recall 0.95/0.95"),
+        (20, 0.1): (0.931, 0.965, "recall 0.7/0.5"),
+        (20, 0.2): (0.947, 0.971, "recall 0.7/0.7"),
+        (20, 0.5): (0.947, 0.971, "recall 0.7/0.7"),
+        (40, 0.1): (0.941, 0.958, "recall 0.5/0.7"),
+        (40, 0.2): (0.936, 0.96, "recall 0.9/0.7"),
+        (40, 0.5): (0.943, 0.969, "recall 0.9/0.9"),
+        (50, 0.1): (0.943, 0.958, "recall 0.9/0.7"),
+        (50, 0.2): (0.935, 0.958, "recall 0.5/0.5"),
+        (50, 0.5): (0.946, 0.96, "recall 0.5/0.7"),
+        (100, 0.1): (0.936, 0.949, "recall 0.9/0.9"),
+        (100, 0.2): (0.947, 0.961, "recall 0.7/0.5"),
+        (100, 0.5): (0.943, 0.954, "recall 0.5/0.5"),
         (200, 0.1): (0.938, 0.954, "recall 0.9/0.95"),
         (200, 0.2): (0.941, 0.954, "recall 0.9/0.9"),
-        (200, 0.5): (0.941, 0.958, "recall 0.9/0.9"),
+        (200, 0.5): (0.941, 0.955, "recall 0.9/0.9"),
+    },
+    ("rows+ceiling", "paired"): {
+        (20, 0.1): (0.958, 0.998, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.2): (0.955, 0.996, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (20, 0.5): (0.953, 0.997, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.1): (0.94, 0.986, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.2): (0.93, 0.984, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
+        (40, 0.5): (0.935, 0.986, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (50, 0.1): (0.942, 0.978, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
+        (50, 0.2): (0.93, 0.975, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
+        (50, 0.5): (0.946, 0.98, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
+        (100, 0.1): (0.937, 0.963, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
+        (100, 0.2): (0.938, 0.96, "A 0.7/0.7 vs B 0.7/0.7, rho 0.7"),
+        (100, 0.5): (0.938, 0.962, "A 0.9/0.9 vs B 0.9/0.9, rho 0.0"),
+        (200, 0.1): (0.938, 0.952, "A 0.7/0.7 vs B 0.5/0.5, rho 0.7"),
+        (200, 0.2): (0.925, 0.952, "A 1.0/1.0 vs B 0.97/0.97, rho 0.0"),
+        (200, 0.5): (0.936, 0.954, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
+    },
+    ("rows+ceiling", "single"): {
+        (20, 0.1): (0.931, 0.977, "recall 0.7/0.5"),
+        (20, 0.2): (0.946, 0.978, "recall 0.9/0.97"),
+        (20, 0.5): (0.941, 0.98, "recall 0.97/0.99"),
+        (40, 0.1): (0.939, 0.97, "recall 0.99/0.99"),
+        (40, 0.2): (0.936, 0.967, "recall 0.9/0.7"),
+        (40, 0.5): (0.939, 0.973, "recall 0.99/0.99"),
+        (50, 0.1): (0.943, 0.972, "recall 0.9/0.7"),
+        (50, 0.2): (0.935, 0.971, "recall 0.5/0.5"),
+        (50, 0.5): (0.946, 0.974, "recall 0.5/0.7"),
+        (100, 0.1): (0.936, 0.964, "recall 0.9/0.9"),
+        (100, 0.2): (0.938, 0.966, "recall 1.0/0.9"),
+        (100, 0.5): (0.935, 0.97, "recall 0.9/0.97"),
+        (200, 0.1): (0.928, 0.96, "recall 0.95/0.97"),
+        (200, 0.2): (0.931, 0.963, "recall 1.0/0.95"),
+        (200, 0.5): (0.93, 0.963, "recall 0.95/0.97"),
+    },
+    ("spanning", "paired"): {
+        (20, 5.0): (0.978, 1.0, "A 0.9 x 2 vs B 0.7 x 2, ICC 1.0"),
+        (40, 3.0): (0.95, 0.997, "A 0.9 x 2 vs B 0.7 x 2, ICC 1.0"),
+        (100, 2.0): (0.95, 0.981, "A 0.8 x 2 vs B 0.8 x 2, ICC 1.0"),
+    },
+    ("spanning", "single"): {
+        (20, 5.0): (0.922, 0.99, "recall 0.95 x 2, ICC 1.0"),
+        (40, 3.0): (0.928, 0.986, "recall 0.8 x 2, ICC 1.0"),
+        (100, 2.0): (0.952, 0.985, "recall 0.8 x 2, ICC 1.0"),
     },
 }
 
 
-# ---- posterior draws (vectorised over leading axes; the benchmark calls these) ---------------
-def single_draws(
+# ---- interval draws (vectorised over leading axes; the benchmark calls these) ----------------
+def single_tails(
     hits: FloatArray,
     misses: FloatArray,
-    weights: FloatArray,
     rng: np.random.Generator,
     n_draws: int = N_DRAWS,
     prior: float = PRIOR,
-) -> FloatArray:
-    """Posterior draws (..., n_draws) of sum_g w_g p_g, p_g ~ Beta(hits_g + a, misses_g + a).
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(lower-tail draws, upper-tail draws, centre, scale) of every group's hit rate.
 
-    `hits` and `misses` have shape (..., G), effective counts of each group g.
+    Both tails are Jeffreys Beta(hits + a, misses + a) draws, except next to a bound: a group
+    with at most one miss or at most one hit draws its lower tail from Beta(hits, misses + 1)
+    and its upper tail from Beta(hits + 1, misses) (0 or 1 when a count is 0), whose
+    quantiles are the exact Clopper-Pearson bounds (as in the modified Jeffreys interval,
+    Brown, Cai & DasGupta 2001: the Jeffreys bounds there are too tight; near the ceiling
+    the unmodified interval covered 0.80-0.88). `centre` is the Jeffreys posterior mean and
+    `scale` sqrt((n + 2a + 1) / n), the ratio of the sampling sd of hits / n to the
+    posterior sd, which `combine` uses from CENTRE_FROM groups on.
     """
-    p = rng.beta(hits[..., None] + prior, misses[..., None] + prior, size=(*hits.shape, n_draws))
-    return np.asarray(np.einsum("...gd,g->...d", p, weights), dtype=np.float64)
+    shape = (*hits.shape, n_draws)
+    jeff = rng.beta((hits + prior)[..., None], (misses + prior)[..., None], size=shape)
+    low, high = jeff, jeff
+    near = (misses <= 1) | (hits <= 1)
+    if np.any(near):
+        h, m, k = hits[near][:, None], misses[near][:, None], int(np.sum(near))
+        low, high = low.copy(), high.copy()
+        cp_low = rng.beta(np.maximum(h, 1e-9), m + 1, (k, n_draws))
+        cp_high = rng.beta(h + 1, np.maximum(m, 1e-9), (k, n_draws))
+        low[near] = np.where(h > 0, cp_low, 0.0)
+        high[near] = np.where(m > 0, cp_high, 1.0)
+    n = hits + misses
+    centre = (hits + prior) / (n + 2 * prior)
+    scale = np.sqrt((n + 2 * prior + 1) / np.maximum(n, 1e-9))
+    return np.asarray(low), np.asarray(high), np.asarray(centre), np.asarray(scale)
 
 
-def paired_draws(
+def paired_tails(
     a_only: FloatArray,
     b_only: FloatArray,
     rest: FloatArray,
-    weights: FloatArray,
     rng: np.random.Generator,
     n_draws: int = N_DRAWS,
     prior: float = PRIOR,
-) -> FloatArray:
-    """Posterior draws (..., n_draws) of sum_g w_g (p_g(A only) - p_g(B only)).
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(lower-tail draws, upper-tail draws, centre, scale) of every group's p(A only) - p(B only).
 
     Per group a Dirichlet(a_only + a, b_only + a, both right + a, both wrong + a) posterior;
     the two concordant cells enter only through their sum, so `rest` is their count and its
-    gamma shape is rest + 2a (a Dirichlet aggregates that way).
+    gamma shape is rest + 2a (a Dirichlet aggregates that way). Next to a bound, as for one
+    variant: a group with at most one "B only" row draws its lower tail with shapes
+    (a_only, b_only + 1), one with at most one "A only" row its upper tail with
+    (a_only + 1, b_only) (the Clopper-Pearson-type shapes; a posterior concentrated at an
+    empty discordant cell made the interval too short there). `centre` is the posterior mean,
+    `scale` sqrt((n + 4a + 1) / n) (sampling over posterior sd, as for one variant).
     """
-    shape = (*a_only.shape, n_draws)
-    g1 = rng.standard_gamma(np.broadcast_to((a_only + prior)[..., None], shape))
-    g2 = rng.standard_gamma(np.broadcast_to((b_only + prior)[..., None], shape))
-    g3 = rng.standard_gamma(np.broadcast_to((rest + 2 * prior)[..., None], shape))
-    d = (g1 - g2) / (g1 + g2 + g3)
-    return np.asarray(np.einsum("...gd,g->...d", d, weights), dtype=np.float64)
+
+    def gamma(k: FloatArray) -> FloatArray:
+        k = np.maximum(k, 1e-9)[..., None]
+        return np.asarray(rng.standard_gamma(np.broadcast_to(k, (*k.shape[:-1], n_draws))))
+
+    g1 = gamma(a_only + prior)
+    g2 = gamma(b_only + prior)
+    g3 = gamma(rest + 2 * prior)
+    d = np.asarray((g1 - g2) / (g1 + g2 + g3), dtype=np.float64)
+    low, high = d, d.copy()
+    for near, up in ((b_only <= 1, False), (a_only <= 1, True)):
+        if not np.any(near):
+            continue
+        h1 = gamma(a_only[near] + (1.0 if up else 0.0))
+        h2 = gamma(b_only[near] + (0.0 if up else 1.0))
+        h3 = gamma(rest[near] + 2 * prior)
+        h1 = np.where((a_only[near] > 0)[:, None] | up, h1, 0.0)
+        h2 = np.where((b_only[near] > 0)[:, None] | (not up), h2, 0.0)
+        part = (h1 - h2) / (h1 + h2 + h3)
+        if up:
+            high[near] = part
+        else:
+            low[near] = part
+    n = a_only + b_only + rest
+    centre = (a_only - b_only) / (n + 4 * prior)
+    scale = np.sqrt((n + 4 * prior + 1) / np.maximum(n, 1e-9))
+    return low, high, np.asarray(centre), np.asarray(scale)
 
 
-def equal_tailed(
-    draws: FloatArray, level: float, estimate: FloatArray | float
+def combine(
+    low_draws: FloatArray,
+    high_draws: FloatArray,
+    centre: FloatArray,
+    scale: FloatArray,
+    weights: FloatArray,
+    estimate: FloatArray | float,
+    level: float,
+    bounds: tuple[float, float],
+    centred: bool,
 ) -> tuple[FloatArray, FloatArray]:
-    """Equal-tailed posterior interval along the last axis, widened to contain `estimate`."""
+    """The interval of sum_g w_g p_g from per-group draws (..., G, D).
+
+    Without `centred` the equal-tailed quantiles of sum_g w_g draw_g. With it (from
+    CENTRE_FROM groups on) of estimate + sum_g w_g scale_g (draw_g - centre_g): the prior
+    pulls every group's posterior mean towards 1/2 and its spread below the sampling spread
+    (variance over n + 2a + 1, not n), and over many classes those small biases add up
+    while the total spread shrinks (with 5-10 classes the uncentred interval covered
+    0.86-0.89). With one or two groups the pull helps (centred, 10 + 10 rows at recall 0.5
+    covered 0.90), so it stays. Clipped to the metric's range, widened to hold the estimate.
+    """
     alpha = (1 - level) / 2
-    low, high = np.quantile(draws, [alpha, 1 - alpha], axis=-1)
-    return np.minimum(low, estimate), np.maximum(high, estimate)
+    if centred:
+        k = scale[..., None]
+        lo = np.einsum("...gd,g->...d", k * (low_draws - centre[..., None]), weights)
+        hi = np.einsum("...gd,g->...d", k * (high_draws - centre[..., None]), weights)
+        lo = lo + np.asarray(estimate)[..., None]
+        hi = hi + np.asarray(estimate)[..., None]
+    else:
+        lo = np.einsum("...gd,g->...d", low_draws, weights)
+        hi = np.einsum("...gd,g->...d", high_draws, weights)
+    low = np.clip(np.minimum(np.quantile(lo, alpha, axis=-1), estimate), *bounds)
+    high = np.clip(np.maximum(np.quantile(hi, 1 - alpha, axis=-1), estimate), *bounds)
+    return np.asarray(low), np.asarray(high)
 
 
 # ---- effective counts -----------------------------------------------------------------------
@@ -229,7 +447,7 @@ def _shares(groups: NDArray[np.intp], indicator: NDArray[np.bool_], n_groups: in
 
 # ---- the measured-coverage lookup -----------------------------------------------------------
 def coverage_cell(
-    family: Family, kind: Kind, n_eff: FloatArray
+    family: Family, kind: Kind, n_eff: FloatArray, near: bool = False
 ) -> tuple[tuple[int, float], tuple[float, float, str]] | None:
     """The largest measured grid cell the data dominate, with its coverage; None if none.
 
@@ -238,7 +456,7 @@ def coverage_cell(
     then the largest n. Other metrics: the largest measured n no larger than the effective
     size, worst over the minority shares at that n (their interval ignores classes).
     """
-    table = COVERAGE.get((family, kind), {})
+    table = COVERAGE.get((family + ("+ceiling" if near else ""), kind), {})
     if not table:
         return None
     tol = 1e-6
@@ -265,27 +483,95 @@ def coverage_cell(
     return key, (worst[0], medians[len(medians) // 2], worst[2])
 
 
+def classes_cell(
+    kind: Kind, n_eff: FloatArray, near: bool = False
+) -> tuple[str, tuple[float, float, str]] | str:
+    """Measured coverage for 3 or more answer classes, or why there is none (off the grid).
+
+    Measured with G equal classes of m rows (`COVERAGE[("classes", kind)]`, key (G, m)):
+    the data's class count is bracketed by the measured counts (worst of the two), and its
+    smallest class by the largest measured m no larger than it.
+    """
+    table = COVERAGE.get(("classes+ceiling" if near else "classes", kind), {})
+    n_classes = len(n_eff)
+    counts = sorted({g for g, _ in table})
+    if not counts or n_classes > counts[-1]:
+        top = counts[-1] if counts else 0
+        return f"{n_classes} answer classes: off the measured grid (measured up to {top})"
+    below = max([g for g in counts if g <= n_classes], default=counts[0])
+    above = min(g for g in counts if g >= n_classes)
+    smallest = float(np.min(n_eff)) + 1e-6
+    found = []
+    for g in sorted({below, above}):
+        sizes = [m for gg, m in table if gg == g and m <= smallest]
+        if not sizes:
+            return (
+                f"smallest class ({smallest:.1f} effective rows) lies below every cell where "
+                f"coverage was measured for {g} classes (off the measured grid); its coverage is "
+                "unknown"
+            )
+        found.append(((g, max(sizes)), table[(g, max(sizes))]))
+    (g, m), (low, median, worst) = min(found, key=lambda f: f[1][0])
+    return f"{g} classes x {m:g} rows", (low, median, worst)
+
+
 def coverage_flag(
-    family: Family, kind: Kind, n_eff: FloatArray, level: float = 0.95
+    family: Family,
+    kind: Kind,
+    n_eff: FloatArray,
+    level: float = 0.95,
+    spanning: int = 0,
+    near: bool = False,
 ) -> tuple[bool, str]:
-    """(unreliable, note) for an interval on data of these effective group sizes."""
+    """(unreliable, note) for an interval on data of these effective group sizes.
+
+    `near`: some observed group rate lies beyond NEAR_BOUND (or below 1 - NEAR_BOUND); the
+    worst coverage is then taken over every measured scenario, recalls 0.97-1.0 included,
+    else over the scenarios with recalls in [0.5, NEAR_BOUND]. (Rates near 0 mirror rates
+    near 1: the interval is symmetric under swapping hits and misses.)
+
+    `spanning` clusters holding rows of several answer classes add the worst coverage
+    measured on such designs (`COVERAGE[("spanning", kind)]`).
+    """
     sizes = ", ".join(f"{v:.1f}" for v in n_eff)
     if abs(level - 0.95) > 1e-9:
         return True, f"unreliable: coverage was measured for 95% intervals only, not {level:.1%}"
     if not COVERAGE.get((family, kind)):
         return True, f"unreliable: no coverage was measured for this interval ({family}, {kind})"
-    found = coverage_cell(family, kind, n_eff)
-    if found is None:
-        return True, (
-            f"unreliable: effective sizes ({sizes}) lie below every cell where coverage was "
-            f"measured ({COVERAGE_SOURCE}); its coverage is unknown"
-        )
-    (n, share), (low, median, worst) = found
-    where = f"n = {n}" if family != "balanced" else f"n = {n}, minority share {share}"
+    if family == "balanced" and len(n_eff) > 2:
+        got = classes_cell(kind, n_eff, near)
+        if isinstance(got, str):
+            return True, f"unreliable: {got} ({COVERAGE_SOURCE}; effective sizes {sizes})"
+        where, (low, median, worst) = got
+    else:
+        found = coverage_cell(family, kind, n_eff, near)
+        if found is None:
+            return True, (
+                f"unreliable: effective sizes ({sizes}) lie below every cell where coverage "
+                f"was measured, off the measured grid ({COVERAGE_SOURCE}); its coverage is unknown"
+            )
+        (n, share), (low, median, worst) = found
+        where = f"n = {n}" if family != "balanced" else f"n = {n}, minority share {share}"
+    band = (
+        f"a hit rate beyond {NEAR_BOUND}: worst over recalls 0.5-1.0"
+        if near
+        else f"hit rates within [{1 - NEAR_BOUND:.2g}, {NEAR_BOUND}]: worst over recalls "
+        f"0.5-{NEAR_BOUND}"
+    )
     measured = (
         f"measured 95% coverage {low:.3f} (worst: {worst}), median {median:.3f}, at {where} "
-        f"({COVERAGE_SOURCE}; effective sizes {sizes})"
+        f"({COVERAGE_SOURCE}, {band}; effective sizes {sizes})"
     )
+    if spanning and family == "balanced":
+        span = COVERAGE.get(("spanning", kind), {})
+        if not span:
+            return True, f"unreliable: {spanning} clusters span classes, off the measured grid"
+        s_low, _, s_worst = min(span.values(), key=lambda v: v[0])
+        measured += (
+            f"; {spanning} clusters span answer classes: measured on such designs "
+            f"{s_low:.3f} (worst: {s_worst})"
+        )
+        low = min(low, s_low)
     if low < MIN_COVERAGE:
         return True, f"unreliable: {measured}, below {MIN_COVERAGE}"
     if median > MAX_COVERAGE:
@@ -341,21 +627,32 @@ def metric_interval(
     n_groups = int(groups.max()) + 1
     weights = np.full(n_groups, 1.0 / n_groups)
     n_eff = effective_sizes(groups, ids * n_groups + groups)  # a cluster split by class
+    spanning = _spanning(groups, ids)
     rng = np.random.default_rng(seed)
     if kind == "single":
         share = _shares(groups, hits[:, 0], n_groups)
-        draws = single_draws(share * n_eff, (1 - share) * n_eff, weights, rng, n_draws)
-        cells = "per-group Jeffreys Beta(hits + 1/2, misses + 1/2) posteriors"
+        deff = _design_effect(groups, ids, n_groups, _single_sd(share, n_eff), spanning)
+        n_eff = n_eff / deff
+        tails = single_tails(share * n_eff, (1 - share) * n_eff, rng, n_draws)
+        bounds = (0.0, 1.0)
+        cells = (
+            "per-group Jeffreys Beta(hits + 1/2, misses + 1/2) posteriors, Clopper-Pearson "
+            "tails for a group with at most one miss (lower) or one hit (upper)"
+        )
     else:
         a_only = _shares(groups, hits[:, 0] & ~hits[:, 1], n_groups)
         b_only = _shares(groups, hits[:, 1] & ~hits[:, 0], n_groups)
+        deff = _design_effect(groups, ids, n_groups, _paired_sd(a_only, b_only, n_eff), spanning)
+        n_eff = n_eff / deff
         rest = 1 - a_only - b_only
-        draws = paired_draws(a_only * n_eff, b_only * n_eff, rest * n_eff, weights, rng, n_draws)
+        tails = paired_tails(a_only * n_eff, b_only * n_eff, rest * n_eff, rng, n_draws)
+        bounds = (-1.0, 1.0)
         cells = (
             "per-group Jeffreys Dirichlet(1/2 each) posteriors over both right / A only / "
             "B only / both wrong, difference = p(A only) - p(B only)"
         )
-    low, high = equal_tailed(draws, level, estimate)
+    centred = n_groups >= CENTRE_FROM
+    low, high = combine(*tails, weights, estimate, level, bounds, centred)
     grouping = (
         "answer classes, metric = mean of class recalls"
         if family == "balanced"
@@ -366,16 +663,21 @@ def metric_interval(
         if n_clusters == n
         else f"{n} rows in {n_clusters} clusters, Kish effective sizes"
     )
+    if deff > 1:
+        counted += (
+            f"; {spanning} clusters span answer classes, so every class's effective size is "
+            f"divided by their design effect {deff:.2f} (outcomes shared across a cluster)"
+        )
     method = (
         f"Bayesian: {cells} ({grouping}; {counted}), equal-tailed {level:.0%} interval "
-        f"of {n_draws} posterior draws, widened to contain the estimate"
+        f"of {n_draws} draws{CENTRED_NOTE if centred else ''}, "
+        "widened to contain the estimate"
     )
     # one answer class: balanced accuracy is that class's hit rate, a single proportion
     lookup: Family = "rows" if n_groups == 1 else family
-    unreliable, note = coverage_flag(lookup, kind, n_eff, level)
-    off = _off_grid(hits, groups, ids, n_groups, family)
-    if off:
-        unreliable, note = True, "; ".join([f"unreliable: {'; '.join(off)}", note])
+    rates = np.stack([_shares(groups, hits[:, j], n_groups) for j in range(hits.shape[1])])
+    near = bool(np.any(rates > NEAR_BOUND) or np.any(rates < 1 - NEAR_BOUND))
+    unreliable, note = coverage_flag(lookup, kind, n_eff, level, spanning, near)
     return _interval(
         estimate=estimate,
         low=float(low),
@@ -390,51 +692,45 @@ def metric_interval(
     )
 
 
-GRID_RECALL = 0.95  # the highest per-class hit rate the coverage table was measured at
+def _spanning(groups: NDArray[np.intp], ids: NDArray[np.intp]) -> int:
+    """How many clusters hold rows of more than one group (answer class)."""
+    pairs = np.unique(np.stack([ids, groups]), axis=1)
+    _, per_cluster = np.unique(pairs[0], return_counts=True)
+    return int(np.sum(per_cluster > 1))
 
 
-def _off_grid(
-    hits: NDArray[np.bool_],
-    groups: NDArray[np.intp],
-    ids: NDArray[np.intp],
-    n_groups: int,
-    family: Family,
-) -> list[str]:
-    """Why the coverage table does not speak for these data (measured by simulation of
-    the generating value, benchmarks/coverage.py and the statistics review): every reason
-    is a flag, since the measured coverage there fell below 0.93."""
-    out = []
-    for j in range(hits.shape[1]):
-        rates = np.bincount(groups, weights=hits[:, j], minlength=n_groups) / np.maximum(
-            np.bincount(groups, minlength=n_groups), 1
-        )
-        if np.any(rates > GRID_RECALL) or np.any(rates < 1 - GRID_RECALL):
-            out.append(
-                f"an observed hit rate beyond {GRID_RECALL:g} (or below {1 - GRID_RECALL:.2g}) "
-                "lies off the measured grid: near the ceiling this interval covered as little "
-                "as 0.80-0.88"
-            )
-            break
-    if family == "balanced" and n_groups > 2:
-        out.append(
-            f"{n_groups} answer classes: coverage was measured for two; with 5 or more it "
-            "covered 0.85-0.92"
-        )
-    if family == "balanced" and n_groups > 1:
-        spans = np.zeros(int(ids.max()) + 1, dtype=np.intp)
-        first = np.full(len(spans), -1)
-        for c, g in zip(ids.tolist(), groups.tolist(), strict=True):
-            if first[c] == -1:
-                first[c] = g
-            elif first[c] != g:
-                spans[c] = 1
-        if spans.any():
-            out.append(
-                f"{int(spans.sum())} clusters hold rows of several answer classes (their "
-                "classes are treated as independent; with outcomes shared across a cluster "
-                "this covered about 0.85)"
-            )
-    return out
+def _single_sd(share: FloatArray, n_eff: FloatArray) -> FloatArray:
+    """Per-row sd of a group's hit, from the Jeffreys-smoothed rate (never 0)."""
+    p = (share * n_eff + PRIOR) / (n_eff + 2 * PRIOR)
+    return np.asarray(np.sqrt(p * (1 - p)))
+
+
+def _paired_sd(a_only: FloatArray, b_only: FloatArray, n_eff: FloatArray) -> FloatArray:
+    """Per-row sd of a group's hit(A) - hit(B), from Jeffreys-smoothed cell shares."""
+    pa = (a_only * n_eff + PRIOR) / (n_eff + 4 * PRIOR)
+    pb = (b_only * n_eff + PRIOR) / (n_eff + 4 * PRIOR)
+    return np.asarray(np.sqrt(pa + pb - (pa - pb) ** 2))
+
+
+def _design_effect(
+    groups: NDArray[np.intp], ids: NDArray[np.intp], n_groups: int, sd: FloatArray, spanning: int
+) -> float:
+    """Variance inflation of the class-mean metric when clusters span classes.
+
+    Per-class Kish sizes treat classes as independent. If a cluster's rows share their
+    outcome (as identical prompts, or one document's rows under shared difficulty, do),
+    the metric's variance is sum_c (sum_g a_cg sd_g)^2, a_cg = rows of cluster c in class g
+    / (G n_g), instead of sum_c sum_g a_cg^2 sd_g^2; their ratio (>= 1) is the factor by
+    which every class's effective size is divided. 1 when no cluster spans classes.
+    """
+    if spanning == 0 or n_groups == 1:
+        return 1.0
+    counts = np.zeros((int(ids.max()) + 1, n_groups))
+    np.add.at(counts, (ids, groups), 1.0)
+    a = counts / (n_groups * counts.sum(axis=0))
+    num = float(np.sum((a @ sd) ** 2))
+    den = float(np.sum((a**2) @ (sd**2)))
+    return max(1.0, num / den) if den > 0 else 1.0
 
 
 def _row_hits(

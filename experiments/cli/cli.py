@@ -139,7 +139,14 @@ Concurrency = Annotated[
 ]
 Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")]
 Timeout = Annotated[
-    float, typer.Option("--timeout", help="Seconds per call (a finite number > 0).")
+    float,
+    typer.Option(
+        "--timeout",
+        help=(
+            "Deadline in seconds for each attempt of a call, the whole reply included (not a"
+            " limit per read); each retry (--retries) gets its own; a finite number > 0."
+        ),
+    ),
 ]
 Variant = Annotated[
     str,
@@ -746,8 +753,8 @@ def optimize(
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
-    from experiments.optimize.optimize import OptimizeConfig, dumps
     from experiments.optimize.optimize import optimize as run_optimize
+    from experiments.optimize.optimize import OptimizeConfig, dumps
     from experiments.tracking.tracking import Tracker
 
     if scoring is not Scoring.generate:

@@ -12,8 +12,10 @@ server's Retry-After header. A call that still fails is returned as a `Completio
 `error` set: a state to record, never an exception that loses the row. An error the same
 prompt would meet again (a prompt longer than the model's context) is not retried.
 
-The timeout of a remote call is a deadline for the whole attempt (`call_with_deadline`),
-not httpx's limit per read, which a server sending a byte every few seconds never trips.
+The timeout of a remote call is a deadline for each attempt as a whole (`call_with_deadline`),
+not httpx's limit per read, which a server sending a byte every few seconds never trips;
+each retry gets a deadline of its own. An abandoned attempt's connections are shut down at
+its deadline (`_AttemptTransport`), so retries never pile up open connections.
 Backoff sleeps and the wait for a call end as soon as the run is interrupted
 (`calls_stop_on`), so Ctrl-C never waits for a worker's retries. A reply is kept up to
 `MAX_REPLY_BYTES` (`cap_reply`): a server that ignores ``max_tokens`` cannot fill the
@@ -554,6 +556,7 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    _route_through_attempts(litellm)
     return litellm
 
 
@@ -651,7 +654,7 @@ class DeadlineExceeded(Exception):
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        super().__init__(f"timed out after {seconds:g} s (deadline for the whole call)")
+        super().__init__(f"timed out after {seconds:g} s (deadline for one attempt, not per read)")
 
 
 class CallInterrupted(Exception):
@@ -697,37 +700,203 @@ _POLL = 0.1
 """Seconds between looks at the stop event while a call or a backoff waits."""
 
 
+# ---- the connections of one attempt ---------------------------------------------------------
+_ATTEMPT = threading.local()
+"""The call thread's `_AttemptTransport` (set by `call_with_deadline`): every request that
+litellm or the OpenAI client sends from that thread goes through it (`_RoutingTransport`)."""
+
+
+class _TrackedBackend:
+    """httpcore's network backend, noting each socket it opens for its `_AttemptTransport`."""
+
+    def __init__(self, inner: Any, owner: _AttemptTransport) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        return self._owner._opened(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return self._owner._opened(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _ssl_settings() -> tuple[Any, Any]:
+    """(verify, cert) as litellm's own clients use them (SSL_VERIFY, SSL_CERT_FILE,
+    SSL_CERTIFICATE, litellm.ssl_verify), so routing through the workbench changes no TLS."""
+    import litellm
+
+    try:
+        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
+
+        verify: Any = get_ssl_configuration()
+    except Exception:  # another litellm: httpx's default verification
+        verify = True
+    return verify, os.getenv("SSL_CERTIFICATE", getattr(litellm, "ssl_certificate", None))
+
+
+class _AttemptTransport:
+    """An httpx transport (own connection pool) for one attempt at a time, whose sockets
+    `abort` shuts down from another thread.
+
+    Why: an attempt abandoned at its deadline kept its thread blocked in a read and its
+    connection open while the retry opened another; against a dripping server at
+    --concurrency 2, 48 connections were open at once. ``shutdown`` wakes the blocked read
+    at once (a plain ``close`` from another thread does not, on Linux) and closes the
+    connection, so open connections stay bounded by the number of running attempts.
+    """
+
+    def __init__(self) -> None:
+        import httpx
+
+        verify, cert = _ssl_settings()
+        self.http = httpx.HTTPTransport(verify=verify, cert=cert)
+        self._lock = threading.Lock()
+        self._sockets: list[Any] = []
+        self._aborted = False
+        pool = getattr(self.http, "_pool", None)  # httpx 0.28: its httpcore.ConnectionPool
+        inner = getattr(pool, "_network_backend", None)
+        self.tracked = inner is not None
+        if inner is not None:
+            pool._network_backend = _TrackedBackend(inner, self)  # type: ignore[union-attr]
+
+    def _opened(self, stream: Any) -> Any:
+        sock = stream.get_extra_info("socket")
+        with self._lock:
+            self._sockets = [s for s in self._sockets if s.fileno() != -1]
+            if not self._aborted:
+                self._sockets.append(sock)
+                return stream
+        _shutdown(sock)  # opened after the attempt was abandoned
+        return stream
+
+    def abort(self) -> None:
+        """Close every connection now, even one another thread is reading from."""
+        with self._lock:
+            self._aborted = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shutdown(sock)
+        with contextlib.suppress(Exception):
+            self.http.close()
+
+
+def _shutdown(sock: Any) -> None:
+    import socket
+
+    with contextlib.suppress(OSError, AttributeError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+_IDLE: list[_AttemptTransport] = []
+_IDLE_LOCK = threading.Lock()
+_IDLE_MAX = 64
+"""Transports of finished attempts, kept for the next ones: their connections stay alive
+(keep-alive), so a TLS handshake is not paid on every call. An abandoned one is never kept."""
+
+
+def _take_transport() -> _AttemptTransport:
+    with _IDLE_LOCK:
+        if _IDLE:
+            return _IDLE.pop()
+    return _AttemptTransport()
+
+
+def _give_back(transport: _AttemptTransport) -> None:
+    with _IDLE_LOCK:
+        if len(_IDLE) < _IDLE_MAX:
+            _IDLE.append(transport)
+            return
+    transport.abort()
+
+
+def _routing_session() -> Any:
+    """The httpx client litellm and the OpenAI client send through (`litellm.client_session`,
+    `litellm.sync_transport`): a request goes to its call thread's `_AttemptTransport`, or,
+    outside `call_with_deadline`, to a shared one."""
+    import httpx
+
+    class RoutingTransport(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self._shared: _AttemptTransport | None = None
+            self._lock = threading.Lock()
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            transport = getattr(_ATTEMPT, "transport", None)
+            if transport is None:
+                with self._lock:
+                    if self._shared is None:
+                        self._shared = _AttemptTransport()
+                    transport = self._shared
+            return transport.http.handle_request(request)
+
+        def close(self) -> None:
+            """Shared by every client litellm builds: none of them may close it."""
+
+    class SharedClient(httpx.Client):
+        def close(self) -> None:
+            """litellm closes cached clients it evicts; this one serves them all."""
+
+    router = RoutingTransport()
+    return SharedClient(transport=router, follow_redirects=True), router
+
+
+_ROUTING: list[Any] = []  # [client, transport], made on first use
+
+
+def _route_through_attempts(litellm: Any) -> None:
+    if not _ROUTING:
+        _ROUTING.extend(_routing_session())
+    client, router = _ROUTING
+    if litellm.client_session is not client:
+        litellm.client_session = client  # the OpenAI client's http_client (openai/, vLLM)
+    if getattr(litellm, "sync_transport", None) is not router:
+        litellm.sync_transport = router  # litellm's own HTTPHandler (anthropic/, ollama/)
+
+
 def call_with_deadline(call: Any, seconds: float, stop: threading.Event | None = None) -> Any:
     """`call()`'s result, or `DeadlineExceeded` once `seconds` have passed in all.
 
     httpx (under litellm and the OpenAI client) applies a timeout to each read, so a server
     that sends a byte every few seconds keeps a call alive forever. The call runs in a
-    daemon thread and is abandoned at the deadline: its thread ends when the server closes
-    or a read times out, and never holds up the process's exit. `stop` (default: this
+    daemon thread and is abandoned at the deadline: its HTTP requests go through a
+    transport of its own (`_AttemptTransport`), whose connections are shut down then, so
+    the thread ends at once and a retry never adds a connection to the abandoned one; it
+    never holds up the process's exit. `stop` (default: this
     thread's `calls_stop_on` event) abandons it at once with `CallInterrupted`. In the main
     thread, the wait is interruptible by Ctrl-C.
     """
     stop = stop if stop is not None else _stop_event()
     box: dict[str, Any] = {}
     done = threading.Event()
+    transport = _take_transport()
 
     def target() -> None:
+        _ATTEMPT.transport = transport
         try:
             box["value"] = call()
         except BaseException as e:  # handed to the caller, whatever it is
             box["error"] = e
         finally:
+            _ATTEMPT.transport = None
             done.set()
 
     threading.Thread(target=target, name="workbench-call", daemon=True).start()
     end = time.monotonic() + seconds
-    while not done.is_set():
-        left = end - time.monotonic()
-        if left <= 0:
-            raise DeadlineExceeded(seconds)
-        if stop.is_set() or _PROCESS_STOP.is_set():
-            raise CallInterrupted("the run was interrupted")
-        done.wait(min(left, _POLL))
+    try:
+        while not done.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                raise DeadlineExceeded(seconds)
+            if stop.is_set() or _PROCESS_STOP.is_set():
+                raise CallInterrupted("the run was interrupted")
+            done.wait(min(left, _POLL))
+    except BaseException:
+        transport.abort()  # the abandoned call's connections close now, its thread ends
+        raise
+    _give_back(transport)
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -745,20 +914,61 @@ def _sleep(seconds: float, stop: threading.Event) -> None:
 
 # What providers say when the prompt does not fit the model's context: llama-cpp-python's
 # "Requested tokens (N) exceed context window of M", OpenAI's and vLLM's "maximum context
-# length", llama.cpp server's "exceeds the available context size".
+# length", newer vLLM's "longer than the maximum model length", llama.cpp server's "exceeds
+# the available context size" (exceed_context_size_error), Anthropic's "prompt is too long".
+# Whole phrases, not the word "context": a 500 "while loading the context window cache" or a
+# 429 quoting a prompt about "the context length of the contract" is transient, and retried.
 _CONTEXT_WORDS = re.compile(
-    r"context window|context length|context size|context_length_exceeded|exceed_context_size",
+    r"exceeds? (?:the )?context window|maximum context length|context_length_exceeded"
+    r"|exceeds? the available context size|exceed_context_size"
+    r"|longer than the maximum model length|prompt is too long",
     re.IGNORECASE,
 )
 
 
 def _too_long(exc: BaseException) -> bool:
-    """The prompt is longer than the model's context: every attempt fails the same way."""
+    """The prompt is longer than the model's context: every attempt fails the same way.
+
+    Counted before the call where the context is known (`check_local_fits`: the local
+    models' n_ctx); otherwise told by the provider's error, which is trusted only when the
+    error is not a transient one (a rate limit, a timeout, a lost connection, 503/504)."""
     if isinstance(exc, ContextTooLong):
         return True
-    from litellm.exceptions import ContextWindowExceededError
+    from litellm.exceptions import (
+        APIConnectionError,
+        ContextWindowExceededError,
+        RateLimitError,
+        Timeout,
+    )
 
-    return isinstance(exc, ContextWindowExceededError) or bool(_CONTEXT_WORDS.search(str(exc)))
+    if isinstance(exc, ContextWindowExceededError):
+        return True
+    if isinstance(exc, DeadlineExceeded | Timeout | APIConnectionError | RateLimitError):
+        return False
+    if _status(exc) in (408, 429, 502, 503, 504):
+        return False
+    return bool(_CONTEXT_WORDS.search(str(exc)))
+
+
+def check_local_fits(model: str, prompt: str) -> None:
+    """Raise `ContextTooLong` if `prompt` alone has as many tokens as the local model's
+    context (llama-cpp-python's own limit), before anything is called.
+
+    The prompt's tokens are counted as llama-cpp-python counts a text completion's (BOS if
+    the model adds one, special tokens parsed). A chat prompt gets its template's tokens
+    on top, so this is a lower bound there; a prompt that only overflows with them is still
+    caught by llama-cpp-python's error (`_CONTEXT_WORDS`)."""
+    name = model.split("/", 1)[1]
+    llm = load_local(name)
+    with _LOCK:
+        n = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+        n_ctx = int(llm.n_ctx())
+    if n >= n_ctx:
+        raise ContextTooLong(
+            f"prompt longer than the model's context: {n} tokens, and the local model's "
+            f"context of {n_ctx} tokens must also hold the reply; shorten it (fewer "
+            "demonstrations) or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
+        )
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -888,6 +1098,7 @@ class LiteLLMModel:
 
         if self.is_local:
             _register_local_provider()
+            check_local_fits(self.name, prompt)
         kwargs: dict[str, Any] = {
             "model": self.name,
             "temperature": decoding.temperature,
@@ -955,7 +1166,10 @@ class LiteLLMModel:
         message = _without_traceback(redact(str(exc)))[:500] if exc is not None else "unknown error"
         reason = f"{kind}{f' {status}' if status else ''} after {attempts} attempt(s): {message}"
         retryable = True
-        if exc is not None and _malformed(exc):
+        if isinstance(exc, ContextTooLong):  # counted before the call: says it all
+            retryable = False
+            reason = message
+        elif exc is not None and _malformed(exc):
             reason = f"malformed reply: {message}"
         elif exc is not None and _too_long(exc):
             retryable = False
@@ -1176,13 +1390,43 @@ def pick_label(sums: Sequence[float], labels: Sequence[str], how: LoglikNorm) ->
         )
     if all(x == -math.inf for x in scores):  # the "choice" would be the first label
         raise ModelError(
-            f"every label has log-likelihood -inf: {dict(zip(labels, scores, strict=True))}"
+            "every label has log-likelihood -inf (probability 0), so none can be chosen: "
+            f"{dict(zip(labels, scores, strict=True))}"
         )
     best = 0
     for j in range(1, len(scores)):
         if scores[j] > scores[best]:  # strictly greater: ties keep the earlier label
             best = j
     return best
+
+
+LOGLIK_TIE_TOLERANCE = 1e-9
+"""Nats within which two label scores count as equal (`loglik_tie`). Summing the same
+log-probabilities in another order moves a sum by about 1e-13; a model that prefers one
+label does so by far more than 1e-9 nats (a probability ratio of 1.000000001)."""
+
+
+def loglik_tie(sums: Sequence[float], labels: Sequence[str], how: LoglikNorm) -> str | None:
+    """Why the labels' log-likelihoods choose no label, or None when they do.
+
+    `pick_label` gives a tie to the first label, so a model (or server) that returns one
+    value for everything would get a "complete" trial of constant first-label answers. A
+    row is not decided by the model when every label has the same summed log-likelihood
+    (then ``loglik-norm`` would choose by the labels' lengths alone), or when the best score
+    under `how` is shared by two labels (the choice would be their order).
+    """
+    raw = [float(x) for x in sums]
+    if len(raw) < 2 or not all(math.isfinite(x) for x in raw):
+        return None  # one label, or -inf / NaN: `pick_label` decides or refuses
+    if max(raw) - min(raw) <= LOGLIK_TIE_TOLERANCE:
+        return f"every label has the same log-likelihood ({raw[0]:.6g})"
+    scores = raw if how == "sum" else per_byte_scores(raw, labels)
+    best = max(scores)
+    tied = [lab for lab, x in zip(labels, scores, strict=True) if best - x <= LOGLIK_TIE_TOLERANCE]
+    if len(tied) > 1:
+        per = "" if how == "sum" else " per byte"
+        return f"labels {', '.join(map(repr, tied))} tie at log-likelihood{per} {best:.6g}"
+    return None
 
 
 def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> list[float]:

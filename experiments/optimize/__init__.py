@@ -1,6 +1,6 @@
 """Prompt optimisation: Optuna studies over variants and DSPy programs, with a held-out split.
 
-The `optimize()` entry point is `experiments.optimize.optimize.optimize`, not re-exported here:
+The `optimize()` entry point is `experiments.optimize.optimize`, not re-exported here:
 the name would hide the submodule of the same name."""
 
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete

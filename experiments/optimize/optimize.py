@@ -67,6 +67,11 @@ EVALUATION_ATTR = "evaluation"
 FAILURE_ATTR = "failure"
 CALLS_ATTR = "model_calls"
 WORKER_ATTR = "worker"  # host, pid and process start of the process running the trial
+VARIANT_ATTR = "variant_id"  # the trial's PromptVariant id: what makes two trials the same
+REUSED_ATTR = "reused_from"  # a proposal already completed: the trial whose value it took
+# The sampler proposing only configurations the study has completed this many times in a row
+# ends the search (a converged TPE, or a random sampler near the end of a small space).
+MAX_REUSED_IN_A_ROW = 100
 INTERRUPTED = "interrupted"  # FAILURE_ATTR of a trial whose process was stopped mid-way
 # A RUNNING trial or child run that carries no worker (made by code before WORKER_ATTR, or a
 # process killed in the instant between creating it and naming itself) is left to its
@@ -245,6 +250,51 @@ def variant_from_params(params: dict[str, Any]) -> PromptVariant:
     if demos.startswith("k"):
         return v.with_demos(int(demos[1:]), seed=int(params.get("demo_seed", 0)), pool="train")
     return v.with_demos(demos)
+
+
+def space_variants(space: SearchSpace, sampler: str = "tpe") -> set[str]:
+    """The ids of the distinct prompts the search can propose (what `--trials` can count).
+
+    Combinations LegalBench has no prompt for (a non-base instruction with a non-default
+    register) are left out; the demonstration seed only matters for resampled demos, and the
+    grid sampler fixes it at 0.
+    """
+    import itertools
+
+    seeds = [0] if sampler == "grid" else list(range(space.demo_seeds))
+    ids: set[str] = set()
+    axes = (space.instruction, space.register, space.demos, space.formats, space.answer_hint)
+    for ins, reg, demos, fmt, hint in itertools.product(*axes):
+        if ins != "base" and reg != "default":
+            continue
+        for seed in seeds if demos.startswith("k") else [0]:
+            params = {"instruction": ins, "register": reg, "demos": demos, "demo_seed": seed,
+                      "format": fmt, "answer_hint": hint}  # fmt: skip
+            ids.add(variant_from_params(params).id)
+    return ids
+
+
+def _trial_variant(trial: Any) -> str | None:
+    """The variant id a finished trial evaluated (recorded, or rebuilt from its params)."""
+    recorded = trial.user_attrs.get(VARIANT_ATTR)
+    if isinstance(recorded, str):
+        return recorded
+    try:
+        return variant_from_params(trial.params).id
+    except Exception:  # params from another version of the search space
+        return None
+
+
+def completed_variants(study: Any) -> dict[str, Any]:
+    """variant id -> the first COMPLETE trial that evaluated it (a reused one never counts)."""
+    from optuna.trial import TrialState
+
+    done: dict[str, Any] = {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        key = _trial_variant(t)
+        if key is not None and key not in done and REUSED_ATTR not in t.user_attrs:
+            done[key] = t
+    return done
 
 
 # ---- the study -----------------------------------------------------------------------------
@@ -478,6 +528,7 @@ class OptimizeReport:
     prompt_registry: str | None = None
     pruner: str | None = None  # optuna only
     search_model_calls: int = 0  # model calls of this invocation's search (cache hits apart)
+    n_reused: int = 0  # proposals answered from a trial that had evaluated the same prompt
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -568,8 +619,10 @@ def _optimize(
                 calls = _run_optuna(
                     cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress, guard
                 )
-            states = [t.state.name for t in study.trials]
+            evaluated = [t for t in study.trials if REUSED_ATTR not in t.user_attrs]
+            states = [t.state.name for t in evaluated]
             n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
+            n_reused = len(study.trials) - len(evaluated)
             if "COMPLETE" not in states:
                 reasons = [t.user_attrs.get(FAILURE_ATTR) for t in study.trials]
                 first = next((r for r in reasons if r), "every trial was pruned")
@@ -608,6 +661,7 @@ def _optimize(
             ]
             space.notes.extend(notes)
             n_trials, n_pruned, n_failed, best_params = 1, 0, 0, {"method": cfg.method}
+            n_reused = 0
             study_name = _study_name(cfg)
         if progress:
             progress(n_trials, n_trials, "held-out verdict")
@@ -629,6 +683,7 @@ def _optimize(
         n_trials=n_trials,
         n_pruned=n_pruned,
         n_failed=n_failed,
+        n_reused=n_reused,
         best_variant=best_variant.label,
         best_variant_id=best_variant.id,
         best_variant_json=bind(best_variant, task).canonical_json(),
@@ -806,6 +861,16 @@ def _run_optuna(
         if params["instruction"] != "base" and params["register"] != "default":
             raise optuna.TrialPruned("no LegalBench prompt combines these levels")
         variant = variant_from_params(params)
+        earlier = completed_variants(trial.study).get(variant.id)
+        if earlier is not None:  # evaluated before (a resumed seeded sampler replays): reuse
+            trial.set_user_attr(REUSED_ATTR, earlier.number)
+            trial.set_user_attr(CALLS_ATTR, 0)
+            # its per-row values too: this trial may become `best_trial` (a tie), which the
+            # pruners compare every later trial with
+            for step, value in sorted(earlier.intermediate_values.items()):
+                trial.report(value, step)
+            return float(earlier.value)
+        trial.set_user_attr(VARIANT_ATTR, variant.id)
         # dev rows showing the same text as one of this variant's demonstrations are left out
         bound = compile_prompt(variant, task, cfg.split).variant
         allowed = {r["index"] for r in evaluation_rows(bound, task, cfg.split)[0]}
@@ -856,23 +921,55 @@ def _run_optuna(
         _log(tracker, parent, result, variant, task, trial, "COMPLETE", n_checks - 1)
         return result.score
 
-    finished = 0
+    # `--trials N`: N prompts evaluated by this worker. A proposal the study has completed
+    # already takes that trial's value (no model call, no MLflow run) and does not count.
+    left = len(space_variants(space, cfg.sampler) - set(completed_variants(study)))
+    target = min(cfg.n_trials, left)
+    if target < cfg.n_trials:
+        _note(
+            space,
+            f"search space: {left} distinct prompt(s) not yet completed in study "
+            f"{study.study_name!r}; evaluating {target}, not --trials {cfg.n_trials}",
+        )
+    if target == 0:
+        return total_calls
+    finished = reused_in_a_row = 0
 
     def tell(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        nonlocal finished
+        nonlocal finished, reused_in_a_row
+        if REUSED_ATTR in trial.user_attrs:
+            reused_in_a_row += 1
+            if reused_in_a_row >= MAX_REUSED_IN_A_ROW:
+                _note(
+                    space,
+                    f"search stopped after {finished} of {target} new trial(s): the sampler "
+                    f"proposed only prompts study {study.study_name!r} had already evaluated, "
+                    f"{MAX_REUSED_IN_A_ROW} times in a row",
+                )
+                study.stop()
+            return
+        reused_in_a_row = 0
         finished += 1
         if progress:
-            progress(finished, cfg.n_trials, f"trial {trial.number} {trial.state.name.lower()}")
+            progress(finished, target, f"trial {trial.number} {trial.state.name.lower()}")
+        if finished >= target:
+            study.stop()
 
     if progress:
-        progress(0, cfg.n_trials, "searching")
+        progress(0, target, "searching")
     guard.critical = True  # Optuna's ask/tell between trials; only evaluation is interrupted
     try:
-        study.optimize(objective, n_trials=cfg.n_trials, catch=(TrialIncomplete,), callbacks=[tell])
+        study.optimize(objective, n_trials=None, catch=(TrialIncomplete,), callbacks=[tell])
     finally:
         guard.critical = False
     guard.open()  # a signal during the last trial's bookkeeping ends the study here
     return total_calls
+
+
+def _note(space: SearchSpace, text: str) -> None:
+    """A line for stderr now and for the report's notes."""
+    log.warning("%s", text)
+    space.notes.append(text)
 
 
 class _Interrupts:

@@ -16,7 +16,8 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
   content; completion: ``text: null``), ``list_content`` (content / text is a list),
   ``not_json`` (an HTML body);
 - ``drip``: the reply, one byte every `drip_interval` seconds (a per-read timeout never
-  fires; the stub stops dripping when it is stopped);
+  fires; the stub stops dripping when it is stopped, or at once when the client closes the
+  connection, so `open_connections` counts what the client holds open);
 - ``404``: not found, the body echoing the request's path and query as some servers do
   (``Not Found: /v1?api_key=...``).
 
@@ -39,6 +40,8 @@ import argparse
 import hashlib
 import json
 import random
+import select
+import socket
 import threading
 import time
 from collections import Counter
@@ -170,6 +173,7 @@ class StubOpenAI:
         drip_interval: float = 2.0,
         reply_bytes: int | None = None,
         logprob_fn: Callable[[str, float], float] | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -189,6 +193,7 @@ class StubOpenAI:
         self.drip_interval = drip_interval  # seconds between the bytes of a "drip" reply
         self.reply_bytes = reply_bytes  # pad replies to this size (ignores max_tokens)
         self.logprob_fn = logprob_fn  # rewrites echoed log-probabilities
+        self.keep_alive = keep_alive  # HTTP/1.1: a connection serves many requests
         self.paths: list[str] = []  # each request's path with its query
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -199,6 +204,11 @@ class StubOpenAI:
         self.headers_seen: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        # TCP connections open now / at most (counted from accept to close, idle keep-alive
+        # ones included): what a client leaves open, seen from the server
+        self.open_connections = 0
+        self.max_open_connections = 0
+        self.connections = 0  # accepted in all (a client reusing one connection: 1)
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -236,8 +246,28 @@ class StubOpenAI:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if stub.keep_alive else "HTTP/1.0"
+
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with stub._lock:
+                    stub.open_connections += 1
+                    stub.connections += 1
+                    stub.max_open_connections = max(
+                        stub.max_open_connections, stub.open_connections
+                    )
+
+            def finish(self) -> None:
+                try:
+                    super().finish()
+                except OSError:
+                    pass  # the client closed the connection first
+                finally:
+                    with stub._lock:
+                        stub.open_connections -= 1
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
@@ -340,6 +370,24 @@ class StubOpenAI:
                     },
                 )
 
+            def _pause_ends_drip(self, seconds: float) -> bool:
+                """Wait `seconds`; True as soon as the stub stops or the client closes the
+                connection (seen at once, so `open_connections` counts what the client has
+                open, not what a later write would find closed)."""
+                end = time.monotonic() + seconds
+                while (left := end - time.monotonic()) > 0:
+                    if stub._stopping.is_set():
+                        return True
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                    if readable:
+                        try:
+                            if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                                return True  # the client closed (or shut down) its end
+                        except OSError:
+                            return True
+                        time.sleep(min(left, 0.05))  # data from the client: not a close
+                return stub._stopping.is_set()
+
             def _send(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
             ) -> None:
@@ -366,11 +414,11 @@ class StubOpenAI:
                     for i in range(len(data)):  # one byte, then a pause: reads never time out
                         self.wfile.write(data[i : i + 1])
                         self.wfile.flush()
-                        if stub._stopping.wait(stub.drip_interval):
+                        if self._pause_ends_drip(stub.drip_interval):
                             self.close_connection = True
                             return
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): nothing to answer
+                    self.close_connection = True  # the client gave up: nothing to answer
 
         return Handler
 

@@ -71,6 +71,8 @@ LAST_RUN = "workbench.last_run"
 GRADED = "workbench.graded"
 PREDICTIONS_SHA = "workbench.predictions_sha"  # what a `workbench run` run recorded
 GRADES_SHA = "workbench.grades_sha"  # the hand grades on it, when graded
+# GRADES_SHA while grades are being written (`Tracker._put_grades`): matches no folder
+GRADES_PENDING = "pending:"
 PARENT = "mlflow.parentRunId"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -781,10 +783,24 @@ class Tracker:
         return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": reused}
 
     def _put_grades(self, run_id: str, metrics: dict[str, float], grades: dict[str, Any]) -> None:
+        """Put hand grades on a run so that a write cut short is visible and repaired.
+
+        Why the order: the metrics, the artifact and the tags are separate store writes, and
+        a store failing between them used to leave grade metrics on a run whose GRADES_SHA
+        still said "ungraded", which `log_run` and `reusable_run` then reused as matching the
+        ungraded folder (a stray score disagreeing with disk, for good). Now GRADES_SHA is
+        set to `GRADES_PENDING` + sha *first*, and to the sha (with GRADED "true", one
+        batch) only *last*: a run left in between matches no trial folder (neither "" nor a
+        sha), so the next `workbench run` of the trial logs it afresh and deletes it, and
+        `workbench grade import` run again rewrites every part and ends with the sha.
+        """
+        from mlflow.entities import RunTag
+
+        sha = _sha(grades["grades"])
+        self.client.set_tag(run_id, GRADES_SHA, GRADES_PENDING + sha)
         self._log_metrics(run_id, metrics)
         self.client.log_dict(run_id, grades, "grades.json")
-        self.client.set_tag(run_id, GRADES_SHA, _sha(grades["grades"]))
-        self.client.set_tag(run_id, GRADED, "true")
+        self.client.log_batch(run_id, tags=[RunTag(GRADED, "true"), RunTag(GRADES_SHA, sha)])
 
     def log_grades(
         self, task: str, trial_id: str, metrics: dict[str, float], grades: dict[str, Any]

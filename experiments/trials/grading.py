@@ -287,14 +287,12 @@ def _grades_doc(
     by_index = {str(p["index"]): p for p in preds}
     grades: dict[str, int] = {}
     for line, row in rows:
-        idx = row["index"].strip()
-        if idx not in by_index:
-            raise GradingError(
-                f"{path}: line {line}, column index: row {idx!r} is not a row of trial "
-                f"{trial_id[:12]}; remove it"
-            )
+        idx = _row_index(path, line, row["index"], by_index, trial_id)
         if idx in grades:
-            raise GradingError(f"{path}: line {line}, column index: row {idx!r} appears twice")
+            raise GradingError(
+                f"{path}: line {line}, column index: row {idx!r} appears twice"
+                f"{_look_alikes(idx, by_index, trial_id)}"
+            )
         raw = row["grade"].strip().lower()
         if not raw:
             raise GradingError(
@@ -319,7 +317,7 @@ def _grades_doc(
     if missing:
         raise GradingError(
             f"{path}: column index: {len(missing)} row(s) of trial {trial_id[:12]} are missing "
-            f"(first: {missing[0]}); every exported row needs its grade"
+            f"(first: {missing[0]!r}); every exported row needs its grade"
         )
     n = len(grades)
     accuracy = sum(grades.values()) / n
@@ -339,6 +337,45 @@ def _grades_doc(
     files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
     files["grades.json"] = json.dumps(doc, indent=1, ensure_ascii=False)
     return summary, doc, files
+
+
+def _row_index(path: Path, line: int, cell: str, by_index: dict[str, Any], trial_id: str) -> str:
+    """The trial's row id that the CSV's index `cell` names.
+
+    The cell as exported names its row exactly (ids are kept as the data has them, spaces
+    included). A cell a spreadsheet padded or trimmed names the row whose id equals it up
+    to surrounding whitespace, if only one does; when the trial has several such rows (ids
+    "12" and " 12") it cannot say which was meant, and says so.
+    """
+    if cell in by_index:
+        return cell
+    near = [i for i in by_index if i.strip() == cell.strip()]
+    if len(near) == 1:
+        return near[0]
+    if near:
+        raise GradingError(
+            f"{path}: line {line}, column index: {cell!r} is none of trial {trial_id[:12]}'s "
+            f"rows {', '.join(map(repr, near))}, which differ only by spaces, and cannot say "
+            f"which it grades; export again with 'workbench grade export {trial_id[:12]}' and "
+            "fill in the grade column without editing the index column"
+        )
+    raise GradingError(
+        f"{path}: line {line}, column index: row {cell.strip()!r} is not a row of trial "
+        f"{trial_id[:12]}; remove it"
+    )
+
+
+def _look_alikes(idx: str, by_index: dict[str, Any], trial_id: str) -> str:
+    """A hint when `idx` has look-alike ids in the trial (the cell was trimmed or padded)."""
+    near = [i for i in by_index if i != idx and i.strip() == idx.strip()]
+    if not near:
+        return ""
+    return (
+        f" (trial {trial_id[:12]} also has row(s) {', '.join(map(repr, near))}, which differ "
+        "only by spaces: a spreadsheet may have trimmed the cell); export again with "
+        f"'workbench grade export {trial_id[:12]}' and fill in the grade column without "
+        "editing the index column"
+    )
 
 
 def _folder_files(trial_dir: Path) -> dict[str, str]:

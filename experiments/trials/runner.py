@@ -39,12 +39,14 @@ from experiments.llm.models import (
     ContextTooLong,
     Decoding,
     LoglikNorm,
+    ModelError,
     NoPromptLogprobs,
     ServedCallError,
     calls_stop_on,
     label_bytes,
     label_logprobs,
     local_identity,
+    loglik_tie,
     per_byte_scores,
     pick_label,
     served_label_logprobs,
@@ -625,19 +627,48 @@ def _loglik(
                         if progress:
                             progress(n, len(prompts))
                         continue
-                best = pick_label(sums, labels, how)
+                try:
+                    best = pick_label(sums, labels, how)
+                except ModelError as e:  # every label -inf: no label, a row state
+                    out.append(
+                        Completion(
+                            None,
+                            latency=time.perf_counter() - t0,
+                            error=f"no usable log-likelihood ({_check_logprobs(served)}): {e}",
+                            retryable=False,
+                        )
+                    )
+                    hits.append(False)
+                    if progress:
+                        progress(n, len(prompts))
+                    continue
+                tie = loglik_tie(sums, labels, how)
+                extra: dict[str, Any] = {
+                    "loglik": how,
+                    "logprobs": dict(zip(labels, sums, strict=True)),
+                    "label_bytes": {label: label_bytes(label) for label in labels},
+                    "logprobs_per_byte": dict(
+                        zip(labels, per_byte_scores(sums, labels), strict=True)
+                    ),
+                }
+                if tie is not None:  # an invalid answer (no label), as a generation of none
+                    extra["tie"] = tie
+                    out.append(
+                        Completion(
+                            text=f"{NO_LABEL} {tie}",
+                            latency=time.perf_counter() - t0,
+                            extra=extra,
+                        )
+                    )
+                    hits.append(False)  # never cached: nothing was decided
+                    if progress:
+                        progress(n, len(prompts))
+                    continue
                 comp = Completion(
                     text=labels[best],
                     tokens_in=0,
                     latency=time.perf_counter() - t0,
-                    extra={
-                        "loglik": how,
-                        "logprobs": dict(zip(labels, sums, strict=True)),
-                        "label_bytes": {label: label_bytes(label) for label in labels},
-                        "logprobs_per_byte": dict(
-                            zip(labels, per_byte_scores(sums, labels), strict=True)
-                        ),
-                    },
+                    extra=extra,
                 )
                 if cache is not None:
                     if served is None:
@@ -655,7 +686,39 @@ def _loglik(
         if cache is not None and not refused:
             for key, comp in pending:
                 cache.put(key, comp)
-    return out, hits
+    return _no_information(out, served), hits
+
+
+NO_LABEL = "(no label: tie)"
+"""Starts the generation of a log-likelihood row whose labels tie (`models.loglik_tie`):
+not a label, so the row is an invalid answer (wrong, and in the invalid rate), and the rest
+of the text says what tied."""
+
+
+def _check_logprobs(served: LM | None) -> str:
+    """What to check when log-likelihoods carry no information."""
+    if served is None:
+        return "check the local model (workbench doctor), or use --scoring generate"
+    return (
+        "check that the server returns its real prompt log-probabilities, or use --scoring generate"
+    )
+
+
+def _no_information(out: list[Completion], served: LM | None) -> list[Completion]:
+    """`out`, with its tied rows made row errors when no answered row was decided: a model
+    that ties every row returned no information, and a trial of invalid answers would be
+    complete. Not retried: the same model ties the same way."""
+    answered = [c for c in out if c.error is None]
+    if not answered or any("tie" not in c.extra for c in answered):
+        return out
+    why = (
+        f"the model returned no information (its label log-likelihoods tie on every row): "
+        f"{_check_logprobs(served)}; first row: {answered[0].extra['tie']}"
+    )
+    return [
+        Completion(None, latency=c.latency, error=why, retryable=False) if c.error is None else c
+        for c in out
+    ]
 
 
 def served_api_base(lm: LM) -> str | None:

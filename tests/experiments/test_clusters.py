@@ -260,3 +260,52 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     assert set(rows[0]) <= set(rows[1])
     parsed = list(csv.DictReader(io.StringIO(comparisons_csv(rows))))
     assert parsed[1]["ci_method"] and parsed[0]["p_value"] == ""
+
+
+def test_an_mde_outside_its_validated_range_is_marked() -> None:
+    """Few units: the MDE80's true power was measured off 0.80 +- 0.05 there, so the row
+    carries `mde_unreliable` and the table marks the MDE with '?'; many units do not."""
+    from experiments import output
+
+    fn = stats.metric_fn("accuracy")
+    marks = {}
+    for n in (16, 120):
+        y, a, b = _dataset(n, seed=11)
+        idx = [str(i) for i in range(n)]
+        arms = [
+            compare.Arm(name, "accuracy", idx, y, g, fn(y, g)) for name, g in (("A", a), ("B", b))
+        ]
+        row = compare.pair(*arms, n_resamples=500) | {"task": "t", "p_corrected": 1.0}
+        line = output.comparison_table([row]).splitlines()[1]
+        marks[n] = (row["mde_unreliable"], "?" in line)
+    assert marks == {16: (True, True), 120: (False, False)}
+
+
+def test_an_interval_that_disagrees_with_the_test_says_so() -> None:
+    """Three classes, A fixes two rows of each and breaks none: the exact test rejects
+    (p = 1/32); wherever the interval still holds 0 the row must say so, never show both
+    silently. Over random data too: a row whose p and interval disagree carries the note."""
+    fn = stats.metric_fn("balanced_accuracy")
+    labels = ["a", "b", "c"]
+    y = [lab for lab in labels for _ in range(50)]
+    b = [t if i % 50 >= 10 else "b" if t != "b" else "c" for i, t in enumerate(y)]
+    a = [
+        t if (i % 50 >= 10 or i % 50 < 2) else g for i, (t, g) in enumerate(zip(y, b, strict=True))
+    ]
+    idx = [str(i) for i in range(len(y))]
+    rows = []
+    for seed in range(5):
+        ys, as_, bs = (y, a, b) if seed == 0 else _dataset(60, seed=seed)
+        ix = idx if seed == 0 else [str(i) for i in range(60)]
+        f = fn if seed == 0 else stats.metric_fn("balanced_accuracy")
+        arms = [
+            compare.Arm(n, "balanced_accuracy", ix, ys, g, f(ys, g))
+            for n, g in (("A", as_), ("B", bs))
+        ]
+        rows.append(compare.pair(*arms, n_resamples=2000))
+    assert rows[0]["p_value"] < 0.05
+    for r in rows:
+        excludes = r["ci_low"] > 0 or r["ci_high"] < 0
+        said = "contains 0" in (r["ci_note"] or "") or "excludes 0" in (r["ci_note"] or "")
+        assert said == ((r["p_value"] < 0.05) != excludes), r
+    assert "unreliable: unreliable" not in " ".join(str(r["ci_note"]) for r in rows)

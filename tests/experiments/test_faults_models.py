@@ -73,7 +73,7 @@ def test_a_dripping_server_ends_at_the_deadline_as_a_row_error(
         assert stub.counts["drip"] == attempts
     assert out.text is None and out.attempts == attempts
     assert out.error is not None
-    assert f"timed out after {timeout:g} s (deadline for the whole call)" in out.error
+    assert f"timed out after {timeout:g} s (deadline for one attempt, not per read)" in out.error
     assert timeout * attempts <= took < most, took
 
 
