@@ -184,8 +184,8 @@ def comparison_table(
         methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
         parts.append(
             f"95% CI of A - B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
-            "'!' marks an interval flagged degenerate or unreliable, or one that points another way "
-            "than the test (see ci_note in the JSON)"
+            "'!' marks an interval flagged degenerate or unreliable, or one that points "
+            "another way than the test (see ci_note in the JSON)"
         )
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
