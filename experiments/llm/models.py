@@ -337,8 +337,17 @@ def assemble_verified(
         lock.release()
 
 
+LOCAL_N_CTX_STEP = 256
+"""llama.cpp pads its context to a multiple of this (200 gives ``llm.n_ctx()`` 256), while
+llama-cpp-python sizes its token buffer to the value asked for: a prompt between the two
+passed every check and crashed in the buffer (a traceback under --scoring loglik, retried
+row errors under generate). Older llama.cpp padded to 32, a divisor of 256."""
+
+
 def local_n_ctx() -> int:
-    """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096)."""
+    """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096): a
+    multiple of `LOCAL_N_CTX_STEP`, refused otherwise rather than rounded, so the value in
+    the cache and trial identities is the context the model really has."""
     raw = os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")
     try:
         n = int(raw)
@@ -346,7 +355,27 @@ def local_n_ctx() -> int:
         n = 0
     if n < 1:
         raise ModelError(f"WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not {raw!r}")
+    if n % LOCAL_N_CTX_STEP:
+        down = n // LOCAL_N_CTX_STEP * LOCAL_N_CTX_STEP
+        up = down + LOCAL_N_CTX_STEP
+        raise ModelError(
+            f"WORKBENCH_LOCAL_N_CTX must be a multiple of {LOCAL_N_CTX_STEP} (llama.cpp pads "
+            f"the context to one, and llama-cpp-python's buffer would not follow), not {n}: "
+            f"set WORKBENCH_LOCAL_N_CTX={f'{down} or {up}' if down else up}"
+        )
     return n
+
+
+def _local_limit(llm: Any) -> int:
+    """Tokens the loaded local model can really hold: llama.cpp's context (``n_ctx()``,
+    padded) and llama-cpp-python's token buffer (``input_ids``, as asked), whichever is
+    smaller. Why: a prompt past the buffer but within the padded context passed the
+    checks and then crashed inside llama-cpp-python."""
+    limit = int(llm.n_ctx())
+    ids = getattr(llm, "input_ids", None)
+    if ids is not None:
+        limit = min(limit, len(ids))
+    return limit
 
 
 _WEIGHTS: dict[tuple[str, int, int, int, int], str] = {}
@@ -738,7 +767,7 @@ def _ssl_settings() -> tuple[Any, Any]:
 
 
 class _AttemptTransport:
-    """An httpx transport (own connection pool) for one attempt at a time, whose sockets
+    """An httpx transport (own connection pools) for one attempt at a time, whose sockets
     `abort` shuts down from another thread.
 
     Why: an attempt abandoned at its deadline kept its thread blocked in a read and its
@@ -746,21 +775,59 @@ class _AttemptTransport:
     --concurrency 2, 48 connections were open at once. ``shutdown`` wakes the blocked read
     at once (a plain ``close`` from another thread does not, on Linux) and closes the
     connection, so open connections stay bounded by the number of running attempts.
+
+    A client given a transport drops httpx's proxies from the environment (and litellm
+    skips its own proxy mounts for ``litellm.sync_transport``), so this routes each request
+    as httpx's mounts would: HTTP(S)_PROXY / ALL_PROXY / NO_PROXY read at the request
+    (httpx's `get_environment_proxies`), one proxy transport per proxy URL, whose sockets
+    are tracked and shut on abort like the direct ones.
     """
 
     def __init__(self) -> None:
         import httpx
 
         verify, cert = _ssl_settings()
-        self.http = httpx.HTTPTransport(verify=verify, cert=cert)
+        self._verify, self._cert = verify, cert
         self._lock = threading.Lock()
         self._sockets: list[Any] = []
         self._aborted = False
-        pool = getattr(self.http, "_pool", None)  # httpx 0.28: its httpcore.ConnectionPool
+        self._proxies: dict[str, Any] = {}  # proxy URL -> its httpx.HTTPTransport
+        self.http = httpx.HTTPTransport(verify=verify, cert=cert)
+        self.tracked = self._track(self.http)
+
+    def _track(self, transport: Any) -> bool:
+        pool = getattr(transport, "_pool", None)  # httpx 0.28: its httpcore pool (or proxy)
         inner = getattr(pool, "_network_backend", None)
-        self.tracked = inner is not None
-        if inner is not None:
-            pool._network_backend = _TrackedBackend(inner, self)  # type: ignore[union-attr]
+        if inner is None:
+            return False
+        pool._network_backend = _TrackedBackend(inner, self)  # type: ignore[union-attr]
+        return True
+
+    def _for_url(self, url: Any) -> Any:
+        """The transport httpx's own mounts would pick for `url`: a proxy's or the direct one."""
+        from httpx._utils import URLPattern, get_environment_proxies
+
+        mounts = sorted(
+            ((URLPattern(k), v) for k, v in get_environment_proxies().items()),
+            key=lambda m: m[0],
+        )
+        proxy = next((v for pattern, v in mounts if pattern.matches(url)), None)
+        if proxy is None:
+            return self.http
+        with self._lock:
+            transport = self._proxies.get(proxy)
+            if transport is None:
+                import httpx
+
+                transport = httpx.HTTPTransport(
+                    verify=self._verify, cert=self._cert, proxy=httpx.Proxy(url=proxy)
+                )
+                self._track(transport)
+                self._proxies[proxy] = transport
+        return transport
+
+    def handle_request(self, request: Any) -> Any:
+        return self._for_url(request.url).handle_request(request)
 
     def _opened(self, stream: Any) -> Any:
         sock = stream.get_extra_info("socket")
@@ -777,10 +844,12 @@ class _AttemptTransport:
         with self._lock:
             self._aborted = True
             sockets, self._sockets = self._sockets, []
+            transports = [self.http, *self._proxies.values()]
         for sock in sockets:
             _shutdown(sock)
-        with contextlib.suppress(Exception):
-            self.http.close()
+        for transport in transports:
+            with contextlib.suppress(Exception):
+                transport.close()
 
 
 def _shutdown(sock: Any) -> None:
@@ -830,7 +899,8 @@ def _routing_session() -> Any:
                     if self._shared is None:
                         self._shared = _AttemptTransport()
                     transport = self._shared
-            return transport.http.handle_request(request)
+            response: httpx.Response = transport.handle_request(request)
+            return response
 
         def close(self) -> None:
             """Shared by every client litellm builds: none of them may close it."""
@@ -957,12 +1027,13 @@ def check_local_fits(model: str, prompt: str) -> None:
     The prompt's tokens are counted as llama-cpp-python counts a text completion's (BOS if
     the model adds one, special tokens parsed). A chat prompt gets its template's tokens
     on top, so this is a lower bound there; a prompt that only overflows with them is still
-    caught by llama-cpp-python's error (`_CONTEXT_WORDS`)."""
+    caught by llama-cpp-python's error (`_CONTEXT_WORDS`, made `ContextTooLong` by
+    `LiteLLMModel._attempt`: not retried)."""
     name = model.split("/", 1)[1]
     llm = load_local(name)
     with _LOCK:
         n = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
-        n_ctx = int(llm.n_ctx())
+        n_ctx = _local_limit(llm)
     if n >= n_ctx:
         raise ContextTooLong(
             f"prompt longer than the model's context: {n} tokens, and the local model's "
@@ -1119,7 +1190,21 @@ class LiteLLMModel:
         """One attempt: a remote call under the whole-call deadline (`call_with_deadline`).
         A local model runs in this thread: llama.cpp is not to be abandoned mid-decode."""
         if self.is_local:
-            return call()
+            try:
+                return call()
+            except Exception as e:
+                # llama-cpp-python's ValueError reaches here as litellm's APIConnectionError,
+                # a transient type: a chat prompt that only overflows with its template's
+                # tokens (not counted by `check_local_fits`) would be retried, and told to
+                # be rerun. In-process, the wording is llama-cpp-python's own.
+                if _CONTEXT_WORDS.search(str(e)):
+                    raise ContextTooLong(
+                        "prompt longer than the model's context (with its chat template's "
+                        "tokens): shorten it (fewer demonstrations) or raise "
+                        "WORKBENCH_LOCAL_N_CTX; it fails the same way every time "
+                        f"({_without_traceback(str(e))[:300]})"
+                    ) from e
+                raise
         # imported here, not in the call's thread: importing litellm takes seconds that are
         # no part of the call, and an import abandoned half-way would break the next one
         _litellm()
@@ -1450,10 +1535,11 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
         # "llama_decode returned 1", a RuntimeError that would end the whole run.
         # The last label token is only read, never evaluated.
         needed = len(tokens) + max((len(c) for c in conts), default=1) - 1
-        if needed > llm.n_ctx():
+        limit = _local_limit(llm)
+        if needed > limit:
             raise ContextTooLong(
                 f"prompt of {needed} tokens with its longest label is longer than the local "
-                f"model's context of {llm.n_ctx()} tokens: shorten it (fewer demonstrations) "
+                f"model's context of {limit} tokens: shorten it (fewer demonstrations) "
                 "or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
             )
         # Reuse the KV cache for the prefix shared with the previous prompt.

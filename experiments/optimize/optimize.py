@@ -69,8 +69,12 @@ CALLS_ATTR = "model_calls"
 WORKER_ATTR = "worker"  # host, pid and process start of the process running the trial
 VARIANT_ATTR = "variant_id"  # the trial's PromptVariant id: what makes two trials the same
 REUSED_ATTR = "reused_from"  # a proposal already completed: the trial whose value it took
-# The sampler proposing only configurations the study has completed this many times in a row
-# ends the search (a converged TPE, or a random sampler near the end of a small space).
+# a proposal of levels no LegalBench prompt combines (PRUNED at once, never evaluated)
+INVALID_ATTR = "invalid_combination"
+NO_PROMPT = "no LegalBench prompt combines these levels"
+# The sampler proposing only configurations the study has completed (or that no prompt
+# combines) this many times in a row ends the search (a converged TPE, or a random sampler
+# near the end of a small space).
 MAX_REUSED_IN_A_ROW = 100
 INTERRUPTED = "interrupted"  # FAILURE_ATTR of a trial whose process was stopped mid-way
 # A RUNNING trial or child run that carries no worker (made by code before WORKER_ATTR, or a
@@ -340,14 +344,72 @@ def _pruner(cfg: OptimizeConfig) -> Any:
     if cfg.pruner == "wilcoxon":
         with warnings.catch_warnings():  # experimental in Optuna (since 3.6), stable API
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.pruners.WilcoxonPruner(
-                p_threshold=WILCOXON_P, n_startup_steps=WILCOXON_STARTUP
+            return _evaluated_only(
+                optuna.pruners.WilcoxonPruner(
+                    p_threshold=WILCOXON_P, n_startup_steps=WILCOXON_STARTUP
+                )
             )
     if cfg.pruner == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+        return _evaluated_only(optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0))
     if cfg.pruner == "none":
         return optuna.pruners.NopPruner()
     raise WorkbenchError(f"--pruner must be one of {', '.join(PRUNERS)}, not {cfg.pruner!r}")
+
+
+class _EvaluatedStudy:
+    """A study as a pruner must see it: only the trials that evaluated their prompt.
+
+    Why: a reused trial (`REUSED_ATTR`) is a second COMPLETE trial of a prompt already
+    evaluated. Counted, one prompt would fill two of MedianPruner's startup trials and be
+    the whole "median" of a later trial's curve. Reused trials report no per-row values;
+    when one ties for `best_trial` (which Wilcoxon compares every trial with), the trial
+    it reused is the best instead: the same prompt and value, with its per-row values.
+    Everything else is the study's own.
+    """
+
+    def __init__(self, study: Any) -> None:
+        self._study = study
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    def get_trials(self, deepcopy: bool = True, states: Any = None) -> list[Any]:
+        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
+        return [t for t in trials if REUSED_ATTR not in t.user_attrs]
+
+    @property
+    def trials(self) -> list[Any]:
+        return self.get_trials()
+
+    @property
+    def best_trial(self) -> Any:
+        best = self._study.best_trial  # ValueError when nothing completed, as Optuna's
+        source = best.user_attrs.get(REUSED_ATTR)
+        if source is None:
+            return best
+        from optuna.trial import TrialState
+
+        done = self.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        same = [t for t in done if t.number == source and t.value == best.value]
+        if same:
+            return same[0]
+        # not the trial it names (a store edited by hand): the best evaluated trial
+        sign = 1.0 if self._study.direction.name == "MAXIMIZE" else -1.0
+        return max(done, key=lambda t: (sign * float(t.value), -t.number))
+
+
+def _evaluated_only(inner: Any) -> Any:
+    """`inner` asked with `_EvaluatedStudy`: reused trials never count for pruning."""
+    import optuna
+
+    class EvaluatedOnly(optuna.pruners.BasePruner):
+        def __init__(self, pruner: Any) -> None:
+            self.inner = pruner
+
+        def prune(self, study: Any, trial: Any) -> bool:
+            return bool(self.inner.prune(_EvaluatedStudy(study), trial))
+
+    return EvaluatedOnly(inner)
 
 
 def _study_name(cfg: OptimizeConfig) -> str:
@@ -529,6 +591,7 @@ class OptimizeReport:
     pruner: str | None = None  # optuna only
     search_model_calls: int = 0  # model calls of this invocation's search (cache hits apart)
     n_reused: int = 0  # proposals answered from a trial that had evaluated the same prompt
+    n_invalid: int = 0  # proposals of levels no LegalBench prompt combines (not evaluated)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -619,10 +682,11 @@ def _optimize(
                 calls = _run_optuna(
                     cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress, guard
                 )
-            evaluated = [t for t in study.trials if REUSED_ATTR not in t.user_attrs]
+            evaluated = [t for t in study.trials if not _not_evaluated(t)]
             states = [t.state.name for t in evaluated]
             n_trials, n_pruned, n_failed = len(states), states.count("PRUNED"), states.count("FAIL")
-            n_reused = len(study.trials) - len(evaluated)
+            n_reused = sum(REUSED_ATTR in t.user_attrs for t in study.trials)
+            n_invalid = sum(INVALID_ATTR in t.user_attrs for t in study.trials)
             if "COMPLETE" not in states:
                 reasons = [t.user_attrs.get(FAILURE_ATTR) for t in study.trials]
                 first = next((r for r in reasons if r), "every trial was pruned")
@@ -661,7 +725,7 @@ def _optimize(
             ]
             space.notes.extend(notes)
             n_trials, n_pruned, n_failed, best_params = 1, 0, 0, {"method": cfg.method}
-            n_reused = 0
+            n_reused = n_invalid = 0
             study_name = _study_name(cfg)
         if progress:
             progress(n_trials, n_trials, "held-out verdict")
@@ -684,6 +748,7 @@ def _optimize(
         n_pruned=n_pruned,
         n_failed=n_failed,
         n_reused=n_reused,
+        n_invalid=n_invalid,
         best_variant=best_variant.label,
         best_variant_id=best_variant.id,
         best_variant_json=bind(best_variant, task).canonical_json(),
@@ -859,16 +924,15 @@ def _run_optuna(
             "answer_hint": trial.suggest_categorical("answer_hint", space.answer_hint),
         }
         if params["instruction"] != "base" and params["register"] != "default":
-            raise optuna.TrialPruned("no LegalBench prompt combines these levels")
+            trial.set_user_attr(INVALID_ATTR, True)  # not a prompt: `tell` does not count it
+            raise optuna.TrialPruned(NO_PROMPT)
         variant = variant_from_params(params)
         earlier = completed_variants(trial.study).get(variant.id)
         if earlier is not None:  # evaluated before (a resumed seeded sampler replays): reuse
             trial.set_user_attr(REUSED_ATTR, earlier.number)
             trial.set_user_attr(CALLS_ATTR, 0)
-            # its per-row values too: this trial may become `best_trial` (a tie), which the
-            # pruners compare every later trial with
-            for step, value in sorted(earlier.intermediate_values.items()):
-                trial.report(value, step)
+            # no per-row values: the pruners see evaluated trials only (`_EvaluatedStudy`,
+            # which also answers `best_trial` with `earlier` when this one ties for it)
             return float(earlier.value)
         trial.set_user_attr(VARIANT_ATTR, variant.id)
         # dev rows showing the same text as one of this variant's demonstrations are left out
@@ -922,7 +986,8 @@ def _run_optuna(
         return result.score
 
     # `--trials N`: N prompts evaluated by this worker. A proposal the study has completed
-    # already takes that trial's value (no model call, no MLflow run) and does not count.
+    # already takes that trial's value (no model call, no MLflow run) and does not count,
+    # nor does one of levels no prompt combines (`left` counts real prompts only).
     left = len(space_variants(space, cfg.sampler) - set(completed_variants(study)))
     target = min(cfg.n_trials, left)
     if target < cfg.n_trials:
@@ -937,14 +1002,15 @@ def _run_optuna(
 
     def tell(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         nonlocal finished, reused_in_a_row
-        if REUSED_ATTR in trial.user_attrs:
+        if _not_evaluated(trial):
             reused_in_a_row += 1
             if reused_in_a_row >= MAX_REUSED_IN_A_ROW:
                 _note(
                     space,
                     f"search stopped after {finished} of {target} new trial(s): the sampler "
-                    f"proposed only prompts study {study.study_name!r} had already evaluated, "
-                    f"{MAX_REUSED_IN_A_ROW} times in a row",
+                    f"proposed only prompts study {study.study_name!r} had already evaluated "
+                    f"(or levels no LegalBench prompt combines), {MAX_REUSED_IN_A_ROW} times "
+                    "in a row",
                 )
                 study.stop()
             return
@@ -964,6 +1030,11 @@ def _run_optuna(
         guard.critical = False
     guard.open()  # a signal during the last trial's bookkeeping ends the study here
     return total_calls
+
+
+def _not_evaluated(trial: Any) -> bool:
+    """A trial that evaluated no prompt: a reuse, or levels no prompt combines."""
+    return REUSED_ATTR in trial.user_attrs or INVALID_ATTR in trial.user_attrs
 
 
 def _note(space: SearchSpace, text: str) -> None:

@@ -27,7 +27,9 @@ log-probabilities, a single +50.0).
 
 A completion sent with ``echo`` and ``logprobs`` gets ``logprobs: null`` (a server that does
 not return prompt log-probabilities), or, with ``echo_logprobs=True``, the echoed text with
-deterministic per-token log-probabilities (`stub_logprobs`), as vLLM and llama.cpp's server;
+deterministic per-token log-probabilities (`stub_logprobs`, each shifted by
+`stub_context_shift` of the text before it unless ``context_logprobs=False``), as vLLM and
+llama.cpp's server;
 ``logprob_offsets="bytes"`` counts their offsets in UTF-8 bytes, and ``shifted_logprobs=True``
 reproduces llama-cpp-python's off-by-one prompt log-probabilities.
 
@@ -59,6 +61,30 @@ def stub_token_logprob(token: str) -> float:
     """A deterministic log-probability in [-9.9, -1] for a token (below `stub_top_logprob`'s
     values, so the reported most likely token is the most likely)."""
     return -(1 + (hashlib.sha256(token.encode()).digest()[0] % 90) / 10)
+
+
+def stub_context_shift(context: str) -> float:
+    """What the served stub adds to a token's `stub_token_logprob` after `context` (the text
+    before the token), in (-0.01, 0]: a real model's log-likelihoods depend on the prompt,
+    and a server whose label sums are the same on every prompt is refused as giving no
+    information. Both labels' first tokens follow the same context, so the label order
+    (and an exact tie) is `stub_token_logprob`'s."""
+    return -int.from_bytes(hashlib.sha256(f"ctx|{context}".encode()).digest()[:4]) / 2**32 / 100
+
+
+def _shift_by_context(logprobs: dict[str, Any]) -> None:
+    """Each echoed token's log-probability (and its own ``top_logprobs`` entry) plus
+    `stub_context_shift` of the text before it."""
+    seen = ""
+    for i, token in enumerate(logprobs["tokens"]):
+        value = logprobs["token_logprobs"][i]
+        if value is not None:
+            shifted = value + stub_context_shift(seen)
+            logprobs["token_logprobs"][i] = shifted
+            top = logprobs["top_logprobs"][i]
+            if top is not None and token in top:
+                top[token] = shifted
+        seen += token
 
 
 def stub_tokens(text: str) -> list[str]:
@@ -174,6 +200,7 @@ class StubOpenAI:
         reply_bytes: int | None = None,
         logprob_fn: Callable[[str, float], float] | None = None,
         keep_alive: bool = False,
+        context_logprobs: bool = True,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -194,6 +221,8 @@ class StubOpenAI:
         self.reply_bytes = reply_bytes  # pad replies to this size (ignores max_tokens)
         self.logprob_fn = logprob_fn  # rewrites echoed log-probabilities
         self.keep_alive = keep_alive  # HTTP/1.1: a connection serves many requests
+        # echoed log-probabilities depend on the prompt (`stub_context_shift`), as a model's
+        self.context_logprobs = context_logprobs
         self.paths: list[str] = []  # each request's path with its query
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -354,6 +383,8 @@ class StubOpenAI:
                                 shifted=stub.shifted_logprobs,
                                 top_k=int(body["logprobs"]),
                             )
+                            if stub.context_logprobs:
+                                _shift_by_context(choice["logprobs"])
                             if stub.logprob_fn is not None:
                                 _rewrite_logprobs(choice["logprobs"], stub.logprob_fn)
                     obj = "text_completion"

@@ -829,13 +829,18 @@ class Tracker:
     @_store_op("reading the sweep's trial runs")
     def sweep_trials(self, parent_id: str) -> list[dict[str, Any]]:
         """One row per trial of a sweep (its FINISHED or latest run): task, model, variant,
-        status, score and invalid_rate, from the child runs' params and metrics."""
+        status, score and invalid_rate, from the child runs' params and metrics.
+
+        A hand-graded run's score counts only once its grades are complete (`_score_of`);
+        otherwise `score` is None and `score_note` says why.
+        """
         rows: dict[str, dict[str, Any]] = {}
         for run in self._children(parent_id):
             tid = run.data.tags.get(TRIAL_ID)
             if not tid or (tid in rows and rows[tid]["run_status"] == "FINISHED"):
                 continue
             p, m = run.data.params, run.data.metrics
+            score, note = _score_of(run)
             rows[tid] = {
                 "trial_id": tid,
                 "task": p.get("task"),
@@ -843,7 +848,8 @@ class Tracker:
                 "variant": p.get("variant"),
                 "status": run.data.tags.get(TRIAL_STATUS),
                 "run_status": run.info.status,
-                "score": m.get("score"),
+                "score": score,
+                "score_note": note,
                 "invalid_rate": m.get("invalid_rate"),
                 "n": m.get("n"),
             }
@@ -1050,6 +1056,26 @@ def artifact_dir(config: TrackingConfig) -> Path | None:
 
         return Path(unquote(urlparse(loc).path))
     return None
+
+
+def _score_of(run: Any) -> tuple[float | None, str | None]:
+    """A run's score and, when it has none to show, why (None when the score stands).
+
+    Why: hand grades reach a run in several writes (`Tracker._put_grades`): the `score`
+    metric is there while `grades_sha` still says `pending:`, and a grade import cut short
+    leaves it so. Such a score is not the trial's (its folder is ungraded) and is not shown;
+    nor is any score on a run marked graded "false".
+    """
+    tags = run.data.tags
+    sha = tags.get(GRADES_SHA, "")
+    if sha.startswith(GRADES_PENDING):
+        return None, (
+            "hand grades half-written on this run (grades_sha pending): no score until "
+            f"'workbench grade import' of trial {tags.get(TRIAL_ID, '?')[:12]} completes"
+        )
+    if tags.get(GRADED) == "false":
+        return None, "graded by hand and not graded yet: no score"
+    return run.data.metrics.get("score"), None
 
 
 def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, str]]:

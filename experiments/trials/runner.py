@@ -679,6 +679,10 @@ def _loglik(
                 hits.append(False)
             if progress:
                 progress(n, len(prompts))
+        checked = _no_information(out, served, prompts)
+        if checked is not out:
+            refused = True  # rows that carry no information are not cached for a fixed server
+        return checked, hits
     except NoPromptLogprobs:
         refused = True  # none of a refused server's rows is kept: some may have slipped
         raise
@@ -686,7 +690,6 @@ def _loglik(
         if cache is not None and not refused:
             for key, comp in pending:
                 cache.put(key, comp)
-    return _no_information(out, served), hits
 
 
 NO_LABEL = "(no label: tie)"
@@ -704,17 +707,46 @@ def _check_logprobs(served: LM | None) -> str:
     )
 
 
-def _no_information(out: list[Completion], served: LM | None) -> list[Completion]:
-    """`out`, with its tied rows made row errors when no answered row was decided: a model
-    that ties every row returned no information, and a trial of invalid answers would be
-    complete. Not retried: the same model ties the same way."""
-    answered = [c for c in out if c.error is None]
-    if not answered or any("tie" not in c.extra for c in answered):
+def _no_information(
+    out: list[Completion], served: LM | None, prompts: Sequence[str] = ()
+) -> list[Completion]:
+    """`out`, with its answered rows made row errors (not retried: the same model answers
+    the same way) when its log-likelihoods carry no information, so a trial of invalid or
+    constant answers is never complete:
+
+    - every answered row ties (`loglik_tie`);
+    - every answered row, over at least 2 distinct prompts, has the same vector of label
+      log-likelihoods, exactly: the scores do not depend on the prompt (a server that gives
+      every token -1.0 picks the shorter label every time under loglik, the other under
+      loglik-norm). A real model's sums are floats out of a forward pass over the whole
+      prompt; on distinct prompts they differ at least in their last bits, so in practice
+      they are never all identical, however alike the prompts.
+    """
+    answered = [
+        (c, prompts[i] if i < len(prompts) else i) for i, c in enumerate(out) if c.error is None
+    ]
+    if not answered:
         return out
-    why = (
-        f"the model returned no information (its label log-likelihoods tie on every row): "
-        f"{_check_logprobs(served)}; first row: {answered[0].extra['tie']}"
-    )
+    if all("tie" in c.extra for c, _ in answered):
+        why = (
+            f"the model returned no information (its label log-likelihoods tie on every "
+            f"row): {_check_logprobs(served)}; first row: {answered[0][0].extra['tie']}"
+        )
+    else:
+        vectors = {
+            tuple(c.extra["logprobs"].items())
+            for c, _ in answered
+            if isinstance(c.extra.get("logprobs"), dict)
+        }
+        same = len(vectors) == 1 and all("logprobs" in c.extra for c, _ in answered)
+        if not same or len({p for _, p in answered}) < 2:
+            return out
+        sums = ", ".join(f"{label!r}: {v:.6g}" for label, v in vectors.pop())
+        why = (
+            f"the model returned no information (its label log-likelihoods are the same on "
+            f"every row, whatever the prompt): {_check_logprobs(served)}; all "
+            f"{len(answered)} rows: {sums}"
+        )
     return [
         Completion(None, latency=c.latency, error=why, retryable=False) if c.error is None else c
         for c in out

@@ -65,6 +65,9 @@ def test_a_dripping_server_ends_at_the_deadline_as_a_row_error(
     timeout: float, retries: int, attempts: int, most: float
 ) -> None:
     models._litellm()  # its import (seconds) is no part of the call
+    with StubOpenAI() as warm:  # nor its lazy first-call imports, which a loaded machine
+        # can stretch past the 1 s deadline before the request is even sent
+        get_model("openai/stub", api_base=warm.url).complete("Q: x\nA:", Decoding())
     with StubOpenAI(fault_rate=1.0, faults=("drip",), drip_interval=0.3) as stub:
         lm = get_model(
             "openai/stub", api_base=stub.url, timeout=timeout, max_retries=retries, backoff=0.01

@@ -345,3 +345,101 @@ def test_clusters_spanning_classes_widen_by_their_design_effect() -> None:
         hit += ci.low <= 0.8 <= ci.high
     assert "design effect 2.00" in ci.method and "span answer classes" in ci.note
     assert hit / sims >= 0.915
+
+
+# ---- review 4: pooled bound treatment, F1 near the ceiling, spanning lookup ---------------
+def _nested(classes: int, rows: int, fixed: int) -> tuple[list[str], list[str], list[str]]:
+    """B misses 10 rows per class; A fixes `fixed` of them and breaks none."""
+    labs = [f"c{g}" for g in range(classes)]
+    y: list[str] = []
+    a: list[str] = []
+    b: list[str] = []
+    for g, lab in enumerate(labs):
+        wrong = labs[(g + 1) % classes]
+        for i in range(rows):
+            y.append(lab)
+            a.append(lab if i >= 10 - fixed else wrong)
+            b.append(lab if i >= 10 else wrong)
+    return y, a, b
+
+
+def test_paired_bound_treatment_adds_one_imaginary_row_in_total() -> None:
+    """3 classes x 50 rows, A fixes 2 rows per class and breaks none: the exact permutation
+    p is 1/32, but with one imaginary "B only" row per class the interval was
+    [-0.016, 0.082]. One imaginary row in total (shared 1/3 per class) excludes 0; by hand,
+    the lower bound is the 2.5% quantile of the centred class mean of (A only - B only) / n
+    with B only ~ Gamma(1/3) per class."""
+    y, a, b = _nested(3, 50, 2)
+    ci = intervals.metric_interval(y, a, b, n_draws=100_000, seed=0)
+    assert ci.estimate == pytest.approx(0.04, abs=1e-12)
+    assert ci.low > 0, (ci.low, ci.high)
+    rng = np.random.default_rng(1)
+    d = 100_000
+    part = []
+    for _ in range(3):
+        h1, h2 = rng.standard_gamma(2.0, d), rng.standard_gamma(1 / 3, d)
+        h3 = rng.standard_gamma(48 + 1.0, d)
+        draw = (h1 - h2) / (h1 + h2 + h3)
+        part.append(np.sqrt(53 / 50) * (draw - 2 / 52))
+    low = 0.04 + np.quantile(np.mean(part, axis=0), 0.025)
+    assert ci.low == pytest.approx(low, abs=2e-3)
+    # one class (or the rows family): still the Clopper-Pearson-type shape, count + 1
+    one = intervals.metric_interval(y[:50], a[:50], b[:50], metric="accuracy", n_draws=100_000)
+    h1, h2 = rng.standard_gamma(2.0, d), rng.standard_gamma(1.0, d)
+    ref = np.quantile((h1 - h2) / (h1 + h2 + rng.standard_gamma(49.0, d)), 0.025)
+    assert one.low == pytest.approx(ref, abs=2e-3)
+
+
+def test_pooled_extra_is_one_row_in_total() -> None:
+    w = np.full(5, 0.2)
+    assert intervals.pooled_extra(np.zeros(5), w).tolist() == pytest.approx([0.2] * 5)
+    assert intervals.pooled_extra(np.array([0, 1.0, 0, 0, 0]), w).sum() == pytest.approx(1.0)
+    assert not intervals.pooled_extra(np.array([1.0, 1.0, 0, 0, 0]), w).any()
+
+
+def test_f1_above_the_measured_scenarios_is_off_the_grid() -> None:
+    """The F1 table reached only F1 0.52-0.66; an F1 near 1 read it and passed unflagged
+    (the bootstrap covered 0.87 at true F1 0.90, n = 20). Now high-F1 scenarios are measured
+    (read from F1_NEAR on) and an F1 above every measured one is flagged off the grid."""
+    cov = _coverage()
+    top = max(cov.f1_truth(q, s, k) for q, s, k in cov.F1_SINGLE)
+    assert top == pytest.approx(intervals.F1_MEASURED_MAX, abs=1e-3)
+    assert ("f1+ceiling", "single") in intervals.COVERAGE
+    y = ["alice smith"] * 60
+    perfect = intervals.metric_interval(y, y, metric="ssla_f1")
+    assert perfect.unreliable and "off the measured grid" in perfect.note
+    high = intervals.metric_interval(y, y[:54] + [""] * 6, metric="ssla_f1")  # F1 about 0.95
+    assert "an F1 above 0.75" in high.note
+
+
+def _spanning_docs(docs: int, per: int, recall: float, seed: int) -> stats.Interval:
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(docs), 2 * per)
+    lab = np.array(["a", "b"], dtype=object)
+    yi = np.tile(np.repeat([0, 1], per), docs)
+    right = (rng.random(docs) < recall)[ids]
+    return intervals.metric_interval(list(lab[yi]), list(np.where(right, lab[yi], lab[1 - yi])),
+                                     clusters=ids)  # fmt: skip
+
+
+def test_spanning_clusters_read_the_nearest_measured_design() -> None:
+    """The lookup took the worst of every spanning design (0.922, 20 x (5 + 5)), so every
+    one-arm interval with a spanning cluster was flagged; 100 x (2 + 2) reads its own cell."""
+    ci = _spanning_docs(100, 2, 0.8, 0)
+    low = intervals.COVERAGE[("spanning", "single")][(100, 2.0)][0]
+    assert "100 documents x (2 + 2) rows" in ci.note
+    assert ci.unreliable == (low < intervals.MIN_COVERAGE)
+    assert intervals.spanning_cell("single", 30, 2.0)[0] == (40, 3.0)  # type: ignore[index]
+
+
+def test_conservative_only_when_every_measured_scenario_over_covers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A median above 0.97 with a scenario at 0.945 is not "wider than needed"."""
+    fake = {("rows", "paired"): {(20, 0.5): (0.945, 0.99, "x")}}
+    monkeypatch.setattr(intervals, "COVERAGE", fake)
+    flag, note = intervals.coverage_flag("rows", "paired", np.array([30.0]))
+    assert not flag and not note.startswith("conservative")
+    fake[("rows", "paired")][(20, 0.5)] = (0.975, 0.99, "x")
+    flag, note = intervals.coverage_flag("rows", "paired", np.array([30.0]))
+    assert not flag and note.startswith("conservative")

@@ -107,13 +107,89 @@ def test_a_sampler_stuck_on_done_prompts_stops_saying_so(
     assert any("search stopped after 1 of 3 new trial(s)" in n for n in report.search_notes)
 
 
-def test_a_reused_trial_carries_the_per_row_values_the_pruner_compares(
+def _scripted(plan: list[dict[str, Any]]) -> Any:
+    """A sampler proposing `plan[n]` as trial n (the last entry from then on)."""
+    import optuna
+
+    class Scripted(optuna.samplers.BaseSampler):
+        def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_relative(self, study: Any, trial: Any, space: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+            return plan[min(trial.number, len(plan) - 1)][name]
+
+    return Scripted()
+
+
+def _prompt(**levels: Any) -> dict[str, Any]:
+    base = {"instruction": "base", "register": "default", "demos": "none", "demo_seed": 0,
+            "format": "base", "answer_hint": False}  # fmt: skip
+    return base | levels
+
+
+class HintKnows:
+    """Right on every row when the prompt carries the answer hint, else always "No"
+    (balanced accuracy 0.5 on every class-balanced batch)."""
+
+    name = "scripted/lm"
+    mode = "completion"
+    concurrency = 1
+
+    def __init__(self, task: Any) -> None:
+        self.gold = {r["text"].strip(): r["answer"] for r in task.rows("test")}
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": self.name}
+
+    def complete(self, prompt: str, decoding: Any) -> Any:
+        from experiments.llm.models import Completion
+
+        if "Answer with one of" not in prompt:
+            return Completion(" No")
+        query = prompt.rsplit("Q:", 1)[-1]
+        return Completion(" " + next(a for t, a in self.gold.items() if t in query))
+
+
+def test_a_reused_trial_does_not_count_for_the_median_pruner(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review rev4: the reuse used to copy the earlier trial's curve, so one evaluated prompt
+    and its copy met MedianPruner's two startup trials and the "median" was that one curve:
+    the next prompt was pruned on the strength of a single trial."""
+    from tests.experiments.test_optimize import NoTracker
+
+    hint, plain, plain_demos = _prompt(answer_hint=True), _prompt(), _prompt(demos="base")
+    monkeypatch.setattr(opt, "search_space", _tiny)
+    # trial 0 evaluates `hint`; resumed, the sampler replays it (1, reused), then `plain` (2)
+    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted([hint, hint, plain]))
+    lm = HintKnows(catalog.task("hearsay"))
+    optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
+    report = optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
+    first, copy, second = _trials(tmp_path, report.study)
+    # one evaluated trial before it: below MedianPruner's two startup trials, not pruned
+    assert second.state.name == "COMPLETE" and second.value == pytest.approx(0.5)
+    assert first.intermediate_values == {0: 1.0, 1: 1.0, 2: 1.0}
+    assert copy.user_attrs[opt.REUSED_ATTR] == 0 and copy.intermediate_values == {}
+    assert report.n_trials == 2 and report.n_pruned == 0 and report.n_reused == 1
+    # two evaluated trials: the pruner works, on them (median 0.75 > 0.5 at the first batch)
+    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted([plain_demos]))
+    report = optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
+    third = _trials(tmp_path, report.study)[-1]
+    assert third.state.name == "PRUNED" and list(third.intermediate_values) == [0]
+
+
+def test_a_reused_trial_reports_no_per_row_values_and_wilcoxon_reads_its_source(
     catalog: Catalog,
     tracker: Any,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """A reused trial may tie for `best_trial`; Wilcoxon compares later trials with its
-    per-row values, so it gets the ones of the trial it reuses."""
+    """A reused trial carries no per-row values (the pruners see evaluated trials only);
+    the best trial the Wilcoxon pruner compares with is always an evaluated one."""
+    import optuna
+
     optimize(_cfg(tmp_path, 2, "wilcoxon"), catalog, SpyLM(), tracker)
     report = optimize(_cfg(tmp_path, 2, "wilcoxon"), catalog, SpyLM(), tracker)
     trials = _trials(tmp_path, report.study)
@@ -121,4 +197,58 @@ def test_a_reused_trial_carries_the_per_row_values_the_pruner_compares(
     assert reused  # trial 0 cannot be pruned (no best yet): its replay is reused
     for t in reused:
         earlier = trials[t.user_attrs[opt.REUSED_ATTR]]
-        assert earlier.intermediate_values and t.intermediate_values == earlier.intermediate_values
+        assert earlier.intermediate_values and t.intermediate_values == {}
+    study = optuna.load_study(study_name=report.study, storage=f"sqlite:///{tmp_path}/o.db")
+    best = opt._EvaluatedStudy(study).best_trial
+    assert opt.REUSED_ATTR not in best.user_attrs and best.value == study.best_value
+    assert len(best.intermediate_values) == report.n_dev
+
+
+def test_wilcoxon_compares_with_the_trial_a_tied_best_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store may answer `best_trial` with the reused copy on a tie (SQLite's order among
+    equal values is unspecified); the pruner then compares with the trial it reused."""
+    import optuna
+    from optuna.distributions import BaseDistribution, FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    cfg = OptimizeConfig(task="hearsay", model="scripted/lm", pruner="wilcoxon")
+    study = optuna.create_study(direction="maximize", pruner=opt._pruner(cfg))
+    dist: dict[str, BaseDistribution] = {"x": FloatDistribution(0, 1)}
+    rows = dict.fromkeys(range(20), 1.0)
+    study.add_trial(create_trial(params={"x": 0.5}, distributions=dist, value=1.0,
+                                 intermediate_values=rows))  # fmt: skip
+    study.add_trial(create_trial(params={"x": 0.5}, distributions=dist, value=1.0,
+                                 user_attrs={opt.REUSED_ATTR: 0}))  # fmt: skip
+    copy = study.trials[1]
+    monkeypatch.setattr(optuna.study.Study, "best_trial", property(lambda self: copy))
+    worse = study.ask()
+    for step in range(20):
+        worse.report(0.0, step)
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))[0]
+    assert study.pruner.prune(study, running)  # 20 rows right vs 20 wrong: p < 0.025
+    assert opt._EvaluatedStudy(study).best_trial.number == 0
+
+
+def test_levels_no_prompt_combines_do_not_count_as_trials(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review rev4: a proposal of a non-base instruction with a non-default register is
+    pruned at once; it was counted against `--trials`, so near the end of the space the
+    budget went on combinations no prompt has and fewer prompts were evaluated."""
+    from tests.experiments.test_optimize import NoTracker
+
+    def space(task: Any) -> SearchSpace:  # 3 prompts: (reference, plain) is not one
+        return SearchSpace(["base", "reference"], ["default", "plain"], ["none"], ["base"],
+                           [False])  # fmt: skip
+
+    plan = [_prompt(instruction="reference", register="plain"), _prompt(),
+            _prompt(instruction="reference")]  # fmt: skip
+    monkeypatch.setattr(opt, "search_space", space)
+    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted(plan))
+    report = optimize(_cfg(tmp_path, 2), catalog, SpyLM(), NoTracker())
+    invalid, *rest = _trials(tmp_path, report.study)
+    assert len({t.user_attrs[opt.VARIANT_ATTR] for t in rest}) == 2  # both prompts evaluated
+    assert report.n_trials == 2 and report.n_pruned == 0 and report.n_invalid == 1
+    assert invalid.state.name == "PRUNED" and invalid.user_attrs[opt.INVALID_ATTR]

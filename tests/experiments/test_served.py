@@ -39,6 +39,7 @@ from experiments.llm.models import (
 from experiments.testing.stub_server import (
     STUB_TOP,
     StubOpenAI,
+    stub_context_shift,
     stub_logprobs,
     stub_token_logprob,
     stub_top_key,
@@ -175,7 +176,8 @@ def test_served_byte_offsets_score_like_char_offsets() -> None:
             lm = get_model("openai/stub", api_base=stub.url, mode="completion")
             sums[unit] = served_label_logprobs(lm, _SECTION, [" Yes", " No"])
     assert sums["bytes"] == sums["chars"]
-    assert sums["chars"] == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
+    shift = stub_context_shift(_SECTION)  # the stub's scores depend on the prompt too
+    assert sums["chars"] == [stub_token_logprob(" Yes") + shift, stub_token_logprob(" No") + shift]
 
 
 def test_a_shifted_server_is_refused() -> None:
@@ -191,7 +193,8 @@ def test_a_shifted_server_is_refused() -> None:
     with StubOpenAI(echo_logprobs=True) as stub:  # the same prompts, aligned: accepted
         lm = get_model("openai/stub", api_base=stub.url, mode="completion")
         got = served_label_logprobs(lm, "Q: Is the sky blue?\nA:", [" Yes", " No"])
-    assert got == [stub_token_logprob(" Yes"), stub_token_logprob(" No")]
+    shift = stub_context_shift("Q: Is the sky blue?\nA:")
+    assert got == [stub_token_logprob(" Yes") + shift, stub_token_logprob(" No") + shift]
 
 
 def _echoes(conts: list[str], prompt: str = "Q: x\nA:", **kw: Any) -> list[EchoedContinuation]:

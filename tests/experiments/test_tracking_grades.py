@@ -132,3 +132,49 @@ def test_grades_cut_short_in_the_store_are_visible_and_repaired(
         fresh = client.get_run(again["mlflow_run_id"])
         assert "human_graded_accuracy" not in fresh.data.metrics
         assert client.get_run(s["run_id"]).info.lifecycle_stage == "deleted"
+
+
+def test_a_sweep_table_shows_no_score_from_half_written_grades(
+    graded_setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review rev4: `sweep_trials` read the `score` metric without the grade tags, so a
+    grade write cut short (score in, `grades_sha` still `pending:`) showed as a score."""
+    import mlflow
+
+    from experiments.tracking.grades import import_grades
+    from experiments.tracking.tracking import GRADES_PENDING, GRADES_SHA, SWEEP_ID
+    from experiments.trials.grading import current_grades, grade_metrics
+
+    s = graded_setup
+    tracker, client = s["tracker"], s["tracker"].client
+    import_grades(s["csv"], track=False)  # the folder's grades.json, on no run yet
+    grades = current_grades(s["result"])
+    assert grades is not None
+    # a sweep whose child run is this trial
+    exp = client.create_experiment("g/sweep/grades")
+    parent = client.create_run(exp, tags={SWEEP_ID: "grades"}).info.run_id
+    child = tracker.log_trial(parent, s["result"], s["resolved"].compiled, s["resolved"].rows,
+                              "base")  # fmt: skip
+    (row,) = tracker.sweep_trials(parent)
+    assert row["score"] is None  # hand-graded, not graded yet
+
+    real = mlflow.MlflowClient.log_dict
+    _fail_on_grades_artifact(monkeypatch)
+    with pytest.raises(OSError):
+        tracker._put_grades(child, grade_metrics(grades), grades)
+    run = client.get_run(child)
+    assert run.data.metrics["score"] == grades["score"]  # the stray score is on the run
+    assert run.data.tags[GRADES_SHA].startswith(GRADES_PENDING)
+    (row,) = tracker.sweep_trials(parent)
+    assert row["score"] is None, "a half-written grade import shows as a score"
+    note = row["score_note"]
+    assert "grades_sha pending" in note and s["result"].trial_id[:12] in note
+
+    monkeypatch.setattr(mlflow.MlflowClient, "log_dict", real)
+    tracker._put_grades(child, grade_metrics(grades), grades)  # the write completed
+    (row,) = tracker.sweep_trials(parent)
+    assert row["score"] == grades["score"] and row["score_note"] is None
+    # a run marked hand-graded and not graded shows no score either, and says why
+    client.set_tag(child, "workbench.graded", "false")
+    (row,) = tracker.sweep_trials(parent)
+    assert row["score"] is None and "not graded yet" in row["score_note"]
