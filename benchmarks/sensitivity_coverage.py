@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from experiments.analysis import sensitivity as S
+from experiments.analysis.sensitivity.groups import _group
+from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
 
 INSTR = ("reference", "description")
@@ -139,12 +141,12 @@ def simulate(
 
 def groups_of(trials: list[S.Trial]) -> list[S.Group]:
     tasks = sorted({t.task for t in trials})
-    return [S._group([t for t in trials if t.task == task]) for task in tasks]
+    return [_group([t for t in trials if t.task == task]) for task in tasks]
 
 
 def raw_shares(groups: list[S.Group]) -> dict[str, float]:
     """SS_f / SS_total: the share the estimator replaced (for its bias)."""
-    sums = S._sums_of_squares(groups)
+    sums = _sums_of_squares(groups)
     total = float(sums.ss["total"][0])
     return {f: float(v[0]) / total for f, v in sums.ss.items() if f != "total"}
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from experiments.analysis import sensitivity as S
+from experiments.analysis.sensitivity.groups import _group
 from experiments.llm.models import Completion, Decoding
 from promptlib import Catalog, LocalSource
 
@@ -145,7 +146,7 @@ def main() -> None:
     for sim in range(args.sims):
         outcomes, truth = one(sim)
         got = S.variance_shares(
-            [S._group([S.as_trials([o])[0] for o in outcomes if o.task == pt.task])
+            [_group([S.as_trials([o])[0] for o in outcomes if o.task == pt.task])
              for pt in planned],
             n_resamples=args.resamples, seed=sim,
         )  # fmt: skip

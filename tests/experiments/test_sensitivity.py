@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from experiments.analysis import sensitivity as S
+from experiments.analysis.sensitivity.groups import _group
+from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
 
 INSTRUCTIONS = ("description", "reference")
@@ -160,10 +162,8 @@ def test_closed_form_sums_of_squares_equal_statsmodels_anova() -> None:
 
     trials, _ = simulate(3, n_tasks=3, n_rows=12)
     trials = [t for t in trials if t.axes["register"] != "technical"]  # 2 x 2 x 3 per task
-    groups = [
-        S._group([t for t in trials if t.task == task]) for task in ("task0", "task1", "task2")
-    ]
-    ss = {k: float(v[0]) for k, v in S._sums_of_squares(groups).ss.items()}
+    groups = [_group([t for t in trials if t.task == task]) for task in ("task0", "task1", "task2")]
+    ss = {k: float(v[0]) for k, v in _sums_of_squares(groups).ss.items()}
     df = pd.DataFrame(
         [{"y": float(bool(c)), "task": t.task, "row": f"{t.task}/{i}", **t.axes}
          for t in trials for i, c in zip(t.indices, t.correct, strict=True)]
@@ -210,7 +210,7 @@ def test_decomposition_recovers_known_shares_and_the_pooled_effect_is_covered() 
     errors: dict[str, list[float]] = {f: [] for f in truth["sim/a"]}
     for sim in range(40):
         trials, truth = simulate(500 + sim)
-        groups = [S._group([t for t in trials if t.task == k]) for k in ("task0", "task1", "task2")]
+        groups = [_group([t for t in trials if t.task == k]) for k in ("task0", "task1", "task2")]
         shares = S.variance_shares(groups, n_resamples=1)["shares"]
         for f, v in truth["sim/a"].items():
             errors[f].append(shares[f] - v)
@@ -247,7 +247,7 @@ def test_rank_stability_counts_when_the_best_model_changes() -> None:
     for v, (a, b) in enumerate([(6, 2), (5, 3), (2, 6)]):  # correct rows of m1, m2 per variant
         trials.append(_trial("t", "m1", f"seed={v}", [1] * a + [0] * (8 - a)))
         trials.append(_trial("t", "m2", f"seed={v}", [1] * b + [0] * (8 - b)))
-    (r,) = S.rank_stability([S._group([t for t in trials if t.model == m]) for m in ("m1", "m2")])
+    (r,) = S.rank_stability([_group([t for t in trials if t.model == m]) for m in ("m1", "m2")])
     assert r["best_model_mean"] == ["m1"]
     assert r["share_best_changes"] == pytest.approx(1 / 3)
     assert r["mean_kendall_tau"] == pytest.approx((1 - 1 - 1) / 3)
@@ -709,9 +709,9 @@ def test_with_no_prompt_effect_the_prompt_shares_are_near_zero() -> None:
     raw: dict[str, list[float]] = {}
     for sim in range(30):
         trials = _null_trials(300 + sim)
-        groups = [S._group([t for t in trials if t.task == f"task{k}"]) for k in range(3)]
+        groups = [_group([t for t in trials if t.task == f"task{k}"]) for k in range(3)]
         shares = S.variance_shares(groups, n_resamples=1)["shares"]
-        sums = S._sums_of_squares(groups)
+        sums = _sums_of_squares(groups)
         for f in ("instruction", "instruction x task", S.draw_factor("seed"), S.AXIS_X_AXIS):
             got.setdefault(f, []).append(shares[f])
             raw.setdefault(f, []).append(float(sums.ss[f][0] / sums.ss["total"][0]))

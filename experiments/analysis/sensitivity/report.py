@@ -1,0 +1,201 @@
+"""The whole prompt-sensitivity report of a sweep (`sensitivity_report`), its pooled effects,
+its variance-shares artifact, and its MLflow metrics (`sensitivity_metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from experiments.analysis.sensitivity.across import meta_analysis, rank_stability
+from experiments.analysis.sensitivity.groups import (
+    CI_MEASURES,
+    MEASURES,
+    N_RESAMPLES,
+    FloatArray,
+    Group,
+    Trial,
+    _group,
+    _group_seed,
+    as_trials,
+)
+from experiments.analysis.sensitivity.measures import (
+    _resample_counts,
+    _variant_scores,
+    task_measures,
+)
+from experiments.analysis.sensitivity.variance import variance_shares
+
+
+# ---- the report ----------------------------------------------------------------------------
+def sensitivity_report(
+    outcomes: Iterable[Any],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    cluster_by: str = "prompt",
+    columns: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The sweep's sensitivity document (JSON-able) from its trials (`TrialOutcome`s of
+    `run_sweep`, or `Trial`s). `cluster_by` and `columns` (task -> row index -> value of the
+    column clustered by) are the sweep's, so its units are the comparisons' units."""
+    # a canonical order: the input order changes no number, except the order of a (task,
+    # model)'s variants, which the range test takes as given (the sweep's plan order, as the
+    # comparisons do): `_group` keeps it
+    given = as_trials(outcomes)
+    rank = {(t.task, t.model, t.variant): i for i, t in enumerate(given)}
+    trials = sorted(given, key=lambda t: (t.task, t.model, t.variant))
+    notes: list[str] = []
+    excluded = [
+        {"task": t.task, "model": t.model, "variant": t.variant, "status": t.status}
+        for t in trials if not t.complete
+    ]  # fmt: skip
+    if excluded:
+        notes.append(
+            f"{len(excluded)} incomplete trial(s) excluded (not scored as wrong): "
+            + "; ".join(
+                f"{e['task']} {e['variant']} ({e['model']}): {e['status']}" for e in excluded
+            )
+        )
+    by: dict[tuple[str, str], list[Trial]] = {}
+    for t in trials:
+        if t.complete:
+            by.setdefault((t.task, t.model), []).append(t)
+    groups: list[Group] = []
+    per_task: list[dict[str, Any]] = []
+    boots: list[FloatArray] = []
+    observed: list[FloatArray] = []
+    for (task, model), mine in by.items():
+        if len(mine) < 2:
+            notes.append(f"{task} ({model}): fewer than 2 complete variants, no sensitivity")
+            continue
+        g = _group(
+            sorted(mine, key=lambda t: rank[(t.task, t.model, t.variant)]),
+            cluster_by,
+            (columns or {}).get(task),
+        )
+        notes.extend(g.notes)
+        if not g.indices:
+            notes.append(f"{task} ({model}): the variants share no rows")
+            continue
+        gseed = _group_seed(seed, "measures", task, model, *g.variants)
+        # the range test takes the user's seed, as the sweep's comparisons do
+        measures, _, boot = task_measures(g, n_resamples=n_resamples, seed=gseed, test_seed=seed)
+        groups.append(g)
+        per_task.append(measures)
+        boots.append(boot)
+        observed.append(np.asarray(list(measures["scores"].values()), dtype=np.float64))
+    models = list(dict.fromkeys(g.model for g in groups))
+    shares = {
+        m: variance_shares([g for g in groups if g.model == m], n_resamples=n_resamples, seed=seed)
+        for m in models
+    }
+    meta = []
+    for m in models:
+        idx = [i for i, g in enumerate(groups) if g.model == m]
+        for row in meta_analysis(
+            [groups[i] for i in idx], [boots[i] for i in idx], [observed[i] for i in idx]
+        ):
+            meta.append({"model": m, **row})
+            notes.extend(f"{m} {row['a']} - {row['b']}: {n}" for n in row["notes"])
+    metrics_pooled: dict[tuple[str, str], set[str]] = {(r["model"], r["axis"]): set() for r in meta}
+    for r in meta:
+        metrics_pooled[(r["model"], r["axis"])].add(r["metric"])
+    for (m, axis), ms in metrics_pooled.items():
+        if len(ms) > 1:
+            notes.append(
+                f"{m} {axis}: tasks use different official metrics ({', '.join(sorted(ms))}); "
+                "each metric's tasks are pooled separately"
+            )
+    for m, v in shares.items():
+        if v.get("note"):
+            notes.append(f"variance shares ({m}): {v['note']}")
+    report = {
+        "per_task": per_task,
+        "variance_shares": shares,
+        "meta_analysis": meta,
+        "rank_stability": rank_stability(groups),
+        "excluded": excluded,
+        "notes": notes,
+        "n_resamples": n_resamples,
+    }
+    # refuse here, before anything is logged, if two (task, model)s would share a metric name
+    sensitivity_metrics(report)
+    return report
+
+
+def pooled_effects(
+    outcomes: Iterable[Any], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs)."""
+    by: dict[tuple[str, str], list[Trial]] = {}
+    for t in sorted(as_trials(outcomes), key=lambda t: (t.task, t.model, t.variant)):
+        if t.complete:
+            by.setdefault((t.model, t.task), []).append(t)
+    out = []
+    for model in dict.fromkeys(m for m, _ in by):
+        groups = [_group(ts) for (m, _), ts in by.items() if m == model and len(ts) >= 2]
+        boots, observed = [], []
+        for g in groups:
+            gseed = _group_seed(seed, "measures", g.task, g.model, *g.variants)
+            rng = np.random.default_rng(gseed)
+            counts, _ = _resample_counts(g, n_resamples, rng)
+            boots.append(_variant_scores(g, counts))
+            observed.append(_variant_scores(g, np.ones((1, len(g.indices))))[0])
+        out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed)]
+    return out
+
+
+def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
+    """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor,
+    the variance components behind them (and the untruncated ones), rows and clusters per
+    task; every share null with a note when there is no variance to share out."""
+    keys = ("components", "components_raw", "truncated", "coverage", "n_rows", "n_clusters")
+    return {
+        m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"],
+            "unreliable": v.get("unreliable", False), "note": v.get("note"),
+            **{k: v.get(k) for k in keys}}
+        for m, v in report["variance_shares"].items()
+    }  # fmt: skip
+
+
+def metric_name(task: str, model: str, measure: str) -> str:
+    """``sensitivity.<task>.<model>.<measure>``, with every character MLflow refuses in a
+    metric name (anything but letters, digits, _ - . / space :) replaced by ``_``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_\-./ :]", "_", f"sensitivity.{task}.{model}.{measure}")
+
+
+def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
+    """The parent run's metrics: every measure, the CI bounds of those with a CI and the
+    spread's p-value, per (task, model). Two different (task, model, measure) mapping to one
+    name (``a.b`` + ``c`` vs ``a`` + ``b.c``, or a character MLflow refuses replaced by ``_``)
+    is refused: one would silently overwrite the other."""
+    out: dict[str, float] = {}
+    owner: dict[str, tuple[str, str, str]] = {}
+
+    def put(row: dict[str, Any], measure: str, value: float) -> None:
+        name = metric_name(row["task"], row["model"], measure)
+        key = (row["task"], row["model"], measure)
+        if name in owner and owner[name] != key:
+            raise ValueError(
+                f"MLflow metric name {name!r} would hold both task {owner[name][0]!r} / model "
+                f"{owner[name][1]!r} / {owner[name][2]} and task {key[0]!r} / model {key[1]!r} / "
+                f"{key[2]}; rename a task or model alias so the names differ"
+            )
+        owner[name] = key
+        out[name] = value
+
+    for row in report["per_task"]:
+        for m in MEASURES:
+            put(row, m, row[m])
+        for m in CI_MEASURES:
+            lo, hi = row[f"{m}_ci"]
+            put(row, f"{m}_ci_low", lo)
+            put(row, f"{m}_ci_high", hi)
+        if row["spread_p_value"] is not None:
+            put(row, "spread_p_value", row["spread_p_value"])
+    return out
