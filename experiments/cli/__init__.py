@@ -1,6 +1,23 @@
-"""The `workbench` command line: entry point `experiments.cli:main`, `python -m experiments.cli`."""
+"""The `workbench` command line: option wiring only.
 
-from experiments.cli.cli import app, main
+Every command turns a `WorkbenchError` into a one-line message on stderr and its exit code,
+and builds its whole output before printing, so a failure never leaves half an answer. What
+is printed is built in `experiments.output`; the options several commands share (data
+source, model connection, cache) are declared once (`options`) and turned into a catalog, a model
+and a cache by `Setup`.
+
+Modules: `app` (the Typer apps, main options, `main`), `options` (shared options, `Setup`),
+and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
+optimize, report), `tools` (grade, doctor, ui).
+"""
+
+from experiments.cli.app import app, main
+
+# Importing a command module registers its commands on `app`, in the order
+# `workbench --help` lists them.
+# isort: off
+from experiments.cli import catalog, trial, studies, tools  # noqa: F401
+# isort: on
 
 __all__ = [
     "app",

@@ -1,5 +1,5 @@
 """`python -m experiments.cli`."""
 
-from experiments.cli.cli import main
+from experiments.cli import main
 
 main()

@@ -95,7 +95,7 @@ class Workbench:
 
         _forget_mlflow_stores()
         self.monkeypatch.setattr(experiments.llm.models, "get_model", lambda *_a, **_k: self.lm)
-        from experiments.cli.cli import app
+        from experiments.cli import app
 
         return CliRunner().invoke(app, list(args), catch_exceptions=False)
 

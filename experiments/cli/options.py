@@ -1,0 +1,219 @@
+"""The options several commands share (data source, model connection, cache), declared once,
+their choices, `Setup` (turns them into a catalog, a model and a cache) and `friendly`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from promptlib.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from experiments.trials import runner
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# ---- choices ---------------------------------------------------------------------------------
+class Scoring(StrEnum):
+    generate = "generate"
+    loglik = "loglik"
+    loglik_norm = "loglik-norm"
+
+
+class Split(StrEnum):
+    train = "train"
+    test = "test"
+
+
+class Mode(StrEnum):
+    chat = "chat"
+    completion = "completion"
+
+
+class Definition(StrEnum):
+    code = "code"
+    paper = "paper"
+
+
+# the runner's own (Literal) names of the same choices, checked by mypy
+SCORINGS: dict[Scoring, runner.Scoring] = {
+    Scoring.generate: "generate",
+    Scoring.loglik: "loglik",
+    Scoring.loglik_norm: "loglik-norm",
+}
+DEFINITIONS: dict[Definition, runner.Definition] = {
+    Definition.code: "code",
+    Definition.paper: "paper",
+}
+
+
+class Method(StrEnum):
+    optuna = "optuna"
+    dspy_labeled = "dspy-labeled"
+    dspy_bootstrap = "dspy-bootstrap"
+    dspy_mipro = "dspy-mipro"
+
+
+class Sampler(StrEnum):
+    tpe = "tpe"
+    random = "random"
+    grid = "grid"
+
+
+class Pruner(StrEnum):
+    wilcoxon = "wilcoxon"
+    median = "median"
+    none = "none"
+
+
+class ExecutorName(StrEnum):
+    """Where a sweep's trials run (`sweeps.executors.get_executor`); for `--executor`."""
+
+    local = "local"
+    ray = "ray"
+
+
+# ---- options shared by several commands (declared once) --------------------------------------
+DataDir = Annotated[
+    str | None,
+    typer.Option(
+        "--data-dir",
+        help="LegalBench-layout folder (tasks/<task>/...). Default: $LEGALBENCH_DIR.",
+    ),
+]
+HF = Annotated[
+    bool, typer.Option("--hf", help="Use the Hugging Face dataset nguha/legalbench (cached).")
+]
+PromptsDir = Annotated[
+    str | None,
+    typer.Option("--prompts-dir", help="With --hf: a LegalBench checkout's tasks/ folder."),
+]
+JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+TaskArg = Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini, or local/...")
+]
+DefinitionOpt = Annotated[
+    Definition, typer.Option("--definition", help="Metric definition: code or paper.")
+]
+SplitOpt = Annotated[Split, typer.Option("--split", help="train or test.")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Ignore the response cache.")]
+ScoringOpt = Annotated[
+    Scoring,
+    typer.Option(
+        "--scoring",
+        help="generate (as the paper), loglik (summed label log-likelihood) or "
+        "loglik-norm (per byte, like lm-eval's acc_norm); loglik* need a local model.",
+    ),
+]
+ApiBase = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")]
+Concurrency = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
+]
+Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help=(
+            "Deadline in seconds for each attempt of a call, the whole reply included (not a"
+            " limit per read); each retry (--retries) gets its own; a finite number > 0."
+        ),
+    ),
+]
+Variant = Annotated[
+    str,
+    typer.Option(
+        "--variant",
+        help="key=value,... e.g. 'instruction=description,demos=none' or "
+        "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
+    ),
+]
+# the shared defaults, in one place
+CONCURRENCY = 8
+RETRIES = 4
+TIMEOUT = 60.0
+
+
+@dataclass
+class Setup:
+    """The shared options of a command, turned into a catalog, models and a cache on demand."""
+
+    data_dir: str | None = None
+    hf: bool = False
+    prompts_dir: str | None = None
+    api_base: str | None = None
+    concurrency: int = CONCURRENCY
+    retries: int = RETRIES
+    timeout: float = TIMEOUT
+    mode: str | None = None
+    no_cache: bool = False
+    _catalog: Any = field(default=None, repr=False)
+
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            # start-up time: the CLI imports a command's modules when it runs
+            from promptlib.data import default_source
+            from promptlib.tasks import Catalog
+
+            self._catalog = Catalog(
+                default_source(data_dir=self.data_dir, hf=self.hf, prompts_dir=self.prompts_dir)
+            )
+        return self._catalog
+
+    def lm(self, model: str) -> Any:
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments.llm.models import get_model
+
+        kwargs: dict[str, Any] = {
+            "api_base": self.api_base,
+            "concurrency": self.concurrency,
+            "max_retries": self.retries,
+            "timeout": self.timeout,
+        }
+        if self.mode is not None:
+            kwargs["mode"] = self.mode
+        return get_model(model, **kwargs)
+
+    def cache_outputs(self) -> list[tuple[str, Path]]:
+        """Folders this setup writes to (for `check_writable`)."""
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments.settings import cache_dir
+
+        return [] if self.no_cache else [("the response cache", cache_dir())]
+
+    def cache(self) -> Any:
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments.llm.cache import ResponseCache
+
+        return None if self.no_cache else ResponseCache()
+
+
+def _catalog(data_dir: str | None, hf: bool, prompts_dir: str | None) -> Any:
+    return Setup(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir).catalog()
+
+
+def friendly(fn: F) -> F:
+    """Map workbench errors to a clear message and their exit code (2 unless said)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except WorkbenchError as e:
+            # start-up time: the CLI imports a command's modules when it runs
+            from experiments.secrets import redact
+
+            typer.echo(f"error: {redact(str(e))}", err=True)
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,328 @@
+"""`workbench sweep`, `workbench optimize` and `workbench report`: studies over many trials."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from experiments import output
+from experiments.cli.app import app
+from experiments.cli.options import (
+    CONCURRENCY,
+    HF,
+    JSON,
+    RETRIES,
+    SCORINGS,
+    TIMEOUT,
+    ApiBase,
+    Concurrency,
+    DataDir,
+    Method,
+    ModelOpt,
+    NoCache,
+    PromptsDir,
+    Pruner,
+    Retries,
+    Sampler,
+    Scoring,
+    ScoringOpt,
+    Setup,
+    TaskArg,
+    Timeout,
+    friendly,
+)
+
+
+@app.command()
+@friendly
+def sweep(
+    spec_path: Annotated[
+        Path, typer.Argument(help="A sweep spec, e.g. ablations/plain_vs_technical.yaml.")
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Run on this model instead of the spec's.")
+    ] = None,
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help="Comma-separated subset of the spec's tasks.")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows per task."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List trials and estimates; call no model.")
+    ] = False,
+    api_base: ApiBase = None,
+    concurrency: Concurrency = CONCURRENCY,
+    retries: Retries = RETRIES,
+    timeout: Timeout = TIMEOUT,
+    no_cache: NoCache = False,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+    executor: Annotated[
+        str,
+        typer.Option("--executor", help="Where trials run: local (this process) or ray."),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: a "
+            "private local Ray instance). See docs/scale-out.md.",
+        ),
+    ] = None,
+) -> None:
+    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
+
+    spec = load_spec(spec_path)
+    setup = Setup(
+        data_dir=data_dir,
+        hf=hf,
+        prompts_dir=prompts_dir,
+        api_base=api_base,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        no_cache=no_cache,
+    )
+    catalog = setup.catalog()
+    models = (model,) if model else spec.models
+    only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
+
+    if dry_run:
+        planned = plan_tasks(spec, catalog, only=only, limit=limit)
+        trials = trial_plan(spec, planned, models)
+        items, skipped = _dry_run_items(catalog, planned, trials, setup.lm)
+        typer.echo(
+            output.as_json({"trials": items, "skipped": skipped})
+            if as_json
+            else output.dry_run(items, skipped)
+        )
+        return
+
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.files import check_writable
+    from experiments.secrets import safe_url
+    from experiments.sweeps.executors import check_choice, get_executor
+    from experiments.sweeps.sweeps import run_sweep
+    from experiments.tracking.tracking import Tracker
+
+    check_choice(executor, ray_address)
+    tracker = Tracker()
+    outputs = [("sweep reports", Path("reports")), *setup.cache_outputs()]
+    artifacts = tracker.artifact_dir()
+    if artifacts is not None:
+        outputs.append(("MLflow artifacts", artifacts))
+    check_writable(outputs)
+    runner = get_executor(executor, ray_address)
+    try:
+        with output.progress_bar(f"sweep {spec.name}") as bar:
+            result = run_sweep(
+                spec,
+                catalog,
+                models=models,
+                only=only,
+                limit=limit,
+                tracker=tracker,
+                lm_factory=setup.lm,
+                cache=setup.cache(),
+                progress=bar,
+                reports_dir=Path("reports"),
+                executor=runner,
+            )
+    finally:
+        runner.close()
+    if "trial_rows" not in result:  # per-trial invalid-output rates, from the child runs
+        result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
+    if as_json:
+        typer.echo(output.as_json(result))
+    else:
+        typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
+    if result.get("rebuilt"):
+        typer.echo(
+            f"note: {len(result['rebuilt'])} trial run(s) had lost their MLflow artifacts; "
+            "they were run again (answers from the response cache) and logged anew",
+            err=True,
+        )
+    if result["incomplete"]:
+        typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
+        raise typer.Exit(1)
+
+
+def _dry_run_items(
+    catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The planned trials with prompt-token and cost estimates (no model call)."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.trials.runner import decoding_for, resolve_trial
+
+    items = []
+    lms = {t.model: lm_factory(t.model) for t in trials}
+    for t in trials:
+        pt, nv, model = t.planned, t.variant, t.model
+        task = catalog.task(pt.task)
+        resolved = resolve_trial(t.spec, catalog, lms[model])
+        chars = sum(len(resolved.compiled.render(r)) for r in resolved.rows)
+        tokens = chars // 4
+        out_tokens = len(pt.rows) * decoding_for(task.spec, "chat").max_tokens
+        items.append(
+            {
+                "trial_id": resolved.id,
+                "task": pt.task,
+                "variant": nv.name,
+                "model": model,
+                "n": len(pt.rows),
+                "prompt_tokens_est": tokens,
+                "cost_est": _cost_estimate(model, tokens, out_tokens),
+            }
+        )
+    skipped = [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped]
+    return items, skipped
+
+
+def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    if model.startswith("local/"):
+        return 0.0
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.llm.models import estimate_cost
+
+    return estimate_cost(model, prompt_tokens, completion_tokens)
+
+
+@app.command()
+@friendly
+def optimize(
+    task: TaskArg,
+    model: ModelOpt = "local/smollm2",
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials for this worker.")] = 8,
+    method: Annotated[Method, typer.Option("--method", help="Search method.")] = Method.optuna,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage",
+            help="Optuna storage URL (default sqlite:///optuna.db); "
+            "a PostgreSQL URL shares the study between processes.",
+        ),
+    ] = None,
+    study: Annotated[str | None, typer.Option("--study", help="Study name.")] = None,
+    sampler: Annotated[Sampler, typer.Option("--sampler", help="Optuna sampler.")] = Sampler.tpe,
+    pruner: Annotated[
+        Pruner,
+        typer.Option(
+            "--pruner",
+            help="wilcoxon (signed-rank test on per-row values vs the best trial), "
+            "median (running score vs the median of earlier trials) or none.",
+        ),
+    ] = Pruner.wilcoxon,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Sampler / DSPy seed.")] = 0,
+    split_seed: Annotated[
+        int, typer.Option("--split-seed", min=0, help="Seed of the dev/held-out split.")
+    ] = 0,
+    heldout: Annotated[
+        float, typer.Option("--heldout", min=0.05, max=0.95, help="Held-out fraction.")
+    ] = 0.5,
+    dev_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--dev-limit", min=2, help="Search on a stratified seeded sample of N dev rows."
+        ),
+    ] = None,
+    heldout_limit: Annotated[
+        int | None,
+        typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
+    ] = None,
+    scoring: ScoringOpt = Scoring.generate,
+    api_base: ApiBase = None,
+    concurrency: Concurrency = CONCURRENCY,
+    retries: Retries = RETRIES,
+    timeout: Timeout = TIMEOUT,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
+    as_json: JSON = False,
+) -> None:
+    """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.files import check_writable
+    from experiments.optimize.optimize import OptimizeConfig, dumps
+    from experiments.optimize.optimize import optimize as run_optimize
+    from experiments.tracking.tracking import Tracker
+
+    if scoring is not Scoring.generate:
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments.llm.models import require_loglik_model
+
+        require_loglik_model(model, api_base)  # one clear line, before any work
+    setup = Setup(
+        data_dir=data_dir,
+        hf=hf,
+        prompts_dir=prompts_dir,
+        api_base=api_base,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+    )
+    catalog = setup.catalog()
+    catalog.task(task).spec  # noqa: B018 - reads the splits: a bad TSV fails before any write
+    cfg = OptimizeConfig(
+        task=task,
+        model=model,
+        n_trials=trials,
+        method=method.value,
+        sampler=sampler.value,
+        seed=seed,
+        storage=storage,
+        study_name=study,
+        heldout_fraction=heldout,
+        split_seed=split_seed,
+        pruner=pruner.value,
+        dev_limit=dev_limit,
+        heldout_limit=heldout_limit,
+        scoring=SCORINGS[scoring],
+    )
+    lm = setup.lm(model)
+    tracker = Tracker()
+    outputs = setup.cache_outputs()
+    artifacts = tracker.artifact_dir()
+    if artifacts is not None:
+        outputs.append(("MLflow artifacts", artifacts))
+    check_writable(outputs)
+    with output.progress_bar(f"optimize {task} · {method.value}") as bar:
+        report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
+    typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
+
+
+@app.command()
+@friendly
+def report(
+    sweep_name: Annotated[str, typer.Argument(help="Sweep name, e.g. plain_vs_technical.")],
+    as_json: JSON = False,
+) -> None:
+    """Print a sweep's comparison table again, from MLflow."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.tracking.tracking import Tracker
+
+    tracker = Tracker()
+    info, doc = tracker.sweep_report(sweep_name)
+    trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
+    incomplete = doc.get("incomplete") or []
+    if as_json:
+        typer.echo(output.as_json({"run": info, **doc, "trial_rows": trial_rows}))
+        if incomplete or info["status"] != "FINISHED":
+            raise typer.Exit(1)
+        return
+    typer.echo(output.sweep_report(sweep_name, info, doc, trial_rows))
+    if incomplete or info["status"] != "FINISHED":
+        typer.echo(
+            f"error: sweep {sweep_name!r} is not complete (parent run {info['status']}); "
+            "its table is partial. Rerun the sweep to resume it",
+            err=True,
+        )
+        raise typer.Exit(1)
