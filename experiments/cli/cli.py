@@ -190,7 +190,7 @@ class Setup:
 
     def lm(self, model: str) -> Any:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import get_model
+        from experiments.llm.gateway import get_model
 
         kwargs: dict[str, Any] = {
             "api_base": self.api_base,
@@ -393,7 +393,7 @@ def run(
         )
     if scoring is not Scoring.generate:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import require_loglik_model
+        from experiments.llm.loglik import require_loglik_model
 
         # a remote model without a server that echoes prompt log-probabilities: one clear
         # line, before any work
@@ -693,7 +693,7 @@ def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
     if model.startswith("local/"):
         return 0.0
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.models import estimate_cost
+    from experiments.llm.gateway import estimate_cost
 
     return estimate_cost(model, prompt_tokens, completion_tokens)
 
@@ -759,7 +759,7 @@ def optimize(
 
     if scoring is not Scoring.generate:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import require_loglik_model
+        from experiments.llm.loglik import require_loglik_model
 
         require_loglik_model(model, api_base)  # one clear line, before any work
     setup = Setup(
@@ -933,7 +933,7 @@ def _exit_now(code: int) -> None:
     import sys
 
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.models import stop_all_calls
+    from experiments.llm.calls import stop_all_calls
 
     stop_all_calls()
     for stream in (sys.stdout, sys.stderr):
