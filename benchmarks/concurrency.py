@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import time
 
-from experiments.llm.models import Decoding, get_model
+from experiments.llm.gateway import get_model
+from experiments.llm.types import Decoding
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.runner import TrialSpec, run_trial
 from promptlib import Catalog, default_source, parse_spec

@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # As the Makefile does: llama.cpp's spinning OpenMP threads starve on a busy machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from experiments.llm.models import LiteLLMModel
+from experiments.llm.gateway import LiteLLMModel
 from experiments.sweeps.executors import Executor, LocalExecutor, RayExecutor
 from experiments.sweeps.sweeps import load_spec, run_sweep
 from experiments.tracking.tracking import Tracker, TrackingConfig

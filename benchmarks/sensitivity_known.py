@@ -41,7 +41,7 @@ import numpy as np
 
 from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from promptlib import Catalog, LocalSource
 
 SPEC = Path(__file__).resolve().parent.parent / "ablations" / "sensitivity_grid.yaml"

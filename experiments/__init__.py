@@ -1,7 +1,8 @@
 """Experiment engine: Trial -> Predictions -> Scores (statistics and tracking grow here)."""
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import LM, Completion, Decoding, LiteLLMModel, get_model
+from experiments.llm.gateway import LiteLLMModel, get_model
+from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import ManualEvaluationRequired, class_report, normalize, score
 from experiments.trials.runner import Prediction, TrialResult, TrialSpec, run_trial, save_trial
 

@@ -78,7 +78,7 @@ def _exit_now(code: int) -> None:
     import sys
 
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.models import stop_all_calls
+    from experiments.llm.calls import stop_all_calls
 
     stop_all_calls()
     for stream in (sys.stdout, sys.stderr):

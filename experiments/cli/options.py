@@ -172,7 +172,7 @@ class Setup:
 
     def lm(self, model: str) -> Any:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import get_model
+        from experiments.llm.gateway import get_model
 
         kwargs: dict[str, Any] = {
             "api_base": self.api_base,

@@ -191,7 +191,7 @@ def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
     if model.startswith("local/"):
         return 0.0
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.models import estimate_cost
+    from experiments.llm.gateway import estimate_cost
 
     return estimate_cost(model, prompt_tokens, completion_tokens)
 
@@ -257,7 +257,7 @@ def optimize(
 
     if scoring is not Scoring.generate:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import require_loglik_model
+        from experiments.llm.loglik import require_loglik_model
 
         require_loglik_model(model, api_base)  # one clear line, before any work
     setup = Setup(

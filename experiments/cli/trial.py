@@ -107,7 +107,7 @@ def run(
         )
     if scoring is not Scoring.generate:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.llm.models import require_loglik_model
+        from experiments.llm.loglik import require_loglik_model
 
         # a remote model without a server that echoes prompt log-probabilities: one clear
         # line, before any work

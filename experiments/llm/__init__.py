@@ -1,16 +1,9 @@
 """Language models: the litellm gateway, local GGUF models, log-likelihood, the response cache."""
 
 from experiments.llm.cache import CacheError, ResponseCache, cache_key
-from experiments.llm.models import (
-    LM,
-    Completion,
-    ContextTooLong,
-    Decoding,
-    LiteLLMModel,
-    ModelError,
-    default_scoring,
-    get_model,
-)
+from experiments.llm.gateway import LiteLLMModel, get_model
+from experiments.llm.loglik import default_scoring
+from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, ModelError
 
 __all__ = [
     "LM",

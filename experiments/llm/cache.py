@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.settings import cache_dir
 from promptlib.errors import WorkbenchError
 
@@ -113,7 +113,7 @@ class ResponseCache:
                 tokens_in=int(value["tokens_in"]),
                 tokens_out=int(value["tokens_out"]),
                 cost=value.get("cost"),
-                # a reply cut to models.MAX_REPLY_BYTES
+                # a reply cut to types.MAX_REPLY_BYTES
                 truncated=str(value["truncated"]) if value.get("truncated") else None,
             )
         except (TypeError, KeyError, ValueError, AttributeError) as e:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.llm import cpu, models
+from experiments.llm import cpu, llama, types, weights
 
 # A prompt of a few dozen tokens: one token would decode alone and pass where every real
 # prompt dies (the AMX crash happens in the first multi-token decode).
@@ -127,7 +127,7 @@ def run_probe(
 def _probe_main(model: str) -> None:
     """In the child: load `model` as every command does and run the probe prompt."""
 
-    llm = models.load_local(model.split("/", 1)[1])
+    llm = llama.load_local(model.split("/", 1)[1])
     start = time.perf_counter()
     out: Any = llm.create_completion(
         PROBE_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0, stop=None
@@ -155,7 +155,7 @@ def report(
     """Print the whole diagnosis; 0 when every embedded model ran its probe, else 1."""
 
     info = cpu.read_cpu()
-    load = models.llama_load()
+    load = llama.llama_load()
     try:
         import llama_cpp
 
@@ -171,16 +171,16 @@ def report(
     say(f"CPU features: {' '.join(info.simd()) or 'none listed'}")
     say(f"AMX: {', '.join(info.amx) if info.amx else 'no'}")
     say(f"extra buffer types: {'on' if load.extra_bufts else 'off'} ({load.reason})")
-    for key, value in models.llama_threading().items():
+    for key, value in llama.llama_threading().items():
         say(f"{key}: {value}")
     failed = 0
     names = []
-    for local in models.LOCAL_MODELS:
-        name = f"{models.LOCAL_PROVIDER}/{local}"
+    for local in weights.LOCAL_MODELS:
+        name = f"{types.LOCAL_PROVIDER}/{local}"
         try:
-            path = models.local_model_path(local)
-            digest = models.local_weights_sha256(local)
-        except models.ModelError as e:
+            path = weights.local_model_path(local)
+            digest = weights.local_weights_sha256(local)
+        except types.ModelError as e:
             say(f"{name}: not installed ({e})")
             failed += 1
             continue

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from experiments.llm.cache import cache_key
-from experiments.llm.models import LM, Completion, Decoding
+from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import normalize, parse_label
 from experiments.optimize.errors import IncompleteEvaluation
 from experiments.trials.runner import decoding_for

@@ -35,7 +35,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from experiments.analysis import compare
-from experiments.llm.models import Completion
+from experiments.llm.types import Completion
 from experiments.metrics import normalize, scorable_metric
 from experiments.optimize.dspy_programs import compile_dspy
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete

@@ -13,7 +13,7 @@ reaches the driver.
 - `RayExecutor` runs whole trials on a pool of Ray actors. Each actor is one model replica:
   a local (llama.cpp) model is loaded once per actor, with `n_threads` threads, and a trial's
   rows go through it in order, so llama.cpp's prefix reuse works as in a local run. Remote
-  providers go through the same gateway (`experiments.llm.models.LiteLLMModel`) with its
+  providers go through the same gateway (`experiments.llm.gateway.LiteLLMModel`) with its
   concurrency and retries. An actor whose process dies is restarted and its trial retried
   (`max_restarts`, `max_task_retries`); when the retries are spent, the trial comes back
   as `TrialLost` and the sweep reports it incomplete, left for resume. A trial that raises
@@ -34,16 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from experiments.llm import models
+from experiments.llm import llama, types
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import LOCAL_IDENTITY_KEYS
+from experiments.llm.llama import LOCAL_IDENTITY_KEYS
 from experiments.settings import DEFAULT_CACHE_DIR, cache_dir
 from experiments.trials.runner import run_trial
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from experiments.llm.cache import ResponseCache
-    from experiments.llm.models import LM
+    from experiments.llm.types import LM
     from experiments.trials.runner import ResolvedTrial, TrialResult
     from promptlib.tasks import Catalog, Task
 
@@ -134,20 +134,20 @@ def _preload_local(name: str, n_threads: int) -> None:
     actor, not every core of the node (llama.cpp would oversubscribe them)."""
     from unittest import mock
 
-    if not name.startswith(models.LOCAL_PROVIDER + "/"):
+    if not name.startswith(types.LOCAL_PROVIDER + "/"):
         return
     os.environ["WORKBENCH_LOCAL_N_THREADS"] = str(n_threads)
     # `load_local` sizes its thread pool by os.cpu_count(); in this actor process that is
     # the actor's share. Same loader, so every other setting is as in a local run.
     with mock.patch.object(os, "cpu_count", return_value=n_threads):
-        models.load_local(name.split("/", 1)[1])
+        llama.load_local(name.split("/", 1)[1])
 
 
 def local_identity(name: str) -> dict[str, Any]:
     """What of a local model's trial identity this process computes for itself
-    (`models.local_identity`: the GGUF's sha256, the context size, the load layout)."""
+    (`llama.local_identity`: the GGUF's sha256, the context size, the load layout)."""
 
-    return models.local_identity(name)
+    return llama.local_identity(name)
 
 
 def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, cast
 from experiments.analysis import compare as cmp
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
-from experiments.llm.models import Scoring, default_scoring
+from experiments.llm.loglik import default_scoring
+from experiments.llm.types import Scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
 from experiments.trials.runner import TrialSpec, prompt_hash, resolve_trial, select_rows

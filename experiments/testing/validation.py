@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
 from experiments.trials.runner import resolve_trial, run_trial
 

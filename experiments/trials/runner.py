@@ -32,28 +32,23 @@ from typing import Any, Literal
 
 from experiments.files import OutputError, atomic_write_dir, dir_lock
 from experiments.llm.cache import ResponseCache, cache_key
-from experiments.llm.models import (
-    ALIGNMENT_TOP_K,
-    LM,
-    Completion,
-    ContextTooLong,
-    Decoding,
-    LoglikNorm,
-    ModelError,
-    NoPromptLogprobs,
-    ServedCallError,
-    calls_stop_on,
+from experiments.llm.calls import calls_stop_on
+from experiments.llm.llama import local_identity
+from experiments.llm.loglik import (
     label_bytes,
     label_logprobs,
-    local_identity,
     loglik_tie,
     per_byte_scores,
     pick_label,
+)
+from experiments.llm.served import (
+    ALIGNMENT_TOP_K,
+    NoPromptLogprobs,
+    ServedCallError,
     served_label_logprobs,
 )
-from experiments.llm.models import (
-    Scoring as Scoring,  # re-exported: runner.Scoring
-)
+from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, LoglikNorm, ModelError
+from experiments.llm.types import Scoring as Scoring
 from experiments.metrics import (
     METRICS,
     ClassReport,
@@ -535,7 +530,7 @@ def _generate(
 
 
 def _local_weights(model: str) -> dict[str, Any]:
-    """A local model's weights, context size and load layout (`models.local_identity`), so
+    """A local model's weights, context size and load layout (`llama.local_identity`), so
     new weights never reuse old answers."""
 
     return local_identity(model)
@@ -559,7 +554,7 @@ def _loglik(
 
     ``loglik`` compares the summed log-probabilities of ``answer_join + label``;
     ``loglik-norm`` divides each sum by the label's length in UTF-8 bytes (lm-evaluation-
-    harness ``acc_norm``; see `experiments.llm.models.per_byte_scores`). Both come from the same
+    harness ``acc_norm``; see `experiments.llm.loglik.per_byte_scores`). Both come from the same
     model pass, and both sets of scores are kept in the Completion's ``extra``; the cache
     key names the criterion, so the two scorings never share a cached answer.
     """
@@ -693,7 +688,7 @@ def _loglik(
 
 
 NO_LABEL = "(no label: tie)"
-"""Starts the generation of a log-likelihood row whose labels tie (`models.loglik_tie`):
+"""Starts the generation of a log-likelihood row whose labels tie (`loglik.loglik_tie`):
 not a label, so the row is an invalid answer (wrong, and in the invalid rate), and the rest
 of the text says what tied."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments.llm.cache import CacheError, ResponseCache, cache_key
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from promptlib.errors import WorkbenchError
 
 KEY = cache_key({"model": "openai/stub", "api_base": None, "mode": "chat"}, "Q: x", Decoding())

@@ -106,14 +106,14 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
 ) -> None:
     """The decision reaches llama.cpp (the loaded model's parameters say so), is part of the
     model's identity (answers may differ bit for bit), and the model still answers."""
-    from experiments.llm import models
+    from experiments.llm import gateway, llama
 
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
-    monkeypatch.setattr(models, "_LOADED", {})  # a fresh load under the described CPU
-    identity = models.local_identity("local/smollm2")
+    monkeypatch.setattr(llama, "_LOADED", {})  # a fresh load under the described CPU
+    identity = llama.local_identity("local/smollm2")
     assert identity["llama_extra_bufts"] is False
-    assert models.get_model("local/smollm2").cache_identity()["llama_extra_bufts"] is False
-    llm = models.load_local("smollm2")
+    assert gateway.get_model("local/smollm2").cache_identity()["llama_extra_bufts"] is False
+    llm = llama.load_local("smollm2")
     assert llm.model_params.use_extra_bufts is False
     out = llm.create_completion("The capital of France is", max_tokens=4, temperature=0.0)
     assert out["usage"]["prompt_tokens"] > 1 and out["choices"][0]["text"].strip()
@@ -122,9 +122,9 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
     # another CPU description (a file of its own: a setting is read once per value)
     (tmp_path / "epyc").mkdir()
     _described(tmp_path / "epyc", monkeypatch, EPYC)
-    monkeypatch.setattr(models, "_LOADED", {})
-    assert "llama_extra_bufts" not in models.local_identity("local/smollm2")
-    llm = models.load_local("smollm2")
+    monkeypatch.setattr(llama, "_LOADED", {})
+    assert "llama_extra_bufts" not in llama.local_identity("local/smollm2")
+    llm = llama.load_local("smollm2")
     assert llm.model_params.use_extra_bufts is True
     llm.close()
 
@@ -139,12 +139,12 @@ def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
     import types
     from unittest import mock
 
-    from experiments.llm import models
+    from experiments.llm import llama
     from experiments.sweeps import executors
 
-    monkeypatch.setattr(models, "_LOADED", {})
+    monkeypatch.setattr(llama, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS if driver_amx else EPYC)
-    driver = models.local_identity("local/smollm2")
+    driver = llama.local_identity("local/smollm2")
     (tmp_path / "worker").mkdir()
     _described(tmp_path / "worker", monkeypatch, EPYC if driver_amx else SAPPHIRE_RAPIDS)
     worker = executors.TrialWorker(1, False, None, ["local/smollm2"])
@@ -171,18 +171,18 @@ def test_a_loaded_model_is_identified_by_the_layout_it_has(
 ) -> None:
     """Once loaded, the identity comes from the model itself, whatever the settings say
     later; and a load that did not follow the decision is refused, not run mislabelled."""
-    from experiments.llm import models
+    from experiments.llm import llama, types
 
-    monkeypatch.setattr(models, "_LOADED", {})
+    monkeypatch.setattr(llama, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
-    llm = models.load_local("smollm2")
+    llm = llama.load_local("smollm2")
     monkeypatch.setenv(cpu.EXTRA_BUFTS_ENV, "on")  # changed after the load
-    assert models.local_identity("local/smollm2")["llama_extra_bufts"] is False
+    assert llama.local_identity("local/smollm2")["llama_extra_bufts"] is False
     llm.close()
 
-    monkeypatch.setattr(models, "_LOADED", {})
-    monkeypatch.setattr(models, "_extra_bufts", lambda on: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(llama, "_LOADED", {})
+    monkeypatch.setattr(llama, "_extra_bufts", lambda on: __import__("contextlib").nullcontext())
     monkeypatch.setenv(cpu.EXTRA_BUFTS_ENV, "off")  # decided off, but the amendment is lost
-    with pytest.raises(models.ModelError, match=r"extra buffer types on, not off"):
-        models.load_local("smollm2")
-    assert "smollm2" not in models._LOADED
+    with pytest.raises(types.ModelError, match=r"extra buffer types on, not off"):
+        llama.load_local("smollm2")
+    assert "smollm2" not in llama._LOADED

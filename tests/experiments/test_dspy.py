@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.optimize.optimize import (
     IncompleteEvaluation,
     OptimizeConfig,
@@ -163,7 +163,7 @@ def test_failed_calls_stop_a_dspy_search_instead_of_scoring_it(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
-    from experiments.llm.models import get_model
+    from experiments.llm.gateway import get_model
     from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 
     task = catalog.task("hearsay")

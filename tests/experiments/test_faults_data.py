@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.llm.models import get_model
+from experiments.llm.gateway import get_model
 from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
 from experiments.trials.runner import TrialSpec, resolve_trial, select_rows
 from promptlib import Catalog, LocalSource, PromptVariant, evaluation_rows, parse_spec

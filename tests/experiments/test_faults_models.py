@@ -23,8 +23,10 @@ from typing import Any
 import pytest
 
 from experiments import secrets
-from experiments.llm import models
-from experiments.llm.models import Decoding, NoPromptLogprobs, get_model
+from experiments.llm import calls, llama, loglik, types
+from experiments.llm.gateway import get_model
+from experiments.llm.served import NoPromptLogprobs
+from experiments.llm.types import Decoding
 from experiments.secrets import redact, safe_url
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from experiments.trials.runner import TrialSpec, run_trial, save_trial
@@ -64,7 +66,7 @@ def _within(seconds: float, fn: Callable[[], Any]) -> tuple[Any, float]:
 def test_a_dripping_server_ends_at_the_deadline_as_a_row_error(
     timeout: float, retries: int, attempts: int, most: float
 ) -> None:
-    models._litellm()  # its import (seconds) is no part of the call
+    calls._litellm()  # its import (seconds) is no part of the call
     with StubOpenAI() as warm:  # nor its lazy first-call imports, which a loaded machine
         # can stretch past the 1 s deadline before the request is even sent
         get_model("openai/stub", api_base=warm.url).complete("Q: x\nA:", Decoding())
@@ -158,7 +160,7 @@ def test_ctrl_c_stops_a_run_within_seconds(
 @pytest.mark.model
 def test_a_local_prompt_longer_than_the_context_is_not_retried() -> None:
     lm = get_model("local/smollm2", backoff=0.5)
-    n_ctx = models.load_local("smollm2").n_ctx()
+    n_ctx = llama.load_local("smollm2").n_ctx()
     out = lm.complete("word " * (n_ctx + 100), Decoding(max_tokens=4))
     assert out.text is None and out.attempts == 1, out.error
     assert not getattr(out, "retryable", True)
@@ -302,24 +304,24 @@ def test_local_loglik_longer_than_the_context_is_a_row_error(lb_dir: Path, tmp_p
 
 @pytest.mark.model
 def test_local_loglik_check_leaves_the_model_usable() -> None:
-    n_ctx = models.load_local("smollm2").n_ctx()
+    n_ctx = llama.load_local("smollm2").n_ctx()
     conts = [" Yes", " No"]
-    with pytest.raises(models.ModelError, match=f"context of {n_ctx} tokens"):
-        models.label_logprobs("local/smollm2", "word " * (n_ctx + 10), conts)
+    with pytest.raises(types.ModelError, match=f"context of {n_ctx} tokens"):
+        loglik.label_logprobs("local/smollm2", "word " * (n_ctx + 10), conts)
     short = "Q: Is water wet?\nA:"
-    after = models.label_logprobs("local/smollm2", short, conts)
-    models.load_local("smollm2").reset()
-    fresh = models.label_logprobs("local/smollm2", short, conts)
+    after = loglik.label_logprobs("local/smollm2", short, conts)
+    llama.load_local("smollm2").reset()
+    fresh = loglik.label_logprobs("local/smollm2", short, conts)
     assert after == pytest.approx(fresh, abs=1e-3)
 
 
 # ---- 14a. a reply that ignores max_tokens is capped -----------------------------------------
-CAP = 64 * 1024  # models.MAX_REPLY_BYTES
+CAP = 64 * 1024  # types.MAX_REPLY_BYTES
 
 
 def test_cap_reply_cuts_at_a_character_boundary() -> None:
-    assert models.cap_reply("Yes") == ("Yes", None)
-    text, note = models.cap_reply("é" * 10, limit=5)  # 2 bytes each: 2 whole characters fit
+    assert types.cap_reply("Yes") == ("Yes", None)
+    text, note = types.cap_reply("é" * 10, limit=5)  # 2 bytes each: 2 whole characters fit
     assert text == "éé" and note == "reply of 20 bytes truncated at 5 bytes"
 
 
@@ -348,13 +350,13 @@ def test_a_huge_reply_is_stored_capped_and_marked(catalog: Catalog, tmp_path: Pa
     out = save_trial(first, tmp_path / "runs")
     assert (out / "predictions.jsonl").stat().st_size < 3 * CAP
     assert note in (out / "predictions.jsonl").read_text()
-    assert models.MAX_REPLY_BYTES == CAP
+    assert types.MAX_REPLY_BYTES == CAP
 
 
 def test_review_a_lone_surrogate_is_a_malformed_reply_and_a_bare_token_user_is_masked() -> None:
     """Review findings (rev3): a reply holding a lone surrogate crashed the save; a token
     given as the URL's user part reached the outputs."""
-    from experiments.llm.models import reply_text
+    from experiments.llm.gateway import reply_text
     from experiments.secrets import safe_url
 
     text, problem = reply_text({"choices": [{"text": "ok \ud800"}]})
@@ -369,13 +371,13 @@ def test_review_stop_all_calls_ends_a_call_in_a_thread_without_its_own_event() -
     import threading
     import time
 
-    from experiments.llm import models
+    from experiments.llm import calls
 
     out: dict[str, BaseException] = {}
 
     def worker() -> None:
         try:
-            models.call_with_deadline(lambda: time.sleep(30), 60.0)
+            calls.call_with_deadline(lambda: time.sleep(30), 60.0)
         except BaseException as e:
             out["e"] = e
 
@@ -383,10 +385,10 @@ def test_review_stop_all_calls_ends_a_call_in_a_thread_without_its_own_event() -
     t.start()
     time.sleep(0.3)
     start = time.monotonic()
-    models.stop_all_calls()
+    calls.stop_all_calls()
     try:
         t.join(5)
         assert not t.is_alive() and time.monotonic() - start < 2
-        assert isinstance(out.get("e"), models.CallInterrupted)
+        assert isinstance(out.get("e"), calls.CallInterrupted)
     finally:
-        models._PROCESS_STOP.clear()
+        calls._PROCESS_STOP.clear()

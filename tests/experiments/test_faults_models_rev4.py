@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from experiments.llm import models
-from experiments.llm.models import Decoding, get_model
+from experiments.llm import calls, llama, loglik
+from experiments.llm.gateway import get_model
+from experiments.llm.types import Decoding
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials import runner
 from experiments.trials.runner import TrialSpec, run_trial
@@ -53,7 +54,7 @@ def test_abandoned_attempts_close_their_connections() -> None:
     old code left each abandoned attempt's connection (and thread) open: 16 connections for
     8 rows; now at most the 2 running attempts hold one (+1 for the moment a worker's next
     row connects while the server sees the last close)."""
-    models._litellm()  # its import (seconds) is no part of the calls
+    calls._litellm()  # its import (seconds) is no part of the calls
     threads_before = threading.active_count()
     with StubOpenAI(fault_rate=1.0, faults=("drip",), drip_interval=0.05) as stub:
         port = int(stub.url.split(":")[2].split("/")[0])
@@ -110,7 +111,7 @@ def test_finished_attempts_reuse_their_connection() -> None:
 def test_the_attempt_transport_can_shut_its_sockets() -> None:
     """The shutdown needs httpx's pool to take the tracking backend (private attributes of
     httpx 0.28 / httpcore 1.0): a new version that moves them must fail here, not leak."""
-    assert models._AttemptTransport().tracked
+    assert calls._AttemptTransport().tracked
 
 
 # ---- 2. ties and 4. all -inf --------------------------------------------------------------
@@ -155,7 +156,7 @@ def test_served_loglik_without_information_is_a_failed_trial_not_a_constant_gues
 
 
 def test_loglik_tie_rules() -> None:
-    tie = models.loglik_tie
+    tie = loglik.loglik_tie
     assert tie([-1.0, -2.0], ["Yes", "No"], "sum") is None
     assert "same log-likelihood" in (tie([-0.5, -0.5], ["Yes", "No"], "sum") or "")
     # per byte, equal sums are still no information (the label lengths alone would choose)
@@ -231,9 +232,9 @@ def test_context_wording_is_a_fallback_for_whole_phrases_of_non_transient_errors
     import litellm.exceptions as le
 
     exc = getattr(le, exc_name)(text, llm_provider="openai", model="m")
-    assert models._too_long(exc) is bool(too_long)
+    assert calls._too_long(exc) is bool(too_long)
     if not too_long:
-        assert models._retryable(exc)
+        assert calls._retryable(exc)
 
 
 @pytest.mark.model
@@ -244,9 +245,9 @@ def test_a_local_prompt_over_n_ctx_is_counted_before_any_call(
     """The prompt's tokens are counted against n_ctx first: a row error naming both counts,
     not retried, no "rerun", and llama.cpp is never asked (the old code learnt it from
     llama-cpp-python's error wording)."""
-    litellm = models._litellm()
+    litellm = calls._litellm()
     lm = get_model("local/smollm2", backoff=0.5, mode=mode)
-    n_ctx = models.load_local("smollm2").n_ctx()
+    n_ctx = llama.load_local("smollm2").n_ctx()
     called: list[str] = []
 
     def refuse(*args: Any, **kwargs: Any) -> Any:

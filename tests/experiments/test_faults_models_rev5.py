@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from experiments.llm import models
+from experiments.llm import calls, llama, loglik
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import ContextTooLong, Decoding, ModelError, Scoring, get_model
+from experiments.llm.gateway import get_model
+from experiments.llm.types import ContextTooLong, Decoding, ModelError, Scoring
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.runner import TrialSpec, run_trial
 from promptlib import Catalog, parse_spec
@@ -143,7 +144,7 @@ def test_an_abandoned_proxied_attempt_closes_its_proxy_connection(
     threading.Thread(target=hold, daemon=True).start()
     _set_proxy(monkeypatch, f"http://127.0.0.1:{listener.getsockname()[1]}")
     try:
-        models._litellm()  # its import (seconds) is no part of the deadline
+        calls._litellm()  # its import (seconds) is no part of the deadline
         lm = get_model("openai/m", api_base="http://proxied.invalid/v1", timeout=1, max_retries=0)
         out = lm.complete("Q: x\nA:", Decoding())
         assert out.text is None and out.retryable
@@ -160,7 +161,7 @@ def test_a_chat_template_overflow_is_not_retried() -> None:
     overflow: llama-cpp-python's ValueError, wrapped by litellm as an APIConnectionError
     (transient), was retried and the row told to be rerun. Now one attempt, not retryable."""
     lm = get_model("local/smollm2", mode="chat", max_retries=2, backoff=0.01)
-    llm = models.load_local("smollm2")
+    llm = llama.load_local("smollm2")
     limit = min(llm.n_ctx(), len(llm.input_ids))
 
     def raw(k: int) -> int:
@@ -185,13 +186,13 @@ def test_local_n_ctx_refuses_a_value_llama_cpp_would_pad(monkeypatch: pytest.Mon
     with pytest.raises(
         ModelError, match=r"multiple of 256.*not 200: set WORKBENCH_LOCAL_N_CTX=256$"
     ):
-        models.local_n_ctx()
+        llama.local_n_ctx()
     monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "1000")
     with pytest.raises(ModelError, match="WORKBENCH_LOCAL_N_CTX=768 or 1024"):
-        models.local_n_ctx()
+        llama.local_n_ctx()
     for ok in ("256", "2048", "4096"):
         monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", ok)
-        assert models.local_n_ctx() == int(ok)
+        assert llama.local_n_ctx() == int(ok)
 
 
 class _PaddedLlama:
@@ -219,14 +220,15 @@ def test_the_fit_checks_use_the_buffer_not_the_padded_context(
 ) -> None:
     """A 210-token prompt passed both checks against n_ctx() 256 and crashed in the 200-token
     buffer ("could not broadcast", a traceback under --scoring loglik)."""
-    monkeypatch.setattr(models, "load_local", lambda name: _PaddedLlama(210))
-    monkeypatch.setattr(models, "require_loglik_model", lambda model: None)
+    for looked_up_in in (llama, loglik):  # check_local_fits, label_logprobs
+        monkeypatch.setattr(looked_up_in, "load_local", lambda name: _PaddedLlama(210))
+    monkeypatch.setattr(loglik, "require_loglik_model", lambda model: None)
     with pytest.raises(ContextTooLong, match="context of 200 tokens"):
-        models.check_local_fits("local/smollm2", "prompt")
+        llama.check_local_fits("local/smollm2", "prompt")
     with pytest.raises(ContextTooLong, match="context of 200 tokens"):
-        models.label_logprobs("local/smollm2", "prompt", [" Yes", " No"])
-    monkeypatch.setattr(models, "load_local", lambda name: _PaddedLlama(199))
-    models.check_local_fits("local/smollm2", "prompt")  # fits
+        loglik.label_logprobs("local/smollm2", "prompt", [" Yes", " No"])
+    monkeypatch.setattr(llama, "load_local", lambda name: _PaddedLlama(199))
+    llama.check_local_fits("local/smollm2", "prompt")  # fits
 
 
 # ---- 4. log-likelihoods that do not depend on the prompt -------------------------------------
@@ -267,7 +269,7 @@ def test_prompt_independent_log_likelihoods_are_a_failed_trial(
 def test_identical_vectors_need_two_distinct_prompts() -> None:
     """One row, or the same prompt twice, says nothing about dependence on the prompt; a
     vector that differs anywhere keeps the trial."""
-    from experiments.llm.models import Completion
+    from experiments.llm.types import Completion
     from experiments.trials.runner import _no_information
 
     def row(yes: float, no: float) -> Completion:

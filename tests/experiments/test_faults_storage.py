@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from tests.conftest import workbench_env
 
 pytestmark = pytest.mark.data
@@ -91,10 +91,10 @@ class Workbench:
     lm: FaultyLM = field(default_factory=FaultyLM)
 
     def cli(self, *args: str) -> Any:
-        import experiments.llm.models
+        import experiments.llm.gateway
 
         _forget_mlflow_stores()
-        self.monkeypatch.setattr(experiments.llm.models, "get_model", lambda *_a, **_k: self.lm)
+        self.monkeypatch.setattr(experiments.llm.gateway, "get_model", lambda *_a, **_k: self.lm)
         from experiments.cli import app
 
         return CliRunner().invoke(app, list(args), catch_exceptions=False)
@@ -315,7 +315,7 @@ def test_sigterm_during_a_noop_rerun_leaves_the_parent_finished(
     # the same fake model in a process of its own (this file's environment: its store,
     # cache and data); it answers nothing, the response cache does
     driver = (
-        "import sys, experiments.llm.models as m\n"
+        "import sys, experiments.llm.gateway as m\n"
         "from tests.experiments.test_faults_storage import FaultyLM\n"
         "m.get_model = lambda *a, **k: FaultyLM()\n"
         "from experiments.cli import main\n"

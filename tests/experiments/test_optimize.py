@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.optimize.optimize import (
     OptimizeConfig,
     dev_order,
@@ -145,7 +145,7 @@ def test_failed_rows_fail_optuna_trials_and_the_verdict_refuses_partial_data(
     catalog: Catalog, tracker: Tracker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
-    from experiments.llm.models import get_model
+    from experiments.llm.gateway import get_model
     from experiments.optimize.errors import IncompleteEvaluation
     from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 

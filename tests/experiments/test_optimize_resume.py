@@ -145,7 +145,7 @@ class HintKnows:
         return {"model": self.name}
 
     def complete(self, prompt: str, decoding: Any) -> Any:
-        from experiments.llm.models import Completion
+        from experiments.llm.types import Completion
 
         if "Answer with one of" not in prompt:
             return Completion(" No")

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import Completion, Decoding, LiteLLMModel, ModelError
+from experiments.llm.gateway import LiteLLMModel
+from experiments.llm.types import Completion, Decoding, ModelError
 from experiments.sweeps.sweeps import load_spec, run_sweep
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from experiments.tracking.tracking import Tracker, TrackingConfig

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.trials.runner import (
     TrialSpec,
     TrialStatus,
@@ -140,7 +140,7 @@ def test_trial_id_changes_with_everything_that_changes_an_answer(
     assert _id(catalog, variant=parse_spec("demos=2,seed=1")) != _id(
         catalog, variant=parse_spec("demos=2,seed=2")
     )
-    from experiments.llm.models import Decoding as D
+    from experiments.llm.types import Decoding as D
     from experiments.trials import runner
 
     real = runner.decoding_for
@@ -365,16 +365,16 @@ def test_a_local_loglik_trial_is_pinned_to_its_weights_and_context(
 ) -> None:
     """New weights under the same name (a package upgrade) or another context size are
     another model: a log-likelihood trial must not reuse the old trial's run or answers."""
-    from experiments.llm import models
+    from experiments.llm import llama
 
-    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
+    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "a" * 64)
     lm = _Identity(model="local/smollm2", api_base=None, mode="completion")
     kw: dict[str, Any] = {"model": "local/smollm2", "scoring": "loglik"}
     first = _id(catalog, lm, **kw)
     assert first == _id(catalog, lm, **kw)
-    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "b" * 64)
+    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "b" * 64)
     assert _id(catalog, lm, **kw) != first
-    monkeypatch.setattr(models, "local_weights_sha256", lambda name: "a" * 64)
+    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "a" * 64)
     monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")
     assert _id(catalog, lm, **kw) != first
 

@@ -25,17 +25,17 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.models import (
+from experiments.llm.gateway import get_model
+from experiments.llm.served import (
     EchoedContinuation,
     MisalignedPromptLogprobs,
-    ModelError,
     NoPromptLogprobs,
     continuation_logprob,
     echoed_continuation,
-    get_model,
-    local_model_path,
     served_label_logprobs,
 )
+from experiments.llm.types import ModelError
+from experiments.llm.weights import local_model_path
 from experiments.testing.stub_server import (
     STUB_TOP,
     StubOpenAI,
@@ -207,7 +207,7 @@ def test_a_shift_whose_most_likely_value_agrees_is_still_refused() -> None:
     """What let 3 of 40 hearsay rows of llama.cpp's shifted server through a check of the
     most likely token alone: its value happened to agree after both labels. The next ones
     do not."""
-    from experiments.llm.models import check_alignment
+    from experiments.llm.served import check_alignment
 
     prompt, conts = "Q: x\nA:", [" Yes", " No"]
     lps = [stub_logprobs(prompt, c, shifted=True, top_k=5) for c in conts]
@@ -224,7 +224,7 @@ def test_a_shift_whose_most_likely_value_agrees_is_still_refused() -> None:
 def test_alignment_that_cannot_be_checked_is_refused() -> None:
     """No top_logprobs, or lists sharing no token (a server listing only each token
     itself): nothing shows the sums are aligned, so none is used."""
-    from experiments.llm.models import check_alignment
+    from experiments.llm.served import check_alignment
 
     conts = [" Yes", " No"]
     no_tops = [
@@ -363,7 +363,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *extra: str) -> Iterator[st
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", local_model_path("smollm2")]
     cmd += ["--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port)]
-    # the settings of experiments.llm.models.load_local; logits_all for prompt log-probabilities
+    # the settings of experiments.llm.llama.load_local; logits_all for prompt log-probabilities
     cmd += ["--n_ctx", os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")]
     cmd += ["--n_threads", str(os.cpu_count() or 2), "--seed", "0"]
     cmd += ["--logits_all", "true", "--verbose", "false", *extra]
@@ -405,7 +405,7 @@ def _bos_smollm2() -> Any:
     """local/smollm2's model as load_local builds it, with BOS_OVERRIDE."""
     from llama_cpp import Llama
 
-    from experiments.llm.models import local_n_ctx
+    from experiments.llm.llama import local_n_ctx
 
     return Llama(
         model_path=local_model_path("smollm2"), n_ctx=local_n_ctx(), seed=0,
@@ -481,7 +481,7 @@ def test_served_loglik_picks_the_labels_local_loglik_picks(
     log-probabilities picks the labels local log-likelihood scoring picks, row by row, with
     the same sums. Both sides run SmolLM2's GGUF with BOS_OVERRIDE (the stock GGUF meets the
     server's misalignment, refused above)."""
-    from experiments.llm import models
+    from experiments.llm import llama, loglik
     from experiments.trials import runner
 
     rows = 4  # each echoed request costs seconds: the server sorts the vocabulary per token
@@ -497,14 +497,14 @@ def test_served_loglik_picks_the_labels_local_loglik_picks(
 
     monkeypatch.setattr(runner, "served_label_logprobs", recorded)
     served = run_trial(_loglik_spec("openai/smollm2", rows, "demos=none"), catalog, served_lm)
-    monkeypatch.setitem(models._LOADED, "smollm2", llm := _bos_smollm2())
+    monkeypatch.setitem(llama._LOADED, "smollm2", llm := _bos_smollm2())
     try:
         local = run_trial(
             _loglik_spec("local/smollm2", rows, "demos=none"), catalog, get_model("local/smollm2")
         )
         # the sums behind the picks: same tokens, same weights; only llama.cpp's batching
         # differs (prompt and label in one batch on the server, the prompt then the label here)
-        local_sums = [models.label_logprobs("local/smollm2", p, c) for p, c, _ in seen]
+        local_sums = [loglik.label_logprobs("local/smollm2", p, c) for p, c, _ in seen]
     finally:
         llm.close()
     assert served.complete and local.complete and len(served.predictions) == rows

@@ -362,7 +362,7 @@ def test_a_sweep_leaves_no_figure_open(
     in the Ray tests)."""
     import matplotlib.pyplot as plt
 
-    from experiments.llm.models import LiteLLMModel
+    from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.sweeps import run_sweep
     from experiments.tracking.tracking import Tracker, TrackingConfig
 

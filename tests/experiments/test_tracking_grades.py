@@ -27,7 +27,7 @@ class ProseLM:
         return {"model": self.name}
 
     def complete(self, prompt: str, decoding: Any) -> Any:
-        from experiments.llm.models import Completion
+        from experiments.llm.types import Completion
 
         return Completion(f"Answer {len(prompt)}.", tokens_in=len(prompt) // 4, tokens_out=2)
 

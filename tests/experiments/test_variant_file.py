@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.models import Completion, Decoding
+from experiments.llm.types import Completion, Decoding
 from experiments.testing.stub_server import StubOpenAI
 from promptlib import (
     Catalog,

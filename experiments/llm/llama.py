@@ -1,0 +1,304 @@
+"""The llama.cpp runtime: context sizes, threading, `load_local`, the custom litellm provider."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from experiments.llm import cpu
+from experiments.llm.calls import _litellm
+from experiments.llm.cpu import LlamaLoad
+from experiments.llm.types import LOCAL_PROVIDER, ContextTooLong, ModelError, log
+from experiments.llm.weights import local_model_path, local_weights_sha256
+
+LOCAL_CHAT_FORMATS = {"gemma3-270m": "gemma"}
+"""llama-cpp-python chat formats for GGUFs without a ``tokenizer.chat_template``: this Gemma
+GGUF (converted from the base google/gemma-3-270m) has none, and llama-cpp-python would
+fall back to Llama-2's ``[INST]`` format; Gemma's turns are ``<start_of_turn>user``."""
+
+
+# ---- the embedded model --------------------------------------------------------------------
+_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+LOCAL_N_CTX_STEP = 256
+"""llama.cpp pads its context to a multiple of this (200 gives ``llm.n_ctx()`` 256), while
+llama-cpp-python sizes its token buffer to the value asked for: a prompt between the two
+passed every check and crashed in the buffer (a traceback under --scoring loglik, retried
+row errors under generate). Older llama.cpp padded to 32, a divisor of 256."""
+
+
+def local_n_ctx() -> int:
+    """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096): a
+    multiple of `LOCAL_N_CTX_STEP`, refused otherwise rather than rounded, so the value in
+    the cache and trial identities is the context the model really has."""
+    raw = os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ModelError(f"WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not {raw!r}")
+    if n % LOCAL_N_CTX_STEP:
+        down = n // LOCAL_N_CTX_STEP * LOCAL_N_CTX_STEP
+        up = down + LOCAL_N_CTX_STEP
+        raise ModelError(
+            f"WORKBENCH_LOCAL_N_CTX must be a multiple of {LOCAL_N_CTX_STEP} (llama.cpp pads "
+            f"the context to one, and llama-cpp-python's buffer would not follow), not {n}: "
+            f"set WORKBENCH_LOCAL_N_CTX={f'{down} or {up}' if down else up}"
+        )
+    return n
+
+
+def _local_limit(llm: Any) -> int:
+    """Tokens the loaded local model can really hold: llama.cpp's context (``n_ctx()``,
+    padded) and llama-cpp-python's token buffer (``input_ids``, as asked), whichever is
+    smaller. Why: a prompt past the buffer but within the padded context passed the
+    checks and then crashed inside llama-cpp-python."""
+    limit = int(llm.n_ctx())
+    ids = getattr(llm, "input_ids", None)
+    if ids is not None:
+        limit = min(limit, len(ids))
+    return limit
+
+
+def _close_local_models() -> None:
+    """Free llama.cpp models before interpreter teardown (their __del__ fails late)."""
+    for llm in _LOADED.values():
+        llm.close()
+    _LOADED.clear()
+
+
+# llama.cpp logs this at ERROR level for every Gemma 3 load, though it is a notice about
+# the sliding-window KV cache, not a failure; every other message still reaches stderr.
+_HARMLESS_LLAMA_LOG = b"llama_kv_cache_iswa: using full-size SWA cache"
+_LOG_FILTER: list[Any] = []  # keeps the ctypes callback alive while llama.cpp holds it
+
+
+def _quiet_harmless_llama_log() -> None:
+    import ctypes
+
+    import llama_cpp
+    from llama_cpp import _logger
+
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        if not text.startswith(_HARMLESS_LLAMA_LOG):
+            _logger.llama_log_callback(level, text, user_data)
+
+    callback = llama_cpp.llama_log_callback(forward)
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
+    _LOG_FILTER.append(callback)
+
+
+# llama.cpp's OpenMP threads wait for work between graph computations (every token).
+# libgomp's default spins ~300,000 times first, which on a busy machine takes the cores from
+# the model itself: 2.3-2.5x slower with two other busy processes on 2 cores. Sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per token: 11-19% slower on a quiet machine. A
+# spin of 200 before sleeping is as fast as the default when quiet and as PASSIVE when busy
+# (benchmarks/overhead.py; README "Threads and waiting"). A user's own OMP_WAIT_POLICY or
+# GOMP_SPINCOUNT wins. LLVM's libomp (KMP_BLOCKTIME) was not measured and is left alone.
+GOMP_SPINCOUNT = "200"
+
+
+def _default_wait_policy() -> None:
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT
+
+
+def llama_threading() -> dict[str, str]:
+    """The thread and wait settings local models run with (printed by `workbench doctor`)."""
+    _default_wait_policy()
+    return {
+        "threads": f"{os.cpu_count() or 2} (os.cpu_count())",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp's default)"),
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT", "unset"),
+    }
+
+
+_LOAD_SAID: list[str] = []  # the load decision is told once per process
+
+
+@functools.lru_cache(maxsize=8)
+def _llama_load(cpuinfo: str | None, choice: str | None) -> LlamaLoad:
+    return cpu.llama_load()
+
+
+def llama_load() -> LlamaLoad:
+    """How this process loads local models (`experiments.llm.cpu.llama_load`, read once per
+    value of its two settings: the CPU description is not reread), told once on stderr when
+    it departs from llama.cpp's default."""
+    load = _llama_load(os.environ.get(cpu.CPUINFO_ENV), os.environ.get(cpu.EXTRA_BUFTS_ENV))
+    if not load.extra_bufts and load.reason not in _LOAD_SAID:
+        _LOAD_SAID.append(load.reason)
+        log.warning("local models load with llama.cpp's extra buffer types off: %s", load.reason)
+    return load
+
+
+@contextlib.contextmanager
+def _extra_bufts(on: bool) -> Iterator[None]:
+    """Construct `Llama` with ``use_extra_bufts`` set: llama-cpp-python has no argument for
+    it, so its default model parameters are amended while the model loads (under _LOCK)."""
+    if on:
+        yield
+        return
+    import llama_cpp.llama_cpp as raw
+
+    default = raw.llama_model_default_params
+
+    def amended() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    raw.llama_model_default_params = amended
+    try:
+        yield
+    finally:
+        raw.llama_model_default_params = default
+
+
+def local_identity(model: str) -> dict[str, Any]:
+    """What pins a local model's answers beyond its name: the GGUF's sha256, the context
+    size and a non-default load layout. Empty for other models. The one recipe for the
+    runner, the response cache and the Ray workers."""
+    if not model.startswith(LOCAL_PROVIDER + "/"):
+        return {}
+    name = model.split("/", 1)[1]
+    loaded = _LOADED.get(name)
+    # a model loaded in this process is identified by the layout it really has
+    layout = (
+        LlamaLoad(bool(loaded.model_params.use_extra_bufts), "loaded").identity()
+        if loaded is not None
+        else llama_load().identity()
+    )
+    return {"weights_sha256": local_weights_sha256(name), "n_ctx": local_n_ctx(), **layout}
+
+
+LOCAL_IDENTITY_KEYS = frozenset({"weights_sha256", "n_ctx", "llama_extra_bufts"})
+"""Every key `local_identity` may give (the layout key only when not the default): a check
+of one identity against another compares all of them, not only the keys one side has."""
+
+
+def load_local(name: str) -> Any:
+    """The llama.cpp model for `name`, loaded once per process."""
+    with _LOCK:
+        if not _LOADED:
+            atexit.register(_close_local_models)
+        if name not in _LOADED:
+            _default_wait_policy()  # read by OpenMP when llama.cpp loads: the import below
+            try:
+                from llama_cpp import Llama
+            except ImportError as e:
+                raise ModelError(
+                    "local models need llama-cpp-python: pip install -e '.[local]'"
+                ) from e
+            if not _LOG_FILTER:
+                _quiet_harmless_llama_log()
+            load = llama_load()
+            with _extra_bufts(load.extra_bufts):
+                llm = Llama(
+                    model_path=local_model_path(name),
+                    n_ctx=local_n_ctx(),
+                    n_threads=os.cpu_count() or 2,
+                    seed=0,
+                    logits_all=False,
+                    chat_format=LOCAL_CHAT_FORMATS.get(name),
+                    verbose=False,
+                )
+            if bool(llm.model_params.use_extra_bufts) != load.extra_bufts:
+                llm.close()  # a llama-cpp-python that no longer takes the amended defaults
+                raise ModelError(
+                    f"local/{name}: llama-cpp-python {_llama_version()} loaded the model with "
+                    f"extra buffer types {'on' if llm.model_params.use_extra_bufts else 'off'}, "
+                    f"not {'on' if load.extra_bufts else 'off'} as decided ({load.reason}); "
+                    "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
+                    "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
+                )
+            _LOADED[name] = llm
+        return _LOADED[name]
+
+
+def _llama_version() -> str:
+    import llama_cpp
+
+    return str(getattr(llama_cpp, "__version__", "?"))
+
+
+def _register_local_provider() -> None:
+    litellm = _litellm()
+    from litellm.llms.custom_llm import CustomLLM
+    from litellm.types.utils import Usage
+
+    if any(p.get("provider") == LOCAL_PROVIDER for p in litellm.custom_provider_map):
+        return
+
+    class LocalLlama(CustomLLM):
+        """llama.cpp in-process; raw prompt for text completion, chat template otherwise."""
+
+        def completion(self, *args: Any, **kwargs: Any) -> Any:
+            model: str = kwargs["model"]
+            messages: list[dict[str, str]] = kwargs["messages"]
+            params: dict[str, Any] = kwargs.get("optional_params") or {}
+            response = kwargs["model_response"]
+            # Raw text for litellm.text_completion, or when a caller (the DSPy adapter) asks
+            # for it with raw_prompt=True; the model's chat template otherwise.
+            text_completion = bool(
+                (kwargs.get("litellm_params") or {}).get("text_completion")
+                or params.get("raw_prompt")
+            )
+            llm = load_local(model)
+            gen = {
+                "max_tokens": params.get("max_tokens", 32),
+                "temperature": params.get("temperature", 0.0),
+                "stop": params.get("stop") or None,
+            }
+            if text_completion:
+                prompt = "".join(m["content"] for m in messages)
+                out = llm.create_completion(prompt, **gen)
+                text = out["choices"][0]["text"]
+                usage = out["usage"]
+            else:
+                out = llm.create_chat_completion(messages=messages, **gen)
+                text = out["choices"][0]["message"]["content"]
+                usage = out["usage"]
+            response.choices[0].message.content = text
+            response.model = f"{LOCAL_PROVIDER}/{model}"
+            response.usage = Usage(
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+                total_tokens=usage["total_tokens"],
+            )
+            return response
+
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": LOCAL_PROVIDER, "custom_handler": LocalLlama()},
+    ]
+
+
+def check_local_fits(model: str, prompt: str) -> None:
+    """Raise `ContextTooLong` if `prompt` alone has as many tokens as the local model's
+    context (llama-cpp-python's own limit), before anything is called.
+
+    The prompt's tokens are counted as llama-cpp-python counts a text completion's (BOS if
+    the model adds one, special tokens parsed). A chat prompt gets its template's tokens
+    on top, so this is a lower bound there; a prompt that only overflows with them is still
+    caught by llama-cpp-python's error (`_CONTEXT_WORDS`, made `ContextTooLong` by
+    `LiteLLMModel._attempt`: not retried)."""
+    name = model.split("/", 1)[1]
+    llm = load_local(name)
+    with _LOCK:
+        n = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+        n_ctx = _local_limit(llm)
+    if n >= n_ctx:
+        raise ContextTooLong(
+            f"prompt longer than the model's context: {n} tokens, and the local model's "
+            f"context of {n_ctx} tokens must also hold the reply; shorten it (fewer "
+            "demonstrations) or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
+        )

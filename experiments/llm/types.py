@@ -1,0 +1,99 @@
+"""The model interface: `LM`, `Decoding`, `Completion`, the model errors and shared constants."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from promptlib.errors import WorkbenchError
+
+log = logging.getLogger("workbench.models")
+Mode = Literal["chat", "completion"]
+LOCAL_PROVIDER = "local"
+DEFAULT_MODEL = "local/smollm2"
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Decoding parameters; part of the cache key, so any change is a different call."""
+
+    temperature: float = 0.0
+    max_tokens: int = 32
+    stop: tuple[str, ...] = ("\n",)
+    mode: Mode = "chat"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+            "mode": self.mode,
+        }
+
+
+@dataclass
+class Completion:
+    """One model answer, or the reason there is none."""
+
+    text: str | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency: float = 0.0
+    error: str | None = None
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+    retryable: bool = True
+    """False when the error cannot change on another attempt (the prompt is longer than the
+    model's context): no retry, and no advice to run again."""
+    truncated: str | None = None
+    """Set when the reply was longer than `MAX_REPLY_BYTES` and `text` keeps only its start
+    (`cap_reply`); says the reply's size and the cap."""
+
+
+MAX_REPLY_BYTES = 64 * 1024
+"""The most of one reply that is kept (UTF-8 bytes): LegalBench answers are a label or a few
+sentences (rule_qa: 150 tokens), so a longer reply is a server ignoring ``max_tokens``; two
+such replies of 30 MB made 750 MB of memory and 60 MB in each store."""
+
+
+def cap_reply(text: str, limit: int = MAX_REPLY_BYTES) -> tuple[str, str | None]:
+    """(`text`, None) if it fits in `limit` UTF-8 bytes, else (its start, cut at a
+    character boundary, a note saying the reply's size and the cap)."""
+    if len(text) * 4 <= limit:  # no character takes more than 4 bytes: fits, no encoding
+        return text, None
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, None
+    kept = data[:limit].decode("utf-8", errors="ignore")  # drops a cut last character
+    return kept, f"reply of {len(data)} bytes truncated at {limit} bytes"
+
+
+class LM(Protocol):
+    """What the runner needs from a model."""
+
+    name: str
+    concurrency: int
+
+    def complete(self, prompt: str, decoding: Decoding) -> Completion: ...
+
+    def cache_identity(self) -> dict[str, Any]: ...
+
+
+class ModelError(WorkbenchError):
+    pass
+
+
+class ContextTooLong(ModelError):
+    """A prompt (with its longest label) does not fit the local model's context: a row state
+    the same prompt meets every time, so it is neither retried nor worth running again."""
+
+
+# ---- log-likelihood scoring ----------------------------------------------------------------
+LoglikNorm = Literal["sum", "per_byte"]
+"""How label log-likelihoods are compared: summed over the continuation's tokens, or that sum
+divided by the label's length in UTF-8 bytes (lm-evaluation-harness ``acc_norm``)."""
+
+
+Scoring = Literal["generate", "loglik", "loglik-norm"]
