@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.optimize.optimize import INVALID_ATTR, REUSED_ATTR, variant_from_params
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import workbench_env
 
@@ -63,7 +64,18 @@ def test_two_workers_share_one_study(lb_dir: Path, tmp_path: Path) -> None:
         assert "heldout" in report and "p_value" in report
     trials = optuna.load_study(study_name=study, storage=optuna_url).trials
     finished = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
-    assert len(finished) == 8
+    # `--trials 4` is 4 prompts evaluated per worker. A worker proposing a prompt the other
+    # already completed records a reused trial (its value, no model call, no MLflow run);
+    # levels no prompt combines are a PRUNED trial that evaluated nothing.
+    reused = [t for t in finished if REUSED_ATTR in t.user_attrs]
+    evaluated = [t for t in finished if not {REUSED_ATTR, INVALID_ATTR} & set(t.user_attrs)]
+    assert len(evaluated) == 8
+    by_number = {t.number: t for t in trials}
+    for t in reused:
+        source = by_number[t.user_attrs[REUSED_ATTR]]
+        assert source.state.name == "COMPLETE" and REUSED_ATTR not in source.user_attrs
+        assert t.value == source.value
+        assert variant_from_params(t.params).id == variant_from_params(source.params).id
     assert sorted(t.number for t in trials) == list(range(len(trials)))  # no duplicates
     client = mlflow.MlflowClient(tracking_uri=mlflow_url)
     exp = client.get_experiment_by_name(f"pgtest/optimize/{study}")
@@ -73,7 +85,7 @@ def test_two_workers_share_one_study(lb_dir: Path, tmp_path: Path) -> None:
     assert len(parents) == 1
     assert all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children)
     assert sorted(int(c.data.params["optuna.trial"]) for c in children) == sorted(
-        t.number for t in finished
+        t.number for t in evaluated
     )
     # no password from the storage or tracking URL in any output, param or tag
     password = optuna_url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
