@@ -699,7 +699,7 @@ def metric_interval(
     if n_draws < 100:
         raise ValueError(f"n_draws must be at least 100, not {n_draws}")
     inputs = [pred_a] if pred_b is None else [pred_a, pred_b]
-    y, *preds = stats._check_inputs(y_true, inputs)
+    y, *preds = stats.check_inputs(y_true, inputs)
     n = len(y)
     ids = clustering.checked(clusters, n)
     n_clusters = int(ids.max()) + 1

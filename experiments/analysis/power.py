@@ -144,7 +144,7 @@ def _units(
 ) -> _Units | str:
     """Units, classes and the fitted model; a string says why the metric cannot be used."""
 
-    score = stats._resolve(metric)
+    score = stats.resolve_metric(metric)
     dec = stats.checked_decomposition(metric, y, [a, b], [float(score(y, a)), float(score(y, b))])
     if dec is None or not dec.linear:
         return (
@@ -167,7 +167,7 @@ def _units(
     hit = sums(hits / w[:, None], ids, n_units) / np.bincount(ids, minlength=n_units)[:, None]
     contrib = sums(hits[:, 0] - hits[:, 1], ids, n_units)
     discordant = np.abs(contrib) > 1e-15
-    labels = [str(v) for v in np.unique(np.asarray(stats._normalized(list(y)), dtype=object))]
+    labels = [str(v) for v in np.unique(np.asarray(stats.normalized_labels(list(y)), dtype=object))]
     k = len(labels)
     lo = np.full(n_units, k, dtype=np.int64)
     hi = np.full(n_units, -1, dtype=np.int64)
@@ -528,27 +528,13 @@ def minimum_detectable_effect(
     if n_sims < 100:
         raise ValueError("n_sims must be at least 100 for a usable power estimate")
 
-    y, a, b = stats._check_inputs(y_true, [pred_a, pred_b])
+    y, a, b = stats.check_inputs(y_true, [pred_a, pred_b])
     n = len(y)
     n_clusters = int(checked(clusters, n).max()) + 1
     unit = "clusters" if n_clusters < n else "rows"
-    method = (
-        f"simulated: {n_sims} draws of the {TEST} at alpha {alpha:g} (rejects at p <= alpha; "
-        f"exact over 2^d swap patterns when d <= {exact_threshold} discordant {unit}, else "
-        f"Monte Carlo with R = {n_resamples}), on {n_clusters} {unit} (cluster-level "
-        f"discordant pairs, each unit with its summed weight) of {n} rows; model: per class, "
-        "a latent logit-normal unit difficulty (shared, independent or opposed between A "
-        f"and B) fitted to {min(n_sims, _N_PARAMS)} posterior draws (Dirichlet, one pseudo-unit "
-        "shaped like the pooled table) of the units' A-by-B hit table, labels and clusters "
-        "held fixed; an effect shifts A's logit up and B's down by the same amount, in every "
-        "class (value) or in one class only (by_class); MDE = the smallest "
-        "E[metric(A) - metric(B)] with simulated power >= "
-        f"{_internal(power, _SHIFT_ALL):.3f} (value) / {_internal(power, _SHIFT_ONE_CLASS):.3f} "
-        f"(by_class), calibrated so that the true power at an MDE estimated from one sample is "
-        f"{power:g} on average (tuned on benchmarks/power.py --tune, validated on its grid)"
-    )
+    method = _method(n_sims, alpha, power, exact_threshold, n_resamples, n_clusters, n, unit)
     base: dict[str, Any] = {
-        "metric": stats._metric_name(metric),
+        "metric": stats.name_of_metric(metric),
         "method": method,
         "n": n,
         "n_clusters": n_clusters,
@@ -591,14 +577,47 @@ def minimum_detectable_effect(
         )
     unreliable = _outside_calibration(u)
     if unreliable and value is not None:
-        notes.append(
-            f"unreliable: fewer than {_FEW_UNITS} units with a class of fewer than "
-            f"{_SMALL_CLASS}, or a class of <= {_TINY} units carrying >= {_TINY_WEIGHT:.0%} of "
-            f"the metric; in the validation grid at n = 20 with 2 or 4 minority rows the true "
-            f"power at this MDE measured {_MEASURED_THERE} across cells and seeds, not "
-            f"{power:g} +- 0.05"
-        )
+        notes.append(_calibration_note(power))
     return MDE(value, note="; ".join(notes), by_class=one_class, unreliable=unreliable, **base)
+
+
+def _method(
+    n_sims: int,
+    alpha: float,
+    power: float,
+    exact_threshold: int,
+    n_resamples: int,
+    n_clusters: int,
+    n: int,
+    unit: str,
+) -> str:
+    """The MDE's `method` text: the simulated test, the fitted model, the calibrated target."""
+    return (
+        f"simulated: {n_sims} draws of the {TEST} at alpha {alpha:g} (rejects at p <= alpha; "
+        f"exact over 2^d swap patterns when d <= {exact_threshold} discordant {unit}, else "
+        f"Monte Carlo with R = {n_resamples}), on {n_clusters} {unit} (cluster-level "
+        f"discordant pairs, each unit with its summed weight) of {n} rows; model: per class, "
+        "a latent logit-normal unit difficulty (shared, independent or opposed between A "
+        f"and B) fitted to {min(n_sims, _N_PARAMS)} posterior draws (Dirichlet, one pseudo-unit "
+        "shaped like the pooled table) of the units' A-by-B hit table, labels and clusters "
+        "held fixed; an effect shifts A's logit up and B's down by the same amount, in every "
+        "class (value) or in one class only (by_class); MDE = the smallest "
+        "E[metric(A) - metric(B)] with simulated power >= "
+        f"{_internal(power, _SHIFT_ALL):.3f} (value) / {_internal(power, _SHIFT_ONE_CLASS):.3f} "
+        f"(by_class), calibrated so that the true power at an MDE estimated from one sample is "
+        f"{power:g} on average (tuned on benchmarks/power.py --tune, validated on its grid)"
+    )
+
+
+def _calibration_note(power: float) -> str:
+    """The note on an MDE outside the measured calibration (`_outside_calibration`)."""
+    return (
+        f"unreliable: fewer than {_FEW_UNITS} units with a class of fewer than "
+        f"{_SMALL_CLASS}, or a class of <= {_TINY} units carrying >= {_TINY_WEIGHT:.0%} of "
+        f"the metric; in the validation grid at n = 20 with 2 or 4 minority rows the true "
+        f"power at this MDE measured {_MEASURED_THERE} across cells and seeds, not "
+        f"{power:g} +- 0.05"
+    )
 
 
 def _outside_calibration(u: _Units) -> bool:

@@ -119,11 +119,13 @@ def metric_fn(name: str) -> Callable[[Labels, Labels], float]:
     return score
 
 
-def _metric_name(metric: Metric) -> str:
+def name_of_metric(metric: Metric) -> str:
+    """The name results report for a metric: the name itself, or the callable's __name__."""
     return metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
 
 
-def _resolve(metric: Metric) -> Callable[[Any, Any], float]:
+def resolve_metric(metric: Metric) -> Callable[[Any, Any], float]:
+    """The scoring callable for a metric name (`metric_fn`) or the callable itself."""
     if isinstance(metric, str):
         return metric_fn(metric)
     if callable(metric):
@@ -170,7 +172,8 @@ def _as_object(a: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def _check_inputs(y_true: Labels, predictions: Sequence[Labels]) -> tuple[NDArray[Any], ...]:
+def check_inputs(y_true: Labels, predictions: Sequence[Labels]) -> tuple[NDArray[Any], ...]:
+    """(y, *predictions) as arrays that pair up row by row; raises on empty, None or unequal."""
     y = _objects(y_true)
     if len(y) == 0:
         raise ValueError("y_true must not be empty")
@@ -219,8 +222,8 @@ def _f1_totals(totals: FloatArray) -> FloatArray:
     return out
 
 
-def _normalized(values: Sequence[Any]) -> list[str]:
-
+def normalized_labels(values: Sequence[Any]) -> list[str]:
+    """Each value as the official metrics compare it (`normalize`, None as "")."""
     memo: dict[str, str] = {}
     out = []
     for v in values:
@@ -266,7 +269,7 @@ def class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
 
     The strata of a stratified resample (`resample_counts`), so every class keeps its size.
     """
-    keys = _normalized(list(y)) if isinstance(metric, str) else [str(v) for v in y]
+    keys = normalized_labels(list(y)) if isinstance(metric, str) else [str(v) for v in y]
     _, inverse = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
     return np.asarray(inverse, dtype=np.intp)
 
@@ -280,9 +283,9 @@ def _decompose(
 
     n, v = len(y), len(preds)
     if metric in ("accuracy", "balanced_accuracy"):
-        yn = np.asarray(_normalized(list(y)), dtype=object)
+        yn = np.asarray(normalized_labels(list(y)), dtype=object)
         hits = np.stack(
-            [np.asarray(_normalized(list(p)), dtype=object) == yn for p in preds], axis=1
+            [np.asarray(normalized_labels(list(p)), dtype=object) == yn for p in preds], axis=1
         ).astype(np.float64)
         if metric == "accuracy":
             w = np.full(n, 1.0 / n)
@@ -308,7 +311,7 @@ def _decompose(
             for i in range(n):
                 stats[i, j] = count(_text(p[i]), str(y[i]))
         return Decomposition(stats, _f1_totals, False)
-    _resolve(metric)  # raises the unknown-name error
+    resolve_metric(metric)  # raises the unknown-name error
     return None
 
 
@@ -400,13 +403,13 @@ def paired_permutation_test(
     random swap patterns, p = (b + 1) / (R + 1). A callable metric is supported by a slower
     loop that swaps the raw predictions and recomputes it.
     """
-    y, a, b = _check_inputs(y_true, [pred_a, pred_b])
+    y, a, b = check_inputs(y_true, [pred_a, pred_b])
     _check_alternative(alternative)
     n = len(y)
     ids, n_units = _cluster_ids(clusters, n)
     test = PAIRED_TEST if n_units == n else PAIRED_CLUSTER_TEST
-    score = _resolve(metric)
-    name = _metric_name(metric)
+    score = resolve_metric(metric)
+    name = name_of_metric(metric)
     score_a, score_b = float(score(y, a)), float(score(y, b))
     observed = score_a - score_b
     rng = np.random.default_rng(seed)
@@ -566,9 +569,9 @@ def range_permutation_test(
     _check_alternative(alternative)
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
-    y, *preds = _check_inputs(y_true, predictions)
-    score = _resolve(metric)
-    name = _metric_name(metric)
+    y, *preds = check_inputs(y_true, predictions)
+    score = resolve_metric(metric)
+    name = name_of_metric(metric)
     scores = tuple(float(score(y, p)) for p in preds)
     observed = max(scores) - min(scores)
     rng = np.random.default_rng(seed)
@@ -763,8 +766,8 @@ def post_selection_pair_test(
         predictions = list(predictions)
     if len(predictions) < 2:
         raise ValueError(f"a best-vs-worst test needs at least 2 variants, got {len(predictions)}")
-    y, *preds = _check_inputs(y_true, predictions)
-    score = _resolve(metric)
+    y, *preds = check_inputs(y_true, predictions)
+    score = resolve_metric(metric)
     scores = tuple(float(score(y, p)) for p in preds)
     best, worst = _best(scores), _worst(scores)
     res = paired_permutation_test(
@@ -849,8 +852,8 @@ def bootstrap_ci(
     if interval not in ("bc", "bca", "percentile", "studentized"):
         raise ValueError(f"interval must be bc, bca, percentile or studentized, not {interval!r}")
     inputs = [pred_a] if pred_b is None else [pred_a, pred_b]
-    y, *preds = _check_inputs(y_true, inputs)
-    score = _resolve(metric)
+    y, *preds = check_inputs(y_true, inputs)
+    score = resolve_metric(metric)
     scores = [float(score(y, p)) for p in preds]
     estimate = scores[0] - (scores[1] if len(scores) == 2 else 0.0)
     if stratify is None:
@@ -1462,10 +1465,10 @@ def minimum_detectable_effect(
     """
     from scipy.stats import norm
 
-    y, a, b = _check_inputs(y_true, [pred_a, pred_b])
+    y, a, b = check_inputs(y_true, [pred_a, pred_b])
     n = len(y)
     ids, n_units = _cluster_ids(clusters, n)
-    score = _resolve(metric)
+    score = resolve_metric(metric)
     scores = [float(score(y, a)), float(score(y, b))]
     dec = checked_decomposition(metric, y, [a, b], scores)
     sign = np.array([1.0, -1.0])
