@@ -37,7 +37,7 @@ The paired bound treatment is decided over all classes of a sample
 (`intervals.pooled_extra`), as `metric_interval` decides it.
 
     nice -n 10 .venv/bin/python benchmarks/coverage.py            # the full table
-    # as measured for intervals.COVERAGE (parts in parallel, then merged):
+    # as measured for coverage_table.COVERAGE (parts in parallel, then merged):
     #   --part exact --out e.json; --part paired --n 20 40 50 --sims 1000 --out p1.json
     #   (--n 100: p2.json, --n 200: p3.json); --part classes --classes 3 --sims 600 --seed 3
     #   --out c3.json (5: seed 5; 10: --sims 250 --seed 10); --part spanning --span-sims 300
@@ -45,7 +45,7 @@ The paired bound treatment is decided over all classes of a sample
     #   50 --f1-sims 300 --seed 21 (--n 100: seed 22; --n 200 --f1-sims 200 --seed 23);
     #   --merge e.json p1.json p2.json p3.json c3.json c5.json c10.json s.json f1*.json --emit
     .venv/bin/python benchmarks/coverage.py --quick               # seconds; what the test runs
-    .venv/bin/python benchmarks/coverage.py --emit                # the table for intervals.py
+    .venv/bin/python benchmarks/coverage.py --emit                # the table for coverage_table.py
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import binom, multivariate_normal, norm
 
-from experiments.analysis import intervals, stats
+from experiments.analysis import coverage_table, intervals, stats
 
 FloatArray = NDArray[np.float64]
 GRID_N = (20, 40, 50, 100, 200)
@@ -505,7 +505,7 @@ def _label(rec: tuple[float, ...]) -> str:
 def part_classes(sims: int, seed: int, counts: Iterable[int] = CLASS_COUNTS) -> list[Cell]:
     """Balanced accuracy with 3, 5, 10 equal answer classes of 10, 20, 40 rows (simulated).
 
-    Cell key: n = number of classes, share = rows per class (`intervals.classes_cell`)."""
+    Cell key: n = number of classes, share = rows per class (`coverage_table.classes_cell`)."""
     rng = np.random.default_rng(seed)
     cells: list[Cell] = []
     for g in counts:
@@ -629,7 +629,7 @@ def table(cells: list[Cell]) -> list[str]:
     inner = {(c.family, c.kind, c.n, c.share): c for c in interior(cells)}
     for c in sorted(cells, key=lambda c: (c.family, c.kind, c.n, c.share)):
         low, worst = c.worst
-        flag = " **flagged**" if round(low, 3) < intervals.MIN_COVERAGE else ""
+        flag = " **flagged**" if round(low, 3) < coverage_table.MIN_COVERAGE else ""
         share = "-" if c.family == "f1" else f"{c.share:g}"
         i = inner.get((c.family, c.kind, c.n, c.share))
         if i is None or len(i.coverage) == len(c.coverage):
@@ -637,7 +637,7 @@ def table(cells: list[Cell]) -> list[str]:
         else:
             i_low, _ = i.worst
             mid = f"{i_low:.3f}" + (
-                " **flagged**" if round(i_low, 3) < intervals.MIN_COVERAGE else ""
+                " **flagged**" if round(i_low, 3) < coverage_table.MIN_COVERAGE else ""
             )
         out.append(
             f"| {c.family} | {c.kind} | {c.n} | {share} | {low:.3f}{flag} | {mid} | "
@@ -664,7 +664,7 @@ def near_bound(label: str) -> bool:
     """Whether a scenario label's generating recalls include one above CEILING."""
     if "(F1 " in label:  # F1 scenarios: near the ceiling when an arm's true F1 is high
         f1 = re.findall(r"\d\.\d+", label.split("(F1 ")[1])
-        return any(float(v) > intervals.F1_NEAR for v in f1)
+        return any(float(v) > coverage_table.F1_NEAR for v in f1)
     head = label.split(", rho")[0].split(", ICC")[0]
     return any(
         float(v) > CEILING for v in re.findall(r"\d+(?:\.\d+)?", head) if "." in v or v == "1"

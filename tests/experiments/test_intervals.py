@@ -13,7 +13,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from experiments.analysis import intervals, stats
+from experiments.analysis import coverage_table, intervals, stats
 
 
 def _coverage() -> ModuleType:
@@ -177,7 +177,7 @@ def test_flags_come_from_the_measured_table(monkeypatch: pytest.MonkeyPatch) -> 
     fake = {
         ("balanced", "single"): {(50, 0.1): (0.951, 0.955, "recall x"), (20, 0.5): (0.9, 0.9, "z")}
     }
-    monkeypatch.setattr(intervals, "COVERAGE", fake)
+    monkeypatch.setattr(coverage_table, "COVERAGE", fake)
     ci = intervals.metric_interval(y, a)
     assert not ci.unreliable and "0.951" in ci.note and "n = 50, minority share 0.1" in ci.note
     fake[("balanced", "single")][(50, 0.1)] = (0.912, 0.95, "recall 0.95/0.95")
@@ -192,10 +192,10 @@ def test_flags_come_from_the_measured_table(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_shipped_table_flags_small_minorities_and_clears_large_samples() -> None:
-    assert intervals.COVERAGE, "paste `benchmarks/coverage.py --emit` into intervals.py"
+    assert coverage_table.COVERAGE, "paste `benchmarks/coverage.py --emit` into intervals.py"
     y = ["no"] * 2 + ["yes"] * 18
     tiny = intervals.metric_interval(y, [*y[:1], "yes", *y[2:]])
-    cell = intervals.coverage_cell("balanced", "single", np.array([2.0, 18.0]))
+    cell = coverage_table.coverage_cell("balanced", "single", np.array([2.0, 18.0]))
     assert cell is not None and cell[0] == (20, 0.1)
     # a class right on every row is measured now (recalls 0.97-1.0 rows of the table): the
     # flag and note come from the table's ceiling rows, not from an off-grid rule
@@ -224,12 +224,12 @@ def test_class_counts_between_measured_ones_take_the_worse_neighbour(
         ("balanced", "single"): {(20, 0.5): (0.95, 0.95, "x")},
         ("classes", "single"): {(3, 10.0): (0.96, 0.96, "g3"), (5, 10.0): (0.91, 0.95, "g5")},
     }
-    monkeypatch.setattr(intervals, "COVERAGE", fake)
-    flag, note = intervals.coverage_flag("balanced", "single", np.full(4, 12.0))
+    monkeypatch.setattr(coverage_table, "COVERAGE", fake)
+    flag, note = coverage_table.coverage_flag("balanced", "single", np.full(4, 12.0))
     assert flag and "0.910 (worst: g5)" in note
-    flag, note = intervals.coverage_flag("balanced", "single", np.full(3, 12.0))
+    flag, note = coverage_table.coverage_flag("balanced", "single", np.full(3, 12.0))
     assert not flag and "3 classes x 10 rows" in note
-    flag, note = intervals.coverage_flag("balanced", "single", np.full(3, 8.0))
+    flag, note = coverage_table.coverage_flag("balanced", "single", np.full(3, 8.0))
     assert flag and "below every cell" in note
 
 
@@ -403,8 +403,8 @@ def test_f1_above_the_measured_scenarios_is_off_the_grid() -> None:
     (read from F1_NEAR on) and an F1 above every measured one is flagged off the grid."""
     cov = _coverage()
     top = max(cov.f1_truth(q, s, k) for q, s, k in cov.F1_SINGLE)
-    assert top == pytest.approx(intervals.F1_MEASURED_MAX, abs=1e-3)
-    assert ("f1+ceiling", "single") in intervals.COVERAGE
+    assert top == pytest.approx(coverage_table.F1_MEASURED_MAX, abs=1e-3)
+    assert ("f1+ceiling", "single") in coverage_table.COVERAGE
     y = ["alice smith"] * 60
     perfect = intervals.metric_interval(y, y, metric="ssla_f1")
     assert perfect.unreliable and "off the measured grid" in perfect.note
@@ -426,10 +426,10 @@ def test_spanning_clusters_read_the_nearest_measured_design() -> None:
     """The lookup took the worst of every spanning design (0.922, 20 x (5 + 5)), so every
     one-arm interval with a spanning cluster was flagged; 100 x (2 + 2) reads its own cell."""
     ci = _spanning_docs(100, 2, 0.8, 0)
-    low = intervals.COVERAGE[("spanning", "single")][(100, 2.0)][0]
+    low = coverage_table.COVERAGE[("spanning", "single")][(100, 2.0)][0]
     assert "100 documents x (2 + 2) rows" in ci.note
-    assert ci.unreliable == (low < intervals.MIN_COVERAGE)
-    assert intervals.spanning_cell("single", 30, 2.0)[0] == (40, 3.0)  # type: ignore[index]
+    assert ci.unreliable == (low < coverage_table.MIN_COVERAGE)
+    assert coverage_table.spanning_cell("single", 30, 2.0)[0] == (40, 3.0)  # type: ignore[index]
 
 
 def test_conservative_only_when_every_measured_scenario_over_covers(
@@ -437,9 +437,9 @@ def test_conservative_only_when_every_measured_scenario_over_covers(
 ) -> None:
     """A median above 0.97 with a scenario at 0.945 is not "wider than needed"."""
     fake = {("rows", "paired"): {(20, 0.5): (0.945, 0.99, "x")}}
-    monkeypatch.setattr(intervals, "COVERAGE", fake)
-    flag, note = intervals.coverage_flag("rows", "paired", np.array([30.0]))
+    monkeypatch.setattr(coverage_table, "COVERAGE", fake)
+    flag, note = coverage_table.coverage_flag("rows", "paired", np.array([30.0]))
     assert not flag and not note.startswith("conservative")
     fake[("rows", "paired")][(20, 0.5)] = (0.975, 0.99, "x")
-    flag, note = intervals.coverage_flag("rows", "paired", np.array([30.0]))
+    flag, note = coverage_table.coverage_flag("rows", "paired", np.array([30.0]))
     assert not flag and note.startswith("conservative")
