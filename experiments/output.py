@@ -404,3 +404,24 @@ def run_incomplete_error(status: str, reason: str, predictions: str, rerun_helps
         else "The same prompts fail the same way every time: see the fix in the error."
     )
     return f"error: trial {status}: {reason}; see 'error' in {predictions}. It has no score. {then}"
+
+
+def command_error(message: str) -> str:
+    """stderr line of any command stopped by a workbench error (message already redacted)."""
+    return f"error: {message}"
+
+
+def sweep_rebuilt_note(n_rebuilt: int) -> str:
+    """stderr note of `workbench sweep` when trial runs were logged anew."""
+    return (
+        f"note: {n_rebuilt} trial run(s) had lost their MLflow artifacts; "
+        "they were run again (answers from the response cache) and logged anew"
+    )
+
+
+def sweep_not_complete_error(sweep_name: str, status: str) -> str:
+    """stderr line of `workbench report` on a sweep that has not finished."""
+    return (
+        f"error: sweep {sweep_name!r} is not complete (parent run {status}); "
+        "its table is partial. Rerun the sweep to resume it"
+    )

@@ -19,8 +19,6 @@ from experiments.cli.single import SingleRequest, run_single
 from experiments.llm.types import Completion, Decoding
 from promptlib.errors import VariantFileError, WorkbenchError
 
-pytestmark = pytest.mark.data
-
 
 @dataclass
 class ScriptedLM:
@@ -57,6 +55,7 @@ def request_(lb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> S
     )
 
 
+@pytest.mark.data
 def test_a_complete_trial_prints_its_summary_and_exits_0(request_: SingleRequest) -> None:
     notes: list[str] = []
     lm = ScriptedLM()
@@ -75,6 +74,7 @@ def test_a_complete_trial_prints_its_summary_and_exits_0(request_: SingleRequest
     assert as_json.result.trial_id == outcome.result.trial_id
 
 
+@pytest.mark.data
 def test_failed_rows_give_the_incomplete_error_and_exit_1(request_: SingleRequest) -> None:
     lm = ScriptedLM(fail_on="")  # every prompt fails
     outcome = run_single(request_, lambda _line: None, lm=lm)
@@ -90,6 +90,7 @@ def test_failed_rows_give_the_incomplete_error_and_exit_1(request_: SingleReques
     assert outcome.error.endswith("Run the same command again to retry only those rows.")
 
 
+@pytest.mark.data
 def test_bad_requests_raise_before_any_call(request_: SingleRequest) -> None:
     lm = ScriptedLM()
     both = replace(request_, variant="demos=none", variant_file="x")
@@ -98,3 +99,19 @@ def test_bad_requests_raise_before_any_call(request_: SingleRequest) -> None:
     with pytest.raises(WorkbenchError, match="hearsy"):
         run_single(replace(request_, task="hearsy"), print, lm=lm)
     assert lm.prompts == []
+
+
+def test_the_lines_left_in_other_cli_modules_are_built_alike() -> None:
+    """The texts cli/options.py:216 and cli/studies.py:150-154, :324-328 still build inline,
+    copied here, so the switch to `output` is byte for byte."""
+    assert output.command_error("x: é") == f"error: {'x: é'}"
+    n = 3
+    assert output.sweep_rebuilt_note(n) == (
+        f"note: {n} trial run(s) had lost their MLflow artifacts; "
+        "they were run again (answers from the response cache) and logged anew"
+    )
+    sweep_name, status = "demo", "RUNNING"
+    assert output.sweep_not_complete_error(sweep_name, status) == (
+        f"error: sweep {sweep_name!r} is not complete (parent run {status}); "
+        "its table is partial. Rerun the sweep to resume it"
+    )
