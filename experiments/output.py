@@ -358,3 +358,70 @@ def grade_import(summary: dict[str, Any]) -> str:
         f"trial {summary['trial_id'][:12]} ({summary['task']}): {summary['metric']} = "
         f"{summary['score']:.4f} on {summary['graded']} graded rows{tracked}"
     )
+
+
+# ---- command-line notes and errors (stderr lines, the version) --------------------------------
+def version_line(version: str | None) -> str:
+    """`workbench --version` (None: the package is not installed)."""
+    if version is None:
+        return "workbench (version unknown: the package is not installed)"
+    return f"workbench {version}"
+
+
+def task_problem(name: str, error: str) -> str:
+    """stderr line of `workbench tasks` for a task whose data cannot be read."""
+    return f"error: task {name!r}: {error}"
+
+
+def demonstrations_left_out(split: str, excluded: Sequence[str]) -> str:
+    """stderr note of `workbench render`: rows held out because they are demonstrations."""
+    return (
+        f"note: {len(excluded)} {split} row(s) left out because they are "
+        "demonstrations: " + ", ".join(excluded)
+    )
+
+
+def run_note(text: str) -> str:
+    """stderr note of `workbench run` (grades dropped or kept, an earlier trial kept)."""
+    return f"note: {text}"
+
+
+def run_untracked_error(out_dir: str, error: str) -> str:
+    """stderr line of `workbench run` when the trial is saved but the store refused it."""
+    return (
+        f"error: the trial is saved in {out_dir} but not tracked: {error}. Run the "
+        "same command again to track it (answers come from the cache), or add --no-track"
+    )
+
+
+def run_incomplete_error(status: str, reason: str, predictions: str, rerun_helps: bool) -> str:
+    """stderr line of `workbench run` for a trial with failed rows."""
+    # an error the same prompt meets every time (longer than the context) gets its fix,
+    # not the advice to run again
+    then = (
+        "Run the same command again to retry only those rows."
+        if rerun_helps
+        else "The same prompts fail the same way every time: see the fix in the error."
+    )
+    return f"error: trial {status}: {reason}; see 'error' in {predictions}. It has no score. {then}"
+
+
+def command_error(message: str) -> str:
+    """stderr line of any command stopped by a workbench error (message already redacted)."""
+    return f"error: {message}"
+
+
+def sweep_rebuilt_note(n_rebuilt: int) -> str:
+    """stderr note of `workbench sweep` when trial runs were logged anew."""
+    return (
+        f"note: {n_rebuilt} trial run(s) had lost their MLflow artifacts; "
+        "they were run again (answers from the response cache) and logged anew"
+    )
+
+
+def sweep_not_complete_error(sweep_name: str, status: str) -> str:
+    """stderr line of `workbench report` on a sweep that has not finished."""
+    return (
+        f"error: sweep {sweep_name!r} is not complete (parent run {status}); "
+        "its table is partial. Rerun the sweep to resume it"
+    )

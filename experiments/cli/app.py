@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from experiments import output
+
 app = typer.Typer(
     name="workbench",
     help="Prompt-engineering experiment workbench for LegalBench.",
@@ -27,9 +29,9 @@ def _version(value: bool) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            typer.echo(f"workbench {version('legal-prompt-workbench')}")
+            typer.echo(output.version_line(version("legal-prompt-workbench")))
         except PackageNotFoundError:
-            typer.echo("workbench (version unknown: the package is not installed)")
+            typer.echo(output.version_line(None))
         raise typer.Exit(0)
 
 

@@ -44,7 +44,7 @@ def tasks(
         out = output.task_list(entries)
     typer.echo(out)
     for p in problems:
-        typer.echo(f"error: task {p.name!r}: {p.error}", err=True)
+        typer.echo(output.task_problem(p.name, p.error), err=True)
     if problems:
         raise typer.Exit(1)
 
@@ -77,11 +77,7 @@ def render(
         {"index": r["index"], "prompt": compiled.render(r), "answer": r["answer"]} for r in rows
     ]
     if excluded:
-        typer.echo(
-            f"note: {len(excluded)} {split.value} row(s) left out because they are "
-            "demonstrations: " + ", ".join(excluded),
-            err=True,
-        )
+        typer.echo(output.demonstrations_left_out(split.value, excluded), err=True)
     if as_json:
         out = output.as_json(items, indent=1)
     else:

@@ -10,6 +10,7 @@ import typer
 from experiments import output
 from experiments.cli.app import app, grade_app
 from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, friendly
+from experiments.settings import NO_TRACK_ENV
 
 
 @grade_app.command("export")
@@ -42,9 +43,7 @@ def grade_import(
     file: Annotated[Path, typer.Argument(help="A CSV written by 'workbench grade export'.")],
     no_track: Annotated[
         bool,
-        typer.Option(
-            "--no-track", envvar="WORKBENCH_NO_TRACK", help="Do not update the MLflow run."
-        ),
+        typer.Option("--no-track", envvar=NO_TRACK_ENV, help="Do not update the MLflow run."),
     ] = False,
     as_json: JSON = False,
 ) -> None:
