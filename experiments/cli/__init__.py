@@ -8,7 +8,8 @@ and a cache by `Setup`.
 
 Modules: `app` (the Typer apps, main options, `main`), `options` (shared options, `Setup`),
 and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
-optimize, report), `tools` (grade, doctor, ui).
+optimize, report), `tools` (grade, doctor, ui). `single` is the work of `workbench run` as a
+function a test can call (`run_single`); `trial.run` only wires its options to it.
 """
 
 from experiments.cli.app import app, main
