@@ -38,6 +38,7 @@ from experiments.cli.options import (
     _catalog,
     friendly,
 )
+from experiments.llm.backends import DEFAULT_MODEL
 from promptlib.errors import WorkbenchError
 
 
@@ -45,7 +46,7 @@ from promptlib.errors import WorkbenchError
 @friendly
 def run(
     task: TaskArg,
-    model: ModelOpt = "local/smollm2",
+    model: ModelOpt = DEFAULT_MODEL,
     variant: Variant = "base",
     variant_file: Annotated[
         str | None,
@@ -94,7 +95,9 @@ def run(
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.trials.grading import save_keeping_grades
-    from experiments.trials.runner import TrialSpec, resolve_trial, run_trial, runs_dir
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import TrialSpec, resolve_trial
+    from experiments.trials.store import runs_dir
     from promptlib.errors import VariantFileError
     from promptlib.variants import load_variant_file, parse_spec
 
