@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from experiments.analysis import compare, stats
-from experiments.trials.runner import prompt_hash
+from experiments.trials.spec import prompt_hash
 from promptlib import Catalog, compile_prompt, default_source, evaluation_rows, parse_spec
 
 EASY, HARD, ALPHA, K = 0.9, 0.3, 0.05, 5

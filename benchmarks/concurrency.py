@@ -15,7 +15,8 @@ import time
 from experiments.llm.gateway import get_model
 from experiments.llm.types import Decoding
 from experiments.testing.stub_server import StubOpenAI
-from experiments.trials.runner import TrialSpec, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
 from promptlib import Catalog, default_source, parse_spec
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.trials.runner import TrialSpec, decoding_for, select_rows
+from experiments.trials.spec import TrialSpec, decoding_for, select_rows
 from promptlib import Catalog, compile_prompt, default_source, evaluation_rows, parse_spec
 
 HERE = Path(__file__).resolve().parent

@@ -34,6 +34,7 @@ import argparse
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,9 @@ class KnownFactorsLM:
             " " + wrong[int(self._uniform("wrong", task, variant, index) * len(wrong))]
         )
 
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        raise NotImplementedError("a simulated model answers by generation only")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
@@ -91,7 +95,8 @@ def main() -> None:
         return
 
     from experiments.sweeps.sweeps import TrialOutcome, load_spec, plan_tasks, trial_plan
-    from experiments.trials.runner import resolve_trial, run_trial
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import resolve_trial
 
     catalog = Catalog(LocalSource(os.environ.get("LEGALBENCH_DIR", "../shared/legalbench")))
     spec = load_spec(SPEC)

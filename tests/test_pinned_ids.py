@@ -56,20 +56,14 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.analysis.sensitivity import metric_name
     from experiments.llm.cache import cache_key
     from experiments.llm.gateway import LiteLLMModel
+    from experiments.llm.served import SERVED_ALIGNMENT_CHECK
     from experiments.llm.types import Completion, Decoding
     from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
     from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
     from experiments.tracking.tracking import _sha, metric_key, predictions_sha, safe_name
-    from experiments.trials.runner import (
-        SERVED_ALIGNMENT_CHECK,
-        Prediction,
-        TrialResult,
-        TrialSpec,
-        prompt_hash,
-        resolve_trial,
-        rows_fingerprint,
-        run_trial,
-    )
+    from experiments.trials.run import TrialResult, run_trial
+    from experiments.trials.runner import Prediction
+    from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, rows_fingerprint
     from promptlib import Catalog, LocalSource, parse_spec
 
     def lm() -> LiteLLMModel:  # as `workbench sweep --model ... --api-base ...` builds it

@@ -16,7 +16,8 @@ import typer
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from experiments.trials import runner
+    from experiments.llm import types as llm_types
+    from experiments.trials import spec as trial_spec
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,12 +46,12 @@ class Definition(StrEnum):
 
 
 # the runner's own (Literal) names of the same choices, checked by mypy
-SCORINGS: dict[Scoring, runner.Scoring] = {
+SCORINGS: dict[Scoring, llm_types.Scoring] = {
     Scoring.generate: "generate",
     Scoring.loglik: "loglik",
     Scoring.loglik_norm: "loglik-norm",
 }
-DEFINITIONS: dict[Definition, runner.Definition] = {
+DEFINITIONS: dict[Definition, trial_spec.Definition] = {
     Definition.code: "code",
     Definition.paper: "paper",
 }
@@ -73,13 +74,6 @@ class Pruner(StrEnum):
     wilcoxon = "wilcoxon"
     median = "median"
     none = "none"
-
-
-class ExecutorName(StrEnum):
-    """Where a sweep's trials run (`sweeps.executors.get_executor`); for `--executor`."""
-
-    local = "local"
-    ray = "ray"
 
 
 # ---- options shared by several commands (declared once) --------------------------------------

@@ -16,9 +16,10 @@ from experiments import output
 from experiments.cli.options import CONCURRENCY, RETRIES, TIMEOUT, Setup
 
 if TYPE_CHECKING:
-    from experiments.llm.types import LM
+    from experiments.llm.types import LM, Scoring
     from experiments.tracking.tracking import TrackingError
-    from experiments.trials import runner
+    from experiments.trials.run import TrialResult
+    from experiments.trials.spec import Definition, ResolvedTrial
     from promptlib.variants import PromptVariant
 
 
@@ -33,7 +34,7 @@ class SingleRequest:
     split: str = "test"
     limit: int | None = None
     seed: int = 0
-    scoring: runner.Scoring = "generate"
+    scoring: Scoring = "generate"
     mode: str | None = None
     api_base: str | None = None
     concurrency: int = CONCURRENCY
@@ -41,7 +42,7 @@ class SingleRequest:
     timeout: float = TIMEOUT
     no_cache: bool = False
     no_track: bool = False
-    definition: runner.Definition = "code"
+    definition: Definition = "code"
     data_dir: str | None = None
     hf: bool = False
     prompts_dir: str | None = None
@@ -70,7 +71,7 @@ class SingleOutcome:
     error: str | None
     exit_code: int
     summary: dict[str, Any]
-    result: runner.TrialResult
+    result: TrialResult
 
 
 def chosen_variant(request: SingleRequest) -> PromptVariant:
@@ -100,7 +101,9 @@ def run_single(
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.trials.grading import save_keeping_grades
-    from experiments.trials.runner import TrialSpec, resolve_trial, run_trial, runs_dir
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import TrialSpec, resolve_trial
+    from experiments.trials.store import runs_dir
 
     task, model = request.task, request.model
     chosen = chosen_variant(request)
@@ -183,8 +186,8 @@ class _Tracking:
 
     def log(
         self,
-        result: runner.TrialResult,
-        resolved: runner.ResolvedTrial,
+        result: TrialResult,
+        resolved: ResolvedTrial,
         source: Callable[[], str],
         summary: dict[str, Any],
     ) -> TrackingError | None:

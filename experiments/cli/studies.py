@@ -34,6 +34,7 @@ from experiments.cli.options import (
     Timeout,
     friendly,
 )
+from experiments.llm.backends import DEFAULT_MODEL, is_local
 
 
 @app.command()
@@ -161,7 +162,7 @@ def _dry_run_items(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The planned trials with prompt-token and cost estimates (no model call)."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.trials.runner import decoding_for, resolve_trial
+    from experiments.trials.spec import decoding_for, resolve_trial
 
     items = []
     lms = {t.model: lm_factory(t.model) for t in trials}
@@ -188,7 +189,7 @@ def _dry_run_items(
 
 
 def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    if model.startswith("local/"):
+    if is_local(model):
         return 0.0
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.llm.gateway import estimate_cost
@@ -200,7 +201,7 @@ def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> fl
 @friendly
 def optimize(
     task: TaskArg,
-    model: ModelOpt = "local/smollm2",
+    model: ModelOpt = DEFAULT_MODEL,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Trials for this worker.")] = 8,
     method: Annotated[Method, typer.Option("--method", help="Search method.")] = Method.optuna,
     storage: Annotated[

@@ -38,6 +38,7 @@ from experiments.cli.options import (
     friendly,
 )
 from experiments.cli.single import SingleRequest, run_single
+from experiments.llm.backends import DEFAULT_MODEL
 from experiments.settings import NO_TRACK_ENV
 from promptlib.errors import WorkbenchError
 
@@ -46,7 +47,7 @@ from promptlib.errors import WorkbenchError
 @friendly
 def run(
     task: TaskArg,
-    model: ModelOpt = "local/smollm2",
+    model: ModelOpt = DEFAULT_MODEL,
     variant: Variant = "base",
     variant_file: Annotated[
         str | None,

@@ -479,3 +479,10 @@ def _finite(value: Any) -> bool:
 
 def _count(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _field(obj: Any, name: str) -> Any:
+    """An attribute of a litellm object, or a key of a plain dict."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)

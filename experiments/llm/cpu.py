@@ -9,7 +9,7 @@ with extra buffer types off avoids it and was measured to cost nothing there (33
 buffer types (the AVX2/AVX-512/ARM weight repacking) stay on: they are the fast path.
 
 Answers can differ bit for bit between the two layouts, so the choice is part of a local
-model's identity (`experiments.llm.llama.local_identity`) when it is not the default.
+model's identity (`experiments.llm.identity.local_identity`) when it is not the default.
 
 The CPU description is read from ``/proc/cpuinfo`` or, to try the decision for a CPU you do
 not have, from the file named by ``WORKBENCH_CPUINFO``. ``WORKBENCH_LLAMA_EXTRA_BUFTS``

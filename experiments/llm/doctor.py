@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.llm import cpu, llama, types, weights
+from experiments.llm.backends import LOCAL_PROVIDER, local_name
 
 # A prompt of a few dozen tokens: one token would decode alone and pass where every real
 # prompt dies (the AMX crash happens in the first multi-token decode).
@@ -127,7 +128,7 @@ def run_probe(
 def _probe_main(model: str) -> None:
     """In the child: load `model` as every command does and run the probe prompt."""
 
-    llm = llama.load_local(model.split("/", 1)[1])
+    llm = llama.load_local(local_name(model))
     start = time.perf_counter()
     out: Any = llm.create_completion(
         PROBE_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0, stop=None
@@ -176,7 +177,7 @@ def report(
     failed = 0
     names = []
     for local in weights.LOCAL_MODELS:
-        name = f"{types.LOCAL_PROVIDER}/{local}"
+        name = f"{LOCAL_PROVIDER}/{local}"
         try:
             path = weights.local_model_path(local)
             digest = weights.local_weights_sha256(local)

@@ -20,12 +20,16 @@ that ignores ``max_tokens`` cannot fill the memory, the cache and the stores.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from experiments.llm import loglik, served
+from experiments.llm.backends import DEFAULT_MODEL, backend_for, is_local, local_name
 from experiments.llm.calls import (
     _CONTEXT_WORDS,
     CallInterrupted,
     _count,
+    _field,
     _finite,
     _litellm,
     _malformed,
@@ -38,10 +42,9 @@ from experiments.llm.calls import (
     _without_traceback,
     call_with_deadline,
 )
-from experiments.llm.llama import _register_local_provider, check_local_fits, local_identity
+from experiments.llm.identity import lm_identity
+from experiments.llm.llama import _register_local_provider, check_local_fits
 from experiments.llm.types import (
-    DEFAULT_MODEL,
-    LOCAL_PROVIDER,
     Completion,
     ContextTooLong,
     Decoding,
@@ -84,9 +87,9 @@ class LiteLLMModel:
                 raise ModelError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
         self.name = name
         self.api_base = api_base
-        self.is_local = name.startswith(LOCAL_PROVIDER + "/")
+        self.is_local = is_local(name)
         if self.is_local:
-            local_model_path(name.split("/", 1)[1])  # fail early, with the install hint
+            local_model_path(local_name(name))  # fail early, with the install hint
         # Local models run one example after another so llama.cpp reuses the shared prefix.
         self.concurrency = 1 if self.is_local else (concurrency or 8)
         self.max_retries = max_retries
@@ -97,14 +100,18 @@ class LiteLLMModel:
 
     def cache_identity(self) -> dict[str, Any]:
         """What makes an answer this model's: for a local model also its weights and context
-        size, which its name alone does not pin down."""
-        identity: dict[str, Any] = {
-            "model": self.name,
-            "api_base": self.api_base,
-            "mode": self.mode,
-        }
-        identity.update(local_identity(self.name))
-        return identity
+        size, which its name alone does not pin down (`identity.lm_identity`)."""
+        return lm_identity(self)
+
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Summed log-likelihood of each continuation after `prompt` (`LM.loglikelihood`):
+        a local model's from llama.cpp in this process (`loglik.label_logprobs`), a served
+        one's from its server's echoed prompt log-probabilities, checked
+        (`served.served_label_logprobs`). A hosted API without an api_base has none: the
+        local path refuses it (`loglik.require_loglik_model`)."""
+        if backend_for(self.name, self.api_base) == "served":
+            return served.served_label_logprobs(self, prompt, continuations)
+        return loglik.label_logprobs(self.name, prompt, continuations)
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:
         litellm = _litellm()
@@ -236,13 +243,6 @@ class LiteLLMModel:
             latency=time.perf_counter() - start,
             attempts=attempts,
         )
-
-
-def _field(obj: Any, name: str) -> Any:
-    """An attribute of a litellm object, or a key of a plain dict."""
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
 
 
 def _int(value: Any) -> int:

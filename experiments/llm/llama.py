@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from experiments.llm import cpu
+from experiments.llm.backends import LOCAL_PROVIDER, local_name
 from experiments.llm.calls import _litellm
 from experiments.llm.cpu import LlamaLoad
-from experiments.llm.types import LOCAL_PROVIDER, ContextTooLong, ModelError, log
-from experiments.llm.weights import local_model_path, local_weights_sha256
+from experiments.llm.types import ContextTooLong, ModelError, log
+from experiments.llm.weights import local_model_path
 
 LOCAL_CHAT_FORMATS = {"gemma3-270m": "gemma"}
 """llama-cpp-python chat formats for GGUFs without a ``tokenizer.chat_template``: this Gemma
@@ -163,28 +164,6 @@ def _extra_bufts(on: bool) -> Iterator[None]:
         raw.llama_model_default_params = default
 
 
-def local_identity(model: str) -> dict[str, Any]:
-    """What pins a local model's answers beyond its name: the GGUF's sha256, the context
-    size and a non-default load layout. Empty for other models. The one recipe for the
-    runner, the response cache and the Ray workers."""
-    if not model.startswith(LOCAL_PROVIDER + "/"):
-        return {}
-    name = model.split("/", 1)[1]
-    loaded = _LOADED.get(name)
-    # a model loaded in this process is identified by the layout it really has
-    layout = (
-        LlamaLoad(bool(loaded.model_params.use_extra_bufts), "loaded").identity()
-        if loaded is not None
-        else llama_load().identity()
-    )
-    return {"weights_sha256": local_weights_sha256(name), "n_ctx": local_n_ctx(), **layout}
-
-
-LOCAL_IDENTITY_KEYS = frozenset({"weights_sha256", "n_ctx", "llama_extra_bufts"})
-"""Every key `local_identity` may give (the layout key only when not the default): a check
-of one identity against another compares all of them, not only the keys one side has."""
-
-
 def load_local(name: str) -> Any:
     """The llama.cpp model for `name`, loaded once per process."""
     with _LOCK:
@@ -291,7 +270,7 @@ def check_local_fits(model: str, prompt: str) -> None:
     on top, so this is a lower bound there; a prompt that only overflows with them is still
     caught by llama-cpp-python's error (`_CONTEXT_WORDS`, made `ContextTooLong` by
     `LiteLLMModel._attempt`: not retried)."""
-    name = model.split("/", 1)[1]
+    name = local_name(model)
     llm = load_local(name)
     with _LOCK:
         n = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))

@@ -6,10 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from experiments.llm.backends import DEFAULT_MODEL, is_local, local_name
 from experiments.llm.llama import _LOCK, _local_limit, load_local
 from experiments.llm.types import (
-    DEFAULT_MODEL,
-    LOCAL_PROVIDER,
     ContextTooLong,
     LoglikNorm,
     ModelError,
@@ -27,7 +26,7 @@ def default_scoring(model: str, *, zero_shot: bool, has_label_set: bool) -> Scor
     answer. Everything else generates (few-shot prompts show the answer format, and remote
     APIs do not uniformly expose log-probabilities).
     """
-    if model.startswith(LOCAL_PROVIDER + "/") and zero_shot and has_label_set:
+    if is_local(model) and zero_shot and has_label_set:
         return "loglik"
     return "generate"
 
@@ -40,7 +39,7 @@ def require_loglik_model(model: str, api_base: str | None = None) -> None:
     vLLM and llama.cpp's server do; checked on the first call). Hosted APIs without an
     `api_base` do not expose the log-probabilities of a given continuation uniformly.
     """
-    if not model.startswith(LOCAL_PROVIDER + "/"):
+    if not is_local(model):
         if api_base:
             return
         raise ModelError(
@@ -48,7 +47,7 @@ def require_loglik_model(model: str, api_base: str | None = None) -> None:
             f"(e.g. {DEFAULT_MODEL}) or a served one with --api-base, not {model!r}: remote "
             "APIs do not expose prompt log-probabilities uniformly; use --scoring generate"
         )
-    local_model_path(model.split("/", 1)[1])  # unknown or missing local model: install hint
+    local_model_path(local_name(model))  # unknown or missing local model: install hint
 
 
 def label_bytes(label: str) -> int:
@@ -154,7 +153,7 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
     require_loglik_model(model)
     if any(not c for c in continuations):
         raise ModelError("log-likelihood scoring needs non-empty continuations")
-    llm = load_local(model.split("/", 1)[1])
+    llm = load_local(local_name(model))
     with _LOCK:
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
         conts = [

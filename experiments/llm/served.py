@@ -6,11 +6,10 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from experiments.llm.calls import _finite, _litellm
-from experiments.llm.gateway import LiteLLMModel, _field
-from experiments.llm.types import ModelError
+from experiments.llm.calls import _field, _finite, _litellm
+from experiments.llm.types import Completion, ModelError
 from experiments.secrets import safe_url
 
 
@@ -51,6 +50,10 @@ likely tokens on the hearsay rows where the most likely token alone differed by 
 
 ALIGNMENT_TOP_K = 5
 """Tokens asked for in ``top_logprobs`` (OpenAI's completions API allows at most 5)."""
+
+SERVED_ALIGNMENT_CHECK = f"top_logprobs {ALIGNMENT_TOP_K}, every listed token"
+"""Names the alignment check served log-likelihoods passed, in their trial and cache
+identities."""
 
 
 @dataclass(frozen=True)
@@ -275,8 +278,21 @@ class ServedCallError(ModelError):
         self.retryable = retryable  # False: the same prompt fails the same way every time
 
 
+class ServedModel(Protocol):
+    """The slice of `experiments.llm.gateway.LiteLLMModel` a served log-likelihood call
+    uses: its server, its timeout, and its retries and failure reasons."""
+
+    name: str
+    api_base: str | None
+    timeout: float
+
+    def _with_retries(self, call: Any) -> tuple[Any, BaseException | None, int]: ...
+
+    def _failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion: ...
+
+
 def served_label_logprobs(
-    lm: LiteLLMModel, prompt: str, continuations: Sequence[str]
+    lm: ServedModel, prompt: str, continuations: Sequence[str]
 ) -> list[float]:
     """Summed log-likelihood of each continuation after `prompt`, from a served model.
 

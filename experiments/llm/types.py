@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -10,8 +11,6 @@ from promptlib.errors import WorkbenchError
 
 log = logging.getLogger("workbench.models")
 Mode = Literal["chat", "completion"]
-LOCAL_PROVIDER = "local"
-DEFAULT_MODEL = "local/smollm2"
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,8 @@ def cap_reply(text: str, limit: int = MAX_REPLY_BYTES) -> tuple[str, str | None]
 
 
 class LM(Protocol):
-    """What the runner needs from a model."""
+    """What the runner needs from a model (as lm-evaluation-harness's ``LM``: generation and
+    log-likelihood)."""
 
     name: str
     concurrency: int
@@ -79,6 +79,14 @@ class LM(Protocol):
     def complete(self, prompt: str, decoding: Decoding) -> Completion: ...
 
     def cache_identity(self) -> dict[str, Any]: ...
+
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Summed log-probability of each continuation after `prompt`, not normalised.
+
+        A failure the same prompt meets every time is `ContextTooLong`; a served call that
+        failed after its retries is `experiments.llm.served.ServedCallError`: both are the
+        row's state. Any other `ModelError` ends the trial."""
+        ...
 
 
 class ModelError(WorkbenchError):

@@ -33,7 +33,7 @@ from experiments.llm.cache import cache_key
 from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import normalize, parse_label
 from experiments.optimize.errors import IncompleteEvaluation
-from experiments.trials.runner import decoding_for
+from experiments.trials.spec import decoding_for
 from promptlib.errors import LeakageError, WorkbenchError
 from promptlib.leakage import check_heldout, content_key
 from promptlib.render import CompiledPrompt

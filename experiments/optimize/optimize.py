@@ -35,20 +35,14 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from experiments.analysis import compare
-from experiments.llm.types import Completion
+from experiments.llm.types import Completion, Scoring
 from experiments.metrics import normalize, scorable_metric
 from experiments.optimize.dspy_programs import compile_dspy
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete
 from experiments.output import optimize_report
 from experiments.secrets import redact, safe_url
-from experiments.trials.runner import (
-    Scoring,
-    TrialResult,
-    TrialSpec,
-    rows_fingerprint,
-    run_trial,
-    select_rows,
-)
+from experiments.trials.run import TrialResult, run_trial
+from experiments.trials.spec import TrialSpec, rows_fingerprint, select_rows
 from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import content_key, evaluation_rows, heldout_guard, query_columns

@@ -34,17 +34,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from experiments.llm import llama, types
+from experiments.llm import llama
+from experiments.llm.backends import is_local, local_name
 from experiments.llm.cache import ResponseCache
-from experiments.llm.llama import LOCAL_IDENTITY_KEYS
+from experiments.llm.identity import LOCAL_IDENTITY_KEYS, local_identity
 from experiments.settings import DEFAULT_CACHE_DIR, cache_dir
-from experiments.trials.runner import run_trial
+from experiments.trials.run import run_trial
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from experiments.llm.cache import ResponseCache
     from experiments.llm.types import LM
-    from experiments.trials.runner import ResolvedTrial, TrialResult
+    from experiments.trials.run import TrialResult
+    from experiments.trials.spec import ResolvedTrial
     from promptlib.tasks import Catalog, Task
 
 # Settings a worker process needs from the driver's environment. Provider API keys are *not*
@@ -134,20 +136,12 @@ def _preload_local(name: str, n_threads: int) -> None:
     actor, not every core of the node (llama.cpp would oversubscribe them)."""
     from unittest import mock
 
-    if not name.startswith(types.LOCAL_PROVIDER + "/"):
+    if not is_local(name):
         return
-    os.environ["WORKBENCH_LOCAL_N_THREADS"] = str(n_threads)
     # `load_local` sizes its thread pool by os.cpu_count(); in this actor process that is
     # the actor's share. Same loader, so every other setting is as in a local run.
     with mock.patch.object(os, "cpu_count", return_value=n_threads):
-        llama.load_local(name.split("/", 1)[1])
-
-
-def local_identity(name: str) -> dict[str, Any]:
-    """What of a local model's trial identity this process computes for itself
-    (`llama.local_identity`: the GGUF's sha256, the context size, the load layout)."""
-
-    return llama.local_identity(name)
+        llama.load_local(local_name(name))
 
 
 def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any, cast
 from experiments.analysis import compare as cmp
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
+from experiments.llm.backends import DEFAULT_MODEL
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
-from experiments.trials.runner import TrialSpec, prompt_hash, resolve_trial, select_rows
+from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, select_rows
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.leakage import evaluation_rows
@@ -47,7 +48,6 @@ from promptlib.yamlsafe import safe_yaml_load
 if TYPE_CHECKING:
     from experiments.tracking.tracking import Tracker
 
-DEFAULT_MODEL = "local/smollm2"
 AXES = ("instruction", "register", "demos", "seed", "pool", "format")
 _KEYS = {
     "name": str,

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.llm.types import Completion, Decoding
 from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
-from experiments.trials.runner import resolve_trial, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import resolve_trial
 
 SPEC = """
 name: known_effect
@@ -70,6 +72,9 @@ class KnownEffectLM:
         wrong = [label for label in self.labels if label != answer]
         pick = wrong[int(self._uniform("wrong", variant, index) * len(wrong))]
         return Completion(" " + pick)
+
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        raise NotImplementedError("a simulated model answers by generation only")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from experiments.trials.grading import (
     grade_metrics,
     trial_folder,
 )
-from experiments.trials.runner import runs_dir
+from experiments.trials.store import runs_dir
 from promptlib.errors import WorkbenchError
 
 __all__ = ["import_grades"]

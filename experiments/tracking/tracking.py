@@ -57,7 +57,7 @@ from promptlib.errors import WorkbenchError
 from promptlib.yamlsafe import safe_yaml_load
 
 if TYPE_CHECKING:
-    from experiments.trials.runner import TrialResult
+    from experiments.trials.run import TrialResult
     from promptlib.render import CompiledPrompt
 
 KIND = "workbench.kind"

@@ -2,18 +2,10 @@
 
 from experiments.trials.grading import GradingError, export_csv
 from experiments.trials.predictions import read_predictions
-from experiments.trials.runner import (
-    Prediction,
-    ResolvedTrial,
-    SavedTrial,
-    TrialResult,
-    TrialSpec,
-    TrialStatus,
-    resolve_trial,
-    run_trial,
-    save_result,
-    save_trial,
-)
+from experiments.trials.run import TrialResult, run_trial
+from experiments.trials.runner import Prediction, TrialStatus
+from experiments.trials.spec import ResolvedTrial, TrialSpec, resolve_trial
+from experiments.trials.store import SavedTrial, save_result, save_trial
 
 __all__ = [
     "GradingError",

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.files import atomic_write_dir, atomic_write_text, dir_lock
-from experiments.trials.runner import MANUAL, TrialResult, runs_dir, save_result
+from experiments.trials.run import TrialResult
+from experiments.trials.spec import MANUAL
+from experiments.trials.store import runs_dir, save_result
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 

@@ -107,10 +107,11 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
     """The decision reaches llama.cpp (the loaded model's parameters say so), is part of the
     model's identity (answers may differ bit for bit), and the model still answers."""
     from experiments.llm import gateway, llama
+    from experiments.llm.identity import local_identity
 
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
     monkeypatch.setattr(llama, "_LOADED", {})  # a fresh load under the described CPU
-    identity = llama.local_identity("local/smollm2")
+    identity = local_identity("local/smollm2")
     assert identity["llama_extra_bufts"] is False
     assert gateway.get_model("local/smollm2").cache_identity()["llama_extra_bufts"] is False
     llm = llama.load_local("smollm2")
@@ -123,7 +124,7 @@ def test_a_faked_amx_cpu_loads_the_real_model_without_extra_buffer_types(
     (tmp_path / "epyc").mkdir()
     _described(tmp_path / "epyc", monkeypatch, EPYC)
     monkeypatch.setattr(llama, "_LOADED", {})
-    assert "llama_extra_bufts" not in llama.local_identity("local/smollm2")
+    assert "llama_extra_bufts" not in local_identity("local/smollm2")
     llm = llama.load_local("smollm2")
     assert llm.model_params.use_extra_bufts is True
     llm.close()
@@ -140,11 +141,12 @@ def test_a_ray_worker_loaded_otherwise_than_the_driver_is_refused_per_trial(
     from unittest import mock
 
     from experiments.llm import llama
+    from experiments.llm.identity import local_identity
     from experiments.sweeps import executors
 
     monkeypatch.setattr(llama, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS if driver_amx else EPYC)
-    driver = llama.local_identity("local/smollm2")
+    driver = local_identity("local/smollm2")
     (tmp_path / "worker").mkdir()
     _described(tmp_path / "worker", monkeypatch, EPYC if driver_amx else SAPPHIRE_RAPIDS)
     worker = executors.TrialWorker(1, False, None, ["local/smollm2"])
@@ -172,12 +174,13 @@ def test_a_loaded_model_is_identified_by_the_layout_it_has(
     """Once loaded, the identity comes from the model itself, whatever the settings say
     later; and a load that did not follow the decision is refused, not run mislabelled."""
     from experiments.llm import llama, types
+    from experiments.llm.identity import local_identity
 
     monkeypatch.setattr(llama, "_LOADED", {})
     _described(tmp_path, monkeypatch, SAPPHIRE_RAPIDS)
     llm = llama.load_local("smollm2")
     monkeypatch.setenv(cpu.EXTRA_BUFTS_ENV, "on")  # changed after the load
-    assert llama.local_identity("local/smollm2")["llama_extra_bufts"] is False
+    assert local_identity("local/smollm2")["llama_extra_bufts"] is False
     llm.close()
 
     monkeypatch.setattr(llama, "_LOADED", {})

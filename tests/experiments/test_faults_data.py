@@ -26,7 +26,7 @@ import pytest
 
 from experiments.llm.gateway import get_model
 from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
-from experiments.trials.runner import TrialSpec, resolve_trial, select_rows
+from experiments.trials.spec import TrialSpec, resolve_trial, select_rows
 from promptlib import Catalog, LocalSource, PromptVariant, evaluation_rows, parse_spec
 from promptlib.data import read_tsv
 from promptlib.errors import DataError, WorkbenchError

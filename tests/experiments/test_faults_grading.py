@@ -200,7 +200,8 @@ def test_summary_as_a_list_is_one_line_on_export_too(tmp_path: Path, catalog: An
 
 
 def _hearsay(catalog: Any, fail: bool = False) -> Any:
-    from experiments.trials.runner import TrialSpec, run_trial
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import TrialSpec
     from promptlib import parse_spec
     from tests.experiments.test_runner import ScriptedLM
 
@@ -217,7 +218,7 @@ def _hearsay(catalog: Any, fail: bool = False) -> Any:
 def test_a_file_named_incomplete_reruns_is_one_line_and_keeps_the_trial(
     catalog: Any, tmp_path: Path
 ) -> None:
-    from experiments.trials.runner import save_result
+    from experiments.trials.store import save_result
 
     done = _hearsay(catalog)
     save_result(done, tmp_path)
@@ -309,7 +310,7 @@ def test_save_result_reads_the_saved_trial_under_the_lock(catalog: Any, tmp_path
     """A peer saves the complete trial while this unfinished rerun waits for the folder: the
     rerun must see it and go beside it, not over it."""
     from experiments.files import _swap_dir
-    from experiments.trials.runner import save_result
+    from experiments.trials.store import save_result
 
     done = _hearsay(catalog)
     partial = _hearsay(catalog, fail=True)

@@ -29,7 +29,9 @@ from experiments.llm.served import NoPromptLogprobs
 from experiments.llm.types import Decoding
 from experiments.secrets import redact, safe_url
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
-from experiments.trials.runner import TrialSpec, run_trial, save_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
+from experiments.trials.store import save_trial
 from promptlib import Catalog, parse_spec
 from tests.conftest import REPO, run_cli, workbench_env
 

@@ -20,8 +20,9 @@ from experiments.llm import calls, llama, loglik
 from experiments.llm.gateway import get_model
 from experiments.llm.types import Decoding
 from experiments.testing.stub_server import StubOpenAI
-from experiments.trials import runner
-from experiments.trials.runner import TrialSpec, run_trial
+from experiments.trials import run
+from experiments.trials.run import TrialResult, run_trial
+from experiments.trials.spec import TrialSpec, prompt_hash
 from promptlib import Catalog, parse_spec
 
 
@@ -79,7 +80,7 @@ def test_abandoned_attempts_close_their_connections() -> None:
         watcher.start()
         try:
             prompts = [f"Q{i}: x\nA:" for i in range(8)]
-            comps, _ = runner._generate(lm, prompts, Decoding(), None, None)
+            comps, _ = run._generate(lm, prompts, Decoding(), None, None)
         finally:
             done.set()
             watcher.join()
@@ -115,7 +116,7 @@ def test_the_attempt_transport_can_shut_its_sockets() -> None:
 
 
 # ---- 2. ties and 4. all -inf --------------------------------------------------------------
-def _served_trial(catalog: Catalog, fn: Any, limit: int = 3) -> runner.TrialResult:
+def _served_trial(catalog: Catalog, fn: Any, limit: int = 3) -> TrialResult:
     spec = TrialSpec(
         task="hearsay",
         variant=parse_spec("base"),
@@ -184,9 +185,9 @@ def test_tied_rows_are_invalid_answers_and_never_cached(
         return [-1.0, -1.0] if tied else [-2.0, -1.0]
 
     def prompt_hash_bit(prompt: str) -> bool:
-        return runner.prompt_hash(prompt)[0] in "01234567"
+        return prompt_hash(prompt)[0] in "01234567"
 
-    monkeypatch.setattr(runner, "served_label_logprobs", sums)
+    monkeypatch.setattr("experiments.llm.served.served_label_logprobs", sums)
     spec = TrialSpec(
         task="hearsay",
         variant=parse_spec("base"),

@@ -25,7 +25,8 @@ from experiments.llm.cache import ResponseCache
 from experiments.llm.gateway import get_model
 from experiments.llm.types import ContextTooLong, Decoding, ModelError, Scoring
 from experiments.testing.stub_server import StubOpenAI
-from experiments.trials.runner import TrialSpec, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
 from promptlib import Catalog, parse_spec
 
 _PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -270,7 +271,7 @@ def test_identical_vectors_need_two_distinct_prompts() -> None:
     """One row, or the same prompt twice, says nothing about dependence on the prompt; a
     vector that differs anywhere keeps the trial."""
     from experiments.llm.types import Completion
-    from experiments.trials.runner import _no_information
+    from experiments.trials.loglik_rows import _no_information
 
     def row(yes: float, no: float) -> Completion:
         return Completion(text=" Yes", extra={"logprobs": {" Yes": yes, " No": no}})

@@ -25,9 +25,11 @@ from experiments.sweeps.sweeps import load_spec
 from experiments.sweeps.sweeps import sweep_id as sweeps_sweep_id
 from experiments.tracking.tracking import metric_key
 from experiments.tracking.tracking import predictions_sha as tracking_predictions_sha
-from experiments.trials.runner import Prediction, ResolvedTrial, TrialResult, TrialSpec
-from experiments.trials.runner import prompt_hash as runner_prompt_hash
-from experiments.trials.runner import rows_fingerprint as runner_rows_fingerprint
+from experiments.trials.run import TrialResult
+from experiments.trials.runner import Prediction
+from experiments.trials.spec import ResolvedTrial, TrialSpec
+from experiments.trials.spec import prompt_hash as runner_prompt_hash
+from experiments.trials.spec import rows_fingerprint as runner_rows_fingerprint
 from promptlib.variants import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +180,7 @@ def test_cache_key_pins() -> None:
     served = {"model": PINS["model"], "mode": "loglik", "loglik": "sum"}
     served |= {"continuations": [" Yes", " No"], "api_base": api}
     # the served alignment check's value is the runner's SERVED_ALIGNMENT_CHECK
-    from experiments.trials.runner import SERVED_ALIGNMENT_CHECK
+    from experiments.llm.served import SERVED_ALIGNMENT_CHECK
 
     served["alignment_check"] = SERVED_ALIGNMENT_CHECK
     pinned = PINS["cache_keys"]

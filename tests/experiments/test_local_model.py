@@ -15,8 +15,8 @@ from experiments.llm.gateway import get_model
 from experiments.llm.llama import load_local
 from experiments.llm.loglik import label_bytes, label_logprobs, per_byte_scores, pick_label
 from experiments.llm.types import Decoding, ModelError
-from experiments.trials import runner
-from experiments.trials.runner import TrialSpec, resolve_trial, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec, resolve_trial
 from promptlib import Catalog, compile_prompt, parse_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.data]
@@ -131,7 +131,7 @@ def _spy_sums(monkeypatch: pytest.MonkeyPatch) -> list[list[float]]:
         seen.append(list(sums))
         return sums
 
-    monkeypatch.setattr(runner, "label_logprobs", spy)
+    monkeypatch.setattr("experiments.llm.loglik.label_logprobs", spy)
     return seen
 
 

@@ -16,7 +16,8 @@ from experiments.llm.gateway import get_model
 from experiments.llm.types import Decoding, ModelError
 from experiments.secrets import redact, safe_url
 from experiments.testing.stub_server import StubOpenAI
-from experiments.trials.runner import TrialSpec, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
 from promptlib import Catalog, parse_spec
 from promptlib.errors import WorkbenchError
 

@@ -13,14 +13,10 @@ import pytest
 
 from experiments.llm.cache import ResponseCache
 from experiments.llm.types import Completion, Decoding
-from experiments.trials.runner import (
-    TrialSpec,
-    TrialStatus,
-    resolve_trial,
-    run_trial,
-    save_result,
-    save_trial,
-)
+from experiments.trials.run import run_trial
+from experiments.trials.runner import TrialStatus
+from experiments.trials.spec import TrialSpec, resolve_trial
+from experiments.trials.store import save_result, save_trial
 from promptlib import Catalog, LocalSource, parse_spec
 
 pytestmark = pytest.mark.data
@@ -141,17 +137,17 @@ def test_trial_id_changes_with_everything_that_changes_an_answer(
         catalog, variant=parse_spec("demos=2,seed=2")
     )
     from experiments.llm.types import Decoding as D
-    from experiments.trials import runner
+    from experiments.trials import spec as trial_spec
 
-    real = runner.decoding_for
+    real = trial_spec.decoding_for
     for field, value in [("temperature", 0.7), ("max_tokens", 99), ("stop", ("\n\n",))]:
 
         def patched(spec: Any, mode: Any, field: str = field, value: Any = value) -> D:
             return dataclasses.replace(real(spec, mode), **{field: value})
 
-        monkeypatch.setattr(runner, "decoding_for", patched)
+        monkeypatch.setattr(trial_spec, "decoding_for", patched)
         changed[f"decoding.{field}"] = _id(catalog)
-        monkeypatch.setattr(runner, "decoding_for", real)
+        monkeypatch.setattr(trial_spec, "decoding_for", real)
     # editing the data gives new trials: one character of one evaluated row's text
     data = tmp_path / "lb"
     shutil.copytree(lb_dir / "tasks" / "hearsay", data / "tasks" / "hearsay")
@@ -365,16 +361,16 @@ def test_a_local_loglik_trial_is_pinned_to_its_weights_and_context(
 ) -> None:
     """New weights under the same name (a package upgrade) or another context size are
     another model: a log-likelihood trial must not reuse the old trial's run or answers."""
-    from experiments.llm import llama
+    from experiments.llm import weights
 
-    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "a" * 64)
+    monkeypatch.setattr(weights, "local_weights_sha256", lambda name: "a" * 64)
     lm = _Identity(model="local/smollm2", api_base=None, mode="completion")
     kw: dict[str, Any] = {"model": "local/smollm2", "scoring": "loglik"}
     first = _id(catalog, lm, **kw)
     assert first == _id(catalog, lm, **kw)
-    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "b" * 64)
+    monkeypatch.setattr(weights, "local_weights_sha256", lambda name: "b" * 64)
     assert _id(catalog, lm, **kw) != first
-    monkeypatch.setattr(llama, "local_weights_sha256", lambda name: "a" * 64)
+    monkeypatch.setattr(weights, "local_weights_sha256", lambda name: "a" * 64)
     monkeypatch.setenv("WORKBENCH_LOCAL_N_CTX", "2048")
     assert _id(catalog, lm, **kw) != first
 

@@ -27,6 +27,7 @@ import pytest
 
 from experiments.llm.gateway import get_model
 from experiments.llm.served import (
+    SERVED_ALIGNMENT_CHECK,
     EchoedContinuation,
     MisalignedPromptLogprobs,
     NoPromptLogprobs,
@@ -45,7 +46,8 @@ from experiments.testing.stub_server import (
     stub_top_key,
     stub_top_logprob,
 )
-from experiments.trials.runner import SERVED_ALIGNMENT_CHECK, TrialSpec, resolve_trial, run_trial
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec, resolve_trial
 from promptlib import Catalog, parse_spec
 
 
@@ -253,7 +255,6 @@ def test_no_served_row_is_cached_before_the_whole_trial_passed(
     """A trial refused at its third row caches nothing: rows one and two may have passed the
     check by chance, and would be reused unchecked once the server is fixed."""
     from experiments.llm.cache import ResponseCache
-    from experiments.trials import runner
 
     calls = {"n": 0}
 
@@ -266,10 +267,10 @@ def test_no_served_row_is_cached_before_the_whole_trial_passed(
     cache = ResponseCache(tmp_path / "cache")
     with StubOpenAI(echo_logprobs=True) as stub:
         lm = get_model("openai/stub", api_base=stub.url, mode="completion")
-        monkeypatch.setattr(runner, "served_label_logprobs", refused_at_row_three)
+        monkeypatch.setattr("experiments.llm.served.served_label_logprobs", refused_at_row_three)
         with pytest.raises(MisalignedPromptLogprobs):
             run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
-        monkeypatch.setattr(runner, "served_label_logprobs", served_label_logprobs)
+        monkeypatch.setattr("experiments.llm.served.served_label_logprobs", served_label_logprobs)
         fixed = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
         again = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
     assert fixed.complete and fixed.cache_hits == 0 and fixed.model_calls == 4
@@ -283,7 +284,6 @@ def test_an_interrupted_served_trial_keeps_the_rows_it_checked(
 ) -> None:
     """Ctrl-C is not a refusal: the rows checked before it stay cached for the rerun."""
     from experiments.llm.cache import ResponseCache
-    from experiments.trials import runner
 
     calls = {"n": 0}
 
@@ -296,10 +296,12 @@ def test_an_interrupted_served_trial_keeps_the_rows_it_checked(
     cache = ResponseCache(tmp_path / "cache")
     with StubOpenAI(echo_logprobs=True) as stub:
         lm = get_model("openai/stub", api_base=stub.url, mode="completion")
-        monkeypatch.setattr(runner, "served_label_logprobs", interrupted_at_row_three)
+        monkeypatch.setattr(
+            "experiments.llm.served.served_label_logprobs", interrupted_at_row_three
+        )
         with pytest.raises(KeyboardInterrupt):
             run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
-        monkeypatch.setattr(runner, "served_label_logprobs", served_label_logprobs)
+        monkeypatch.setattr("experiments.llm.served.served_label_logprobs", served_label_logprobs)
         rerun = run_trial(_loglik_spec("openai/stub", limit=4), catalog, lm, cache=cache)
     assert rerun.complete and rerun.cache_hits == 2 and rerun.model_calls == 2
 
@@ -482,7 +484,6 @@ def test_served_loglik_picks_the_labels_local_loglik_picks(
     the same sums. Both sides run SmolLM2's GGUF with BOS_OVERRIDE (the stock GGUF meets the
     server's misalignment, refused above)."""
     from experiments.llm import llama, loglik
-    from experiments.trials import runner
 
     rows = 4  # each echoed request costs seconds: the server sorts the vocabulary per token
     served_lm = get_model(
@@ -495,7 +496,7 @@ def test_served_loglik_picks_the_labels_local_loglik_picks(
         seen.append((prompt, conts, sums))
         return sums
 
-    monkeypatch.setattr(runner, "served_label_logprobs", recorded)
+    monkeypatch.setattr("experiments.llm.served.served_label_logprobs", recorded)
     served = run_trial(_loglik_spec("openai/smollm2", rows, "demos=none"), catalog, served_lm)
     monkeypatch.setitem(llama._LOADED, "smollm2", llm := _bos_smollm2())
     try:

@@ -20,7 +20,7 @@ from experiments.llm import cpu, llama, weights
 from experiments.llm.types import ModelError
 from experiments.sweeps.executors import ExecutorError, worker_cache_dir
 from experiments.tracking.tracking import load_config
-from experiments.trials.runner import runs_dir as runner_runs_dir
+from experiments.trials.store import runs_dir as runner_runs_dir
 
 ENV = (
     "WORKBENCH_CACHE_DIR",

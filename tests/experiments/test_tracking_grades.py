@@ -37,7 +37,8 @@ def graded_setup(lb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     """A tracked, ungraded rule_qa trial and a filled grade CSV for it."""
     from experiments.tracking.tracking import Tracker, load_config
     from experiments.trials.grading import export_csv, save_keeping_grades
-    from experiments.trials.runner import TrialSpec, resolve_trial, run_trial
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import TrialSpec, resolve_trial
     from promptlib import Catalog, LocalSource, parse_spec
 
     catalog = Catalog(LocalSource(_data(tmp_path, lb_dir)))

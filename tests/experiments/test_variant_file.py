@@ -218,7 +218,8 @@ def test_optimize_report_carries_the_winner_and_rerunning_it_gives_the_verdicts_
 ) -> None:
     from experiments.optimize.optimize import OptimizeConfig, dumps, optimize, report_text
     from experiments.tracking.tracking import Tracker, load_config
-    from experiments.trials.runner import TrialSpec, run_trial
+    from experiments.trials.run import run_trial
+    from experiments.trials.spec import TrialSpec
 
     cfg_file = tmp_path / "mlflow.yaml"
     cfg_file.write_text(

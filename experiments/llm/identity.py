@@ -1,0 +1,97 @@
+"""Model identity: what pins a model's answers, one recipe for the runner, the cache and Ray.
+
+Every dict here is part of a trial id or a response-cache key: its keys and values stay byte
+for byte (`tests/test_pinned_ids.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from experiments.llm import llama, weights
+from experiments.llm.backends import is_local, local_name
+from experiments.llm.cpu import LlamaLoad
+from experiments.llm.served import SERVED_ALIGNMENT_CHECK
+from experiments.llm.types import LoglikNorm, Mode
+
+
+def local_identity(model: str) -> dict[str, Any]:
+    """What pins a local model's answers beyond its name: the GGUF's sha256, the context
+    size and a non-default load layout. Empty for other models. The one recipe for the
+    runner, the response cache and the Ray workers."""
+    if not is_local(model):
+        return {}
+    name = local_name(model)
+    loaded = llama._LOADED.get(name)
+    # a model loaded in this process is identified by the layout it really has
+    layout = (
+        LlamaLoad(bool(loaded.model_params.use_extra_bufts), "loaded").identity()
+        if loaded is not None
+        else llama.llama_load().identity()
+    )
+    return {
+        "weights_sha256": weights.local_weights_sha256(name),
+        "n_ctx": llama.local_n_ctx(),
+        **layout,
+    }
+
+
+LOCAL_IDENTITY_KEYS = frozenset({"weights_sha256", "n_ctx", "llama_extra_bufts"})
+"""Every key `local_identity` may give (the layout key only when not the default): a check
+of one identity against another compares all of them, not only the keys one side has."""
+
+
+class Connected(Protocol):
+    """The slice of a gateway model its identity is read from."""
+
+    name: str
+    api_base: str | None
+    mode: Mode
+
+
+def lm_identity(lm: Connected) -> dict[str, Any]:
+    """What makes an answer this model's (`LiteLLMModel.cache_identity`): name, server and
+    mode; for a local model also its weights and context size, which its name alone does not
+    pin down."""
+    identity: dict[str, Any] = {
+        "model": lm.name,
+        "api_base": lm.api_base,
+        "mode": lm.mode,
+    }
+    identity.update(local_identity(lm.name))
+    return identity
+
+
+def served_api_base(lm: object) -> str | None:
+    """The api_base of a served (non-local) model, else None."""
+    base = getattr(lm, "api_base", None)
+    if not isinstance(base, str) or not base or getattr(lm, "is_local", False):
+        return None
+    return base
+
+
+def loglik_identity(
+    model: str,
+    lm: object,
+    *,
+    how: LoglikNorm | None = None,
+    continuations: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A log-likelihood trial's model identity, or with `how` and `continuations` its
+    response-cache identity (the trial id carries those two in its decoding instead).
+
+    A served model's server is part of it, with the alignment check its sums passed: trials
+    and sums made under the older one-token check are others (a sweep must not resume one as
+    done: it may have let a shifted server's rows through). A local model adds its weights,
+    context size and load layout (`local_identity`)."""
+    identity: dict[str, Any] = {"model": model, "mode": "loglik"}
+    if how is not None:
+        identity["loglik"] = how
+        identity["continuations"] = list(continuations or ())
+    base = served_api_base(lm)
+    if base:  # a served model's sums come from its server (and its tokenizer)
+        identity["api_base"] = base
+        identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
+    identity.update(local_identity(model))
+    return identity

@@ -1,0 +1,212 @@
+"""What a trial is: its spec, bound to the data and the model, and the trial id.
+
+A `TrialSpec` says what to run (task, variant, model, split, limit, seed, scoring, metric
+definition). `resolve_trial` binds it to the data and the model without calling it: the
+variant with its drawn demonstration rows, the evaluated rows, the model's identity (name,
+api_base, mode) and every decoding parameter. The trial id is the sha256 of all of that plus
+a fingerprint of the evaluated rows' content, so anything that can change an answer gives a
+new id, and resuming never reuses a result that no longer matches the request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from experiments.llm.identity import loglik_identity
+from experiments.llm.types import LM, Decoding, LoglikNorm, Scoring
+from experiments.metrics import official_metric, scorable_metric
+from promptlib.errors import WorkbenchError
+from promptlib.leakage import evaluation_rows
+from promptlib.render import CompiledPrompt, compile_prompt
+from promptlib.tasks import Catalog, TaskSpec
+from promptlib.variants import PromptVariant
+
+# Log-likelihood scorings and how each compares the labels' summed log-probabilities (one
+# model pass computes the sums; the criterion is part of the trial id and the cache key).
+# loglik-norm divides by the label's UTF-8 bytes, like lm-evaluation-harness's acc_norm.
+LOGLIK: dict[str, LoglikNorm] = {"loglik": "sum", "loglik-norm": "per_byte"}
+Definition = Literal["code", "paper"]
+Progress = Callable[[int, int], None]
+# The metric of a task LegalBench grades by hand (rule_qa): generations, no score.
+MANUAL = "manual"
+
+# Generation budgets, following the paper: short for classification, 150 tokens for
+# rule_qa (answered in prose, graded by hand).
+_LONG_FORM = {"rule_qa": 150}
+
+
+def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decoding:
+    """Temperature 0; classification and extraction stop at the first newline."""
+    if spec.name in _LONG_FORM:
+        return Decoding(max_tokens=_LONG_FORM[spec.name], stop=(), mode=mode)
+    if spec.is_classification:
+        longest = max((len(x) for x in spec.labels or ()), default=8)
+        return Decoding(max_tokens=max(8, longest // 2 + 8), stop=("\n",), mode=mode)
+    return Decoding(max_tokens=64, stop=("\n",), mode=mode)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialSpec:
+    """What to run. Its trial id needs the data and the model: see `resolve_trial`."""
+
+    task: str
+    variant: PromptVariant
+    model: str
+    split: str = "test"
+    limit: int | None = None
+    seed: int = 0
+    scoring: Scoring = "generate"
+    definition: Definition = "code"
+    rows: tuple[str, ...] | None = None  # explicit row indices (sweeps pair variants on these)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise WorkbenchError(f"limit must be at least 1, not {self.limit}")
+        if self.seed < 0:
+            raise WorkbenchError(f"seed must be an integer >= 0, not {self.seed}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["variant"] = self.variant.to_dict()
+        d["rows"] = None if self.rows is None else list(self.rows)
+        return d
+
+
+def _sha256_json(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def rows_fingerprint(rows: Sequence[dict[str, str]]) -> str:
+    """sha256 of the evaluated rows' whole content (every column), in evaluation order."""
+    return _sha256_json([sorted(r.items()) for r in rows])
+
+
+@dataclass(frozen=True)
+class ResolvedTrial:
+    """A `TrialSpec` bound to the data and the model: everything that decides the answers."""
+
+    spec: TrialSpec
+    compiled: CompiledPrompt
+    rows: list[dict[str, str]]
+    excluded: list[str]
+    metric: str
+    lm_identity: dict[str, Any]
+    decoding: dict[str, Any]
+    labels: tuple[str, ...] | None = None  # the label set, when the splits alone lack some
+
+    def identity(self) -> dict[str, Any]:
+        identity = {
+            "spec": {**self.spec.to_dict(), "variant": self.compiled.variant.to_dict()},
+            "lm": self.lm_identity,
+            "decoding": self.decoding,
+            "metric": self.metric,
+            # the prompt as shown (instruction, demonstration texts, query template), so an
+            # edited prompt file or demonstration row gives a new trial too
+            "template": hashlib.sha256(self.compiled.template().encode("utf-8")).hexdigest(),
+            "rows": rows_fingerprint(self.rows),
+        }
+        # Generations are parsed against the label set, which the keys above do not always
+        # pin: labels stated by the task but absent from its rows (a MAUD task's option
+        # letters) arrived after trials were run on the rows' labels alone, and parse the
+        # same generations otherwise. Only then is the set part of the id, so every other
+        # trial keeps the id it had.
+        if self.labels is not None:
+            identity["labels"] = list(self.labels)
+        return identity
+
+    @property
+    def id(self) -> str:
+        return _sha256_json(self.identity())
+
+
+def prompt_hash(prompt: str) -> str:
+    """A prediction's prompt hash: rows with equal hashes got the same prompt, so they form
+    one cluster for the statistics (`experiments.analysis.clusters`)."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> list[dict[str, str]]:
+    """A seeded random subset of `limit` rows, kept in file order (prefix reuse stays high)."""
+    if limit is None or limit >= len(rows):
+        return rows
+    import numpy as np
+
+    picks = sorted(np.random.default_rng(seed).choice(len(rows), size=limit, replace=False))
+    return [rows[int(i)] for i in picks]
+
+
+def resolve_trial(
+    spec: TrialSpec, catalog: Catalog, lm: LM, *, hand_graded: bool = False
+) -> ResolvedTrial:
+    """Bind a spec to the data and the model (no model call): the trial's full identity.
+
+    A task LegalBench grades by hand (rule_qa) fails here, early, unless `hand_graded`: then
+    its metric is `MANUAL` and `run_trial` records its generations with no score, for
+    `experiments.trials.grading` to export to graders.
+    """
+    if hand_graded and official_metric(spec.task, spec.definition) == MANUAL:
+        metric = MANUAL
+        if spec.scoring != "generate":
+            raise WorkbenchError(
+                f"task {spec.task!r} is answered in prose and graded by hand; log-likelihood "
+                "scoring needs a label set: use --scoring generate"
+            )
+    else:
+        metric = scorable_metric(spec.task, spec.definition)
+    task = catalog.task(spec.task)
+    compiled = compile_prompt(spec.variant, task, spec.split)
+    rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
+    if spec.rows is not None:
+        allowed = {r["index"]: r for r in rows}  # ids are unique: read_tsv refuses repeats
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for i in spec.rows:
+            (repeated if i in seen else seen).add(i)
+        if repeated:  # a row asked for twice would be evaluated, and counted, twice
+            twice = sorted(repeated)
+            raise WorkbenchError(
+                f"task {spec.task!r}: rows {', '.join(twice[:5])} are asked for more than once "
+                f"({len(twice)} repeated); name each row once"
+            )
+        leaked = [i for i in spec.rows if i not in allowed]
+        if leaked:
+            raise WorkbenchError(
+                f"task {spec.task!r}: rows {', '.join(leaked[:5])} cannot be evaluated with "
+                f"variant {spec.variant.label} (they are its demonstrations or do not exist)"
+            )
+        rows = [allowed[i] for i in spec.rows]
+    else:
+        rows = select_rows(rows, spec.limit, spec.seed)
+    if not rows and metric == MANUAL:
+        raise WorkbenchError(
+            f"task {spec.task!r}: no {spec.split} rows to evaluate (its {spec.split}.tsv is "
+            "empty or missing); use the split that holds the questions (LegalBench's rule_qa: "
+            "test)"
+        )
+    if not rows:
+        raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
+    if spec.scoring in LOGLIK:
+        labels = task.spec.labels
+        if not labels:
+            raise WorkbenchError(
+                f"log-likelihood scoring needs a label set; task {task.name!r} is "
+                f"{task.spec.task_type}: use --scoring generate"
+            )
+        # a served model's server (and the alignment check its sums pass) and a local
+        # model's weights are part of its identity
+        lm_identity = loglik_identity(spec.model, lm)
+        decoding: dict[str, Any] = {
+            "loglik": LOGLIK[spec.scoring],
+            "continuations": [compiled.answer_join + label for label in labels],
+        }
+    else:
+        lm_identity = dict(lm.cache_identity())
+        decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
+    stated = task.spec.labels if task.spec.stated_only else None
+    return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding, stated)

@@ -1,0 +1,119 @@
+"""Where trials are saved: runs/<trial id>/{predictions.jsonl,summary.json}, crash-safe.
+
+A finished result is never lost to an unfinished rerun (`save_result`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.files import OutputError, atomic_write_dir, dir_lock
+from experiments.trials.run import TrialResult
+from experiments.trials.runner import TrialStatus
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("WORKBENCH_RUNS_DIR") or "runs")
+
+
+def save_trial(result: TrialResult, root: Path | None = None) -> Path:
+    """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe."""
+    out = (root or runs_dir()) / result.trial_id
+    lines = "".join(
+        json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
+    )
+    summary = {**result.summary(), "spec": result.spec.to_dict()}
+    atomic_write_dir(
+        out,
+        {
+            "predictions.jsonl": lines,
+            "summary.json": json.dumps(summary, indent=1, ensure_ascii=False),
+        },
+    )
+    return out
+
+
+# An unfinished rerun of a trial saved complete goes to <runs>/incomplete-reruns/<trial id>/:
+# outside the trial's folder, so no rewrite of that folder (a later rerun, a grade import)
+# drops it, and no trial id prefix matches it.
+INCOMPLETE_RERUNS = "incomplete-reruns"
+
+
+@dataclass(frozen=True)
+class SavedTrial:
+    """Where `save_result` put a result."""
+
+    folder: Path  # holds this result's predictions.jsonl and summary.json
+    kept: Path | None = None  # the saved trial this unfinished rerun was not saved over
+    kept_complete: bool = True  # that trial is complete (else: it answered more rows)
+
+    def kept_note(
+        self,
+        result: TrialResult,
+        trial: str = "complete trial",
+        unchanged: str = "its predictions and score",
+    ) -> str | None:
+        """One line saying the saved trial was kept and where the attempt went."""
+        if self.kept is None:
+            return None
+        if not self.kept_complete:
+            trial = "saved trial, which answered more rows,"
+        return (
+            f"this rerun of trial {result.trial_id[:12]} is {result.status} and was not saved "
+            f"over the {trial} in {self.kept} ({unchanged} are unchanged); the attempt is in "
+            f"{self.folder}"
+        )
+
+
+def save_result(result: TrialResult, root: Path | None = None) -> SavedTrial:
+    """`save_trial`, except that a finished result is never lost to an unfinished rerun.
+
+    A result that is not complete, of a trial already saved complete (a --no-cache rerun
+    whose calls failed) or saved with more answered rows (a rerun failing where the first
+    run answered), is saved in `<root>/incomplete-reruns/<trial id>/` and the saved trial's
+    folder stays as it was, as MLflow keeps its run.
+    """
+
+    root = root or runs_dir()
+    trial_dir = root / result.trial_id
+    target = root
+    try:
+        # the saved summary is read and replaced under the folder's lock: a peer saving the
+        # same trial cannot slip a complete result in between (and be overwritten)
+        with dir_lock(trial_dir):
+            if not result.complete:
+                saved = _saved_summary(trial_dir)
+                complete = saved.get("status") == str(TrialStatus.COMPLETE)
+                answered = len(result.predictions) - result.n_errors
+                if complete or _answered(saved) > answered:
+                    target = root / INCOMPLETE_RERUNS
+                    attempt = save_trial(result, target)
+                    return SavedTrial(attempt, kept=trial_dir, kept_complete=complete)
+            return SavedTrial(save_trial(result, root))
+    except OSError as e:  # junk in the way (a file named like a folder), a full disk
+        where = Path(e.filename) if isinstance(e.filename, str) else target
+        raise OutputError(
+            f"{where}: cannot save trial {result.trial_id[:12]} under {target} "
+            f"({e.strerror or e}); move whatever is in the way (it must be a folder) and rerun "
+            "the same command: answered rows come from the cache"
+        ) from None
+
+
+def _saved_summary(trial_dir: Path) -> dict[str, Any]:
+    """The saved trial's summary.json; {} if there is none (readable)."""
+    try:
+        summary = json.loads((trial_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # nothing (readable) saved there: nothing finished to keep
+    return summary if isinstance(summary, dict) else {}
+
+
+def _answered(summary: dict[str, Any]) -> int:
+    """Rows the saved trial answered (no provider error); 0 if the summary cannot say."""
+    n, errors = summary.get("n"), summary.get("n_errors")
+    return n - errors if isinstance(n, int) and isinstance(errors, int) else 0
