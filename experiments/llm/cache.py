@@ -22,15 +22,14 @@ Faults of the cache itself:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
+from experiments import ids
 from experiments.llm.types import Completion, Decoding
-from experiments.settings import cache_dir
+from experiments.settings import responses_dir
 from promptlib.errors import WorkbenchError
 
 
@@ -39,9 +38,7 @@ class CacheError(WorkbenchError):
 
 
 def cache_key(identity: dict[str, Any], prompt: str, decoding: Decoding) -> str:
-    payload = {"lm": identity, "prompt": prompt, "decoding": decoding.to_dict()}
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return ids.cache_key(identity, prompt, decoding.to_dict())
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
@@ -57,7 +54,7 @@ class ResponseCache:
     def __init__(self, directory: Path | str | None = None) -> None:
         import diskcache
 
-        self.directory = Path(directory) if directory is not None else cache_dir() / "responses"
+        self.directory = Path(directory) if directory is not None else responses_dir()
         advice = (
             f"delete {self.directory} to clear the cache, set WORKBENCH_CACHE_DIR to another "
             "folder, or run with --no-cache"

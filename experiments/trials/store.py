@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments import settings
 from experiments.files import OutputError, atomic_write_dir, dir_lock
 from experiments.trials.run import TrialResult
 from experiments.trials.runner import TrialStatus
 
 
 def runs_dir() -> Path:
-    return Path(os.environ.get("WORKBENCH_RUNS_DIR") or "runs")
+    return settings.runs_dir()
 
 
 def save_trial(result: TrialResult, root: Path | None = None) -> Path:

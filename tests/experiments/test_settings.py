@@ -135,7 +135,6 @@ N_CTX = [None, "4096", "256", "512", "200", "0", "-256", "x", "", " 512", "4096.
 def test_local_n_ctx_is_llamas(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
     _set(monkeypatch, "WORKBENCH_LOCAL_N_CTX", value)
     assert _refusal(settings.local_n_ctx, ModelError) == _refusal(llama.local_n_ctx)
-    assert settings.LOCAL_N_CTX_STEP == llama.LOCAL_N_CTX_STEP
 
 
 def test_cpu_env_names_are_cpus() -> None:
