@@ -31,14 +31,13 @@ import re
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from experiments import settings
 from experiments.llm import llama
 from experiments.llm.backends import is_local, local_name
 from experiments.llm.cache import ResponseCache
 from experiments.llm.identity import LOCAL_IDENTITY_KEYS, local_identity
-from experiments.settings import DEFAULT_CACHE_DIR, cache_dir
 from experiments.trials.run import run_trial
 from promptlib.errors import WorkbenchError
 
@@ -55,17 +54,13 @@ if TYPE_CHECKING:
 # The CPU description (WORKBENCH_CPUINFO) is each node's own and is not forwarded.
 FORWARDED_ENV = (
     "LITELLM_LOCAL_MODEL_COST_MAP",
-    "WORKBENCH_LOCAL_N_CTX",
-    "WORKBENCH_LLAMA_EXTRA_BUFTS",
+    settings.LOCAL_N_CTX_ENV,
+    settings.EXTRA_BUFTS_ENV,
     "OMP_WAIT_POLICY",
     "GOMP_SPINCOUNT",
 )
-# How long the driver waits for its actors to be placed and started before it gives up with
-# advice (seconds); an unschedulable actor would otherwise wait forever.
-START_TIMEOUT_ENV = "WORKBENCH_RAY_START_TIMEOUT"
-DEFAULT_START_TIMEOUT = 180.0
-# How many actors `workbench sweep --executor ray` starts (default: the cluster's CPUs).
-ACTORS_ENV = "WORKBENCH_RAY_ACTORS"
+START_TIMEOUT_ENV = settings.RAY_START_TIMEOUT_ENV
+ACTORS_ENV = settings.RAY_ACTORS_ENV
 
 
 class ExecutorError(WorkbenchError):
@@ -151,8 +146,8 @@ def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
 
     if cache is None:
         return False, None
-    default = Path(DEFAULT_CACHE_DIR).expanduser() / "responses"  # `ResponseCache()`'s
-    explicit = bool(os.environ.get("WORKBENCH_CACHE_DIR")) or cache.directory != default
+    default = settings.default_responses_dir()  # `ResponseCache()`'s
+    explicit = settings.cache_dir_from_env() or cache.directory != default
     return True, (str(cache.directory) if explicit else None)
 
 
@@ -179,7 +174,7 @@ class TrialWorker:
             "pid": os.getpid(),
             "node": socket.gethostname(),
             "identity": self.identity,
-            "cache_dir": (self.cache_dir or str(cache_dir() / "responses"))
+            "cache_dir": (self.cache_dir or str(settings.responses_dir()))
             if self.use_cache
             else None,
         }
@@ -246,16 +241,7 @@ def _reason(e: BaseException) -> str:
 
 
 def _start_timeout() -> float:
-    raw = os.environ.get(START_TIMEOUT_ENV)
-    if raw is None:
-        return DEFAULT_START_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ExecutorError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}")
-    return value
+    return settings.ray_start_timeout(ExecutorError)
 
 
 class RayExecutor:
@@ -467,12 +453,7 @@ def check_choice(name: str, address: str | None = None) -> None:
 
 
 def _actors_from_env() -> int | None:
-    raw = os.environ.get(ACTORS_ENV)
-    if raw is None:
-        return None
-    if not raw.strip().isdigit() or int(raw) < 1:
-        raise ExecutorError(f"{ACTORS_ENV} must be an integer >= 1, not {raw!r}")
-    return int(raw)
+    return settings.ray_actors(ExecutorError)
 
 
 def get_executor(name: str, address: str | None = None) -> Executor:
