@@ -4,7 +4,8 @@ from experiments.llm.cache import ResponseCache
 from experiments.llm.gateway import LiteLLMModel, get_model
 from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import ManualEvaluationRequired, class_report, normalize, score
-from experiments.trials.runner import Prediction, TrialResult, TrialSpec, run_trial, save_trial
+from experiments.trials.record import Prediction
+from experiments.trials.runner import TrialResult, TrialSpec, run_trial, save_trial
 
 __all__ = [
     "LM",

@@ -1,14 +1,13 @@
-"""One trial: its spec, the run over a task's rows, the saved folder, hand grades."""
+"""One trial: its spec, the run over a task's rows, its record, the saved folder, hand grades."""
 
 from experiments.trials.grading import GradingError, export_csv
 from experiments.trials.predictions import read_predictions
+from experiments.trials.record import Prediction, SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.runner import (
-    Prediction,
     ResolvedTrial,
     SavedTrial,
     TrialResult,
     TrialSpec,
-    TrialStatus,
     resolve_trial,
     run_trial,
     save_result,
@@ -20,6 +19,8 @@ __all__ = [
     "Prediction",
     "ResolvedTrial",
     "SavedTrial",
+    "SweepStatus",
+    "TrialRecord",
     "TrialResult",
     "TrialSpec",
     "TrialStatus",

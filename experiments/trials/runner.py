@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +59,7 @@ from experiments.metrics import (
     score,
 )
 from experiments.secrets import safe_url
+from experiments.trials.record import Prediction, TrialStatus
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
@@ -88,24 +88,6 @@ def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decodin
         longest = max((len(x) for x in spec.labels or ()), default=8)
         return Decoding(max_tokens=max(8, longest // 2 + 8), stop=("\n",), mode=mode)
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
-
-
-class TrialStatus(StrEnum):
-    """What a trial's rows add up to; decided here only, carried to tracking and exit codes."""
-
-    COMPLETE = "complete"  # every row answered: the trial has a score
-    INCOMPLETE = "incomplete"  # some rows failed: no score; rerun to retry those rows
-    FAILED = "failed"  # no row answered
-
-    @classmethod
-    def of(cls, n_rows: int, n_errors: int) -> TrialStatus:
-        if n_errors == 0:
-            return cls.COMPLETE
-        return cls.FAILED if n_errors >= n_rows else cls.INCOMPLETE
-
-    @property
-    def ok(self) -> bool:
-        return self is TrialStatus.COMPLETE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,23 +163,6 @@ class ResolvedTrial:
     @property
     def id(self) -> str:
         return _sha256_json(self.identity())
-
-
-@dataclass
-class Prediction:
-    index: str
-    prompt_hash: str
-    answer: str
-    generation: str | None
-    parsed: str | None
-    correct: bool | None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency: float = 0.0
-    cache_hit: bool = False
-    error: str | None = None
-    attempts: int = 0
-    truncated: str | None = None  # the reply was cut to MAX_REPLY_BYTES: its size and the cap
 
 
 def prompt_hash(prompt: str) -> str:

@@ -13,9 +13,9 @@ import pytest
 
 from experiments.llm.cache import ResponseCache
 from experiments.llm.types import Completion, Decoding
+from experiments.trials.record import TrialStatus
 from experiments.trials.runner import (
     TrialSpec,
-    TrialStatus,
     resolve_trial,
     run_trial,
     save_result,
