@@ -29,6 +29,8 @@ import time
 import numpy as np
 
 from experiments.analysis import compare, stats
+from experiments.analysis.align import same_rows
+from experiments.trials.record import TrialRecord
 from experiments.trials.spec import prompt_hash
 from promptlib import Catalog, compile_prompt, default_source, evaluation_rows, parse_spec
 
@@ -69,11 +71,11 @@ class Task:
         self.p_text = np.where(np.random.default_rng(1).random(n_text) < 0.5, EASY, HARD)
         self.metric = "balanced_accuracy"
 
-    def arm(self, name: str, rng: np.random.Generator) -> compare.Arm:
+    def arm(self, name: str, rng: np.random.Generator) -> TrialRecord:
         hit = rng.random(len(self.p_text)) < self.p_text  # one answer per distinct prompt
         gens = [a if hit[t] else o for a, o, t in zip(self.ans, self.other, self.text, strict=True)]
         score = stats.metric_fn(self.metric)(self.ans, gens)
-        return compare.Arm(
+        return TrialRecord.of(
             name, self.metric, self.idx, self.ans, gens, score, prompt_hashes=self.hashes
         )
 
@@ -110,7 +112,7 @@ def main() -> None:
                 key = (task.name, "paired", by)
                 counts[key] = counts.get(key, 0) + int(row["p_value"] < ALPHA)
                 if sim < args.ci_sims:  # the comparison's own interval of the difference
-                    answers, gens, idx = compare._aligned_rows(arms[:2], task.name)
+                    answers, gens, idx = same_rows(arms[:2], task.name)
                     c = compare.clustering(arms[:2], idx, by)
                     ci = compare.interval(answers, gens[0], gens[1], task.metric, c, sim)
                     key = (task.name, f"95% CI covers 0 ({args.ci_sims} sims)", by)

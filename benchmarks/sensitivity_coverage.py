@@ -1,6 +1,6 @@
 """Bias and 95% coverage of the sensitivity analysis against the generating parameters.
 
-Simulated sweeps of the README's design, directly on `Trial`s through the real path
+Simulated sweeps of the README's design, directly on `TrialRecord`s through the real path
 (`sensitivity._group`, `variance_shares`, `task_measures`): 3 tasks x 6 variants (instruction
 reference/description x 3 demonstration draws) x n rows, one model. Row i of task t under
 variant j is correct with probability
@@ -49,6 +49,7 @@ from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
 from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
+from experiments.trials.record import TrialRecord, parse_axes
 
 INSTR = ("reference", "description")
 DRAWS = ("0", "1", "2")
@@ -76,10 +77,10 @@ def cluster_sizes(n_rows: int, clustered: bool) -> list[int]:
 
 def simulate(
     rng: np.random.Generator, n_rows: int, minority: float, effect: bool, clustered: bool
-) -> tuple[list[S.Trial], dict[str, Any]]:
+) -> tuple[list[TrialRecord], dict[str, Any]]:
     """One sweep's trials and its truth."""
     delta = 0.10 if effect else 0.0
-    trials: list[S.Trial] = []
+    trials: list[TrialRecord] = []
     sizes = cluster_sizes(n_rows, clustered)
     text_of_row = np.repeat(np.arange(len(sizes)), sizes)
     truth: dict[str, Any] = {"tasks": {}}
@@ -102,11 +103,11 @@ def simulate(
             gens = [a if hits[k, j] else ("No" if a == "Yes" else "Yes")
                     for k, a in enumerate(answers)]  # fmt: skip
             trials.append(
-                S.Trial(
+                TrialRecord.of(
                     task=f"task{t}", model="sim", variant=name, metric="balanced_accuracy",
                     complete=True, indices=[str(k) for k in range(n_rows)], answers=answers,
                     generations=gens, correct=[bool(h) for h in hits[:, j]],
-                    score=balanced_accuracy(gens, answers), axes=S.parse_axes(name),
+                    score=balanced_accuracy(gens, answers), axes=parse_axes(name),
                     prompt_hashes=[f"{t}/{text_of_row[k]}/{name}" for k in range(n_rows)],
                 )
             )  # fmt: skip
@@ -139,7 +140,7 @@ def simulate(
     return trials, truth
 
 
-def groups_of(trials: list[S.Trial]) -> list[S.Group]:
+def groups_of(trials: list[TrialRecord]) -> list[S.Group]:
     tasks = sorted({t.task for t in trials})
     return [_group([t for t in trials if t.task == task]) for task in tasks]
 

@@ -15,13 +15,13 @@ prompts and tasks fixed; see `true_shares`), never from the estimator's formula,
 its CI covers it; and for the pooled instruction effect (true delta on every task), the
 coverage of its 95% CI over many simulations, beside the paired t-test's.
 `benchmarks/sensitivity_coverage.py` measures the same over a grid of designs, directly on
-`Trial`s (faster).
+`TrialRecord`s (faster).
 
 With ``--tau T`` the instruction effect differs between tasks: task k's true effect is
 delta + T * z_k (z_k standard normal), the pooled estimand is delta, and the coverage shown is
 the Hartung-Knapp-Sidik-Jonkman interval's with few heterogeneous tasks. ``--k K`` (K other
 than the grid's 3 tasks) measures that coverage on K simulated tasks of the same design (6
-variants, 40 rows) directly on `Trial`s, without the sweep path (the grid has 3 tasks).
+variants, 40 rows) directly on `TrialRecord`s, without the sweep path (the grid has 3 tasks).
 
     .venv/bin/python benchmarks/sensitivity_known.py [--sims 100] [--coverage-sims 500]
     .venv/bin/python benchmarks/sensitivity_known.py --sims 0 --coverage-sims 300 --tau 0.10
@@ -43,6 +43,7 @@ import numpy as np
 from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
 from experiments.llm.types import Completion, Decoding
+from experiments.trials.record import TrialRecord, parse_axes
 from promptlib import Catalog, LocalSource
 
 SPEC = Path(__file__).resolve().parent.parent / "ablations" / "sensitivity_grid.yaml"
@@ -122,7 +123,7 @@ def main() -> None:
             delta_k = args.delta + args.tau * rng.standard_normal() if args.tau else args.delta
             params.append((0.5 + 0.05 * k, delta_k, draws))
             for nv in spec.variants:
-                axes = S.parse_axes(nv.name)
+                axes = parse_axes(nv.name)
                 instr = delta_k / 2 * (1 if axes["instruction"] == "description" else -1)
                 ps = np.array(
                     [0.5 + 0.05 * k + row[i] + instr + draws[int(axes["seed"])] for i in pt.rows]
@@ -151,7 +152,7 @@ def main() -> None:
     for sim in range(args.sims):
         outcomes, truth = one(sim)
         got = S.variance_shares(
-            [_group([S.as_trials([o])[0] for o in outcomes if o.task == pt.task])
+            [_group([TrialRecord.from_outcome(o) for o in outcomes if o.task == pt.task])
              for pt in planned],
             n_resamples=args.resamples, seed=sim,
         )  # fmt: skip
@@ -246,7 +247,7 @@ def direct_coverage(k: int, tau: float, delta: float, sims: int, resamples: int)
             draws = rng.uniform(-0.05, 0.05, 3)
             answers = ["Yes" if i % 2 == 0 else "No" for i in range(40)]
             for name in names:
-                axes = S.parse_axes(name)
+                axes = parse_axes(name)
                 shift = d_t / 2 * (1 if axes["instruction"] == "description" else -1)
                 p = np.clip(base + shift + draws[int(axes["seed"])], 0, 1)
                 ok = rng.random(40) < p
@@ -254,7 +255,7 @@ def direct_coverage(k: int, tau: float, delta: float, sims: int, resamples: int)
                         for a, c in zip(answers, ok, strict=True)]  # fmt: skip
                 y, g = np.asarray(answers, dtype=object), np.asarray(gens, dtype=object)
                 trials.append(
-                    S.Trial(
+                    TrialRecord.of(
                         task=f"t{t}", model="sim", variant=name, metric="accuracy",
                         complete=True, indices=[str(i) for i in range(40)], answers=answers,
                         generations=gens, correct=[bool(c) for c in ok], score=acc(y, g),

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 
 class _PredictionRow(Protocol):
-    """What `predictions_sha` reads of a prediction (`trials.runner.Prediction`)."""
+    """What `predictions_sha` reads of a prediction (`trials.record.Prediction`)."""
 
     @property
     def index(self) -> str: ...
@@ -50,7 +50,7 @@ def canonical_sha256(obj: Any) -> str:
 
 
 def trial_id(identity: Mapping[str, Any]) -> str:
-    """A trial's id from its identity (`trials.runner.ResolvedTrial.identity`)."""
+    """A trial's id from its identity (`trials.spec.ResolvedTrial.identity`)."""
     return canonical_sha256(identity)
 
 

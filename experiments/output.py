@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
 #: bootstrap resamples behind the comparison table's 95% CI (see experiments/analysis/compare.py)
@@ -68,7 +69,7 @@ def trial_summary(s: dict[str, Any]) -> str:
     graded = s.get("graded")
     if s["score"] is not None:
         score_line = f"{s['metric']:<28}{_f(s['score'])}"
-    elif s["metric"] == "manual" and s["status"] == "complete":
+    elif s["metric"] == "manual" and s["status"] == TrialStatus.COMPLETE:
         score_line = (
             f"{'score':<28}ungraded (graded by hand: workbench grade export {s['trial_id'][:12]})"
         )

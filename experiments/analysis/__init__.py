@@ -4,11 +4,10 @@
 figure is drawn (start-up time)."""
 
 from experiments.analysis.clusters import Clustering
-from experiments.analysis.compare import Arm, best_vs_worst, pair
+from experiments.analysis.compare import best_vs_worst, pair
 from experiments.analysis.intervals import metric_interval
 from experiments.analysis.power import MDE
 from experiments.analysis.sensitivity import (
-    Trial,
     format_sensitivity,
     pooled_effects,
     sensitivity_report,
@@ -25,10 +24,8 @@ from experiments.analysis.stats import (
 
 __all__ = [
     "MDE",
-    "Arm",
     "Clustering",
     "Interval",
-    "Trial",
     "benjamini_hochberg",
     "best_vs_worst",
     "bootstrap_ci",

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from experiments.analysis import clusters, power, stats
+from experiments.analysis.align import same_rows, stat_inputs
 from experiments.analysis.clusters import Clustering
 from experiments.analysis.intervals import metric_interval
-from experiments.metrics import normalize
+from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 
 AcrossTest = Literal["t", "wilcoxon", "permutation"]
@@ -40,70 +40,11 @@ CI_RESAMPLES = 2000
 _TOLERANCE = 1e-9
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One variant's evaluated rows, as the comparisons need them."""
-
-    name: str
-    metric: str
-    indices: Sequence[str]
-    answers: Sequence[str]  # raw answers
-    generations: Sequence[str | None]  # raw generations; None where the row failed
-    score: float | None  # the official score; None unless the trial is complete
-    status: str = "complete"
-    n_errors: int = 0
-    prompt_hashes: Sequence[str | None] = ()  # per row (as `indices`): the cluster keys
-
-    @property
-    def complete(self) -> bool:
-        return self.status == "complete" and self.score is not None
-
-    def why_not(self) -> str:
-        return f"{self.name} {self.status} ({self.n_errors} of {len(self.indices)} rows failed)"
-
-
-def _row_order(index: str) -> tuple[int, int, str]:
-    """Numeric indices in numeric order, then the rest: a canonical order for pairing."""
-    return (0, int(index), "") if index.isdigit() else (1, 0, index)
-
-
-def _aligned(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]]]:
-    """Answers and each arm's generations, paired by row index, in a canonical row order
-    (so a resumed trial stored in another order gives the very same p-value)."""
-    answers, gens, _ = _aligned_rows(arms, where)
-    return answers, gens
-
-
-def _aligned_rows(arms: Sequence[Arm], where: str) -> tuple[list[str], list[list[str]], list[str]]:
-    first = arms[0]
-    order = sorted(range(len(first.indices)), key=lambda j: _row_order(str(first.indices[j])))
-    indices = [str(first.indices[j]) for j in order]
-    answers = [first.answers[j] for j in order]
-    out = []
-    for arm in arms:
-        pos = {str(idx): j for j, idx in enumerate(arm.indices)}
-        if set(pos) != set(indices) or len(pos) != len(arm.indices):
-            raise WorkbenchError(
-                f"{where}: {first.name} and {arm.name} were evaluated on different rows; "
-                "rerun the sweep (its trials are paired on the same rows)"
-            )
-        gens = []
-        for idx, ans in zip(indices, answers, strict=True):
-            j = pos[idx]
-            if arm.answers[j] != ans:
-                raise WorkbenchError(f"{where}: row {idx} has different answers in two arms")
-            g = arm.generations[j]
-            assert g is not None, "only complete arms are compared"
-            gens.append(g)
-        out.append(gens)
-    return answers, out, indices
-
-
 ClusterBy = str  # "prompt" (default), "rows", or "column:<name>"
 
 
 def clustering(
-    arms: Sequence[Arm],
+    arms: Sequence[TrialRecord],
     indices: Sequence[str],
     cluster_by: ClusterBy = "prompt",
     column: dict[str, str] | None = None,
@@ -116,12 +57,7 @@ def clustering(
     """
     per_arm = []
     for arm in arms:
-        hashes = list(arm.prompt_hashes)
-        if hashes and len(hashes) != len(arm.indices):
-            raise WorkbenchError(
-                f"{arm.name}: {len(hashes)} prompt hashes for {len(arm.indices)} rows; "
-                "give one per row (or none)"
-            )
+        hashes = list(arm.prompt_hashes)  # one per row, or none (`TrialRecord` checks)
         by_index = dict(zip(map(str, arm.indices), hashes, strict=False))
         per_arm.append([by_index.get(i) for i in indices])
     try:
@@ -134,13 +70,6 @@ def _cluster_fields(c: Clustering) -> dict[str, Any]:
     return {"n_clusters": c.n_clusters, "clustered_by": c.how, "cluster_note": c.note}
 
 
-def _inputs(metric: str, answers: list[str], gens: list[list[str]]) -> tuple[Any, list[Any]]:
-    """What the statistics see: normalised labels for balanced accuracy, raw text otherwise."""
-    if metric == "balanced_accuracy":
-        return [normalize(a) for a in answers], [[normalize(g) for g in gs] for gs in gens]
-    return answers, gens
-
-
 def _check(where: str, statistic: float, expected: float, what: str) -> None:
     if abs(statistic - expected) > _TOLERANCE:
         raise AssertionError(
@@ -149,7 +78,7 @@ def _check(where: str, statistic: float, expected: float, what: str) -> None:
         )
 
 
-def untested(where: str, a: str, b: str, arms: Sequence[Arm], test: str) -> dict[str, Any]:
+def untested(where: str, a: str, b: str, arms: Sequence[TrialRecord], test: str) -> dict[str, Any]:
     return {
         "a": a,
         "b": b,
@@ -196,8 +125,8 @@ def interval(
 
 
 def pair(
-    a: Arm,
-    b: Arm,
+    a: TrialRecord,
+    b: TrialRecord,
     *,
     n_resamples: int,
     seed: int = 0,
@@ -205,7 +134,7 @@ def pair(
     cluster_by: ClusterBy = "prompt",
     column: dict[str, str] | None = None,
     intervals: bool = True,
-    peers: Sequence[Arm] = (),
+    peers: Sequence[TrialRecord] = (),
 ) -> dict[str, Any]:
     """Paired permutation test of A vs B on their official metric, swapping clusters, with
     the interval of the difference and of each arm's score (unless `intervals` is False,
@@ -216,25 +145,27 @@ def pair(
     in every pair it is part of."""
     name = "paired permutation test"
     if not (a.complete and b.complete):
-        row = untested(where, a.name, b.name, (a, b), name)
+        row = untested(where, a.variant, b.variant, (a, b), name)
         # a score is shown only for an arm that is complete
         row["score_a"] = a.score if a.complete else None
         row["score_b"] = b.score if b.complete else None
         return row
     if a.metric != b.metric:
-        raise WorkbenchError(f"{where}: {a.name} and {b.name} are scored with different metrics")
-    answers, (ga, gb), indices = _aligned_rows((a, b), where)
-    others = [p for p in peers if p.name not in (a.name, b.name)]
+        raise WorkbenchError(
+            f"{where}: {a.variant} and {b.variant} are scored with different metrics"
+        )
+    answers, (ga, gb), indices = same_rows((a, b), where)
+    others = [p for p in peers if p.variant not in (a.variant, b.variant)]
     c = clustering((a, b, *others), indices, cluster_by, column)
-    y, (pa, pb) = _inputs(a.metric, answers, [ga, gb])
+    y, (pa, pb) = stat_inputs(a.metric, answers, [ga, gb])
     res = stats.paired_permutation_test(
         y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
     assert a.score is not None and b.score is not None
     _check(where, res.statistic, a.score - b.score, "score_a - score_b")
     row = {
-        "a": a.name,
-        "b": b.name,
+        "a": a.variant,
+        "b": b.variant,
         "status": "tested",
         "metric": a.metric,
         "score_a": a.score,
@@ -249,7 +180,7 @@ def pair(
         **_cluster_fields(c),
     }
     if not intervals:
-        return untested(where, a.name, b.name, (a, b), name) | row
+        return untested(where, a.variant, b.variant, (a, b), name) | row
     ci = interval(y, pa, pb, a.metric, c, seed)
     ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
 
@@ -259,8 +190,8 @@ def pair(
         by_class=False,
     )  # fmt: skip
     return {
-        "a": a.name,
-        "b": b.name,
+        "a": a.variant,
+        "b": b.variant,
         "status": "tested",
         "metric": a.metric,
         "score_a": a.score,
@@ -321,7 +252,7 @@ def _disagreement(p_value: float | None, low: float | None, high: float | None) 
 
 
 def best_vs_worst(
-    arms: Sequence[Arm],
+    arms: Sequence[TrialRecord],
     *,
     n_resamples: int,
     seed: int = 0,
@@ -338,11 +269,11 @@ def best_vs_worst(
     if len({x.metric for x in arms}) != 1:
         raise WorkbenchError(f"{where}: the draws are scored with different metrics")
     metric = arms[0].metric
-    answers, gens, indices = _aligned_rows(arms, where)
+    answers, gens, indices = same_rows(arms, where)
     c = clustering(arms, indices, cluster_by, column)
-    y, preds = _inputs(metric, answers, gens)
+    y, preds = stat_inputs(metric, answers, gens)
     res = range_test(y, preds, metric, n_resamples, seed, c)
-    best, worst = arms[res.best].name, arms[res.worst].name
+    best, worst = arms[res.best].variant, arms[res.worst].variant
     sb, sw = arms[res.best].score, arms[res.worst].score
     assert sb is not None and sw is not None
     _check(where, res.statistic, sb - sw, "best - worst")
@@ -353,8 +284,8 @@ def best_vs_worst(
     draw_ci, draw_ci_note = {}, {}
     for arm, pred in zip(arms, preds, strict=True) if intervals else ():
         ci = interval(y, pred, None, metric, c, seed)
-        draw_ci[arm.name] = [ci.low, ci.high]
-        draw_ci_note[arm.name] = _ci_note(ci)
+        draw_ci[arm.variant] = [ci.low, ci.high]
+        draw_ci_note[arm.variant] = _ci_note(ci)
     return {
         "a": best,
         "b": worst,

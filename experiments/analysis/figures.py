@@ -27,6 +27,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from experiments.trials.record import TrialRecord
+
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
 _FLAGGED = "--"  # line style of a flagged interval
 Interval = tuple[float, float]
@@ -38,7 +40,7 @@ def _p_label(p: float | None) -> str:
     return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 
 
-def _metric_label(outcomes: Sequence[Any]) -> str:
+def _metric_label(outcomes: Sequence[TrialRecord]) -> str:
     metrics = sorted({getattr(o, "metric", "score") for o in outcomes})
     return metrics[0].replace("_", " ") if len(metrics) == 1 else "official metric (per task)"
 
@@ -199,7 +201,7 @@ def _difference_panel(
 def pair_figure(
     name: str,
     model: str,
-    outcomes: Sequence[Any],
+    outcomes: Sequence[TrialRecord],
     table: Sequence[dict[str, Any]],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:
@@ -286,7 +288,7 @@ def pair_figure(
 def draws_figure(
     name: str,
     model: str,
-    outcomes: Sequence[Any],
+    outcomes: Sequence[TrialRecord],
     table: Sequence[dict[str, Any]],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:

@@ -41,6 +41,7 @@ from experiments.optimize.dspy_programs import compile_dspy
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete
 from experiments.output import optimize_report
 from experiments.secrets import redact, safe_url
+from experiments.trials.record import TrialRecord
 from experiments.trials.run import TrialResult, run_trial
 from experiments.trials.spec import TrialSpec, rows_fingerprint, select_rows
 from promptlib.demos import bind
@@ -1263,18 +1264,7 @@ def _compare(
     """Best vs base on held-out, on the task's official metric (experiments.analysis.compare)."""
 
     arms = [
-        compare.Arm(
-            name=name,
-            metric=r.metric,
-            indices=[p.index for p in r.predictions],
-            answers=[p.answer for p in r.predictions],
-            generations=[p.generation for p in r.predictions],
-            score=r.score,
-            status=str(r.status),
-            n_errors=r.n_errors,
-            prompt_hashes=[p.prompt_hash for p in r.predictions],
-        )
-        for name, r in (("best", best), ("base", base))
+        TrialRecord.from_result(r, variant=name) for name, r in (("best", best), ("base", base))
     ]
     row = compare.pair(arms[0], arms[1], n_resamples=cfg.n_resamples, where=f"{cfg.task} held-out")
     # each arm's interval as the comparison computed it (clusters resampled); none for an arm

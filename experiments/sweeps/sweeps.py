@@ -36,6 +36,7 @@ from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
+from experiments.trials.record import TrialRecord
 from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, select_rows
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
@@ -700,7 +701,10 @@ def _sensitivity(
             else None
         )
         sens = sensitivity_report(
-            ordered, n_resamples=spec.n_resamples, cluster_by=spec.cluster_by, columns=columns
+            [TrialRecord.from_outcome(o) for o in ordered],
+            n_resamples=spec.n_resamples,
+            cluster_by=spec.cluster_by,
+            columns=columns,
         )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
@@ -790,20 +794,7 @@ def compare(
     for o in outcomes:
         groups.setdefault((o.model, o.task), {})[o.variant] = o
     for (model, task), by_variant in groups.items():
-        arms = {
-            name: cmp.Arm(
-                name=name,
-                metric=o.metric,
-                indices=o.indices,
-                answers=o.answers,
-                generations=o.generations,
-                score=o.score,
-                status=o.status,
-                n_errors=o.n_errors,
-                prompt_hashes=o.prompt_hashes,
-            )
-            for name, o in by_variant.items()
-        }
+        arms = {name: TrialRecord.from_outcome(o) for name, o in by_variant.items()}
         where = f"{task} ({model})"
         how: dict[str, Any] = {
             "n_resamples": spec.n_resamples,
@@ -858,7 +849,9 @@ def _figures(
         rows = [r for r in table if r["model"] == model]
         tag = safe_model(model)
         draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
-        figures[f"figure_{spec.name}_{tag}.png"] = draw(spec.name, model, mine, rows, chance)
+        figures[f"figure_{spec.name}_{tag}.png"] = draw(
+            spec.name, model, [TrialRecord.from_outcome(o) for o in mine], rows, chance
+        )
     return figures
 
 

@@ -23,7 +23,7 @@ from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import METRICS, ClassReport, class_report, normalize, parse_label, score
 from experiments.secrets import safe_url
 from experiments.trials.loglik_rows import _loglik
-from experiments.trials.runner import Prediction, TrialStatus
+from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.spec import (
     LOGLIK,
     MANUAL,

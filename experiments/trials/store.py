@@ -13,8 +13,8 @@ from typing import Any
 
 from experiments import settings
 from experiments.files import OutputError, atomic_write_dir, dir_lock
+from experiments.trials.record import TrialStatus
 from experiments.trials.run import TrialResult
-from experiments.trials.runner import TrialStatus
 
 
 def runs_dir() -> Path:

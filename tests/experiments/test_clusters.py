@@ -8,6 +8,7 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
 from experiments.analysis import clusters, compare, stats
+from experiments.trials.record import TrialRecord
 
 
 def _dataset(n: int = 40, seed: int = 1) -> tuple[list[str], list[str], list[str]]:
@@ -153,8 +154,8 @@ def test_pair_reports_rows_and_clusters() -> None:
     hashes = [f"p{i // 2}" for i in range(len(yr))]
     fn = stats.metric_fn("accuracy")
 
-    def arm(name: str, gens: list[str]) -> compare.Arm:
-        return compare.Arm(name, "accuracy", idx, yr, gens, fn(yr, gens), prompt_hashes=hashes)
+    def arm(name: str, gens: list[str]) -> TrialRecord:
+        return TrialRecord.of(name, "accuracy", idx, yr, gens, fn(yr, gens), prompt_hashes=hashes)
 
     row = compare.pair(arm("A", ar), arm("B", br), n_resamples=2000)
     assert row["n"] == 60 and row["n_clusters"] == 30 and row["clustered_by"] == "prompt"
@@ -193,7 +194,7 @@ def test_reduced_null_simulation_20_texts_repeated_30_times() -> None:
 
 def test_a_column_adds_dependence_but_never_splits_a_prompt_cluster() -> None:
     idx = [str(i) for i in range(6)]
-    arm = compare.Arm(
+    arm = TrialRecord.of(
         "A", "accuracy", idx, ["Yes"] * 6, ["Yes"] * 6, 1.0,
         prompt_hashes=["p0", "p0", "p1", "p2", "p3", "p4"],
     )  # fmt: skip
@@ -217,16 +218,16 @@ def test_rows_without_a_prompt_hash_are_named_not_hidden() -> None:
     fn = stats.metric_fn("accuracy")
     half = [f"p{i}" if i < 10 else None for i in range(20)]
     arms = [
-        compare.Arm(n, "accuracy", idx, y, g, fn(y, g), prompt_hashes=half)
+        TrialRecord.of(n, "accuracy", idx, y, g, fn(y, g), prompt_hashes=half)
         for n, g in (("A", a), ("B", b))
     ]
     row = compare.pair(*arms, n_resamples=500)
     assert row["cluster_note"] and "10 of 20 rows have no prompt hash" in row["cluster_note"]
-    full = [compare.Arm(x.name, x.metric, idx, y, x.generations, x.score) for x in arms]
+    full = [TrialRecord.of(x.variant, x.metric, idx, y, x.generations, x.score) for x in arms]
     assert "20 of 20" in compare.pair(*full, n_resamples=500)["cluster_note"]
     with pytest.raises(Exception, match="prompt hashes for 20 rows"):
         compare.pair(
-            compare.Arm("A", "accuracy", idx, y, a, fn(y, a), prompt_hashes=["h"] * 5),
+            TrialRecord.of("A", "accuracy", idx, y, a, fn(y, a), prompt_hashes=["h"] * 5),
             arms[1], n_resamples=100,
         )  # fmt: skip
 
@@ -254,8 +255,8 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     y, a, b = _dataset(20, seed=8)
     idx = [str(i) for i in range(20)]
     fn = stats.metric_fn("accuracy")
-    done = [compare.Arm(n, "accuracy", idx, y, g, fn(y, g)) for n, g in (("A", a), ("B", b))]
-    lost = compare.Arm("C", "accuracy", idx, y, [None] * 20, None, status="failed", n_errors=20)
+    done = [TrialRecord.of(n, "accuracy", idx, y, g, fn(y, g)) for n, g in (("A", a), ("B", b))]
+    lost = TrialRecord.of("C", "accuracy", idx, y, [None] * 20, None, status="failed", n_errors=20)
     rows = [compare.pair(done[0], lost, n_resamples=200), compare.pair(*done, n_resamples=200)]
     assert set(rows[0]) <= set(rows[1])
     parsed = list(csv.DictReader(io.StringIO(comparisons_csv(rows))))
@@ -273,7 +274,8 @@ def test_an_mde_outside_its_validated_range_is_marked() -> None:
         y, a, b = _dataset(n, seed=11)
         idx = [str(i) for i in range(n)]
         arms = [
-            compare.Arm(name, "accuracy", idx, y, g, fn(y, g)) for name, g in (("A", a), ("B", b))
+            TrialRecord.of(name, "accuracy", idx, y, g, fn(y, g))
+            for name, g in (("A", a), ("B", b))
         ]
         row = compare.pair(*arms, n_resamples=500) | {"task": "t", "p_corrected": 1.0}
         line = output.comparison_table([row]).splitlines()[1]
@@ -299,7 +301,7 @@ def test_an_interval_that_disagrees_with_the_test_says_so() -> None:
         ix = idx if seed == 0 else [str(i) for i in range(60)]
         f = fn if seed == 0 else stats.metric_fn("balanced_accuracy")
         arms = [
-            compare.Arm(n, "balanced_accuracy", ix, ys, g, f(ys, g))
+            TrialRecord.of(n, "balanced_accuracy", ix, ys, g, f(ys, g))
             for n, g in (("A", as_), ("B", bs))
         ]
         rows.append(compare.pair(*arms, n_resamples=2000))

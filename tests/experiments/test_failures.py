@@ -315,6 +315,7 @@ def test_edited_prompts_start_a_new_sweep_and_report_shows_the_latest_state(
 
 def test_compare_never_uses_an_incomplete_arm_and_pairs_in_a_canonical_order() -> None:
     from experiments.analysis import compare
+    from experiments.trials.record import TrialRecord
 
     rng = __import__("random").Random(0)
     answers = [rng.choice(["Yes", "No"]) for _ in range(60)]
@@ -325,8 +326,8 @@ def test_compare_never_uses_an_incomplete_arm_and_pairs_in_a_canonical_order() -
         o = order or list(range(60))
         from experiments.metrics import balanced_accuracy
 
-        return compare.Arm(
-            name=name, metric="balanced_accuracy", indices=[idx[j] for j in o],
+        return TrialRecord.of(
+            variant=name, metric="balanced_accuracy", indices=[idx[j] for j in o],
             answers=[answers[j] for j in o], generations=[gens[j] for j in o],
             score=balanced_accuracy(gens, answers), status=status,
             n_errors=0 if status == "complete" else 3,
@@ -335,14 +336,14 @@ def test_compare_never_uses_an_incomplete_arm_and_pairs_in_a_canonical_order() -
     a, b = arm("A", 0.8), arm("B", 0.6)
     shuffled = list(range(60))
     rng.shuffle(shuffled)
-    a2 = compare.Arm(**{**a.__dict__, "indices": [a.indices[j] for j in shuffled],
-                        "answers": [a.answers[j] for j in shuffled],
-                        "generations": [a.generations[j] for j in shuffled]})  # fmt: skip
+    a2 = a.replace(indices=[a.indices[j] for j in shuffled],
+                   answers=[a.answers[j] for j in shuffled],
+                   generations=[a.generations[j] for j in shuffled])  # fmt: skip
     r1 = compare.pair(a, b, n_resamples=999)
     r2 = compare.pair(a2, b, n_resamples=999)
     assert r1["p_value"] == r2["p_value"] and r1["statistic"] == r2["statistic"]
     # an incomplete arm that still carries a score is neither tested nor used across tasks
-    bad = compare.Arm(**{**b.__dict__, "status": "incomplete", "n_errors": 3})
+    bad = b.replace(status="incomplete", n_errors=3)
     rows = []
     for t, (x, y) in enumerate([(a, bad), (a, b), (a, b)]):
         rows.append({"model": "m", "task": f"t{t}", **compare.pair(x, y, n_resamples=999)})

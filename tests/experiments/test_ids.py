@@ -25,8 +25,8 @@ from experiments.sweeps.sweeps import load_spec
 from experiments.sweeps.sweeps import sweep_id as sweeps_sweep_id
 from experiments.tracking.tracking import metric_key
 from experiments.tracking.tracking import predictions_sha as tracking_predictions_sha
+from experiments.trials.record import Prediction
 from experiments.trials.run import TrialResult
-from experiments.trials.runner import Prediction
 from experiments.trials.spec import ResolvedTrial, TrialSpec
 from experiments.trials.spec import prompt_hash as runner_prompt_hash
 from experiments.trials.spec import rows_fingerprint as runner_rows_fingerprint

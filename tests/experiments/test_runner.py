@@ -13,8 +13,8 @@ import pytest
 
 from experiments.llm.cache import ResponseCache
 from experiments.llm.types import Completion, Decoding
+from experiments.trials.record import TrialStatus
 from experiments.trials.run import run_trial
-from experiments.trials.runner import TrialStatus
 from experiments.trials.spec import TrialSpec, resolve_trial
 from experiments.trials.store import save_result, save_trial
 from promptlib import Catalog, LocalSource, parse_spec

@@ -20,6 +20,7 @@ from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
 from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
+from experiments.trials.record import TrialRecord, parse_axes
 
 INSTRUCTIONS = ("description", "reference")
 REGISTERS = ("default", "plain", "technical")
@@ -34,13 +35,13 @@ def simulate(
     n_rows: int = 40,
     instruction_effect: float = 0.10,
     models: tuple[str, ...] = ("sim/a",),
-) -> tuple[list[S.Trial], dict[str, dict[str, float]]]:
+) -> tuple[list[TrialRecord], dict[str, dict[str, float]]]:
     """Per-row correctness drawn from known probabilities (no clipping: p in [0.15, 0.85]),
     and per model the true variance shares, from the generating parameters (`true_shares`)."""
     rng = np.random.default_rng(seed)
     variants = list(itertools.product(INSTRUCTIONS, REGISTERS, SEEDS))
     names = [f"instruction={i},register={r},seed={d}" for i, r, d in variants]
-    trials: list[S.Trial] = []
+    trials: list[TrialRecord] = []
     truth: dict[str, dict[str, float]] = {}
     for model in models:
         params = []
@@ -59,11 +60,11 @@ def simulate(
                 gens = [a if y[k, j] else ("No" if a == "Yes" else "Yes")
                         for k, a in enumerate(answers)]  # fmt: skip
                 trials.append(
-                    S.Trial(
+                    TrialRecord.of(
                         task=f"task{t}", model=model, variant=name, metric="balanced_accuracy",
                         complete=True, indices=[str(k) for k in range(n_rows)], answers=answers,
                         generations=gens, correct=[bool(c) for c in y[:, j]],
-                        score=balanced_accuracy(gens, answers), axes=S.parse_axes(name),
+                        score=balanced_accuracy(gens, answers), axes=parse_axes(name),
                     )
                 )  # fmt: skip
         truth[model] = true_shares(params, instruction_effect)
@@ -94,17 +95,17 @@ def true_shares(
     return {f: v / total for f, v in comp.items()}
 
 
-def _trial(task: str, model: str, variant: str, hits: list[int], **kw: Any) -> S.Trial:
+def _trial(task: str, model: str, variant: str, hits: list[int], **kw: Any) -> TrialRecord:
     answers = ["Yes" if k % 2 == 0 else "No" for k in range(len(hits))]
     gens = [a if c else ("No" if a == "Yes" else "Yes") for a, c in zip(answers, hits, strict=True)]
     fields: dict[str, Any] = {
         "task": task, "model": model, "variant": variant, "metric": "balanced_accuracy",
         "complete": True, "indices": [str(k) for k in range(len(hits))], "answers": answers,
         "generations": gens, "correct": [bool(c) for c in hits],
-        "score": balanced_accuracy(gens, answers), "axes": S.parse_axes(variant),
+        "score": balanced_accuracy(gens, answers), "axes": parse_axes(variant),
     }  # fmt: skip
     fields.update(kw)
-    return S.Trial(**fields)
+    return TrialRecord.of(**fields)
 
 
 # ---- measures ----------------------------------------------------------------------------------
@@ -385,14 +386,14 @@ def test_a_sweep_reports_and_logs_its_sensitivity(lb_dir: Path, tmp_path: Path) 
 
 
 # ---- review findings (each would have failed before its fix) ---------------------------------
-def _relabel(trials: list[S.Trial], task: str, mapping: dict[str, str]) -> list[S.Trial]:
+def _relabel(trials: list[TrialRecord], task: str, mapping: dict[str, str]) -> list[TrialRecord]:
     """The same trials with task's demonstration draws renamed (draw 0 <-> 2, say)."""
     out = []
     for t in trials:
         if t.task == task:
             axes = {**t.axes, "seed": mapping.get(t.axes["seed"], t.axes["seed"])}
             name = ",".join(f"{k}={v}" for k, v in axes.items())
-            t = S.Trial(**{**t.__dict__, "variant": name, "axes": axes})
+            t = t.replace(variant=name, axes=axes)
         out.append(t)
     return out
 
@@ -439,7 +440,7 @@ def test_a_lost_trial_does_not_confound_the_pooled_effect() -> None:
     assert any("matched cells" in n for n in rep["notes"])
 
 
-def _tau_trials(seed: int, *, k: int, tau: float, delta: float, n_rows: int) -> list[S.Trial]:
+def _tau_trials(seed: int, *, k: int, tau: float, delta: float, n_rows: int) -> list[TrialRecord]:
     """Two variants per task; task t's true effect is delta + tau * z_t (heterogeneous)."""
     rng = np.random.default_rng(seed)
     trials = []
@@ -489,12 +490,12 @@ def test_variants_on_different_rows_are_noted_and_every_score_is_checked() -> No
         k: list(getattr(b, k))[4:] for k in ("indices", "answers", "generations", "correct")
     }
     cut["score"] = balanced_accuracy(cut["generations"], cut["answers"])
-    b = S.Trial(**{**b.__dict__, **cut})
+    b = b.replace(**cut)
     rep = S.sensitivity_report([a, b], n_resamples=50)
     assert rep["per_task"][0]["n_rows"] == 8
     (note,) = [n for n in rep["notes"] if "different rows" in n]
     assert "seed=0: 12 rows, 4 dropped" in note and "seed=1: 8 rows, 0 dropped" in note
-    wrong = S.Trial(**{**b.__dict__, "score": 0.01})  # a score its generations do not give
+    wrong = b.replace(score=0.01)  # a score its generations do not give
     with pytest.raises(AssertionError, match="seed=1"):
         S.sensitivity_report([a, wrong], n_resamples=50)
 
@@ -534,7 +535,7 @@ def test_tasks_scored_with_different_metrics_are_pooled_separately() -> None:
             score = metric_fn(metric)(
                 np.asarray(t.answers, dtype=object), np.asarray(t.generations, dtype=object)
             )
-            trials.append(S.Trial(**{**t.__dict__, "score": float(score)}))  # fmt: skip
+            trials.append(t.replace(score=float(score)))  # fmt: skip
     rep = S.sensitivity_report(trials, n_resamples=50)
     by_metric = {m["metric"]: m["tasks"] for m in rep["meta_analysis"]}
     assert by_metric == {"accuracy": ["B", "C"], "balanced_accuracy": ["A"]}
@@ -594,7 +595,7 @@ def test_the_order_of_trials_and_rows_changes_no_number() -> None:
         perm = rng.permutation(len(t.indices))
         cols = {k: [list(getattr(t, k))[i] for i in perm]
                 for k in ("indices", "answers", "generations", "correct")}  # fmt: skip
-        shuffled.append(S.Trial(**{**t.__dict__, **cols}))
+        shuffled.append(t.replace(**cols))
     # the groups in reverse order, each group's variants in their order
     keys = list(dict.fromkeys((t.task, t.model) for t in shuffled))[::-1]
     kept = [t for key in keys for t in shuffled if (t.task, t.model) == key]
@@ -629,7 +630,7 @@ def test_the_spread_p_value_is_the_comparisons_range_test() -> None:
     clustered = _duplicated(trials, 2, hashes=True)  # with prompt hashes: 60 clusters
     for ts in (trials, clustered):
         arms = [
-            compare.Arm(name=t.variant, metric=t.metric, indices=t.indices, answers=t.answers,
+            TrialRecord.of(variant=t.variant, metric=t.metric, indices=t.indices, answers=t.answers,
                         generations=t.generations, score=t.score,
                         prompt_hashes=t.prompt_hashes)
             for t in ts
@@ -642,7 +643,7 @@ def test_the_spread_p_value_is_the_comparisons_range_test() -> None:
             assert sens["n_clusters"] == row.get("n_clusters", sens["n_clusters"]) == 60
 
 
-def _duplicated(trials: list[S.Trial], times: int, hashes: bool) -> list[S.Trial]:
+def _duplicated(trials: list[TrialRecord], times: int, hashes: bool) -> list[TrialRecord]:
     """Every row repeated `times` times under new indices (row i, i + n, ...), as LegalBench
     repeats a text; with `hashes`, the prompt hashes say the copies are one prompt."""
     out = []
@@ -653,7 +654,7 @@ def _duplicated(trials: list[S.Trial], times: int, hashes: bool) -> list[S.Trial
         }
         cols["indices"] = [str(i) for i in range(n * times)]
         cols["prompt_hashes"] = [f"{t.variant}/{i % n}" for i in range(n * times)] if hashes else []
-        out.append(S.Trial(**{**t.__dict__, **cols}))
+        out.append(t.replace(**cols))
     return out
 
 
@@ -684,7 +685,7 @@ def test_identical_prompts_are_one_cluster_and_are_resampled_together() -> None:
     assert "20 clusters" in S.format_sensitivity(dup)
 
 
-def _null_trials(seed: int, n_rows: int = 40) -> list[S.Trial]:
+def _null_trials(seed: int, n_rows: int = 40) -> list[TrialRecord]:
     """3 tasks x 6 variants (instruction x 3 draws) x n rows, and no prompt effect at all:
     p = base(task) + row effect, the same under every variant."""
     rng = np.random.default_rng(seed)

@@ -27,7 +27,7 @@ JSON-able document with, for a sweep that has at least two variants of a (task, 
 
 An incomplete trial is excluded (listed in ``notes`` and ``excluded``), never scored as wrong.
 
-Modules: `groups` (the trials, their groups and shared names), `measures` (per task and model),
+Modules: `groups` (the trials' groups and shared names), `measures` (per task and model),
 `variance` (variance components), `across` (meta-analysis, rank stability), `coverage` (the
 measured coverage table), `report` (the whole report, its MLflow metrics), `text` (as text).
 """
@@ -43,10 +43,8 @@ from experiments.analysis.sensitivity.groups import (
     TASK,
     UNATTRIBUTED,
     Group,
-    Trial,
-    as_trials,
     draw_factor,
-    parse_axes,
+    with_axes,
 )
 from experiments.analysis.sensitivity.measures import CI_METHODS, task_measures
 from experiments.analysis.sensitivity.report import (
@@ -77,13 +75,10 @@ __all__ = [
     "TASK",
     "UNATTRIBUTED",
     "Group",
-    "Trial",
-    "as_trials",
     "draw_factor",
     "format_sensitivity",
     "meta_analysis",
     "metric_name",
-    "parse_axes",
     "pooled_effects",
     "rank_stability",
     "sensitivity_metrics",
@@ -92,4 +87,5 @@ __all__ = [
     "task_measures",
     "variance_shares",
     "variance_shares_artifact",
+    "with_axes",
 ]

@@ -1,19 +1,20 @@
-"""The sweep's trials and their groups per (task, model): `Trial`, `parse_axes`, `Group`,
-`_group` (rows aligned by index, clusters of identical prompts), and the names the measures share.
+"""The sweep's trials grouped per (task, model): `Group`, `_group` (rows aligned by index,
+clusters of identical prompts), and the names the measures share.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis import stats
+from experiments.analysis.align import common_rows
 from experiments.analysis.clusters import for_rows
+from experiments.trials.record import TrialRecord, parse_axes
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -48,58 +49,10 @@ def _group_seed(seed: int, *parts: str) -> int:
     return int.from_bytes(h[:8], "big")
 
 
-@dataclass(frozen=True)
-class Trial:
-    """One (task, model, variant) as the analysis needs it."""
-
-    task: str
-    model: str
-    variant: str
-    metric: str
-    complete: bool
-    indices: Sequence[str]
-    answers: Sequence[str]
-    generations: Sequence[str | None]
-    correct: Sequence[bool | None]
-    score: float | None = None
-    status: str = "complete"
-    axes: dict[str, str] = field(default_factory=dict)
-    # the hash of each row's rendered prompt (a sweep outcome's `prompt_hashes`); empty (old
-    # runs): every row is its own cluster
-    prompt_hashes: Sequence[str | None] = ()
-
-
-def parse_axes(variant: str) -> dict[str, str]:
-    """Axis values from a sweep variant's name: ``instruction=reference,seed=0``."""
-    if variant in ("", "base"):
-        return {}
-    out = {}
-    for part in variant.split(","):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"variant name {variant!r} is not axis=level pairs")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def as_trials(outcomes: Iterable[Any]) -> list[Trial]:
-    """`Trial`s from sweep `TrialOutcome`s (or any object with the same attributes)."""
-    out = []
-    for o in outcomes:
-        if isinstance(o, Trial):
-            out.append(o)
-            continue
-        complete = o.status == "complete" and o.score is not None
-        out.append(
-            Trial(
-                task=o.task, model=o.model, variant=o.variant, metric=o.metric,
-                complete=complete, indices=list(o.indices), answers=list(o.answers),
-                generations=list(o.generations), correct=list(o.correct), score=o.score,
-                status=o.status, axes=parse_axes(o.variant),
-                prompt_hashes=list(getattr(o, "prompt_hashes", None) or []),
-            )
-        )  # fmt: skip
-    return out
+def with_axes(records: Iterable[TrialRecord]) -> list[TrialRecord]:
+    """The records, each with its axis values (`parse_axes` of its variant's name where it
+    carries none): a name that is not axis=level pairs is refused here, for every record."""
+    return [t if t.axes else t.replace(axes=parse_axes(t.variant)) for t in records]
 
 
 # ---- one (task, model): aligned rows ----------------------------------------------------------
@@ -138,12 +91,10 @@ class Group:
         return int(ids.max()) + 1 if len(ids) else 0
 
 
-def _row_order(index: str) -> tuple[int, int, str]:
-    return (0, int(index), "") if index.isdigit() else (1, 0, index)
-
-
 def _group(
-    trials: Sequence[Trial], cluster_by: str = "prompt", column: dict[str, str] | None = None
+    trials: Sequence[TrialRecord],
+    cluster_by: str = "prompt",
+    column: dict[str, str] | None = None,
 ) -> Group:
     """Align a (task, model)'s variants on their common rows. Each trial's own score is first
     checked against its generations on all its rows; variants scored on different rows are
@@ -154,10 +105,7 @@ def _group(
     given = tuple(dict.fromkeys(t.variant for t in trials))
     trials = sorted(trials, key=lambda t: t.variant)
     first = trials[0]
-    common = set(first.indices)
-    for t in trials[1:]:
-        common &= set(t.indices)
-    indices = tuple(sorted(common, key=_row_order))
+    indices = common_rows(trials)
     fn = stats.metric_fn(first.metric)
     for t in trials:
         if t.score is None:
@@ -185,13 +133,16 @@ def _group(
     answers: tuple[str, ...] = ()
     hashes: list[list[str | None]] = []
     for t in trials:
-        pos = {idx: j for j, idx in enumerate(t.indices)}
-        gens.append(tuple(str(t.generations[pos[i]]) for i in indices))
-        corr.append([1.0 if t.correct[pos[i]] else 0.0 for i in indices])
+        t_indices, t_gens, t_correct = t.indices, t.generations, t.correct
+        pos = {idx: j for j, idx in enumerate(t_indices)}
+        gens.append(tuple(str(t_gens[pos[i]]) for i in indices))
+        corr.append([1.0 if t_correct[pos[i]] else 0.0 for i in indices])
         if not answers:
-            answers = tuple(str(t.answers[pos[i]]) for i in indices)
-        if t.prompt_hashes:  # as `compare.clustering`: a row without a hash links nothing
-            by_index = dict(zip(t.indices, t.prompt_hashes, strict=False))
+            t_answers = t.answers
+            answers = tuple(str(t_answers[pos[i]]) for i in indices)
+        t_hashes = t.prompt_hashes
+        if t_hashes:  # as `compare.clustering`: a row without a hash links nothing
+            by_index = dict(zip(t_indices, t_hashes, strict=False))
             hashes.append([by_index.get(i) or None for i in indices])
     # the sweep's cluster_by, by the comparisons' own rule; None: every row its own cluster
     clustering = None
@@ -205,7 +156,7 @@ def _group(
         model=first.model,
         metric=first.metric,
         variants=tuple(t.variant for t in trials),
-        axes=tuple(t.axes or parse_axes(t.variant) for t in trials),
+        axes=tuple(dict(t.axes or parse_axes(t.variant)) for t in trials),
         indices=indices,
         answers=answers,
         generations=tuple(gens),

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis import stats
-from experiments.analysis.compare import _inputs
+from experiments.analysis.align import stat_inputs
 from experiments.analysis.sensitivity.coverage import (
     COVERAGE_FLOOR,
     coverage_cell_text,
@@ -260,12 +260,12 @@ def _measure_ci(
 def _range_test(group: Group, n_resamples: int, seed: int) -> stats.RangeResult:
     """The range permutation test of the spread, called exactly as the sweep's comparisons
     call it (`analysis.compare.best_vs_worst`): the variants in the order they were given
-    (the sweep's plan order), the inputs `compare._inputs` builds, the user's seed, the same
+    (the sweep's plan order), the inputs `align.stat_inputs` builds, the user's seed, the same
     clusters; so one report never carries two p-values for one test."""
 
     order = [v for v in group.given_order if v in group.variants] or list(group.variants)
     gens = [list(group.generations[group.variants.index(v)]) for v in order]
-    y, preds = _inputs(group.metric, list(group.answers), gens)
+    y, preds = stat_inputs(group.metric, list(group.answers), gens)
     return stats.range_permutation_test(
         y, preds, metric=group.metric, n_resamples=n_resamples, seed=seed,
         clusters=group.cluster_ids(),

@@ -16,10 +16,9 @@ from experiments.analysis.sensitivity.groups import (
     N_RESAMPLES,
     FloatArray,
     Group,
-    Trial,
     _group,
     _group_seed,
-    as_trials,
+    with_axes,
 )
 from experiments.analysis.sensitivity.measures import (
     _resample_counts,
@@ -27,29 +26,30 @@ from experiments.analysis.sensitivity.measures import (
     task_measures,
 )
 from experiments.analysis.sensitivity.variance import variance_shares
+from experiments.trials.record import TrialRecord
 
 
 # ---- the report ----------------------------------------------------------------------------
 def sensitivity_report(
-    outcomes: Iterable[Any],
+    records: Iterable[TrialRecord],
     *,
     n_resamples: int = N_RESAMPLES,
     seed: int = 0,
     cluster_by: str = "prompt",
     columns: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The sweep's sensitivity document (JSON-able) from its trials (`TrialOutcome`s of
-    `run_sweep`, or `Trial`s). `cluster_by` and `columns` (task -> row index -> value of the
-    column clustered by) are the sweep's, so its units are the comparisons' units."""
+    """The sweep's sensitivity document (JSON-able) from its trials' `TrialRecord`s.
+    `cluster_by` and `columns` (task -> row index -> value of the column clustered by) are
+    the sweep's, so its units are the comparisons' units."""
     # a canonical order: the input order changes no number, except the order of a (task,
     # model)'s variants, which the range test takes as given (the sweep's plan order, as the
     # comparisons do): `_group` keeps it
-    given = as_trials(outcomes)
+    given = with_axes(records)
     rank = {(t.task, t.model, t.variant): i for i, t in enumerate(given)}
     trials = sorted(given, key=lambda t: (t.task, t.model, t.variant))
     notes: list[str] = []
     excluded = [
-        {"task": t.task, "model": t.model, "variant": t.variant, "status": t.status}
+        {"task": t.task, "model": t.model, "variant": t.variant, "status": str(t.status)}
         for t in trials if not t.complete
     ]  # fmt: skip
     if excluded:
@@ -59,7 +59,7 @@ def sensitivity_report(
                 f"{e['task']} {e['variant']} ({e['model']}): {e['status']}" for e in excluded
             )
         )
-    by: dict[tuple[str, str], list[Trial]] = {}
+    by: dict[tuple[str, str], list[TrialRecord]] = {}
     for t in trials:
         if t.complete:
             by.setdefault((t.task, t.model), []).append(t)
@@ -127,11 +127,11 @@ def sensitivity_report(
 
 
 def pooled_effects(
-    outcomes: Iterable[Any], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+    records: Iterable[TrialRecord], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs)."""
-    by: dict[tuple[str, str], list[Trial]] = {}
-    for t in sorted(as_trials(outcomes), key=lambda t: (t.task, t.model, t.variant)):
+    by: dict[tuple[str, str], list[TrialRecord]] = {}
+    for t in sorted(with_axes(records), key=lambda t: (t.task, t.model, t.variant)):
         if t.complete:
             by.setdefault((t.model, t.task), []).append(t)
     out = []

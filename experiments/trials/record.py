@@ -1,0 +1,412 @@
+"""One trial's record: its rows (`Prediction`s) with their `TrialStatus`, the one shape a
+trial takes in the comparisons, the sensitivity report and the figures.
+
+A `TrialRecord` keeps its rows in the order they were produced or stored; the analysis sorts
+them (`experiments.analysis.align`), never the record. `score` is the official score, kept
+even when the trial is incomplete: `complete` checks both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from promptlib.errors import WorkbenchError
+
+
+class TrialStatus(StrEnum):
+    """What a trial's rows add up to; decided here only, carried to tracking and exit codes."""
+
+    COMPLETE = "complete"  # every row answered: the trial has a score
+    INCOMPLETE = "incomplete"  # some rows failed: no score; rerun to retry those rows
+    FAILED = "failed"  # no row answered
+
+    @classmethod
+    def of(cls, n_rows: int, n_errors: int) -> TrialStatus:
+        if n_errors == 0:
+            return cls.COMPLETE
+        return cls.FAILED if n_errors >= n_rows else cls.INCOMPLETE
+
+    @property
+    def ok(self) -> bool:
+        return self is TrialStatus.COMPLETE
+
+
+class SweepStatus(StrEnum):
+    """What a sweep's trials add up to: complete when every trial is."""
+
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+
+    @classmethod
+    def of(cls, ok: bool) -> SweepStatus:
+        return cls.COMPLETE if ok else cls.INCOMPLETE
+
+
+@dataclass
+class Prediction:
+    index: str
+    prompt_hash: str
+    answer: str
+    generation: str | None
+    parsed: str | None
+    correct: bool | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency: float = 0.0
+    cache_hit: bool = False
+    error: str | None = None
+    attempts: int = 0
+    truncated: str | None = None  # the reply was cut to MAX_REPLY_BYTES: its size and the cap
+
+
+# the per-row columns `TrialRecord.of` and `TrialRecord.replace` take
+COLUMNS = ("indices", "answers", "generations", "correct", "prompt_hashes", "n_errors")
+ROW_ERROR = "row failed"  # the error `of` gives its first `n_errors` rows
+
+
+class _Spec(Protocol):
+    @property
+    def task(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+
+
+class RunResult(Protocol):
+    """What `TrialRecord.from_result` reads of a `experiments.trials.run.TrialResult`."""
+
+    @property
+    def spec(self) -> _Spec: ...
+    @property
+    def trial_id(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def status(self) -> TrialStatus: ...
+    @property
+    def predictions(self) -> Sequence[Prediction]: ...
+
+
+class Outcome(Protocol):
+    """A trial in columns (a sweep's `TrialOutcome`): what `TrialRecord.from_outcome` reads."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def trial_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def n_errors(self) -> int: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def indices(self) -> Sequence[str]: ...
+    @property
+    def answers(self) -> Sequence[str]: ...
+    @property
+    def generations(self) -> Sequence[str | None]: ...
+    @property
+    def correct(self) -> Sequence[bool | None]: ...
+    @property
+    def resumed(self) -> bool: ...
+    @property
+    def prompt_hashes(self) -> Sequence[str | None]: ...
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One (task, model, variant)'s rows and status, as the analysis takes them."""
+
+    task: str
+    model: str
+    variant: str  # the sweep's variant name ("instruction=reference"), or "best"/"base"
+    metric: str
+    status: TrialStatus
+    score: float | None  # the official score (kept when incomplete: `complete` checks both)
+    rows: tuple[Prediction, ...]  # in the order produced or stored
+    trial_id: str = ""
+    run_id: str = ""
+    resumed: bool = False
+    axes: Mapping[str, str] = field(default_factory=dict)  # empty: `parse_axes(variant)`
+
+    @property
+    def indices(self) -> tuple[str, ...]:
+        return tuple(p.index for p in self.rows)
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        return tuple(p.answer for p in self.rows)
+
+    @property
+    def generations(self) -> tuple[str | None, ...]:
+        return tuple(p.generation for p in self.rows)
+
+    @property
+    def correct(self) -> tuple[bool | None, ...]:
+        return tuple(p.correct for p in self.rows)
+
+    @property
+    def prompt_hashes(self) -> tuple[str | None, ...]:
+        """Each row's prompt hash (its cluster key), None where a row has none; empty when no
+        row has one (trials from an older version: every row is its own cluster)."""
+        if not any(p.prompt_hash for p in self.rows):
+            return ()
+        return tuple(p.prompt_hash or None for p in self.rows)
+
+    @property
+    def n_errors(self) -> int:
+        return sum(p.error is not None for p in self.rows)
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+    @property
+    def complete(self) -> bool:
+        return self.status.ok and self.score is not None
+
+    def why_not(self) -> str:
+        return f"{self.variant} {self.status} ({self.n_errors} of {len(self.rows)} rows failed)"
+
+    # ---- constructors ------------------------------------------------------------------------
+    @classmethod
+    def from_result(
+        cls,
+        result: RunResult,
+        *,
+        variant: str,
+        run_id: str = "",
+        axes: Mapping[str, str] | None = None,
+    ) -> TrialRecord:
+        """The record of a trial the runner just ran (`run_trial`'s `TrialResult`)."""
+        return cls(
+            task=result.spec.task,
+            model=result.spec.model,
+            variant=variant,
+            metric=result.metric,
+            status=TrialStatus(result.status),
+            score=result.score,
+            rows=tuple(result.predictions),
+            trial_id=result.trial_id,
+            run_id=run_id,
+            axes=dict(axes or {}),
+        )
+
+    @classmethod
+    def from_outcome(cls, o: Outcome) -> TrialRecord:
+        """The record of a trial given in columns (a sweep's `TrialOutcome`)."""
+        return cls(
+            task=o.task,
+            model=o.model,
+            variant=o.variant,
+            metric=o.metric,
+            status=TrialStatus(o.status),
+            score=o.score,
+            rows=_rows(
+                o.variant, o.indices, o.answers, o.generations, o.correct,
+                list(o.prompt_hashes or []), o.n_errors,
+            ),
+            trial_id=o.trial_id,
+            run_id=o.run_id,
+            resumed=o.resumed,
+        )  # fmt: skip
+
+    @classmethod
+    def from_stored(
+        cls,
+        *,
+        task: str,
+        model: str,
+        variant: str,
+        trial_id: str,
+        run_id: str,
+        status: TrialStatus,
+        metric: str,
+        score: float | None,
+        rows: Sequence[Mapping[str, Any]],
+        rendered: Mapping[str, str],
+        resumed: bool,
+    ) -> TrialRecord:
+        """A trial from its stored predictions (dicts, maybe a subset of `Prediction`'s keys
+        for old runs); each row's prompt hash is the one stored with it, or `rendered`'s (row
+        index -> hash of the resolved trial's prompt) where none was. The score is kept only
+        when the trial is complete."""
+        status = TrialStatus(status)
+        return cls(
+            task=task,
+            model=model,
+            variant=variant,
+            metric=metric,
+            status=status,
+            score=score if status.ok else None,
+            rows=tuple(stored_row(d, rendered) for d in rows),
+            trial_id=trial_id,
+            run_id=run_id,
+            resumed=resumed,
+        )
+
+    @classmethod
+    def lost(
+        cls,
+        *,
+        task: str,
+        model: str,
+        variant: str,
+        trial_id: str,
+        metric: str,
+        rows: Sequence[Mapping[str, str]],
+        rendered: Mapping[str, str],
+        reason: str,
+    ) -> TrialRecord:
+        """A trial that never ran to the end (no run logged): every row failed, with the reason."""
+        lost = [
+            {"index": r["index"], "answer": r["answer"], "generation": None, "correct": None,
+             "error": reason}
+            for r in rows
+        ]  # fmt: skip
+        return cls.from_stored(
+            task=task, model=model, variant=variant, trial_id=trial_id, run_id="",
+            status=TrialStatus.FAILED, metric=metric, score=None, rows=lost, rendered=rendered,
+            resumed=False,
+        )  # fmt: skip
+
+    @classmethod
+    def of(
+        cls,
+        variant: str,
+        metric: str,
+        indices: Sequence[str],
+        answers: Sequence[str],
+        generations: Sequence[str | None],
+        score: float | None = None,
+        status: str | None = None,
+        n_errors: int = 0,
+        prompt_hashes: Sequence[str | None] = (),
+        *,
+        task: str = "",
+        model: str = "",
+        correct: Sequence[bool | None] | None = None,
+        complete: bool | None = None,
+        axes: Mapping[str, str] | None = None,
+    ) -> TrialRecord:
+        """A record from columns (tests, benchmarks, the notebook). The first `n_errors` rows
+        carry an error; `complete` (if given) must be what the record says: with no `status`,
+        False makes it incomplete."""
+        if status is None:
+            status = TrialStatus.INCOMPLETE if complete is False else TrialStatus.COMPLETE
+        record = cls(
+            task=task,
+            model=model,
+            variant=variant,
+            metric=metric,
+            status=TrialStatus(status),
+            score=score,
+            rows=_rows(variant, indices, answers, generations, correct, prompt_hashes, n_errors),
+            axes=dict(axes or {}),
+        )
+        if complete is not None and record.complete != complete:
+            raise ValueError(
+                f"{variant}: complete={complete} but its status is {record.status} and its "
+                f"score {record.score}"
+            )
+        return record
+
+    def replace(self, **changes: Any) -> TrialRecord:
+        """A copy with `changes`: record fields, or columns (`COLUMNS`: the rows are rebuilt
+        from the columns, position by position); a status string becomes a `TrialStatus`."""
+        cols = {k: changes.pop(k) for k in COLUMNS if k in changes}
+        if cols:
+            now: dict[str, Any] = {k: getattr(self, k) for k in COLUMNS}
+            now.update(cols)
+            changes["rows"] = _rows(changes.get("variant", self.variant), **now)
+        if "status" in changes:
+            changes["status"] = TrialStatus(changes["status"])
+        return dataclasses.replace(self, **changes)
+
+
+def stored_row(d: Mapping[str, Any], rendered: Mapping[str, str]) -> Prediction:
+    """One stored prediction (a dict) as a `Prediction`; its prompt hash from `rendered`
+    (row index -> hash) where none was stored."""
+    index = str(d["index"])
+    return Prediction(
+        index=index,
+        prompt_hash=d.get("prompt_hash") or rendered.get(index) or "",
+        answer=str(d["answer"]),
+        generation=d["generation"],
+        parsed=d.get("parsed"),
+        correct=d["correct"],
+        tokens_in=d.get("tokens_in", 0),
+        tokens_out=d.get("tokens_out", 0),
+        latency=d.get("latency", 0.0),
+        cache_hit=d.get("cache_hit", False),
+        error=d.get("error"),
+        attempts=d.get("attempts", 0),
+        truncated=d.get("truncated"),
+    )
+
+
+def _rows(
+    variant: str,
+    indices: Sequence[str],
+    answers: Sequence[str],
+    generations: Sequence[str | None],
+    correct: Sequence[bool | None] | None = None,
+    prompt_hashes: Sequence[str | None] = (),
+    n_errors: int = 0,
+) -> tuple[Prediction, ...]:
+    """Rows from columns, position by position (values kept as given)."""
+    n = len(indices)
+    hashes = list(prompt_hashes)
+    if hashes and len(hashes) != n:
+        raise WorkbenchError(
+            f"{variant}: {len(hashes)} prompt hashes for {n} rows; give one per row (or none)"
+        )
+    correct = [None] * n if correct is None else correct
+    for name, col in (("answers", answers), ("generations", generations), ("correct", correct)):
+        if len(col) != n:
+            raise ValueError(f"{variant}: {len(col)} {name} for {n} rows")
+    return tuple(
+        Prediction(
+            index=indices[j],
+            prompt_hash=(hashes[j] if hashes else None) or "",
+            answer=answers[j],
+            generation=generations[j],
+            parsed=None,
+            correct=correct[j],
+            error=ROW_ERROR if j < n_errors else None,
+        )
+        for j in range(n)
+    )
+
+
+def variant_name(levels: Mapping[str, str]) -> str:
+    """A sweep variant's name from its axis levels: ``instruction=reference,seed=0``, or
+    ``base`` for none (`parse_axes` reads it back)."""
+    return ",".join(f"{k}={v}" for k, v in levels.items()) or "base"
+
+
+def parse_axes(variant: str) -> dict[str, str]:
+    """Axis values from a sweep variant's name: ``instruction=reference,seed=0``."""
+    if variant in ("", "base"):
+        return {}
+    out = {}
+    for part in variant.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"variant name {variant!r} is not axis=level pairs")
+        out[key.strip()] = value.strip()
+    return out
