@@ -142,7 +142,7 @@ def run(
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     if not no_track:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.tracking import tracking
+        from experiments import tracking
 
         config = tracking.load_config()
         # A trial tracked before is most often a cached rerun that changes nothing: the store
