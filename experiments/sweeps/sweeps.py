@@ -34,7 +34,7 @@ from experiments.files import atomic_write_bytes, atomic_write_text
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
-from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
+from experiments.tracking import comparisons_csv, log_sensitivity, store_errors
 from experiments.trials.runner import TrialSpec, prompt_hash, resolve_trial, select_rows
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
@@ -45,7 +45,7 @@ from promptlib.variants import PromptVariant, parse_spec
 from promptlib.yamlsafe import safe_yaml_load
 
 if TYPE_CHECKING:
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
 DEFAULT_MODEL = "local/smollm2"
 AXES = ("instruction", "register", "demos", "seed", "pool", "format")
