@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.files import atomic_write_dir, check_writable, dir_lock
-from experiments.secrets import redact, safe_url
-from experiments.tracking.store import TrackingError
+from experiments.secrets import safe_url
+from experiments.tracking.store import TrackingError, _first_line
 from experiments.tracking.tracker import Tracker
 from experiments.trials.grading import (
     GradingError,
@@ -109,8 +109,7 @@ def _log_grades(
     except WorkbenchError:
         raise
     except Exception as e:  # the store refused the write (read-only, locked, gone)
-        first = redact(str(e)).strip().splitlines()
-        reason = first[0][:300] if first else type(e).__name__
+        reason = _first_line(e)
         raise TrackingError(
             f"cannot write the grades to the MLflow store "
             f"{safe_url(tracker.config.tracking_uri)} ({reason}); {trial_dir} is unchanged and "

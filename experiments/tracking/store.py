@@ -144,14 +144,20 @@ RERUN = (
 )
 
 
+def _first_line(e: BaseException) -> str:
+    """The first line of `e`'s message, secrets redacted, at most 300 characters (or the
+    exception's type when the message is empty)."""
+    first = redact(str(e)).strip().splitlines()
+    return first[0][:300] if first else type(e).__name__
+
+
 def _reason(e: BaseException) -> str:
     """The first line of the innermost cause: "database is locked", not SQLAlchemy's wrapper."""
     seen: set[int] = set()
     while (e.__cause__ or e.__context__) is not None and id(e) not in seen:
         seen.add(id(e))
         e = e.__cause__ or e.__context__  # type: ignore[assignment]
-    first = redact(str(e)).strip().splitlines()
-    return first[0][:300] if first else type(e).__name__
+    return _first_line(e)
 
 
 def _store_error(
@@ -160,8 +166,7 @@ def _store_error(
     """One line for a store that failed: which store, doing what, why, and what to run."""
     url = safe_url(config.tracking_uri)
     if doing is None:  # opening the store, or `workbench run`'s own wording
-        first = redact(str(e)).strip().splitlines()
-        reason = first[0][:300] if first else type(e).__name__
+        reason = _first_line(e)
         return TrackingError(
             f"cannot use the MLflow tracking store {url} ({reason}); "
             f"check tracking_uri in {config.source} or MLFLOW_TRACKING_URI (server running, "
