@@ -1,6 +1,6 @@
 """A cached rerun vs the first run of the same trial, whole process vs whole process, both
 tracked in a fresh MLflow store (a rerun that changes nothing reads the SQLite store directly
-and never opens MLflow: `experiments.tracking.tracking.reusable_run`).
+and never opens MLflow: `experiments.tracking.reusable_run`).
 
     python benchmarks/cached_rerun.py [--task hearsay]
 Goal: rerun <= 0.5 s of wall time, tracking included, with 0 model calls.

@@ -89,9 +89,7 @@ def main() -> None:
             "WORKBENCH_RUNS_DIR": str(tmp / f"runs-{tag}"),
             "WORKBENCH_MLFLOW_CONFIG": str(store / "mlflow.yaml"),
         }
-        create = (
-            "from experiments.tracking.tracking import Tracker; Tracker()"  # migrations, untimed
-        )
+        create = "from experiments.tracking import Tracker; Tracker()"  # migrations, untimed
         subprocess.run([sys.executable, "-c", create], env=env, cwd=tmp, check=True)
         t, out = timed(run, env, tmp)
         summary = json.loads(out)

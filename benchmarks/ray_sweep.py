@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from experiments.llm.gateway import LiteLLMModel
 from experiments.sweeps.executors import Executor, LocalExecutor, RayExecutor
 from experiments.sweeps.sweeps import load_spec, run_sweep
-from experiments.tracking.tracking import Tracker, TrackingConfig
+from experiments.tracking import Tracker, TrackingConfig
 from promptlib import Catalog, default_source
 
 SPEC = """

@@ -39,7 +39,7 @@ def free_port() -> int:
 
 def compare_url(base: str, sweep: str, view: str) -> str:
     """The UI address of the sweep's trial runs: the compare view or the runs table."""
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     tracker = Tracker()
     info, _ = tracker.sweep_report(sweep)

@@ -60,7 +60,7 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.llm.types import Completion, Decoding
     from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
     from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
-    from experiments.tracking.tracking import _sha, metric_key, predictions_sha, safe_name
+    from experiments.tracking.names import _sha, metric_key, predictions_sha, safe_name
     from experiments.trials.record import Prediction
     from experiments.trials.run import TrialResult, run_trial
     from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, rows_fingerprint

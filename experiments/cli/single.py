@@ -17,7 +17,7 @@ from experiments.cli.options import CONCURRENCY, RETRIES, TIMEOUT, Setup
 
 if TYPE_CHECKING:
     from experiments.llm.types import LM, Scoring
-    from experiments.tracking.tracking import TrackingError
+    from experiments.tracking import TrackingError
     from experiments.trials.run import TrialResult
     from experiments.trials.spec import Definition, ResolvedTrial
     from promptlib.variants import PromptVariant
@@ -166,7 +166,7 @@ class _Tracking:
 
     def __init__(self, task: str, trial_id: str, outputs: list[Any]) -> None:
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.tracking import tracking
+        from experiments import tracking
 
         self.tracker: tracking.Tracker | None = None
         self.config = tracking.load_config()
@@ -194,7 +194,7 @@ class _Tracking:
         """Log the trial (or find its run); its run's fields go into `summary`. Returns the
         `TrackingError` that stopped it, or None."""
         # start-up time: the CLI imports a command's modules when it runs
-        from experiments.tracking import tracking
+        from experiments import tracking
 
         # a rerun that changes nothing is answered from the store without MLflow
         tracked = tracking.reusable_run(result, self.config) if self.tracker is None else None

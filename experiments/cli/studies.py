@@ -113,7 +113,7 @@ def sweep(
     from experiments.secrets import safe_url
     from experiments.sweeps.executors import check_choice, get_executor
     from experiments.sweeps.sweeps import run_sweep
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     check_choice(executor, ray_address)
     tracker = Tracker()
@@ -254,7 +254,7 @@ def optimize(
     from experiments.files import check_writable
     from experiments.optimize.optimize import OptimizeConfig, dumps
     from experiments.optimize.optimize import optimize as run_optimize
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     if scoring is not Scoring.generate:
         # start-up time: the CLI imports a command's modules when it runs
@@ -308,7 +308,7 @@ def report(
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     tracker = Tracker()
     info, doc = tracker.sweep_report(sweep_name)

@@ -76,6 +76,6 @@ def ui(
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.tracking.tracking import serve_ui
+    from experiments.tracking import serve_ui
 
     raise typer.Exit(serve_ui(port, host, say=lambda text: typer.echo(text, err=True)))

@@ -35,7 +35,7 @@ from experiments.llm.backends import DEFAULT_MODEL
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
-from experiments.tracking.tracking import comparisons_csv, log_sensitivity, store_errors
+from experiments.tracking import comparisons_csv, log_sensitivity, store_errors
 from experiments.trials.record import TrialRecord
 from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, select_rows
 from promptlib.data import read_text
@@ -47,7 +47,7 @@ from promptlib.variants import PromptVariant, parse_spec
 from promptlib.yamlsafe import safe_yaml_load
 
 if TYPE_CHECKING:
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
 AXES = ("instruction", "register", "demos", "seed", "pool", "format")
 _KEYS = {

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from experiments.files import atomic_write_dir, check_writable, dir_lock
-from experiments.secrets import redact, safe_url
-from experiments.tracking.tracking import Tracker, TrackingError
+from experiments.secrets import safe_url
+from experiments.tracking.store import TrackingError, _first_line
+from experiments.tracking.tracker import Tracker
 from experiments.trials.grading import (
     GradingError,
-    _grades_doc,
-    _read_csv,
     grade_metrics,
+    grades_doc,
+    read_graded_csv,
     trial_folder,
 )
 from experiments.trials.store import runs_dir
@@ -41,7 +42,7 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
     leaves MLflow ahead; the error says so and importing again (or the next 'workbench run'
     of the trial, which drops grades its folder lacks) makes them agree.
     """
-    rows = _read_csv(path)
+    rows = read_graded_csv(path)
     if not rows:
         raise GradingError(f"{path}: no rows to import (only a header)")
     ids = {r["trial_id"].strip() for _, r in rows}
@@ -60,7 +61,7 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
             f"(no {trial_dir}/); "
             "grade a file exported from this machine's runs/ folder"
         )
-    _grades_doc(path, rows, trial_dir)  # every check before anything is opened or written
+    grades_doc(path, rows, trial_dir)  # every check before anything is opened or written
     tracker = None
     if track:
         try:
@@ -76,7 +77,7 @@ def import_grades(path: Path, *, root: Path | None = None, track: bool = True) -
         raise GradingError(f"{e}; no grades were written") from None
     with dir_lock(trial_dir):
         # checked again as the folder is now, with no writer in between until it is written
-        summary, doc, files = _grades_doc(path, rows, trial_dir)
+        summary, doc, files = grades_doc(path, rows, trial_dir)
         run_id = _log_grades(tracker, summary, doc, trial_dir) if tracker is not None else None
         try:
             atomic_write_dir(trial_dir, files)
@@ -108,8 +109,7 @@ def _log_grades(
     except WorkbenchError:
         raise
     except Exception as e:  # the store refused the write (read-only, locked, gone)
-        first = redact(str(e)).strip().splitlines()
-        reason = first[0][:300] if first else type(e).__name__
+        reason = _first_line(e)
         raise TrackingError(
             f"cannot write the grades to the MLflow store "
             f"{safe_url(tracker.config.tracking_uri)} ({reason}); {trial_dir} is unchanged and "

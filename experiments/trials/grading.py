@@ -225,7 +225,7 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
 
 
 # ---- import ----------------------------------------------------------------------------------
-def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
+def read_graded_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """(first line number, row) of each record; a generation may span several lines."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -271,7 +271,7 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     return rows
 
 
-def _grades_doc(
+def grades_doc(
     path: Path, rows: list[tuple[int, dict[str, str]]], trial_dir: Path
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """The trial's summary, grades.json and new folder contents for these CSV rows.
@@ -541,8 +541,10 @@ __all__ = [
     "export_csv",
     "find_trial",
     "grade_metrics",
+    "grades_doc",
     "parse_grades",
     "previous_grades",
+    "read_graded_csv",
     "save_keeping_grades",
     "trial_folder",
 ]

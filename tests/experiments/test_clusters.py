@@ -250,7 +250,7 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     import csv
     import io
 
-    from experiments.tracking.tracking import comparisons_csv
+    from experiments.tracking import comparisons_csv
 
     y, a, b = _dataset(20, seed=8)
     idx = [str(i) for i in range(20)]

@@ -73,7 +73,7 @@ def test_bad_specs_are_rejected_with_the_fix(tmp_path: Path, text: str, message:
     ],
 )
 def test_spec_and_tracking_config_bytes(tmp_path: Path, data: bytes, message: str) -> None:
-    from experiments.tracking.tracking import load_config
+    from experiments.tracking import load_config
     from promptlib.errors import WorkbenchError
 
     path = tmp_path / "f.yaml"

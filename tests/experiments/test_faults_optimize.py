@@ -25,7 +25,7 @@ from experiments.optimize.optimize import (
     StudyInterrupted,
 )
 from experiments.optimize.optimize import optimize as run_optimize
-from experiments.tracking.tracking import Tracker, load_config
+from experiments.tracking import Tracker, load_config
 from tests.conftest import workbench_env
 from tests.experiments.test_optimize import SpyLM
 

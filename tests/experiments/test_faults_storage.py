@@ -269,7 +269,7 @@ def test_storage_fault_mid_sweep_is_one_line_and_a_rerun_completes(
 @pytest.mark.parametrize("where", ["claim", "compare"])
 def test_interrupted_noop_rerun_leaves_the_parent_finished(wb: Workbench, where: str) -> None:
     import experiments.sweeps.sweeps
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     assert wb.sweep().exit_code == 0
     assert wb.parent_status() == "FINISHED"
@@ -351,7 +351,7 @@ def test_sigterm_during_a_noop_rerun_leaves_the_parent_finished(
 
 # ---- defect 14: report on a running sweep exits 1; a sweep with every task skipped ----------
 def test_report_on_a_running_sweep_exits_1(wb: Workbench) -> None:
-    from experiments.tracking.tracking import Tracker
+    from experiments.tracking import Tracker
 
     _forget_mlflow_stores()
     tracker = Tracker()
@@ -382,7 +382,7 @@ def test_a_sweep_whose_every_task_is_skipped_fails_and_logs_nothing(wb: Workbenc
 
 # ---- defect 9: names over MLflow's 250 characters --------------------------------------------
 def test_metric_key_is_short_deterministic_and_distinct() -> None:
-    from experiments.tracking.tracking import MAX_KEY, metric_key, safe_name
+    from experiments.tracking.names import MAX_KEY, metric_key, safe_name
 
     long_a = "p_value.maud_" + "x" * 120 + ".openai/gpt." + "instruction=reference," * 8
     long_b = long_a[:-1] + "?"
@@ -397,7 +397,7 @@ def test_metric_key_is_short_deterministic_and_distinct() -> None:
 def test_comparisons_with_names_over_250_characters_are_logged(tmp_path: Path) -> None:
     """A maud_* task with three axes makes p-value names over 250 characters; MLflow refuses
     those, which crashed after every trial had run, and again on every rerun."""
-    from experiments.tracking.tracking import Tracker, TrackingConfig
+    from experiments.tracking import Tracker, TrackingConfig
 
     _forget_mlflow_stores()
     tracker = Tracker(
@@ -452,7 +452,7 @@ def test_a_locked_store_under_run_is_one_line_without_mlflow_log_output(
 
 def test_param_values_over_6000_characters_are_logged(tmp_path: Path) -> None:
     """A sweep's `variants` param joins every variant name: many axes pass MLflow's 6000."""
-    from experiments.tracking.tracking import Tracker, TrackingConfig
+    from experiments.tracking import Tracker, TrackingConfig
 
     _forget_mlflow_stores()
     tracker = Tracker(

@@ -23,8 +23,8 @@ from experiments.llm.types import Decoding
 from experiments.secrets import safe_url
 from experiments.sweeps.sweeps import load_spec
 from experiments.sweeps.sweeps import sweep_id as sweeps_sweep_id
-from experiments.tracking.tracking import metric_key
-from experiments.tracking.tracking import predictions_sha as tracking_predictions_sha
+from experiments.tracking.names import metric_key
+from experiments.tracking.names import predictions_sha as tracking_predictions_sha
 from experiments.trials.record import Prediction
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import ResolvedTrial, TrialSpec

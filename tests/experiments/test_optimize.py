@@ -18,7 +18,7 @@ from experiments.optimize.optimize import (
     search_space,
     split_dev_heldout,
 )
-from experiments.tracking.tracking import Tracker, load_config
+from experiments.tracking import Tracker, load_config
 from promptlib import Catalog, LeakageError, compile_prompt, parse_spec
 from promptlib.errors import WorkbenchError
 from promptlib.render import heldout_guard

@@ -29,7 +29,7 @@ from experiments.llm.gateway import LiteLLMModel
 from experiments.llm.types import Completion, Decoding, ModelError
 from experiments.sweeps.sweeps import load_spec, run_sweep
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
-from experiments.tracking.tracking import Tracker, TrackingConfig
+from experiments.tracking import Tracker, TrackingConfig
 from promptlib import Catalog
 from tests.conftest import workbench_env
 

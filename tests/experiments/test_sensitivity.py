@@ -292,7 +292,7 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     import json
 
     from experiments.analysis.figures import sensitivity_figures
-    from experiments.tracking.tracking import Tracker, TrackingConfig, log_sensitivity
+    from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
 
     config = TrackingConfig(
         tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),

@@ -19,7 +19,7 @@ from experiments import settings
 from experiments.llm import cpu, llama, weights
 from experiments.llm.types import ModelError
 from experiments.sweeps.executors import ExecutorError, worker_cache_dir
-from experiments.tracking.tracking import load_config
+from experiments.tracking import load_config
 from experiments.trials.store import runs_dir as runner_runs_dir
 
 ENV = (

@@ -364,7 +364,7 @@ def test_a_sweep_leaves_no_figure_open(
 
     from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.sweeps import run_sweep
-    from experiments.tracking.tracking import Tracker, TrackingConfig
+    from experiments.tracking import Tracker, TrackingConfig
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
     spec = tmp_path / "figs.yaml"

@@ -35,7 +35,7 @@ class ProseLM:
 @pytest.fixture
 def graded_setup(lb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A tracked, ungraded rule_qa trial and a filled grade CSV for it."""
-    from experiments.tracking.tracking import Tracker, load_config
+    from experiments.tracking import Tracker, load_config
     from experiments.trials.grading import export_csv, save_keeping_grades
     from experiments.trials.run import run_trial
     from experiments.trials.spec import TrialSpec, resolve_trial
@@ -93,13 +93,9 @@ def test_grades_cut_short_in_the_store_are_visible_and_repaired(
 ) -> None:
     import mlflow
 
+    from experiments.tracking import TrackingError, reusable_run
     from experiments.tracking.grades import import_grades
-    from experiments.tracking.tracking import (
-        GRADES_PENDING,
-        GRADES_SHA,
-        TrackingError,
-        reusable_run,
-    )
+    from experiments.tracking.names import GRADES_PENDING, GRADES_SHA
 
     s = graded_setup
     client = s["tracker"].client
@@ -143,7 +139,7 @@ def test_a_sweep_table_shows_no_score_from_half_written_grades(
     import mlflow
 
     from experiments.tracking.grades import import_grades
-    from experiments.tracking.tracking import GRADES_PENDING, GRADES_SHA, SWEEP_ID
+    from experiments.tracking.names import GRADES_PENDING, GRADES_SHA, SWEEP_ID
     from experiments.trials.grading import current_grades, grade_metrics
 
     s = graded_setup

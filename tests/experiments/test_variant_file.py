@@ -217,7 +217,7 @@ def test_optimize_report_carries_the_winner_and_rerunning_it_gives_the_verdicts_
     catalog: Catalog, tmp_path: Path
 ) -> None:
     from experiments.optimize.optimize import OptimizeConfig, dumps, optimize, report_text
-    from experiments.tracking.tracking import Tracker, load_config
+    from experiments.tracking import Tracker, load_config
     from experiments.trials.run import run_trial
     from experiments.trials.spec import TrialSpec
 

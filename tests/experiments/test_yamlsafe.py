@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.tracking.tracking import load_config
+from experiments.tracking import load_config
 from promptlib.errors import WorkbenchError
 from promptlib.yamlsafe import MAX_CHARS, MAX_DEPTH, MAX_NODES, safe_yaml_load
 

@@ -1,0 +1,62 @@
+"""What every part of the `Tracker` shares: the client on the configured store, the commit and
+the metric logging that keeps over-long names explained (`metric_names.json`).
+
+Everything goes through an `MlflowClient` bound to the configured store: runs are created
+with their parent tag, logged with `log_batch`, and ended with `set_terminated` in the state
+that tells the truth. There is no fluent `start_run`, so no process-global active run and no
+context exit that marks a parent FINISHED behind our back.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from experiments.tracking.names import METRIC_NAMES, metric_key, safe_name
+from experiments.tracking.store import (
+    TrackingConfig,
+    _git_commit,
+    _quiet_mlflow,
+    load_config,
+    open_client,
+)
+
+
+class TrackerBase:
+    """The client and the shared writes; the jobs are mixins on top (`tracker.Tracker`)."""
+
+    def __init__(self, config: TrackingConfig | None = None) -> None:
+        self.config = config or load_config()
+        self.client = open_client(self.config)
+        self.mlflow = _quiet_mlflow()
+        self.commit = _git_commit()
+        self._renamed: dict[str, dict[str, str]] = {}  # run id -> {short metric name: full}
+
+    def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
+        """Log metrics; a name over MLflow's 250 characters is logged as `metric_key(name)`
+        and the run's `metric_names.json` maps every such short name to its full name."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = []
+        renamed = self._renamed.setdefault(run_id, {})
+        before = len(renamed)
+        for name, value in metrics.items():
+            if value is None:
+                continue
+            key = metric_key(name)
+            if key != safe_name(name):  # shortened: say what it stands for
+                renamed[key] = name
+            batch.append(Metric(key, float(value), now, 0))
+        if len(renamed) > before:  # before the metrics: a name is never logged unexplained
+            self.client.log_dict(run_id, dict(sorted(renamed.items())), METRIC_NAMES)
+        for i in range(0, len(batch), 900):  # MLflow caps a batch at 1000 metrics
+            self.client.log_batch(run_id, metrics=batch[i : i + 900])
+
+    def _artifact_text(self, run_id: str, path: str) -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="workbench-artifact-") as tmp:
+            local = self.client.download_artifacts(run_id, path, tmp)
+            return Path(local).read_text(encoding="utf-8")

@@ -1,0 +1,129 @@
+"""Every MLflow name rule in one place: tag and param names, metric and prompt names, experiment
+names, the sweep/study name check, and the tag values that say what a run shows.
+
+The cleaners differ on purpose and each is kept verbatim: `safe_name` (metric and prompt names,
+runs of refused characters become one `_`, stripped), `analysis.sensitivity.metric_name` (one
+`_` per refused character, space and colon kept; it stays in analysis, which uses it to refuse
+colliding names before anything is logged), `safe_model` (figure file names: every
+non-alphanumeric character becomes `_`). Unifying two of them would rename stored metrics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from experiments.trials.run import TrialResult
+
+# ---- tag names ---------------------------------------------------------------------------------
+KIND = "workbench.kind"
+SWEEP_ID = "workbench.sweep_id"
+SWEEP_NAME = "workbench.sweep"
+TRIAL_ID = "workbench.trial_id"
+TRIAL_STATUS = "workbench.status"
+VARIANT_ID = "workbench.variant_id"
+STUDY = "workbench.study"
+LAST_RUN = "workbench.last_run"
+GRADED = "workbench.graded"
+PREDICTIONS_SHA = "workbench.predictions_sha"  # what a `workbench run` run recorded
+GRADES_SHA = "workbench.grades_sha"  # the hand grades on it, when graded
+# GRADES_SHA while grades are being written (`Tracker._put_grades`): matches no folder
+GRADES_PENDING = "pending:"
+PARENT = "mlflow.parentRunId"
+STUDY_NAME = "workbench.study_name"  # a study's parent run: the study's name
+
+
+# ---- metric, param and prompt names ------------------------------------------------------------
+METRIC_NAMES = "metric_names.json"  # short metric name -> full name, where one was shortened
+MAX_KEY = 250  # MLflow's limit for metric (and param, tag) names
+
+
+def metric_key(name: str) -> str:
+    """`safe_name(name)`, or, over MLflow's 250 characters, a readable prefix and a hash of
+    the whole name: the same name always gets the same key, two names never share one."""
+    key = safe_name(name)
+    if len(key) <= MAX_KEY:
+        return key
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]  # of the name as given
+    return key[: MAX_KEY - len(digest) - 1].rstrip("._-/") + "." + digest
+
+
+def safe_name(text: str) -> str:
+    """A name MLflow accepts for metrics and prompts (letters, digits, _ - . /)."""
+    return re.sub(r"[^A-Za-z0-9_\-./]+", "_", text).strip("_")
+
+
+MAX_PARAM = 6000  # MLflow's limit for a param value
+
+
+def _param(value: Any) -> str:
+    """A param value as MLflow takes it: over 6000 characters it keeps a prefix and a hash."""
+    text = "none" if value is None else str(value)
+    if len(text) <= MAX_PARAM:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return text[: MAX_PARAM - 40] + f"... [{len(text)} chars, sha256 {digest}]"
+
+
+def prompt_name(task: str, variant_id: str) -> str:
+    """The Prompt Registry name of a task's variant template."""
+    return safe_name(f"{task}.{variant_id[:12]}")
+
+
+def alias_prompt_name(task: str, alias: str) -> str:
+    """The Prompt Registry name `register_best` points `alias` (e.g. 'best') from."""
+    return safe_name(f"{task}.{alias}")
+
+
+def p_value_names(row: dict[str, Any]) -> tuple[str, str]:
+    """A comparison's full metric names, p-value and corrected p-value (`metric_key` makes
+    them MLflow names)."""
+    key = f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}"
+    return key, key.replace("p_value.", "p_value_corrected.", 1)
+
+
+# ---- experiment names --------------------------------------------------------------------------
+def experiment_name(prefix: str, suffix: str) -> str:
+    """An MLflow experiment's name: '<prefix>/<suffix>' (prefix from mlflow.yaml)."""
+    return f"{prefix}/{suffix}"
+
+
+def run_suffix(task: str) -> str:
+    """The experiment suffix of a task's single runs (`workbench run`): 'run/<task>'."""
+    return f"run/{task}"
+
+
+def study_suffix(study_name: str) -> str:
+    """The experiment suffix of an optimisation study: 'optimize/<study>'."""
+    return f"optimize/{study_name}"
+
+
+# A sweep's or study's name becomes a folder name and an MLflow experiment: no path tricks
+# (`sweeps.sweeps._NAME`, `optimize.optimize._STUDY_NAME`, the same rule).
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def check_name(text: str) -> bool:
+    """Whether `text` may name a sweep or a study: letters, digits, '_', '-' or '.', starting
+    with a letter or digit, at most 100 characters, no '..'."""
+    return _NAME.fullmatch(text) is not None and ".." not in text
+
+
+def safe_model(model: str) -> str:
+    """A model name as it appears in a figure's file name (every other character `_`)."""
+    return "".join(c if c.isalnum() else "_" for c in model)
+
+
+# ---- tag values: what a `workbench run` run shows ----------------------------------------------
+def _sha(value: Any) -> str:
+    """A short stable hash of JSON-able `value` (a tag value: MLflow caps tags, not this)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def predictions_sha(result: TrialResult) -> str:
+    """What a run of `result` shows: each row's index, generation and parsed answer."""
+    return _sha([[str(p.index), p.generation, p.parsed] for p in result.predictions])

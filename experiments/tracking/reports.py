@@ -1,0 +1,198 @@
+"""What a sweep's parent run reports: its trials' rows, the comparisons table with one p-value
+metric per comparison, the figures, and the prompt sensitivity."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
+from experiments.secrets import safe_url
+from experiments.tracking.names import (
+    GRADED,
+    GRADES_PENDING,
+    GRADES_SHA,
+    KIND,
+    LAST_RUN,
+    TRIAL_ID,
+    TRIAL_STATUS,
+    experiment_name,
+    p_value_names,
+)
+from experiments.tracking.parents import Parents
+from experiments.tracking.store import SweepIncomplete, _store_op, store_errors
+from promptlib.errors import WorkbenchError
+
+
+class Reports(Parents):
+    """Reading a sweep's trials and comparisons; logging its comparisons and sensitivity."""
+
+    @_store_op("reading the sweep's trial runs")
+    def sweep_trials(self, parent_id: str) -> list[dict[str, Any]]:
+        """One row per trial of a sweep (its FINISHED or latest run): task, model, variant,
+        status, score and invalid_rate, from the child runs' params and metrics.
+
+        A hand-graded run's score counts only once its grades are complete (`_score_of`);
+        otherwise `score` is None and `score_note` says why.
+        """
+        rows: dict[str, dict[str, Any]] = {}
+        for run in self._children(parent_id):
+            tid = run.data.tags.get(TRIAL_ID)
+            if not tid or (tid in rows and rows[tid]["run_status"] == "FINISHED"):
+                continue
+            p, m = run.data.params, run.data.metrics
+            score, note = _score_of(run)
+            rows[tid] = {
+                "trial_id": tid,
+                "task": p.get("task"),
+                "model": p.get("model"),
+                "variant": p.get("variant"),
+                "status": run.data.tags.get(TRIAL_STATUS),
+                "run_status": run.info.status,
+                "score": score,
+                "score_note": note,
+                "invalid_rate": m.get("invalid_rate"),
+                "n": m.get("n"),
+            }
+        return list(rows.values())
+
+    # ---- the parent's comparisons -------------------------------------------------------
+    @_store_op("logging the sweep's comparisons")
+    def log_comparisons(
+        self,
+        parent_id: str,
+        doc: dict[str, Any],
+        figures: dict[str, Any],
+    ) -> None:
+        """comparisons.json/.csv and one p_value metric per tested comparison."""
+        table = doc["comparisons"]
+        self.client.log_dict(parent_id, doc, "comparisons.json")
+        self.client.log_text(parent_id, comparisons_csv(table), "comparisons.csv")
+        metrics: dict[str, Any] = {}
+        for row in table:
+            if row.get("p_value") is None:
+                continue  # untested (an incomplete trial): no number to log
+            # full names here; `_log_metrics` makes them MLflow names (`metric_key`)
+            key, corrected = p_value_names(row)
+            metrics[key] = row["p_value"]
+            metrics[corrected] = row["p_corrected"]
+        self._log_metrics(parent_id, metrics)
+        for filename, fig in figures.items():
+            self.client.log_figure(parent_id, fig, filename)
+
+    @_store_op("reading the sweep's comparisons")
+    def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:
+        """The comparisons document on a parent run, if it and every named figure are there."""
+        listed = {a.path for a in self.client.list_artifacts(parent_id)}
+        if "comparisons.json" not in listed or not set(figures) <= listed:
+            return None
+        try:
+            return dict(json.loads(self._artifact_text(parent_id, "comparisons.json")))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    @_store_op("reading the sweep's runs")
+    def sweep_report(self, sweep_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The latest parent run of a sweep and its comparisons document."""
+        exp = self.client.get_experiment_by_name(
+            experiment_name(self.config.experiment_prefix, sweep_name)
+        )
+        if exp is None:
+            raise WorkbenchError(
+                f"no sweep named {sweep_name!r} in {safe_url(self.config.tracking_uri)}; "
+                "run 'workbench sweep ablations/<spec>.yaml' first"
+            )
+        runs = self.client.search_runs(
+            [exp.experiment_id], filter_string=f"tags.`{KIND}` = 'sweep'", max_results=10_000
+        )
+        if not runs:
+            raise WorkbenchError(f"sweep {sweep_name!r} has no parent run yet")
+        # the sweep run most recently (a resumed sweep reuses an older parent)
+        run = max(
+            runs,
+            key=lambda r: float(r.data.tags.get(LAST_RUN) or 0) or r.info.start_time / 1000,
+        )
+        try:
+            doc = json.loads(self._artifact_text(run.info.run_id, "comparisons.json"))
+        except Exception as e:
+            status = run.info.status
+            why = (
+                "it is still running, or was stopped before its comparisons"
+                if status == "RUNNING"
+                else "its artifacts are missing"
+                if status == "FINISHED"
+                else "it did not finish"
+            )
+            raise SweepIncomplete(
+                f"sweep {sweep_name!r} (parent run {run.info.run_id}, {status}) has no "
+                f"comparisons yet: {why}; run the sweep again to resume it"
+            ) from e
+        info = {"run_id": run.info.run_id, "status": run.info.status, "params": run.data.params}
+        return info, dict(doc)
+
+    def log_sensitivity(
+        self, parent_run_id: str, report: dict[str, Any], figures: dict[str, Any]
+    ) -> None:
+        """A sweep's prompt sensitivity on its parent run (see `experiments.analysis.sensitivity`).
+
+        Metrics ``sensitivity.<task>.<model>.<measure>`` (spread, maxp, avgp, sensitiscore,
+        share_prompt_dependent, ``_ci_low``/``_ci_high`` for avgp, sensitiscore and
+        share_prompt_dependent only (a bootstrap of a max does not cover), and
+        ``spread_p_value``; characters MLflow refuses in a name become ``_``, and names that
+        would collide are refused before anything is logged), the
+        artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
+        ``sensitivity.json`` (the whole report), and the figures.
+        """
+
+        metrics = sensitivity_metrics(report)
+        with store_errors(self.config, "logging the sweep's prompt sensitivity"):
+            self.client.log_dict(
+                parent_run_id, variance_shares_artifact(report), "variance_shares.json"
+            )
+            self.client.log_dict(parent_run_id, report, "sensitivity.json")
+            self._log_metrics(parent_run_id, metrics)
+            for filename, fig in figures.items():
+                self.client.log_figure(parent_run_id, fig, filename)
+
+
+def _score_of(run: Any) -> tuple[float | None, str | None]:
+    """A run's score and, when it has none to show, why (None when the score stands).
+
+    Why: hand grades reach a run in several writes (`Tracker._put_grades`): the `score`
+    metric is there while `grades_sha` still says `pending:`, and a grade import cut short
+    leaves it so. Such a score is not the trial's (its folder is ungraded) and is not shown;
+    nor is any score on a run marked graded "false".
+    """
+    tags = run.data.tags
+    sha = tags.get(GRADES_SHA, "")
+    if sha.startswith(GRADES_PENDING):
+        return None, (
+            "hand grades half-written on this run (grades_sha pending): no score until "
+            f"'workbench grade import' of trial {tags.get(TRIAL_ID, '?')[:12]} completes"
+        )
+    if tags.get(GRADED) == "false":
+        return None, "graded by hand and not graded yet: no score"
+    return run.data.metrics.get("score"), None
+
+
+def comparisons_csv(table: list[dict[str, Any]]) -> str:
+    import csv
+
+    if not table:
+        return ""
+    buf = io.StringIO()
+    # every key of every row, in order of first appearance: an untested row has fewer keys
+    # than a tested one (no interval method, no draws' intervals), and may come first
+    fields = list(dict.fromkeys(k for row in table for k in row))
+    w = csv.DictWriter(buf, fieldnames=fields, restval="")
+    w.writeheader()
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def log_sensitivity(
+    tracker: Reports, parent_run_id: str, report: dict[str, Any], figures: dict[str, Any]
+) -> None:
+    """`tracker.log_sensitivity(...)`, for callers that hold the tracker as an argument."""
+    tracker.log_sensitivity(parent_run_id, report, figures)

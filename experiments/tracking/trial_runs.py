@@ -1,0 +1,265 @@
+"""A trial's run: its tags, params, metrics and artifacts (prompt, predictions, confusion matrix,
+dataset, registered prompt), and reading a logged trial back.
+
+A trial's run ends FINISHED when the trial is complete and FAILED when some rows failed (its
+official score is then absent; `score_on_answered` and `n_errors` say what happened). It
+carries every variant axis as a param, the variant and trial ids, git commit and package
+versions as tags, the scores as metrics, and as artifacts one rendered prompt, the predictions
+table and a confusion matrix. Each variant's template is registered in the MLflow Prompt
+Registry and linked to the run; the evaluated rows are logged as an MLflow dataset input.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from experiments.secrets import safe_url
+from experiments.tracking.names import (
+    GRADED,
+    KIND,
+    PARENT,
+    SWEEP_ID,
+    TRIAL_ID,
+    TRIAL_STATUS,
+    VARIANT_ID,
+    _param,
+)
+from experiments.tracking.parents import Parents
+from experiments.tracking.registry import Registry
+from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors
+
+if TYPE_CHECKING:
+    from experiments.trials.run import TrialResult
+    from promptlib.render import CompiledPrompt
+
+
+class TrialRuns(Parents, Registry):
+    """One MLflow run per trial, under a sweep's parent or on its own (`workbench run`)."""
+
+    def log_trial(
+        self,
+        parent_id: str | None,
+        result: TrialResult,
+        compiled: CompiledPrompt,
+        rows: list[dict[str, str]],
+        name: str,
+        extra_params: dict[str, Any] | None = None,
+        source: str | None = None,
+        experiment_id: str | None = None,
+    ) -> str:
+        """One run for a trial, ended FINISHED (complete) or FAILED (rows failed).
+
+        Under a sweep's parent run it is a child run; with `parent_id` None it is a top-level
+        run of `experiment_id` (a `workbench run`, see `log_run`). The run stays RUNNING until
+        everything is logged, so a crash mid-log leaves a run that resume recognises as
+        unfinished. `source` is the split's TSV path.
+        """
+        from mlflow.entities import Param, RunTag
+
+        spec = result.spec
+        summary = result.summary()
+        status = result.status
+        tags, experiment_id = self._trial_tags(parent_id, result, experiment_id)
+        run = self.client.create_run(
+            experiment_id,
+            run_name=f"{spec.task} · {name} · {spec.model}",
+            tags=tags,
+        )
+        run_id = str(run.info.run_id)
+        params = _trial_params(result, name, extra_params)
+        self.client.log_batch(
+            run_id,
+            params=[Param(k, _param(x)) for k, x in params.items()],
+            tags=[RunTag("mlflow.note.content", result.failure_reason())] if not status.ok else [],
+        )
+        self._log_metrics(run_id, _trial_metrics(summary, result.metric))
+        self._log_trial_artifacts(run_id, result, compiled, rows, summary, source)
+        if self.config.prompt_registry:
+            self._register_prompt(run_id, spec.task, name, compiled)
+        self.finish(run_id, status.ok)
+        return run_id
+
+    def _trial_tags(
+        self, parent_id: str | None, result: TrialResult, experiment_id: str | None
+    ) -> tuple[dict[str, str], str]:
+        """A trial run's tags and its experiment (the parent's, under a sweep)."""
+        tags = {
+            TRIAL_ID: result.trial_id,
+            TRIAL_STATUS: str(result.status),
+            VARIANT_ID: result.variant_id,
+            "git.commit": self.commit,
+            **_versions(),
+        }
+        if parent_id is not None:
+            parent = self.client.get_run(parent_id)
+            experiment_id = str(parent.info.experiment_id)
+            tags |= {PARENT: parent_id, KIND: "trial", SWEEP_ID: parent.data.tags.get(SWEEP_ID, "")}
+        else:
+            assert experiment_id is not None, "a run without a parent needs its experiment"
+            tags[KIND] = "run"
+        if result.metric == "manual":
+            tags[GRADED] = "false"  # graded by hand: no score until 'workbench grade import'
+        return tags, experiment_id
+
+    def _log_trial_artifacts(
+        self,
+        run_id: str,
+        result: TrialResult,
+        compiled: CompiledPrompt,
+        rows: list[dict[str, str]],
+        summary: dict[str, Any],
+        source: str | None,
+    ) -> None:
+        """The rendered prompt, predictions, summary, confusion matrix and dataset input."""
+        spec = result.spec
+        self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
+        self.client.log_text(run_id, _jsonl(result), "predictions.jsonl")
+        self.client.log_dict(run_id, summary, "summary.json")
+        if compiled.labels:
+            fig = confusion_figure(result, compiled.labels)
+            self.client.log_figure(run_id, fig, "confusion_matrix.png")
+            _close(fig)
+        self._log_dataset(run_id, spec.task, spec.split, rows, source)
+
+    def _log_dataset(
+        self, run_id: str, task: str, split: str, rows: list[dict[str, str]], source: str | None
+    ) -> None:
+        import pandas as pd
+        from mlflow.entities import DatasetInput, InputTag
+
+        df = pd.DataFrame(rows)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "source can be interpreted in multiple ways"
+            ds = self.mlflow.data.from_pandas(
+                df, source=source or f"{task}/{split}.tsv", targets="answer", name=f"{task}/{split}"
+            )
+        entity = DatasetInput(
+            dataset=ds._to_mlflow_entity(),
+            tags=[InputTag(key="mlflow.data.context", value="evaluation")],
+        )
+        _retrying("log_inputs", lambda: self.client.log_inputs(run_id, datasets=[entity]))
+
+    @_store_op("reading a trial's predictions")
+    def load_predictions(self, run_id: str) -> list[dict[str, Any]]:
+        text = self._artifact_text(run_id, "predictions.jsonl")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def stored_predictions(self, run_id: str) -> list[dict[str, Any]] | None:
+        """A FINISHED run's predictions, or None when its artifact is missing or unreadable
+        (the artifact folder was deleted or damaged): the trial must then run and be logged
+        again. A store that cannot be reached at all is a `TrackingError`, not None."""
+        try:
+            text = self._artifact_text(run_id, "predictions.jsonl")
+        except Exception as e:
+            with store_errors(self.config, "reading a trial's predictions"):
+                listed = {a.path for a in self.client.list_artifacts(run_id)}
+            if "predictions.jsonl" in listed:  # there, yet unreadable: not ours to delete
+                raise _store_error(self.config, e, "reading a trial's predictions") from e
+            return None
+        try:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            return None
+        keys = ("index", "answer", "generation", "correct")
+        if not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
+            return None
+        return rows
+
+    @_store_op("reading a trial's metrics")
+    def run_metrics(self, run_id: str) -> dict[str, float]:
+        return dict(self.client.get_run(run_id).data.metrics)
+
+
+def _trial_params(
+    result: TrialResult, name: str, extra_params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A trial run's params: every variant axis, the model, split and scoring."""
+    spec = result.spec
+    v = spec.variant
+    return {
+        "task": spec.task,
+        "model": spec.model,
+        "api_base": safe_url(result.lm_identity.get("api_base") or "none"),
+        "mode": result.lm_identity.get("mode"),
+        "split": spec.split,
+        "limit": _param(spec.limit),
+        "n_rows": len(result.predictions),
+        "variant": name,
+        "instruction": v.instruction,
+        "register": v.register,
+        "demos": v.demos if v.demos != "sample" else str(v.k),
+        "seed": _param(v.seed),
+        "pool": v.pool,
+        "format": v.format,
+        "scoring": spec.scoring,
+        "definition": spec.definition,
+        "metric": result.metric,
+        "decoding": json.dumps(result.decoding, sort_keys=True)[:500],
+        **(extra_params or {}),
+    }
+
+
+def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A trial run's metrics from its summary (None values are not logged)."""
+    return {
+        # The official score exists only for a complete trial.
+        "score": summary["score"],
+        metric: summary["score"],
+        "score_on_answered": summary["score_on_answered"],
+        "accuracy": summary["accuracy"],
+        "invalid_rate": summary["invalid_rate"],
+        "n": summary["n"],
+        "n_errors": summary["n_errors"],
+        "tokens_in": summary["tokens_in"],
+        "tokens_out": summary["tokens_out"],
+        "cost": summary["cost"],
+        "mean_latency": summary["mean_latency"],
+        "model_calls": summary["model_calls"],
+        "cache_hits": summary["cache_hits"],
+        "wall_time": summary["wall_time"],
+    }
+
+
+def _jsonl(result: TrialResult) -> str:
+    import dataclasses
+
+    return "".join(
+        json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
+    )
+
+
+def confusion_figure(result: TrialResult, labels: tuple[str, ...]) -> Any:
+    """Confusion matrix of a trial (rows: answers; columns: parsed outputs, plus 'invalid')."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cols = [*labels, "invalid"]
+    m = np.zeros((len(labels), len(cols)), dtype=int)
+    for p in result.predictions:
+        if p.answer not in labels:
+            continue
+        j = cols.index(p.parsed) if p.parsed in labels else len(labels)
+        m[labels.index(p.answer), j] += 1
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(cols), 1.0 + 0.8 * len(labels)))
+    ax.imshow(m, cmap="Blues")
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("model output")
+    ax.set_ylabel("answer")
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            ax.text(j, i, str(m[i, j]), ha="center", va="center")
+    ax.set_title(f"{result.spec.task}: {result.spec.variant.label}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _close(fig: Any) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

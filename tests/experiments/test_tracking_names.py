@@ -1,0 +1,98 @@
+"""`tracking.names` holds the MLflow name rules (issue 20): its copies of the sweep/study name
+check and of `safe_model` agree with the rules their callers use today."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.optimize.optimize import check_study_name
+from experiments.sweeps import SpecError, load_spec
+from experiments.sweeps.sweeps import safe_model as sweeps_safe_model
+from experiments.tracking.names import check_name, safe_model
+from promptlib.errors import WorkbenchError
+
+NAMES = [
+    "a",
+    "A",
+    "0",
+    "demo",
+    "A.b-c_d",
+    "hearsay.openai_stub.optuna",
+    "a" * 100,
+    "a" * 101,
+    "x" * 99 + ".",
+    "",
+    ".",
+    "..",
+    ".hidden",
+    "-x",
+    "_x",
+    "a.",
+    "a..b",
+    "a...b",
+    "a.b.c",
+    "a/b",
+    "a\\b",
+    "a b",
+    "a:b",
+    "a\n",
+    "\na",
+    "é",
+    "aé",
+    "٣",
+    "a٣",
+    "ǅ",
+    "a\t",
+    "a$",
+]
+
+MODELS = [
+    "openai/gpt-4o:mini é",
+    "local/smollm2@q4",
+    "local/smollm2",
+    "",
+    "a b",
+    "x_y",
+    "ÅÉ",
+    "٣",
+    "a-b.c",
+    "ﬁ",
+]
+
+
+def _sweep_name_ok(name: str, tmp_path: Path) -> bool:
+    """Whether `load_spec` accepts `name` as a sweep's name (other fields may still fail)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: {json.dumps(name)}\ntasks: [hearsay]\n", encoding="utf-8")
+    try:
+        load_spec(spec)
+    except SpecError as e:
+        refused = (f"name {name!r} must be", "field 'name' is required")
+        return not any(text in str(e) for text in refused)
+    return True
+
+
+def _study_name_ok(name: str) -> bool:
+    try:
+        check_study_name(name)
+    except WorkbenchError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_name_is_the_sweep_and_study_name_rule(name: str, tmp_path: Path) -> None:
+    assert check_name(name) == _study_name_ok(name) == _sweep_name_ok(name, tmp_path)
+
+
+def test_check_name_accepts_and_refuses() -> None:
+    assert check_name("a" * 100) and not check_name("a" * 101)
+    assert not check_name("a..b") and not check_name("a\n") and not check_name("")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_safe_model_is_the_figure_name_rule(model: str) -> None:
+    assert safe_model(model) == sweeps_safe_model(model)
