@@ -57,7 +57,8 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.llm.cache import cache_key
     from experiments.llm.gateway import LiteLLMModel
     from experiments.llm.types import Completion, Decoding
-    from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.study import _study_key, _study_name
     from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
     from experiments.tracking.tracking import _sha, metric_key, predictions_sha, safe_name
     from experiments.trials.runner import (
