@@ -58,7 +58,8 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.llm.gateway import LiteLLMModel
     from experiments.llm.served import SERVED_ALIGNMENT_CHECK
     from experiments.llm.types import Completion, Decoding
-    from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.study import _study_key, _study_name
     from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
     from experiments.tracking.names import _sha, metric_key, predictions_sha, safe_name
     from experiments.trials.record import Prediction

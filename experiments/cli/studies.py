@@ -252,8 +252,9 @@ def optimize(
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
-    from experiments.optimize.optimize import OptimizeConfig, dumps
+    from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.optimize import optimize as run_optimize
+    from experiments.optimize.report import dumps
     from experiments.tracking import Tracker
 
     if scoring is not Scoring.generate:

@@ -3,8 +3,9 @@
 The `optimize()` entry point is `experiments.optimize.optimize`, not re-exported here:
 the name would hide the submodule of the same name."""
 
+from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted, TrialIncomplete
-from experiments.optimize.optimize import OptimizeConfig, OptimizeReport
+from experiments.optimize.report import OptimizeReport
 
 __all__ = [
     "IncompleteEvaluation",

@@ -14,13 +14,10 @@ from typing import Any
 import pytest
 
 from experiments.llm.types import Completion, Decoding
-from experiments.optimize.optimize import (
-    IncompleteEvaluation,
-    OptimizeConfig,
-    dev_order,
-    optimize,
-    split_dev_heldout,
-)
+from experiments.optimize.config import OptimizeConfig
+from experiments.optimize.dev import dev_order, split_dev_heldout
+from experiments.optimize.errors import IncompleteEvaluation
+from experiments.optimize.optimize import optimize
 from promptlib import Catalog, LeakageError
 from promptlib.leakage import heldout_guard
 from tests.conftest import workbench_env

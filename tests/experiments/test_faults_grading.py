@@ -393,7 +393,7 @@ def test_a_deeply_nested_instruction_file_is_one_line(tmp_path: Path) -> None:
     "name", ["../../x", "/tmp/abs", "a/b", "..", ".hidden", "-flag", "x" * 101, "a..b", "", "x\n"]
 )
 def test_a_study_name_that_is_not_one_name_is_refused(name: str) -> None:
-    from experiments.optimize.optimize import OptimizeConfig
+    from experiments.optimize.config import OptimizeConfig
 
     with pytest.raises(WorkbenchError) as err:
         OptimizeConfig(task="hearsay", model="scripted/lm", study_name=name)
@@ -401,7 +401,8 @@ def test_a_study_name_that_is_not_one_name_is_refused(name: str) -> None:
 
 
 def test_a_plain_study_name_is_kept() -> None:
-    from experiments.optimize.optimize import OptimizeConfig, _study_name
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.study import _study_name
 
     cfg = OptimizeConfig(task="hearsay", model="openai/gpt-4o", study_name="hearsay-v2.1_b")
     assert _study_name(cfg) == "hearsay-v2.1_b"

@@ -18,13 +18,11 @@ from typing import Any
 
 import pytest
 
-from experiments.optimize.optimize import (
-    FAILURE_ATTR,
-    INTERRUPTED,
-    OptimizeConfig,
-    StudyInterrupted,
-)
+from experiments.optimize.config import OptimizeConfig
+from experiments.optimize.errors import StudyInterrupted
+from experiments.optimize.interrupts import INTERRUPTED
 from experiments.optimize.optimize import optimize as run_optimize
+from experiments.optimize.study import FAILURE_ATTR
 from experiments.tracking import Tracker, load_config
 from tests.conftest import workbench_env
 from tests.experiments.test_optimize import SpyLM
@@ -136,7 +134,7 @@ def test_a_trial_left_running_by_a_killed_worker_is_failed_by_the_next(tmp_path:
     import optuna
     from optuna.trial import TrialState
 
-    from experiments.optimize.optimize import WORKER_ATTR, _clean_up, _process_start, _worker
+    from experiments.optimize.interrupts import WORKER_ATTR, _clean_up, _process_start, _worker
 
     tracker = _tracker(tmp_path / "t")
     study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path}/o.db")

@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from experiments.llm.types import Completion, Decoding
-from experiments.optimize.optimize import (
-    OptimizeConfig,
-    dev_order,
-    optimize,
-    search_space,
-    split_dev_heldout,
-)
+from experiments.optimize.config import OptimizeConfig
+from experiments.optimize.dev import dev_order, split_dev_heldout
+from experiments.optimize.optimize import optimize
+from experiments.optimize.space import search_space
 from experiments.tracking import Tracker, load_config
 from promptlib import Catalog, LeakageError, compile_prompt, parse_spec
 from promptlib.errors import WorkbenchError
@@ -263,7 +260,7 @@ def test_every_chunk_keeps_the_dev_class_balance(catalog: Catalog, name: str) ->
 
 def _chunks_of(order: list[str], n: int) -> list[list[str]]:
     """The growing prefixes the median pruner scores (the search's batches, accumulated)."""
-    from experiments.optimize.optimize import _batches
+    from experiments.optimize.dev import _batches
 
     out: list[str] = []
     prefixes = []
@@ -366,7 +363,7 @@ def test_always_no_scores_chance_at_the_first_checkpoint(catalog: Catalog, tmp_p
 def test_wilcoxon_reports_each_row_at_its_position_and_prunes_losers(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    from experiments.optimize.optimize import CALLS_ATTR
+    from experiments.optimize.study import CALLS_ATTR
 
     lm = ScriptedByVariant(catalog.task("hearsay"))
     cfg = OptimizeConfig(
@@ -437,7 +434,7 @@ def test_default_pruner_saves_calls_without_pruning_a_better_trial(
     catalog: Catalog, tmp_path: Path
 ) -> None:
     """The README's pruner measurement, reduced: a model whose accuracy is set by the variant."""
-    from experiments.optimize.optimize import DEFAULT_PRUNER
+    from experiments.optimize.config import DEFAULT_PRUNER
 
     def true_p(params: dict[str, Any]) -> float:
         return ScriptedByVariant.p(bool(params["answer_hint"]), params["format"] == "claude")

@@ -14,7 +14,19 @@ from typing import Any
 import pytest
 
 import experiments.optimize.optimize as opt
-from experiments.optimize.optimize import OptimizeConfig, SearchSpace, optimize
+import experiments.optimize.search as opt_search
+import experiments.optimize.study as opt_study
+from experiments.optimize.config import OptimizeConfig
+from experiments.optimize.optimize import optimize
+from experiments.optimize.pruners import _EvaluatedStudy, _pruner
+from experiments.optimize.space import (
+    INVALID_ATTR,
+    REUSED_ATTR,
+    VARIANT_ATTR,
+    SearchSpace,
+    variant_from_params,
+)
+from experiments.optimize.study import CALLS_ATTR
 from promptlib import Catalog
 from tests.experiments.test_optimize import SpyLM, tracker  # noqa: F401 (fixture)
 
@@ -43,16 +55,16 @@ def test_a_resumed_seeded_study_evaluates_new_prompts_only(
     lm = SpyLM()
     second = optimize(_cfg(tmp_path, 3), catalog, lm, tracker)
     trials = _trials(tmp_path, second.study)
-    evaluated = [t for t in trials if opt.REUSED_ATTR not in t.user_attrs]
-    reused = [t for t in trials if opt.REUSED_ATTR in t.user_attrs]
+    evaluated = [t for t in trials if REUSED_ATTR not in t.user_attrs]
+    reused = [t for t in trials if REUSED_ATTR in t.user_attrs]
     # the seeded sampler replayed the first run's three proposals: each took its value back
     assert len(reused) == 3 and second.n_reused == 3
     for t in reused:
-        earlier = trials[t.user_attrs[opt.REUSED_ATTR]]
-        assert t.value == earlier.value and t.user_attrs[opt.CALLS_ATTR] == 0
-        assert opt.variant_from_params(t.params).id == earlier.user_attrs[opt.VARIANT_ATTR]
+        earlier = trials[t.user_attrs[REUSED_ATTR]]
+        assert t.value == earlier.value and t.user_attrs[CALLS_ATTR] == 0
+        assert variant_from_params(t.params).id == earlier.user_attrs[VARIANT_ATTR]
     # six prompts evaluated, all different; n_trials counts them, not the replays
-    assert len({t.user_attrs[opt.VARIANT_ATTR] for t in evaluated}) == 6
+    assert len({t.user_attrs[VARIANT_ATTR] for t in evaluated}) == 6
     assert first.n_trials == 3 and second.n_trials == 6
     # the second run paid for its three new prompts only: one MLflow trial run each
     exp = tracker.client.get_experiment_by_name(f"t/optimize/{second.study}")
@@ -100,8 +112,8 @@ def test_a_sampler_stuck_on_done_prompts_stops_saying_so(
         return optuna.samplers.PartialFixedSampler(fixed, optuna.samplers.RandomSampler(seed=0))
 
     monkeypatch.setattr(opt, "search_space", _tiny)
-    monkeypatch.setattr(opt, "_sampler", stuck)
-    monkeypatch.setattr(opt, "MAX_REUSED_IN_A_ROW", 5)
+    monkeypatch.setattr(opt_study, "_sampler", stuck)
+    monkeypatch.setattr(opt_search, "MAX_REUSED_IN_A_ROW", 5)
     report = optimize(_cfg(tmp_path, 3), catalog, SpyLM(), tracker)
     assert report.n_trials == 1 and report.n_reused == 5
     assert any("search stopped after 1 of 3 new trial(s)" in n for n in report.search_notes)
@@ -164,7 +176,7 @@ def test_a_reused_trial_does_not_count_for_the_median_pruner(
     hint, plain, plain_demos = _prompt(answer_hint=True), _prompt(), _prompt(demos="base")
     monkeypatch.setattr(opt, "search_space", _tiny)
     # trial 0 evaluates `hint`; resumed, the sampler replays it (1, reused), then `plain` (2)
-    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted([hint, hint, plain]))
+    monkeypatch.setattr(opt_study, "_sampler", lambda cfg, space: _scripted([hint, hint, plain]))
     lm = HintKnows(catalog.task("hearsay"))
     optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
     report = optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
@@ -172,10 +184,10 @@ def test_a_reused_trial_does_not_count_for_the_median_pruner(
     # one evaluated trial before it: below MedianPruner's two startup trials, not pruned
     assert second.state.name == "COMPLETE" and second.value == pytest.approx(0.5)
     assert first.intermediate_values == {0: 1.0, 1: 1.0, 2: 1.0}
-    assert copy.user_attrs[opt.REUSED_ATTR] == 0 and copy.intermediate_values == {}
+    assert copy.user_attrs[REUSED_ATTR] == 0 and copy.intermediate_values == {}
     assert report.n_trials == 2 and report.n_pruned == 0 and report.n_reused == 1
     # two evaluated trials: the pruner works, on them (median 0.75 > 0.5 at the first batch)
-    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted([plain_demos]))
+    monkeypatch.setattr(opt_study, "_sampler", lambda cfg, space: _scripted([plain_demos]))
     report = optimize(_cfg(tmp_path, 1, "median"), catalog, lm, NoTracker())
     third = _trials(tmp_path, report.study)[-1]
     assert third.state.name == "PRUNED" and list(third.intermediate_values) == [0]
@@ -193,14 +205,14 @@ def test_a_reused_trial_reports_no_per_row_values_and_wilcoxon_reads_its_source(
     optimize(_cfg(tmp_path, 2, "wilcoxon"), catalog, SpyLM(), tracker)
     report = optimize(_cfg(tmp_path, 2, "wilcoxon"), catalog, SpyLM(), tracker)
     trials = _trials(tmp_path, report.study)
-    reused = [t for t in trials if opt.REUSED_ATTR in t.user_attrs]
+    reused = [t for t in trials if REUSED_ATTR in t.user_attrs]
     assert reused  # trial 0 cannot be pruned (no best yet): its replay is reused
     for t in reused:
-        earlier = trials[t.user_attrs[opt.REUSED_ATTR]]
+        earlier = trials[t.user_attrs[REUSED_ATTR]]
         assert earlier.intermediate_values and t.intermediate_values == {}
     study = optuna.load_study(study_name=report.study, storage=f"sqlite:///{tmp_path}/o.db")
-    best = opt._EvaluatedStudy(study).best_trial
-    assert opt.REUSED_ATTR not in best.user_attrs and best.value == study.best_value
+    best = _EvaluatedStudy(study).best_trial
+    assert REUSED_ATTR not in best.user_attrs and best.value == study.best_value
     assert len(best.intermediate_values) == report.n_dev
 
 
@@ -214,13 +226,13 @@ def test_wilcoxon_compares_with_the_trial_a_tied_best_reused(
     from optuna.trial import TrialState, create_trial
 
     cfg = OptimizeConfig(task="hearsay", model="scripted/lm", pruner="wilcoxon")
-    study = optuna.create_study(direction="maximize", pruner=opt._pruner(cfg))
+    study = optuna.create_study(direction="maximize", pruner=_pruner(cfg))
     dist: dict[str, BaseDistribution] = {"x": FloatDistribution(0, 1)}
     rows = dict.fromkeys(range(20), 1.0)
     study.add_trial(create_trial(params={"x": 0.5}, distributions=dist, value=1.0,
                                  intermediate_values=rows))  # fmt: skip
     study.add_trial(create_trial(params={"x": 0.5}, distributions=dist, value=1.0,
-                                 user_attrs={opt.REUSED_ATTR: 0}))  # fmt: skip
+                                 user_attrs={REUSED_ATTR: 0}))  # fmt: skip
     copy = study.trials[1]
     monkeypatch.setattr(optuna.study.Study, "best_trial", property(lambda self: copy))
     worse = study.ask()
@@ -228,7 +240,7 @@ def test_wilcoxon_compares_with_the_trial_a_tied_best_reused(
         worse.report(0.0, step)
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))[0]
     assert study.pruner.prune(study, running)  # 20 rows right vs 20 wrong: p < 0.025
-    assert opt._EvaluatedStudy(study).best_trial.number == 0
+    assert _EvaluatedStudy(study).best_trial.number == 0
 
 
 def test_levels_no_prompt_combines_do_not_count_as_trials(
@@ -246,9 +258,9 @@ def test_levels_no_prompt_combines_do_not_count_as_trials(
     plan = [_prompt(instruction="reference", register="plain"), _prompt(),
             _prompt(instruction="reference")]  # fmt: skip
     monkeypatch.setattr(opt, "search_space", space)
-    monkeypatch.setattr(opt, "_sampler", lambda cfg, space: _scripted(plan))
+    monkeypatch.setattr(opt_study, "_sampler", lambda cfg, space: _scripted(plan))
     report = optimize(_cfg(tmp_path, 2), catalog, SpyLM(), NoTracker())
     invalid, *rest = _trials(tmp_path, report.study)
-    assert len({t.user_attrs[opt.VARIANT_ATTR] for t in rest}) == 2  # both prompts evaluated
+    assert len({t.user_attrs[VARIANT_ATTR] for t in rest}) == 2  # both prompts evaluated
     assert report.n_trials == 2 and report.n_pruned == 0 and report.n_invalid == 1
-    assert invalid.state.name == "PRUNED" and invalid.user_attrs[opt.INVALID_ATTR]
+    assert invalid.state.name == "PRUNED" and invalid.user_attrs[INVALID_ATTR]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.optimize.optimize import INVALID_ATTR, REUSED_ATTR, variant_from_params
+from experiments.optimize.space import INVALID_ATTR, REUSED_ATTR, variant_from_params
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import workbench_env
 

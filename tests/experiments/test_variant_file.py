@@ -216,7 +216,10 @@ class SpyLM:
 def test_optimize_report_carries_the_winner_and_rerunning_it_gives_the_verdicts_prompts(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    from experiments.optimize.optimize import OptimizeConfig, dumps, optimize, report_text
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.optimize import optimize
+    from experiments.optimize.report import dumps
+    from experiments.output import optimize_report
     from experiments.tracking import Tracker, load_config
     from experiments.trials.run import run_trial
     from experiments.trials.spec import TrialSpec
@@ -234,7 +237,7 @@ def test_optimize_report_carries_the_winner_and_rerunning_it_gives_the_verdicts_
     report = optimize(cfg, catalog, lm, Tracker(load_config(cfg_file)))
     doc = json.loads(dumps(report))  # what `workbench optimize --json` prints
     assert doc["best_variant_json"] == report.best_variant_json
-    assert "--variant-file" in report_text(report)
+    assert "--variant-file" in optimize_report(report.to_dict())
     winner = variant_from_saved(doc)
     assert winner.task == "hearsay" and winner.label == report.best_variant
     # the verdict evaluates the winner on the judged held-out rows first, then the base prompt

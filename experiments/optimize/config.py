@@ -1,0 +1,71 @@
+"""What one optimisation is asked to do: its settings, the study-name rule, pruner constants."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from experiments.llm.types import Scoring
+from promptlib.errors import WorkbenchError
+
+StepProgress = Callable[[int, int, str], None]
+"""Told (done, total, what) as the search advances (the CLI draws a progress bar)."""
+# Study names follow the rule of sweep names (`sweeps._NAME`): one name, no path. It names
+# the study's MLflow experiment and its artifact folder.
+_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+PRUNERS = ("wilcoxon", "median", "none")
+DEFAULT_PRUNER = "wilcoxon"
+# WilcoxonPruner: prune once a one-sided signed-rank test says the trial is worse than the
+# best one at p < WILCOXON_P, asked after each of WILCOXON_CHECKPOINTS batches of dev. 0.025
+# is about the Pocock-corrected level of a one-sided 0.1 test repeated at 10 looks (Optuna's
+# default, 0.1 at every look, prunes an equally good trial ~29% of the time); README has the
+# measurement behind the choice.
+WILCOXON_P = 0.025
+WILCOXON_STARTUP = 2
+WILCOXON_CHECKPOINTS = 10
+
+
+def check_study_name(name: str) -> str:
+    """`name` if it may name a study, else a one-line error (it becomes a folder name)."""
+    if not _STUDY_NAME.fullmatch(name) or ".." in name:
+        raise WorkbenchError(
+            f"--study {name!r} must be letters, digits, '_', '-' or '.', starting with a "
+            "letter or digit, at most 100 characters (it names an MLflow experiment and its "
+            "artifact folder)"
+        )
+    return name
+
+
+@dataclass
+class OptimizeConfig:
+    task: str
+    model: str
+    n_trials: int = 8
+    method: str = "optuna"  # optuna | dspy-labeled | dspy-bootstrap | dspy-mipro
+    sampler: str = "tpe"
+    seed: int = 0
+    storage: str | None = None
+    study_name: str | None = None
+    split: str = "test"
+    heldout_fraction: float = 0.5
+    split_seed: int = 0
+    pruner: str = DEFAULT_PRUNER  # wilcoxon | median | none
+    chunks: int | None = None  # checkpoints at which the pruner is asked; None: per pruner
+    dev_limit: int | None = None
+    heldout_limit: int | None = None
+    n_resamples: int = 10_000
+    scoring: Scoring = "generate"
+
+    def __post_init__(self) -> None:
+        if self.study_name is not None:  # refused before a model or store is opened
+            check_study_name(self.study_name)
+
+
+def checkpoints(cfg: OptimizeConfig, n_rows: int) -> int:
+    """How many batches dev is evaluated in: the pruner is asked after each one."""
+    if cfg.chunks is not None:
+        n = cfg.chunks
+    else:
+        n = {"median": 3, "wilcoxon": WILCOXON_CHECKPOINTS, "none": 1}[cfg.pruner]
+    return max(1, min(n, n_rows))
