@@ -90,7 +90,9 @@ def main() -> None:
         direct_coverage(args.k, args.tau, args.delta, args.coverage_sims, args.resamples)
         return
 
-    from experiments.sweeps.sweeps import TrialOutcome, load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.outcomes import TrialOutcome
+    from experiments.sweeps.plan import plan_tasks, trial_plan
+    from experiments.sweeps.spec import load_spec
     from experiments.trials.runner import resolve_trial, run_trial
 
     catalog = Catalog(LocalSource(os.environ.get("LEGALBENCH_DIR", "../shared/legalbench")))

@@ -58,7 +58,9 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.llm.gateway import LiteLLMModel
     from experiments.llm.types import Completion, Decoding
     from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
-    from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
+    from experiments.sweeps.plan import plan_tasks, sweep_id, trial_plan
+    from experiments.sweeps.report import safe_model
+    from experiments.sweeps.spec import load_spec
     from experiments.tracking.tracking import _sha, metric_key, predictions_sha, safe_name
     from experiments.trials.runner import (
         SERVED_ALIGNMENT_CHECK,

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from experiments.llm.types import Completion, Decoding
-from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
+from experiments.sweeps.outcomes import TrialOutcome
+from experiments.sweeps.plan import plan_tasks, trial_plan
+from experiments.sweeps.report import compare
+from experiments.sweeps.spec import load_spec
 from experiments.trials.runner import resolve_trial, run_trial
 
 SPEC = """
