@@ -1,6 +1,6 @@
 """Planning a sweep on a huge split: 20k and 100k rows, against the old quadratic algorithm.
 
-Planning (`experiments.sweeps.sweeps.plan_tasks`) finds the rows every variant of a task may be
+Planning (`experiments.sweeps.plan.plan_tasks`) finds the rows every variant of a task may be
 evaluated on. It once rebuilt a set of one variant's row ids for every row of another
 (issue 19, defect 6): a 20k-row split took 17 s and 100k never finished a `--dry-run`. The
 target: a 100k-row split plans a `--limit 10` sweep in under 2 s.
@@ -29,7 +29,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.sweeps import sweeps
+from experiments.sweeps import plan
+from experiments.sweeps.spec import SweepSpec, load_spec
 from promptlib import Catalog, LocalSource
 
 TARGET = 2.0  # seconds, for 100k rows
@@ -71,10 +72,10 @@ def old_common_rows(kept_ids: Sequence[Sequence[str]]) -> list[str]:
     return common or []
 
 
-def plan_seconds(data: Path, spec: sweeps.SweepSpec) -> tuple[float, float]:
+def plan_seconds(data: Path, spec: SweepSpec) -> tuple[float, float]:
     """Wall and CPU time of planning from a fresh catalog (so the TSV is read)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    (planned,) = sweeps.plan_tasks(spec, Catalog(LocalSource(data)), limit=10)
+    (planned,) = plan.plan_tasks(spec, Catalog(LocalSource(data)), limit=10)
     assert len(planned.rows) == 10
     return time.perf_counter() - wall, time.process_time() - cpu
 
@@ -103,15 +104,15 @@ def main() -> None:
         work = Path(tmp)
         spec_path = work / "spec.yaml"
         spec_path.write_text(SPEC)
-        spec = sweeps.load_spec(spec_path)
+        spec = load_spec(spec_path)
         data = {n: make_data(work / f"lb{n}", Path(lb), n) for n in (20_000, 100_000)}
         new = {n: plan_seconds(d, spec) for n, d in data.items()}
-        saved = sweeps._common_rows
-        sweeps._common_rows = old_common_rows
+        saved = plan._common_rows
+        plan._common_rows = old_common_rows
         try:
             old20 = plan_seconds(data[20_000], spec)
         finally:
-            sweeps._common_rows = saved
+            plan._common_rows = saved
         print(f"variants: {len(spec.variants)}; --limit 10; planning from a fresh catalog")
         print(f"{'rows':>8} {'new wall':>9} {'new cpu':>8} {'old wall':>9} {'old cpu':>8} ratio")
         (w20, c20), (w100, c100) = new[20_000], new[100_000]

@@ -24,8 +24,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from experiments.llm.gateway import LiteLLMModel
+from experiments.sweeps.driver import run_sweep
 from experiments.sweeps.executors import Executor, LocalExecutor, RayExecutor
-from experiments.sweeps.sweeps import load_spec, run_sweep
+from experiments.sweeps.spec import load_spec
 from experiments.tracking import Tracker, TrackingConfig
 from promptlib import Catalog, default_source
 

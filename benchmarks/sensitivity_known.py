@@ -95,7 +95,8 @@ def main() -> None:
         direct_coverage(args.k, args.tau, args.delta, args.coverage_sims, args.resamples)
         return
 
-    from experiments.sweeps.sweeps import TrialOutcome, load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.plan import plan_tasks, trial_plan
+    from experiments.sweeps.spec import load_spec
     from experiments.trials.run import run_trial
     from experiments.trials.spec import resolve_trial
 
@@ -133,16 +134,7 @@ def main() -> None:
         outcomes = []
         for t, rt in zip(plan, resolved, strict=True):
             r = run_trial(rt, catalog, lm)
-            pr = r.predictions
-            outcomes.append(
-                TrialOutcome(
-                    task=t.planned.task, model=t.model, variant=t.variant.name, trial_id=rt.id,
-                    run_id="-", status=str(r.status), n_errors=r.n_errors, metric=r.metric,
-                    score=r.score, indices=[x.index for x in pr], answers=[x.answer for x in pr],
-                    generations=[x.generation for x in pr], correct=[x.correct for x in pr],
-                    resumed=False, prompt_hashes=[x.prompt_hash for x in pr],
-                )
-            )  # fmt: skip
+            outcomes.append(TrialRecord.from_result(r, variant=t.variant.name, run_id="-"))
         return outcomes, true_shares(params)
 
     t0 = time.perf_counter()
@@ -152,7 +144,7 @@ def main() -> None:
     for sim in range(args.sims):
         outcomes, truth = one(sim)
         got = S.variance_shares(
-            [_group([TrialRecord.from_outcome(o) for o in outcomes if o.task == pt.task])
+            [_group([o for o in outcomes if o.task == pt.task])
              for pt in planned],
             n_resamples=args.resamples, seed=sim,
         )  # fmt: skip

@@ -60,7 +60,9 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     from experiments.llm.types import Completion, Decoding
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.study import _study_key, _study_name
-    from experiments.sweeps.sweeps import load_spec, plan_tasks, safe_model, sweep_id, trial_plan
+    from experiments.sweeps.plan import plan_tasks, sweep_id, trial_plan
+    from experiments.sweeps.report import safe_model
+    from experiments.sweeps.spec import load_spec
     from experiments.tracking.names import _sha, metric_key, predictions_sha, safe_name
     from experiments.trials.record import Prediction
     from experiments.trials.run import TrialResult, run_trial

@@ -23,18 +23,9 @@ OUTPUT_TEXTS = Counter({
     ("experiments/analysis/figures.py", "_difference_panel", "incomplete"): 1,
 })  # fmt: skip
 
-# left for round 2 of issue 20 (`TrialOutcome` and the stored-summary reads move to the
-# record): shrink this as they go; a new bare status anywhere fails the test
-REMAINING = Counter({
-    ("experiments/trials/grading.py", "_trial", "complete"): 1,
-    ("experiments/trials/grading.py", "carry_grades", "complete"): 1,
-    ("experiments/sweeps/sweeps.py", "TrialOutcome.complete", "complete"): 1,
-    ("experiments/sweeps/sweeps.py", "run_sweep.claimed", "complete"): 1,
-    ("experiments/sweeps/sweeps.py", "run_sweep", "failed"): 1,
-    ("experiments/sweeps/sweeps.py", "run_sweep", "complete"): 1,
-    ("experiments/sweeps/sweeps.py", "run_sweep", "incomplete"): 1,
-    ("experiments/sweeps/sweeps.py", "_outcome", "complete"): 1,
-})  # fmt: skip
+# none left (issue 20 moved the sweep outcomes and stored-summary reads to the record); a
+# new bare status anywhere fails the test
+REMAINING: Counter[tuple[str, str, str]] = Counter()
 
 
 def _is_key(node: ast.Constant, parent: ast.AST | None) -> bool:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -34,7 +33,7 @@ from experiments.cli.options import (
     Timeout,
     friendly,
 )
-from experiments.llm.backends import DEFAULT_MODEL, is_local
+from experiments.llm.backends import DEFAULT_MODEL
 
 
 @app.command()
@@ -80,7 +79,8 @@ def sweep(
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
+    from experiments.sweeps.plan import dry_run_items, plan_tasks, trial_plan
+    from experiments.sweeps.spec import load_spec
 
     spec = load_spec(spec_path)
     setup = Setup(
@@ -100,7 +100,7 @@ def sweep(
     if dry_run:
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
         trials = trial_plan(spec, planned, models)
-        items, skipped = _dry_run_items(catalog, planned, trials, setup.lm)
+        items, skipped = dry_run_items(catalog, planned, trials, setup.lm)
         typer.echo(
             output.as_json({"trials": items, "skipped": skipped})
             if as_json
@@ -111,8 +111,8 @@ def sweep(
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.files import check_writable
     from experiments.secrets import safe_url
+    from experiments.sweeps.driver import run_sweep
     from experiments.sweeps.executors import check_choice, get_executor
-    from experiments.sweeps.sweeps import run_sweep
     from experiments.tracking import Tracker
 
     check_choice(executor, ray_address)
@@ -155,46 +155,6 @@ def sweep(
     if result["incomplete"]:
         typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
         raise typer.Exit(1)
-
-
-def _dry_run_items(
-    catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The planned trials with prompt-token and cost estimates (no model call)."""
-    # start-up time: the CLI imports a command's modules when it runs
-    from experiments.trials.spec import decoding_for, resolve_trial
-
-    items = []
-    lms = {t.model: lm_factory(t.model) for t in trials}
-    for t in trials:
-        pt, nv, model = t.planned, t.variant, t.model
-        task = catalog.task(pt.task)
-        resolved = resolve_trial(t.spec, catalog, lms[model])
-        chars = sum(len(resolved.compiled.render(r)) for r in resolved.rows)
-        tokens = chars // 4
-        out_tokens = len(pt.rows) * decoding_for(task.spec, "chat").max_tokens
-        items.append(
-            {
-                "trial_id": resolved.id,
-                "task": pt.task,
-                "variant": nv.name,
-                "model": model,
-                "n": len(pt.rows),
-                "prompt_tokens_est": tokens,
-                "cost_est": _cost_estimate(model, tokens, out_tokens),
-            }
-        )
-    skipped = [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped]
-    return items, skipped
-
-
-def _cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    if is_local(model):
-        return 0.0
-    # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.gateway import estimate_cost
-
-    return estimate_cost(model, prompt_tokens, completion_tokens)
 
 
 @app.command()

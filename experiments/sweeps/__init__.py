@@ -1,5 +1,6 @@
 """Sweeps: the YAML spec, the plan of trials, the driver, the executors (local threads, Ray)."""
 
+from experiments.sweeps.driver import run_sweep
 from experiments.sweeps.executors import (
     Executor,
     ExecutorError,
@@ -8,16 +9,9 @@ from experiments.sweeps.executors import (
     TrialJob,
     get_executor,
 )
-from experiments.sweeps.sweeps import (
-    ReportError,
-    SpecError,
-    SweepSpec,
-    load_spec,
-    plan_tasks,
-    run_sweep,
-    sweep_id,
-    trial_plan,
-)
+from experiments.sweeps.plan import plan_tasks, sweep_id, trial_plan
+from experiments.sweeps.report import ReportError
+from experiments.sweeps.spec import SpecError, SweepSpec, load_spec
 
 __all__ = [
     "Executor",

@@ -1,6 +1,6 @@
 """Where a sweep's trials run: in this process, or on a Ray cluster.
 
-The sweep driver (`experiments.sweeps.sweeps.run_sweep`) stays in charge of everything that must
+The sweep driver (`experiments.sweeps.driver.run_sweep`) stays in charge of everything that must
 happen once: it claims each trial (`Tracker.claim`), hands the claimed trials to an
 executor, and logs each `TrialResult` the executor gives back to MLflow, then releases the
 claim. Workers only *compute* trials; they never talk to MLflow. So resume, run states,

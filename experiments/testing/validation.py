@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from experiments.llm.types import Completion, Decoding
-from experiments.sweeps.sweeps import TrialOutcome, compare, load_spec, plan_tasks, trial_plan
+from experiments.sweeps.plan import plan_tasks, trial_plan
+from experiments.sweeps.report import compare
+from experiments.sweeps.spec import load_spec
+from experiments.trials.record import TrialRecord
 from experiments.trials.run import run_trial
 from experiments.trials.spec import resolve_trial
 
@@ -147,18 +150,7 @@ def simulate(
         outcomes = []
         for t, rt in zip(plan, resolved, strict=True):
             result = run_trial(rt, catalog, lm)
-            preds = result.predictions
-            outcomes.append(
-                TrialOutcome(
-                    task=t.planned.task, model=t.model, variant=t.variant.name,
-                    trial_id=rt.id, run_id="-", status=str(result.status),
-                    n_errors=result.n_errors, metric=result.metric, score=result.score,
-                    indices=[x.index for x in preds], answers=[x.answer for x in preds],
-                    generations=[x.generation for x in preds],
-                    correct=[x.correct for x in preds], resumed=False,
-                    prompt_hashes=[x.prompt_hash for x in preds],
-                )
-            )  # fmt: skip
+            outcomes.append(TrialRecord.from_result(result, variant=t.variant.name, run_id="-"))
         table, _ = compare(spec, outcomes, catalog)
         row = table[0]
         rejections += int(row["p_value"] is not None and row["p_value"] < alpha)

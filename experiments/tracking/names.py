@@ -102,7 +102,7 @@ def study_suffix(study_name: str) -> str:
 
 
 # A sweep's or study's name becomes a folder name and an MLflow experiment: no path tricks
-# (`sweeps.sweeps._NAME`, `optimize.optimize._STUDY_NAME`, the same rule).
+# (`sweeps.spec._NAME`, `optimize.config._STUDY_NAME`, the same rule).
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 

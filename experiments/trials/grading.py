@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.files import atomic_write_dir, atomic_write_text, dir_lock
+from experiments.trials.record import TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import MANUAL
 from experiments.trials.store import runs_dir, save_result
@@ -167,7 +168,7 @@ def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             f"trial {trial_dir.name[:12]} ({summary.get('task')}) is scored automatically "
             f"({summary.get('metric')}); only hand-graded tasks such as rule_qa are graded here"
         )
-    if summary.get("status") != "complete":
+    if summary.get("status") != TrialStatus.COMPLETE:
         raise GradingError(
             f"trial {trial_dir.name[:12]} is {summary.get('status')}: some rows have no "
             "generation; rerun it with 'workbench run' until it is complete, then export"
@@ -456,7 +457,7 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
         return None
     with dir_lock(trial_dir):
         summary = _read_json(trial_dir / "summary.json")
-        if not isinstance(summary, dict) or summary.get("status") != "complete":
+        if not isinstance(summary, dict) or summary.get("status") != TrialStatus.COMPLETE:
             return None
         try:
             preds = _predictions(trial_dir / "predictions.jsonl")

@@ -92,41 +92,6 @@ class RunResult(Protocol):
     def predictions(self) -> Sequence[Prediction]: ...
 
 
-class Outcome(Protocol):
-    """A trial in columns (a sweep's `TrialOutcome`): what `TrialRecord.from_outcome` reads."""
-
-    @property
-    def task(self) -> str: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def variant(self) -> str: ...
-    @property
-    def trial_id(self) -> str: ...
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def n_errors(self) -> int: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def score(self) -> float | None: ...
-    @property
-    def indices(self) -> Sequence[str]: ...
-    @property
-    def answers(self) -> Sequence[str]: ...
-    @property
-    def generations(self) -> Sequence[str | None]: ...
-    @property
-    def correct(self) -> Sequence[bool | None]: ...
-    @property
-    def resumed(self) -> bool: ...
-    @property
-    def prompt_hashes(self) -> Sequence[str | None]: ...
-
-
 @dataclass(frozen=True)
 class TrialRecord:
     """One (task, model, variant)'s rows and status, as the analysis takes them."""
@@ -205,25 +170,6 @@ class TrialRecord:
             run_id=run_id,
             axes=dict(axes or {}),
         )
-
-    @classmethod
-    def from_outcome(cls, o: Outcome) -> TrialRecord:
-        """The record of a trial given in columns (a sweep's `TrialOutcome`)."""
-        return cls(
-            task=o.task,
-            model=o.model,
-            variant=o.variant,
-            metric=o.metric,
-            status=TrialStatus(o.status),
-            score=o.score,
-            rows=_rows(
-                o.variant, o.indices, o.answers, o.generations, o.correct,
-                list(o.prompt_hashes or []), o.n_errors,
-            ),
-            trial_id=o.trial_id,
-            run_id=o.run_id,
-            resumed=o.resumed,
-        )  # fmt: skip
 
     @classmethod
     def from_stored(

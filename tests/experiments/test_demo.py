@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.sweeps.sweeps import load_spec, plan_tasks, trial_plan
+from experiments.sweeps.plan import plan_tasks, trial_plan
+from experiments.sweeps.spec import load_spec
 from promptlib import Catalog
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from experiments.sweeps.sweeps import SpecError, load_spec
+from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import run_cli, workbench_env
 

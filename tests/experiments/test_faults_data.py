@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from experiments.llm.gateway import get_model
-from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
+from experiments.sweeps.plan import plan_tasks
+from experiments.sweeps.spec import SpecError, load_spec
 from experiments.trials.spec import TrialSpec, resolve_trial, select_rows
 from promptlib import Catalog, LocalSource, PromptVariant, evaluation_rows, parse_spec
 from promptlib.data import read_tsv

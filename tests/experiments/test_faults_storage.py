@@ -268,7 +268,7 @@ def test_storage_fault_mid_sweep_is_one_line_and_a_rerun_completes(
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["claim", "compare"])
 def test_interrupted_noop_rerun_leaves_the_parent_finished(wb: Workbench, where: str) -> None:
-    import experiments.sweeps.sweeps
+    import experiments.sweeps.driver
     from experiments.tracking import Tracker
 
     assert wb.sweep().exit_code == 0
@@ -294,7 +294,7 @@ def test_interrupted_noop_rerun_leaves_the_parent_finished(wb: Workbench, where:
             def compare(*args: Any, **kwargs: Any) -> Any:
                 raise KeyboardInterrupt
 
-            mp.setattr(experiments.sweeps.sweeps, "compare", compare)
+            mp.setattr(experiments.sweeps.driver, "compare", compare)
         with contextlib.suppress(KeyboardInterrupt):  # click may make it "Aborted!", exit 1
             assert wb.sweep().exit_code != 0
     assert wb.parent_status() == "FINISHED"

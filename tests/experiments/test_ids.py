@@ -21,8 +21,8 @@ from experiments import ids
 from experiments.llm.cache import cache_key as cache_cache_key
 from experiments.llm.types import Decoding
 from experiments.secrets import safe_url
-from experiments.sweeps.sweeps import load_spec
-from experiments.sweeps.sweeps import sweep_id as sweeps_sweep_id
+from experiments.sweeps.plan import sweep_id as sweeps_sweep_id
+from experiments.sweeps.spec import load_spec
 from experiments.tracking.names import metric_key
 from experiments.tracking.names import predictions_sha as tracking_predictions_sha
 from experiments.trials.record import Prediction
@@ -234,7 +234,8 @@ def test_spec_and_sweep_ids_are_the_sweeps(path: Path) -> None:
 
 
 def test_study_key_is_optimizes() -> None:
-    from experiments.optimize.optimize import OptimizeConfig, _study_key, _study_name
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.study import _study_key, _study_name
 
     storages = [
         "sqlite:////tmp/optuna.db",

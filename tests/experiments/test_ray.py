@@ -27,7 +27,8 @@ import pytest
 from experiments.llm.cache import ResponseCache
 from experiments.llm.gateway import LiteLLMModel
 from experiments.llm.types import Completion, Decoding, ModelError
-from experiments.sweeps.sweeps import load_spec, run_sweep
+from experiments.sweeps.driver import run_sweep
+from experiments.sweeps.spec import load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from experiments.tracking import Tracker, TrackingConfig
 from promptlib import Catalog

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from experiments.sweeps.sweeps import SpecError, load_spec, plan_tasks
+from experiments.sweeps.plan import plan_tasks
+from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog
 from tests.conftest import workbench_env
@@ -363,7 +364,7 @@ def test_a_sweep_leaves_no_figure_open(
     import matplotlib.pyplot as plt
 
     from experiments.llm.gateway import LiteLLMModel
-    from experiments.sweeps.sweeps import run_sweep
+    from experiments.sweeps.driver import run_sweep
     from experiments.tracking import Tracker, TrackingConfig
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.optimize.optimize import check_study_name
+from experiments.optimize.config import check_study_name
 from experiments.sweeps import SpecError, load_spec
-from experiments.sweeps.sweeps import safe_model as sweeps_safe_model
+from experiments.sweeps.report import safe_model as sweeps_safe_model
 from experiments.tracking.names import check_name, safe_model
 from promptlib.errors import WorkbenchError
 

@@ -104,7 +104,7 @@ def test_duplicate_and_merge_keys_are_refused(text: str, needle: str) -> None:
 def test_spec_and_mlflow_yaml_refuse_duplicate_keys(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from experiments.sweeps.sweeps import SpecError, load_spec
+    from experiments.sweeps.spec import SpecError, load_spec
 
     spec = tmp_path / "dup.yaml"
     spec.write_text(_SPEC + "limit: 7\naxes:\n  instruction: [reference, description]\n")

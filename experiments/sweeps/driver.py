@@ -1,0 +1,384 @@
+"""The sweep driver: plan, sweep id, parent run, the claimed trials, their outcomes, the report."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
+from experiments.sweeps.outcomes import _lost, _outcome
+from experiments.sweeps.plan import PlannedTask, PlannedTrial, plan_tasks, sweep_id, trial_plan
+from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
+from experiments.sweeps.spec import SpecError, SweepSpec
+from experiments.tracking import log_sensitivity, store_errors
+from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
+from experiments.trials.run import TrialResult
+from experiments.trials.spec import ResolvedTrial, resolve_trial
+from promptlib.tasks import Catalog
+
+if TYPE_CHECKING:
+    from experiments.tracking import Tracker
+
+
+def run_sweep(
+    spec: SweepSpec,
+    catalog: Catalog,
+    *,
+    models: tuple[str, ...] | None = None,
+    only: tuple[str, ...] | None = None,
+    limit: int | None = None,
+    tracker: Tracker,
+    lm_factory: Any,
+    cache: Any = None,
+    progress: Any = None,
+    reports_dir: Path | None = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) a sweep, log it to the tracker, and test its comparisons.
+
+    Each trial is claimed before it runs (see `Tracker.claim`): one already FINISHED is read
+    back; one a peer process is running is left for later and waited for at the end. An
+    incomplete trial's run ends FAILED and its comparisons get no p-value; the parent ends
+    FINISHED only when every trial is complete.
+
+    `executor` (default: `LocalExecutor`, in this process) computes the claimed trials; this
+    function alone claims, logs to MLflow and compares, whatever the executor. A trial the
+    executor lost (its Ray worker died past its retries) has no run and counts as failed.
+
+    The steps: plan, sweep id, parent run, claim and run the pending trials, collect their
+    outcomes, compare and report, end the parent.
+    """
+
+    models = models or spec.models
+    planned, plan = _plan(spec, catalog, models, only, limit)
+    lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
+    resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
+    sid = _sweep_id(spec, models, planned, limit, lms, resolved)
+    executor = executor or LocalExecutor()
+    # Before anything is logged: a cluster that cannot start the workers, or workers whose
+    # local model is not this machine's, stop the sweep with no parent run written.
+    executor.start([lms[m] for m in models], cache)
+    parent = ParentRun.open(tracker, spec.name, sid, _params(spec, models, planned, limit))
+    trials = SweepTrials(spec, catalog, plan, resolved, lms, parent, progress)
+    try:
+        trials.run(executor, cache)
+        ordered = trials.ordered()
+        if progress:
+            progress(len(plan), len(plan), "comparisons")
+        doc, written = _report(spec, ordered, catalog, parent, reports_dir)
+        ok = not doc["incomplete"]
+    except BaseException:
+        trials.release()
+        parent.abandon()
+        raise
+    trials.release()
+    parent.end(ok)
+    return _summary(spec, sid, parent, trials, planned, ordered, doc, written)
+
+
+def _plan(
+    spec: SweepSpec,
+    catalog: Catalog,
+    models: tuple[str, ...],
+    only: tuple[str, ...] | None,
+    limit: int | None,
+) -> tuple[list[PlannedTask], list[PlannedTrial]]:
+    """The planned tasks and the trials; a sweep whose every task is skipped is an error."""
+    planned = plan_tasks(spec, catalog, only=only, limit=limit)
+    plan = trial_plan(spec, planned, models)
+    if not plan:  # nothing to run or compare: not a result, and no parent run claims one
+        why = "; ".join(f"{p.task}: {p.skipped}" for p in planned if p.skipped)
+        raise SpecError(
+            f"{spec.path}: every task was skipped ({why or 'no tasks'}), so there is nothing "
+            f"to run or compare and nothing was logged; choose tasks that have a {spec.split} "
+            "split (--tasks, tasks:) or another split:"
+        )
+    return planned, plan
+
+
+def _sweep_id(
+    spec: SweepSpec,
+    models: tuple[str, ...],
+    planned: list[PlannedTask],
+    limit: int | None,
+    lms: dict[str, Any],
+    resolved: list[ResolvedTrial],
+) -> str:
+    """The sweep id of these models, tasks, limit and resolved trials (`plan.sweep_id`)."""
+    return sweep_id(
+        spec,
+        [lms[m].cache_identity() for m in models],
+        [p.task for p in planned],
+        limit,
+        [rt.id for rt in resolved],
+    )
+
+
+def _params(
+    spec: SweepSpec, models: tuple[str, ...], planned: list[PlannedTask], limit: int | None
+) -> dict[str, Any]:
+    """The parent run's MLflow params."""
+    return {
+        "spec": spec.path,
+        "models": ",".join(models),
+        "tasks": ",".join(p.task for p in planned),
+        "limit": limit if limit is not None else spec.limit,
+        "n_resamples": spec.n_resamples,
+        "correction": spec.correction,
+        "variants": ";".join(v.name for v in spec.variants),
+    }
+
+
+@dataclass
+class ParentRun:
+    """The sweep's parent run, and whether this process has marked it RUNNING.
+
+    A FINISHED parent stays FINISHED until this run changes something (a trial to run, other
+    comparisons): a rerun with nothing to do, even an interrupted one, leaves it so.
+    """
+
+    tracker: Tracker
+    run_id: str
+    running: bool
+
+    @classmethod
+    def open(cls, tracker: Tracker, name: str, sid: str, params: dict[str, Any]) -> ParentRun:
+        """Find or create the parent run of this sweep id; mark it RUNNING unless FINISHED."""
+        run_id = tracker.parent_run(name, sid, params)
+        running = tracker.run_status(run_id) != "FINISHED"
+        if running:
+            tracker.mark_running(run_id)
+        return cls(tracker, run_id, running)
+
+    def touch(self) -> None:
+        """Mark the parent RUNNING before this process first changes it."""
+        if not self.running:
+            self.tracker.mark_running(self.run_id)
+            self.running = True
+
+    def end(self, ok: bool) -> None:
+        """End a parent this process marked RUNNING: FINISHED when `ok`, else FAILED."""
+        if self.running:
+            with store_errors(self.tracker.config, "ending the sweep's parent run"):
+                self.tracker.finish(self.run_id, ok)
+
+    def abandon(self) -> None:
+        """On an error, end a parent this process marked RUNNING as FAILED, if the store lets."""
+        if self.running:  # best effort: the error on its way (maybe the store itself) says more
+            with contextlib.suppress(Exception):
+                self.tracker.finish(self.run_id, False)
+
+
+@dataclass
+class SweepTrials:
+    """The sweep's trials as they are claimed, run by the executor, logged and collected."""
+
+    spec: SweepSpec
+    catalog: Catalog
+    plan: list[PlannedTrial]
+    resolved: list[ResolvedTrial]
+    lms: dict[str, Any]
+    parent: ParentRun
+    progress: Any = None
+    outcomes: dict[int, TrialRecord] = field(default_factory=dict)
+    held: dict[int, contextlib.ExitStack] = field(default_factory=dict)  # claims handed out
+    rebuilt: list[str] = field(default_factory=list)  # FINISHED runs that lost predictions
+
+    def run(self, executor: Executor, cache: Any) -> None:
+        """Run every trial not yet done; the first pass skips trials a peer is running, the
+        second waits for them."""
+        pending = list(range(len(self.plan)))
+        for wait in (False, True):
+            deferred: list[int] = []
+            for job, result in executor.map_trials(
+                self.claimed(pending, wait, deferred), self.catalog, cache
+            ):
+                self.record(job, result)
+            pending = deferred
+
+    def claimed(self, pending: list[int], wait: bool, deferred: list[int]) -> Iterator[TrialJob]:
+        """Claim trials one at a time, as the executor asks for work; yield those to run."""
+        tracker = self.parent.tracker
+        for i in pending:
+            t, rt = self.plan[i], self.resolved[i]
+            if self.progress:
+                self.progress(
+                    len(self.outcomes),
+                    len(self.plan),
+                    f"{t.planned.task} · {t.variant.name} · {t.model}",
+                )
+            stack = contextlib.ExitStack()
+            try:
+                claim = stack.enter_context(tracker.claim(self.parent.run_id, rt.id, wait=wait))
+                if claim is None:
+                    stack.close()
+                    deferred.append(i)
+                    continue
+                if claim.startswith("done:"):
+                    run_id = claim.removeprefix("done:")
+                    preds = tracker.stored_predictions(run_id)
+                    if preds is not None:
+                        stack.close()
+                        self.outcomes[i] = _outcome(
+                            t,
+                            rt,
+                            run_id,
+                            preds,
+                            TrialStatus.COMPLETE,
+                            rt.metric,
+                            tracker.run_metrics(run_id).get("score"),
+                            True,
+                        )
+                        continue
+                    # Its artifacts were deleted: rerun it (answers from the response cache)
+                    # and log it again, still under this trial's claim.
+                    self.parent.touch()
+                    tracker.discard_run(run_id)
+                    self.rebuilt.append(rt.id)
+                self.parent.touch()
+            except BaseException:
+                stack.close()
+                raise
+            self.held[i] = stack  # released once the result is logged
+            yield TrialJob(i, rt, self.catalog.task(t.planned.task), self.lms[t.model])
+
+    def record(self, job: TrialJob, result: TrialResult | TrialLost) -> None:
+        """Log a trial's result under the parent and keep its outcome; release its claim."""
+        i = job.key
+        t, rt = self.plan[i], self.resolved[i]
+        tracker, spec = self.parent.tracker, self.spec
+        try:
+            if isinstance(result, TrialLost):  # no run logged: the rerun resumes it
+                self.outcomes[i] = _outcome(
+                    t,
+                    rt,
+                    "",
+                    _lost(rt.rows, result.reason),
+                    TrialStatus.FAILED,
+                    rt.metric,
+                    None,
+                    False,
+                )
+                return
+            task = self.catalog.task(t.planned.task)
+            doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
+            with store_errors(tracker.config, doing):
+                run_id = tracker.log_trial(
+                    self.parent.run_id,
+                    result,
+                    rt.compiled,
+                    rt.rows,
+                    t.variant.name,
+                    {"sweep": spec.name},
+                    source=str(task.files.split_path(spec.split)),
+                )
+            self.outcomes[i] = _outcome(
+                t,
+                rt,
+                run_id,
+                [vars(p) for p in result.predictions],
+                result.status,
+                result.metric,
+                result.score,
+                False,
+            )
+        finally:
+            self.held.pop(i).close()
+
+    def ordered(self) -> list[TrialRecord]:
+        """Every trial's outcome, in plan order."""
+        return [self.outcomes[i] for i in range(len(self.plan))]
+
+    def release(self) -> None:
+        """Release the claims still held (trials handed out whose result never came)."""
+        for stack in self.held.values():
+            stack.close()
+
+
+def _report(
+    spec: SweepSpec,
+    ordered: list[TrialRecord],
+    catalog: Catalog,
+    parent: ParentRun,
+    reports_dir: Path | None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Compare the outcomes, write reports/<sweep>/ and log the comparisons on the parent.
+
+    Returns the comparisons document and the figure files written.
+    """
+    table, across = compare(spec, ordered, catalog)
+    figures = _figures(spec, ordered, table, catalog)
+    incomplete = [
+        {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
+         "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}
+        for o in ordered if not o.status.ok
+    ]  # fmt: skip
+    sens, sens_figures = _sensitivity(spec, ordered, catalog)
+    written: list[str] = []
+    doc = {
+        "comparisons": table,
+        "across_tasks": across,
+        "incomplete": incomplete,
+        "sensitivity": sens,
+    }
+    tracker = parent.tracker
+    try:
+        if reports_dir is not None:
+            _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
+            written = [
+                str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
+            ]
+        # A FINISHED parent that already holds these comparisons is left untouched.
+        logged = (
+            None if parent.running else tracker.logged_comparisons(parent.run_id, sorted(figures))
+        )
+        if logged is None or _canonical(logged) != _canonical(doc):
+            parent.touch()
+            tracker.log_comparisons(parent.run_id, doc, figures)
+            if sens.get("per_task"):
+                log_sensitivity(tracker, parent.run_id, sens, sens_figures)
+    finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
+        import matplotlib.pyplot as plt
+
+        for fig in {**figures, **sens_figures}.values():
+            plt.close(fig)
+    return doc, written
+
+
+def _summary(
+    spec: SweepSpec,
+    sid: str,
+    parent: ParentRun,
+    trials: SweepTrials,
+    planned: list[PlannedTask],
+    ordered: list[TrialRecord],
+    doc: dict[str, Any],
+    written: list[str],
+) -> dict[str, Any]:
+    """What `run_sweep` returns: the sweep, its parent run, its trials and its comparisons."""
+    ok = not doc["incomplete"]
+    return {
+        "sweep": spec.name,
+        "sweep_id": sid,
+        "parent_run_id": parent.run_id,
+        "status": str(SweepStatus.of(ok)),
+        "trials": len(trials.plan),
+        "resumed": sum(o.resumed for o in ordered),
+        "skipped": [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped],
+        "incomplete": doc["incomplete"],
+        "comparisons": doc["comparisons"],
+        "across_tasks": doc["across_tasks"],
+        "sensitivity": doc["sensitivity"],
+        "figures": written,
+        "rebuilt": trials.rebuilt,
+        "experiment": f"{parent.tracker.config.experiment_prefix}/{spec.name}",
+    }
+
+
+def _canonical(doc: dict[str, Any]) -> str:
+    """A comparisons document as text, to tell whether the parent already holds this one."""
+    return json.dumps(doc, sort_keys=True, default=str)

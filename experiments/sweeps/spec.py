@@ -1,0 +1,298 @@
+"""Declarative sweep specs (`ablations/*.yaml`): tasks x variant axes x models x seeds.
+
+A spec is plain YAML, validated here with errors that name the file and field::
+
+    name: reference_vs_description
+    tasks: [hearsay, abercrombie]
+    requires: [rule_reference_prompt.txt, rule_description_prompt.txt]
+    fixed: {demos: none}               # levels shared by every variant
+    axes:                              # the product of these levels makes the variants
+      instruction: [reference, description]
+    comparisons: [[instruction=reference, instruction=description]]   # or best_vs_worst / all_pairs
+    n_resamples: 1000
+
+Within a (task, model), every variant is evaluated on the *same* rows: the test rows that no
+variant uses as a demonstration (the paper's protocol for resampled demos), so the paired
+tests compare like with like (see `experiments.sweeps.plan`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.llm.backends import DEFAULT_MODEL
+from promptlib.data import read_text
+from promptlib.errors import VariantError, WorkbenchError, did_you_mean
+from promptlib.variants import PromptVariant, parse_spec
+from promptlib.yamlsafe import safe_yaml_load
+
+AXES = ("instruction", "register", "demos", "seed", "pool", "format")
+_KEYS = {
+    "name": str,
+    "description": str,
+    "tasks": list,
+    "requires": list,
+    "models": list,
+    "split": str,
+    "limit": int,
+    "sample_seed": int,
+    "fixed": dict,
+    "axes": dict,
+    "comparisons": (list, str),
+    "n_resamples": int,
+    "correction": str,
+    "scoring": str,
+    "across_tasks": str,
+    "cluster_by": str,
+}
+COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
+SPLITS = ("train", "test")
+MIN_RESAMPLES = 100
+# A sweep's name becomes a folder under reports/ and an MLflow experiment: no path tricks.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+class SpecError(WorkbenchError):
+    pass
+
+
+@dataclass(frozen=True)
+class NamedVariant:
+    name: str  # e.g. "instruction=reference" (the axis levels that vary)
+    variant: PromptVariant
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    path: str
+    name: str
+    description: str
+    tasks: tuple[str, ...]
+    requires: tuple[str, ...]
+    models: tuple[str, ...]
+    split: str
+    limit: int | None
+    sample_seed: int
+    variants: tuple[NamedVariant, ...]
+    comparisons: tuple[tuple[str, str], ...] | str
+    n_resamples: int
+    correction: str
+    scoring: str | None  # None: per trial, models.default_scoring (loglik for local zero-shot)
+    across_tasks: str = "t"
+    raw: dict[str, Any] = field(default_factory=dict)
+    # the units the tests resample: "prompt" (rows a variant gave the same prompt), "rows",
+    # or "column:<name>" of the task's data (see experiments.analysis.clusters)
+    cluster_by: str = "prompt"
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(self.raw, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep spec; every problem names the file and the field.
+
+    The checks run in a fixed order (the file, its fields, the sample, the axes, the
+    comparisons, the analysis), and the first that fails is the error.
+    """
+    p = Path(path)
+    where = str(p)
+    doc = _read_mapping(p, where)
+    _check_fields(where, doc)
+    name = str(doc["name"])
+    split, n_resamples = _check_sample(where, doc)
+    variants = _variants(where, doc)
+    names = [v.name for v in variants]
+    comparisons = _comparisons(where, doc.get("comparisons", "all_pairs"), names)
+    correction, scoring, across = _check_tests(where, doc, comparisons)
+    cluster_by = _cluster_by(where, doc)
+    return SweepSpec(
+        path=where,
+        name=name,
+        description=str(doc.get("description", "")).strip(),
+        tasks=tuple(str(t) for t in doc["tasks"]),
+        requires=tuple(str(r) for r in doc.get("requires") or ()),
+        models=tuple(str(m) for m in doc.get("models") or (DEFAULT_MODEL,)),
+        split=str(split),
+        limit=doc.get("limit"),
+        sample_seed=int(doc.get("sample_seed", 0)),
+        variants=tuple(variants),
+        comparisons=comparisons,
+        n_resamples=int(n_resamples),
+        correction=correction,
+        scoring=scoring,
+        across_tasks=str(across),
+        raw=doc,
+        cluster_by=cluster_by,
+    )
+
+
+def _read_mapping(p: Path, where: str) -> dict[str, Any]:
+    """The spec file's YAML mapping, read safely."""
+    if not p.is_file():
+        raise SpecError(f"{where}: no such sweep spec (the shipped ones are in ablations/)")
+    text = read_text(p, "sweep spec", SpecError)  # size-capped, UTF-8, names the file
+    # No anchors or aliases, bounded depth and size: a few hundred bytes of nested aliases
+    # would otherwise expand to gigabytes (issue 19, defect 8).
+    doc = safe_yaml_load(text, where, SpecError)
+    if not isinstance(doc, dict):
+        raise SpecError(f"{where}: a sweep spec is a YAML mapping (name:, tasks:, axes: ...)")
+    return doc
+
+
+def _check_fields(where: str, doc: dict[str, Any]) -> None:
+    """Known fields of the right types, the required ones, a safe name, no repeated items."""
+    for key, value in doc.items():
+        if key not in _KEYS:
+            raise SpecError(
+                f"{where}: unknown field {key!r}{did_you_mean(str(key), _KEYS)} "
+                f"(fields: {', '.join(_KEYS)})"
+            )
+        wrong_bool = isinstance(value, bool) and _KEYS[key] is int
+        if value is not None and (
+            wrong_bool or not isinstance(value, _KEYS[key])  # type: ignore[arg-type]
+        ):
+            raise SpecError(f"{where}: field {key!r} has the wrong type ({type(value).__name__})")
+    for key in ("name", "tasks"):
+        if not doc.get(key):
+            raise SpecError(f"{where}: field {key!r} is required")
+    name = str(doc["name"])
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise SpecError(
+            f"{where}: name {name!r} must be letters, digits, '_', '-' or '.', starting with a "
+            "letter or digit (it names a folder under reports/ and an MLflow experiment)"
+        )
+    for key in ("tasks", "models", "requires"):
+        _no_duplicates(where, key, doc.get(key) or [])
+
+
+def _check_sample(where: str, doc: dict[str, Any]) -> tuple[Any, Any]:
+    """The split and the number of resamples; a valid limit and sample seed."""
+    split = doc.get("split", "test")
+    if split not in SPLITS:
+        raise SpecError(f"{where}: split must be train or test, not {split!r}")
+    n_resamples = doc.get("n_resamples", 1000)
+    if n_resamples < MIN_RESAMPLES:
+        raise SpecError(
+            f"{where}: n_resamples must be at least {MIN_RESAMPLES}, not {n_resamples} "
+            "(a Monte Carlo p-value is never below 1/(R+1); the paper used 1000)"
+        )
+    if doc.get("limit") is not None and doc["limit"] < 1:
+        raise SpecError(f"{where}: limit must be at least 1, not {doc['limit']}")
+    if doc.get("sample_seed", 0) < 0:
+        raise SpecError(f"{where}: sample_seed must be >= 0, not {doc['sample_seed']}")
+    return split, n_resamples
+
+
+def _variants(where: str, doc: dict[str, Any]) -> list[NamedVariant]:
+    """The variants the fixed levels and the product of the axes make, checked."""
+    fixed = dict(doc.get("fixed") or {})
+    axes = dict(doc.get("axes") or {})
+    for axis in [*fixed, *axes]:
+        if axis not in AXES:
+            raise SpecError(
+                f"{where}: unknown axis {axis!r}{did_you_mean(str(axis), AXES)} "
+                f"(axes: {', '.join(AXES)})"
+            )
+    for axis, levels in axes.items():
+        if not isinstance(levels, list) or not levels:
+            raise SpecError(f"{where}: axes.{axis} must be a non-empty list of levels")
+        _no_duplicates(where, f"axes.{axis}", levels)
+    for axis in set(fixed) & set(axes):
+        raise SpecError(f"{where}: axis {axis!r} is both fixed and varied; keep one")
+    return _expand(where, fixed, axes)
+
+
+def _check_tests(
+    where: str, doc: dict[str, Any], comparisons: tuple[tuple[str, str], ...] | str
+) -> tuple[Any, Any, Any]:
+    """The multiple-testing correction, the scoring and the across-task test."""
+    correction = doc.get("correction", "holm")
+    if correction not in ("holm", "bh"):
+        raise SpecError(f"{where}: correction must be holm or bh, not {correction!r}")
+    scoring = doc.get("scoring")
+    if scoring is not None and scoring not in ("generate", "loglik", "loglik-norm"):
+        raise SpecError(
+            f"{where}: scoring must be generate, loglik or loglik-norm, not {scoring!r}"
+        )
+    default_across = "permutation" if comparisons == "best_vs_worst" else "t"
+    across = doc.get("across_tasks", default_across)
+    if across not in ("t", "wilcoxon", "permutation"):
+        raise SpecError(f"{where}: across_tasks must be t, wilcoxon or permutation, not {across!r}")
+    if comparisons == "best_vs_worst" and across != "permutation":
+        raise SpecError(
+            f"{where}: best_vs_worst needs across_tasks: permutation (a {across} test of the "
+            "best vs the worst draw is biased by choosing them after the fact)"
+        )
+    return correction, scoring, across
+
+
+def _cluster_by(where: str, doc: dict[str, Any]) -> str:
+    """The units the tests resample: prompt (the default), rows or column:<name>."""
+    cluster_by = str(doc.get("cluster_by", "prompt"))
+    if cluster_by not in ("prompt", "rows") and not (
+        cluster_by.startswith("column:") and cluster_by[7:].strip()
+    ):
+        raise SpecError(
+            f"{where}: cluster_by must be prompt (rows given the same prompt are one unit, "
+            f"the default), rows, or column:<a data column>, not {cluster_by!r}"
+        )
+    return cluster_by
+
+
+def _no_duplicates(where: str, field_name: str, items: list[Any]) -> None:
+    seen: set[str] = set()
+    for item in items:
+        key = str(item)
+        if key in seen:
+            raise SpecError(f"{where}: {field_name} lists {key!r} twice; list it once")
+        seen.add(key)
+
+
+def _expand(where: str, fixed: dict[str, Any], axes: dict[str, list[Any]]) -> list[NamedVariant]:
+    out = []
+    keys = list(axes)
+    for combo in itertools.product(*(axes[k] for k in keys)) if keys else [()]:
+        levels = {**fixed, **dict(zip(keys, combo, strict=True))}
+        name = ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)) or "base"
+        spec_str = ",".join(f"{k}={v}" for k, v in levels.items())
+        try:
+            variant = parse_spec(spec_str)
+        except VariantError as e:
+            raise SpecError(f"{where}: variant {name!r}: {e}") from e
+        out.append(NamedVariant(name, variant))
+    return out
+
+
+def _comparisons(where: str, raw: Any, names: list[str]) -> tuple[tuple[str, str], ...] | str:
+    if isinstance(raw, str):
+        if raw not in COMPARISON_KEYWORDS:
+            raise SpecError(
+                f"{where}: comparisons must be a list of [a, b] variant pairs or one of "
+                f"{', '.join(COMPARISON_KEYWORDS)}, not {raw!r}"
+            )
+        return raw
+    pairs = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2):
+            raise SpecError(f"{where}: each comparison is a pair [a, b], got {item!r}")
+        for n in item:
+            if n not in names:
+                raise SpecError(
+                    f"{where}: comparison names unknown variant {n!r}"
+                    f"{did_you_mean(str(n), names)} (variants: {', '.join(names)})"
+                )
+        a, b = str(item[0]), str(item[1])
+        if a == b:
+            raise SpecError(f"{where}: comparison [{a}, {b}] compares a variant with itself")
+        if (a, b) in pairs or (b, a) in pairs:
+            raise SpecError(f"{where}: comparison [{a}, {b}] is listed twice")
+        pairs.append((a, b))
+    return tuple(pairs)
