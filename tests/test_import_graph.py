@@ -7,7 +7,9 @@ runs first (unless it is the importer's own package). Checked:
 - no circle: no strongly connected component of more than one module;
 - `promptlib` imports nothing from `experiments`;
 - an import inside a function is kept only for start-up time or an optional extra, and says which
-  in a comment on its line or the line above (`start-up` or `optional`).
+  in a comment on its line or the line above (`start-up` or `optional`);
+- no import back up: the packages of `experiments/` form layers (`LAYERS`) and a module imports
+  only from a lower layer or its own package.
 """
 
 from __future__ import annotations
@@ -183,3 +185,41 @@ def test_imports_inside_functions_say_why() -> None:
             if not any(reason in c for c in comments for reason in REASONS):
                 unexplained.append(f"{path.relative_to(ROOT)}:{first}: {lines[first - 1].strip()}")
     assert unexplained == [], "\n".join(unexplained)
+
+
+# Lowest first. A package imports only from packages below it (or itself); the top-level
+# modules of `experiments/` (ids, settings, ...) are one layer each, the root face the top.
+LAYERS = (
+    ("promptlib",),
+    ("ids", "settings", "secrets", "files", "metrics"),
+    ("llm",),
+    ("trials",),
+    ("analysis",),
+    ("output",),
+    ("tracking",),
+    ("sweeps", "optimize"),
+    ("testing",),
+    ("cli",),
+    ("experiments",),  # experiments/__init__.py, the package face
+)
+RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
+
+
+def _package(module: str) -> str:
+    """`promptlib`, `experiments` (the root face) or the part of `experiments` a module is in."""
+    parts = module.split(".")
+    if parts[0] == "promptlib":
+        return "promptlib"
+    return parts[1] if len(parts) > 1 else "experiments"
+
+
+def test_no_import_back_up() -> None:
+    unknown = sorted({_package(m) for m in MODULES} - set(RANK))
+    assert unknown == [], f"give these packages a layer in LAYERS: {unknown}"
+    up = [
+        f"{m}:{line} -> {t} ({_package(m)} imports {_package(t)}, a layer above or beside it)"
+        for m in MODULES
+        for t, line, _ in EDGES[m]
+        if _package(t) != _package(m) and RANK[_package(t)] >= RANK[_package(m)]
+    ]
+    assert up == [], "\n".join(up)
