@@ -134,7 +134,24 @@ def comparison_table(
         + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'clus':>5} "
         + f"{'MDE80':>6}"
     )
-    out = [head]
+    out = [head, *_comparison_rows(table, invalid, show_invalid, width, arm)]
+    tested = [r for r in table if r["p_value"] is not None]
+    if not tested:
+        out.append("no comparison was tested: every one involves an incomplete trial")
+        return "\n".join(out)
+    out.append(_comparison_footnote(tested, show_invalid))
+    return "\n".join(out)
+
+
+def _comparison_rows(
+    table: list[dict[str, Any]],
+    invalid: dict[tuple[Any, ...], Any],
+    show_invalid: bool,
+    width: int,
+    arm: int,
+) -> list[str]:
+    """One line per comparison, under `comparison_table`'s header."""
+    out: list[str] = []
     for r in table:
         left = (
             (f"{r.get('model')!s:<{width}} " if width else "")
@@ -155,10 +172,11 @@ def comparison_table(
             f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('n_clusters'), 'd'):>5} "
             f"{_f(r.get('mde_80'), '.3f'):>6}{'?' if r.get('mde_unreliable') else ''}{flag}"
         )
-    tested = [r for r in table if r["p_value"] is not None]
-    if not tested:
-        out.append("no comparison was tested: every one involves an incomplete trial")
-        return "\n".join(out)
+    return out
+
+
+def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool) -> str:
+    """How the tested comparisons were computed: metric, units, test, interval, MDE, correction."""
     first = tested[0]
     metrics = sorted({r["metric"] for r in tested})
     parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
@@ -198,8 +216,7 @@ def comparison_table(
         f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
         "tested comparisons"
     )
-    out.append(". ".join(parts) + ".")
-    return "\n".join(out)
+    return ". ".join(parts) + "."
 
 
 def across_table(across: list[dict[str, Any]]) -> str:
