@@ -16,7 +16,7 @@ Every simulation is seeded (`--seed`, then one seed per simulation), so a run re
     .venv/bin/python benchmarks/stats_validity.py --part range       # ~1 min
     .venv/bin/python benchmarks/stats_validity.py --part coverage --methods bc --seed 7
 
-tests/experiments/test_stats.py runs reduced versions of these functions.
+tests/experiments/analysis/test_stats.py runs reduced versions of these functions.
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ def run_cli(
 # with --dist loadfile a file stays on one worker and files are handed out in collection
 # order, so a slow file collected last runs alone at the end while the other workers idle.
 # Starting the slow ones first (longest processing time first) shortens the whole run.
+# Matched by file name alone, so test file names stay unique across tests/ (any folder).
 SLOW_FIRST = (
     "test_optimize_model.py",
     "test_ray.py",

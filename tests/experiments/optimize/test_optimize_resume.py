@@ -28,7 +28,7 @@ from experiments.optimize.space import (
 )
 from experiments.optimize.study import CALLS_ATTR
 from promptlib import Catalog
-from tests.experiments.test_optimize import SpyLM, tracker  # noqa: F401 (fixture)
+from tests.experiments.optimize.test_optimize import SpyLM, tracker  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.data
 
@@ -171,7 +171,7 @@ def test_a_reused_trial_does_not_count_for_the_median_pruner(
     """Review rev4: the reuse used to copy the earlier trial's curve, so one evaluated prompt
     and its copy met MedianPruner's two startup trials and the "median" was that one curve:
     the next prompt was pruned on the strength of a single trial."""
-    from tests.experiments.test_optimize import NoTracker
+    from tests.experiments.optimize.test_optimize import NoTracker
 
     hint, plain, plain_demos = _prompt(answer_hint=True), _prompt(), _prompt(demos="base")
     monkeypatch.setattr(opt, "search_space", _tiny)
@@ -249,7 +249,7 @@ def test_levels_no_prompt_combines_do_not_count_as_trials(
     """Review rev4: a proposal of a non-base instruction with a non-default register is
     pruned at once; it was counted against `--trials`, so near the end of the space the
     budget went on combinations no prompt has and fewer prompts were evaluated."""
-    from tests.experiments.test_optimize import NoTracker
+    from tests.experiments.optimize.test_optimize import NoTracker
 
     def space(task: Any) -> SearchSpace:  # 3 prompts: (reference, plain) is not one
         return SearchSpace(["base", "reference"], ["default", "plain"], ["none"], ["base"],

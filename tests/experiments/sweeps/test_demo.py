@@ -15,7 +15,7 @@ from experiments.sweeps.plan import plan_tasks, trial_plan
 from experiments.sweeps.spec import load_spec
 from promptlib import Catalog
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "ablations" / "demo.yaml"
 EMBEDDED = ("local/smollm2", "local/gemma3-270m")
 

@@ -25,7 +25,7 @@ from experiments.optimize.optimize import optimize as run_optimize
 from experiments.optimize.study import FAILURE_ATTR
 from experiments.tracking import Tracker, load_config
 from tests.conftest import workbench_env
-from tests.experiments.test_optimize import SpyLM
+from tests.experiments.optimize.test_optimize import SpyLM
 
 pytestmark = pytest.mark.data
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.experiments.test_grading import _data
+from tests.experiments.trials.test_grading import _data
 
 pytestmark = pytest.mark.data
 

@@ -20,7 +20,7 @@ from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog
 from tests.conftest import workbench_env
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:

@@ -33,7 +33,7 @@ from experiments.llm.types import Completion, Decoding
 from tests.conftest import workbench_env
 
 pytestmark = pytest.mark.data
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 SPEC = """
 name: storage_faults
@@ -316,7 +316,7 @@ def test_sigterm_during_a_noop_rerun_leaves_the_parent_finished(
     # cache and data); it answers nothing, the response cache does
     driver = (
         "import sys, experiments.llm.gateway as m\n"
-        "from tests.experiments.test_faults_storage import FaultyLM\n"
+        "from tests.experiments.tracking.test_faults_storage import FaultyLM\n"
         "m.get_model = lambda *a, **k: FaultyLM()\n"
         "from experiments.cli import main\n"
         "sys.argv = ['workbench', *sys.argv[1:]]\n"

@@ -12,7 +12,7 @@ import pytest
 
 from experiments.llm import doctor
 from tests.conftest import run_cli
-from tests.experiments.test_cpu import SAPPHIRE_RAPIDS
+from tests.experiments.llm.test_cpu import SAPPHIRE_RAPIDS
 
 
 def _killed_by(sig: int) -> list[str]:

@@ -12,7 +12,7 @@ from promptlib import Catalog
 
 pytestmark = pytest.mark.data
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _scorings(

@@ -203,7 +203,7 @@ def _hearsay(catalog: Any, fail: bool = False) -> Any:
     from experiments.trials.run import run_trial
     from experiments.trials.spec import TrialSpec
     from promptlib import parse_spec
-    from tests.experiments.test_runner import ScriptedLM
+    from tests.experiments.trials.test_runner import ScriptedLM
 
     spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="s", limit=3)
     if not fail:

@@ -353,7 +353,7 @@ def _validity() -> ModuleType:
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "stats_validity.py"
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "stats_validity.py"
     spec = importlib.util.spec_from_file_location("stats_validity", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -19,7 +19,7 @@ from experiments.analysis import power, stats
 
 
 def _bench() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "power.py"
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "power.py"
     spec = importlib.util.spec_from_file_location("power_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import workbench_env
 
 pytestmark = [pytest.mark.model, pytest.mark.data, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LIMIT = 20  # rows per task: enough for a p-value, small enough for CI's budget
 DEMO_LIMIT = 10  # the demo spec (3 tasks x 2 variants x 2 models) on fewer rows
 STUDIES = {

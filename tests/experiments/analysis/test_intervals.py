@@ -17,7 +17,7 @@ from experiments.analysis import coverage_table, intervals, stats
 
 
 def _coverage() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "coverage.py"
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "coverage.py"
     spec = importlib.util.spec_from_file_location("coverage_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
