@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from experiments import output
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def friendly(fn: F) -> F:
             # start-up time: the CLI imports a command's modules when it runs
             from experiments.secrets import redact
 
-            typer.echo(f"error: {redact(str(e))}", err=True)
+            typer.echo(output.command_error(redact(str(e))), err=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from experiments import output
+from experiments import output, settings
 from experiments.cli.app import app
 from experiments.cli.options import (
     CONCURRENCY,
@@ -34,6 +34,9 @@ from experiments.cli.options import (
     friendly,
 )
 from experiments.llm.backends import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from experiments.tracking import Tracker
 
 
 @app.command()
@@ -109,7 +112,6 @@ def sweep(
         return
 
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.files import check_writable
     from experiments.secrets import safe_url
     from experiments.sweeps.driver import run_sweep
     from experiments.sweeps.executors import check_choice, get_executor
@@ -117,11 +119,7 @@ def sweep(
 
     check_choice(executor, ray_address)
     tracker = Tracker()
-    outputs = [("sweep reports", Path("reports")), *setup.cache_outputs()]
-    artifacts = tracker.artifact_dir()
-    if artifacts is not None:
-        outputs.append(("MLflow artifacts", artifacts))
-    check_writable(outputs)
+    _check_outputs(tracker, [("sweep reports", settings.reports_dir()), *setup.cache_outputs()])
     runner = get_executor(executor, ray_address)
     try:
         with output.progress_bar(f"sweep {spec.name}") as bar:
@@ -135,7 +133,7 @@ def sweep(
                 lm_factory=setup.lm,
                 cache=setup.cache(),
                 progress=bar,
-                reports_dir=Path("reports"),
+                reports_dir=settings.reports_dir(),
                 executor=runner,
             )
     finally:
@@ -147,11 +145,7 @@ def sweep(
     else:
         typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
     if result.get("rebuilt"):
-        typer.echo(
-            f"note: {len(result['rebuilt'])} trial run(s) had lost their MLflow artifacts; "
-            "they were run again (answers from the response cache) and logged anew",
-            err=True,
-        )
+        typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
     if result["incomplete"]:
         typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
         raise typer.Exit(1)
@@ -211,7 +205,6 @@ def optimize(
 ) -> None:
     """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.files import check_writable
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.optimize import optimize as run_optimize
     from experiments.optimize.report import dumps
@@ -251,14 +244,22 @@ def optimize(
     )
     lm = setup.lm(model)
     tracker = Tracker()
-    outputs = setup.cache_outputs()
+    _check_outputs(tracker, setup.cache_outputs())
+    with output.progress_bar(f"optimize {task} · {method.value}") as bar:
+        report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
+    typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
+
+
+def _check_outputs(tracker: Tracker, outputs: list[tuple[str, Path]]) -> None:
+    """Refuse, before any work, a folder the command cannot write: `outputs` and the
+    store's artifact folder (when the store has one on disk)."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.files import check_writable
+
     artifacts = tracker.artifact_dir()
     if artifacts is not None:
         outputs.append(("MLflow artifacts", artifacts))
     check_writable(outputs)
-    with output.progress_bar(f"optimize {task} · {method.value}") as bar:
-        report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
-    typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
 
 
 @app.command()
@@ -282,9 +283,5 @@ def report(
         return
     typer.echo(output.sweep_report(sweep_name, info, doc, trial_rows))
     if incomplete or info["status"] != "FINISHED":
-        typer.echo(
-            f"error: sweep {sweep_name!r} is not complete (parent run {info['status']}); "
-            "its table is partial. Rerun the sweep to resume it",
-            err=True,
-        )
+        typer.echo(output.sweep_not_complete_error(sweep_name, info["status"]), err=True)
         raise typer.Exit(1)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from experiments.llm.types import Scoring
+from experiments.tracking.names import check_name
 from promptlib.errors import WorkbenchError
 
 StepProgress = Callable[[int, int, str], None]
 """Told (done, total, what) as the search advances (the CLI draws a progress bar)."""
-# Study names follow the rule of sweep names (`sweeps._NAME`): one name, no path. It names
-# the study's MLflow experiment and its artifact folder.
-_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 PRUNERS = ("wilcoxon", "median", "none")
 DEFAULT_PRUNER = "wilcoxon"
 # WilcoxonPruner: prune once a one-sided signed-rank test says the trial is worse than the
@@ -28,7 +25,9 @@ WILCOXON_CHECKPOINTS = 10
 
 def check_study_name(name: str) -> str:
     """`name` if it may name a study, else a one-line error (it becomes a folder name)."""
-    if not _STUDY_NAME.fullmatch(name) or ".." in name:
+    # the rule of sweep names (`tracking.names.check_name`): one name, no path. It names the
+    # study's MLflow experiment and its artifact folder.
+    if not check_name(name):
         raise WorkbenchError(
             f"--study {name!r} must be letters, digits, '_', '-' or '.', starting with a "
             "letter or digit, at most 100 characters (it names an MLflow experiment and its "

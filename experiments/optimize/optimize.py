@@ -30,7 +30,7 @@ from experiments.optimize.dspy_programs import compile_dspy
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted
 from experiments.optimize.interrupts import _clean_up, _Interrupts, _signals_interrupt
 from experiments.optimize.report import OptimizeReport
-from experiments.optimize.search import _run_optuna
+from experiments.optimize.search import _Search
 from experiments.optimize.space import (
     INVALID_ATTR,
     REUSED_ATTR,
@@ -139,9 +139,10 @@ def _optimize(
             study = _open_study(cfg, space, split, dev, _setup(cfg, lm, task, dev))
             _clean_up(study, tracker, parent, mine=False)  # what killed workers left behind
             with heldout_guard(cfg.task, heldout_rows):
-                calls = _run_optuna(
-                    cfg, study, space, catalog, lm, tracker, parent, dev, cache, progress, guard
+                search = _Search(
+                    cfg, space, catalog, lm, tracker, parent, dev, cache, progress, guard
                 )
+                calls = search.run(study)
             found = _best_trial(study, calls)
         else:
             found = _compiled(cfg, catalog, lm, cache, progress, task, dev, space, heldout_rows)

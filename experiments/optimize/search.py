@@ -67,59 +67,9 @@ class _TrialReplay:
             self.cache.put(key, completion)
 
 
-def _run_optuna(
-    cfg: OptimizeConfig,
-    study: Any,
-    space: SearchSpace,
-    catalog: Catalog,
-    lm: Any,
-    tracker: Any,
-    parent: str,
-    dev: list[str],
-    cache: Any,
-    progress: StepProgress | None = None,
-    guard: _Interrupts | None = None,
-) -> int:
-    """Run this worker's trials; returns the model calls they made (cache hits apart).
-
-    Each trial evaluates dev in `checkpoints` batches along the study's fixed order and asks
-    the pruner after each: Wilcoxon gets every row's value (`instance_weights` x correct)
-    reported at the row's position in that order, so trials are paired row by row; median
-    gets the running score on the rows so far. Failed rows end the trial as FAIL (Optuna
-    `catch`), whichever the pruner.
-    """
-    guard = guard or _Interrupts()
-    search = _Search(cfg, space, catalog, lm, tracker, parent, dev, cache, progress, guard)
-
-    # `--trials N`: N prompts evaluated by this worker. A proposal the study has completed
-    # already takes that trial's value (no model call, no MLflow run) and does not count,
-    # nor does one of levels no prompt combines (`left` counts real prompts only).
-    left = len(space_variants(space, cfg.sampler) - set(completed_variants(study)))
-    target = search.target = min(cfg.n_trials, left)
-    if target < cfg.n_trials:
-        _note(
-            space,
-            f"search space: {left} distinct prompt(s) not yet completed in study "
-            f"{study.study_name!r}; evaluating {target}, not --trials {cfg.n_trials}",
-        )
-    if target == 0:
-        return search.total_calls
-
-    if progress:
-        progress(0, target, "searching")
-    guard.critical = True  # Optuna's ask/tell between trials; only evaluation is interrupted
-    try:
-        study.optimize(
-            search.objective, n_trials=None, catch=(TrialIncomplete,), callbacks=[search.tell]
-        )
-    finally:
-        guard.critical = False
-    guard.open()  # a signal during the last trial's bookkeeping ends the study here
-    return search.total_calls
-
-
 class _Search:
-    """This worker's trials of one study: Optuna's objective and `tell` callback, and their counts.
+    """This worker's trials of one study: `run` (the search), Optuna's objective and `tell`
+    callback, and their counts.
 
     `total_calls` counts the model calls of every trial, finished or not (cache hits apart);
     `tell` stops the study once `target` trials evaluated a prompt.
@@ -148,6 +98,43 @@ class _Search:
         self.total_calls = 0
         self.target = 0
         self.finished = self.reused_in_a_row = 0
+
+    def run(self, study: Any) -> int:
+        """Run this worker's trials; returns the model calls they made (cache hits apart).
+
+        Each trial evaluates dev in `checkpoints` batches along the study's fixed order and
+        asks the pruner after each: Wilcoxon gets every row's value (`instance_weights` x
+        correct) reported at the row's position in that order, so trials are paired row by
+        row; median gets the running score on the rows so far. Failed rows end the trial as
+        FAIL (Optuna `catch`), whichever the pruner.
+        """
+        cfg, space, progress, guard = self.cfg, self.space, self.progress, self.guard
+
+        # `--trials N`: N prompts evaluated by this worker. A proposal the study has completed
+        # already takes that trial's value (no model call, no MLflow run) and does not count,
+        # nor does one of levels no prompt combines (`left` counts real prompts only).
+        left = len(space_variants(space, cfg.sampler) - set(completed_variants(study)))
+        target = self.target = min(cfg.n_trials, left)
+        if target < cfg.n_trials:
+            _note(
+                space,
+                f"search space: {left} distinct prompt(s) not yet completed in study "
+                f"{study.study_name!r}; evaluating {target}, not --trials {cfg.n_trials}",
+            )
+        if target == 0:
+            return self.total_calls
+
+        if progress:
+            progress(0, target, "searching")
+        guard.critical = True  # Optuna's ask/tell between trials; only evaluation is interrupted
+        try:
+            study.optimize(
+                self.objective, n_trials=None, catch=(TrialIncomplete,), callbacks=[self.tell]
+            )
+        finally:
+            guard.critical = False
+        guard.open()  # a signal during the last trial's bookkeeping ends the study here
+        return self.total_calls
 
     def objective(self, trial: optuna.Trial) -> float:
         guard = self.guard

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
+from experiments import ids, settings
 from experiments.optimize.config import OptimizeConfig, check_study_name, checkpoints
 from experiments.optimize.dev import DevHeldout
 from experiments.optimize.pruners import _pruner
@@ -80,7 +79,7 @@ def _open_study(
 
     # ERROR: a FAIL trial is reported by the workbench; Optuna would print its traceback
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    url = cfg.storage or "sqlite:///optuna.db"
+    url = cfg.storage or settings.default_optuna_storage()
     storage = _rdb_storage(url)
     name = _study_name(cfg)
     pruner = _pruner(cfg)
@@ -162,18 +161,17 @@ def _study_parent(cfg: OptimizeConfig, tracker: Any, study_key: str) -> str:
                 "task": cfg.task,
                 "model": cfg.model,
                 "method": cfg.method,
-                "storage": safe_url(cfg.storage or "sqlite:///optuna.db"),
+                "storage": safe_url(cfg.storage or settings.default_optuna_storage()),
             },
         )
     )
 
 
 def _study_key(cfg: OptimizeConfig) -> str:
-    import hashlib
-
-    storage = cfg.storage or f"sqlite:///{Path('optuna.db').resolve()}"
-    blob = json.dumps([safe_url(storage), _study_name(cfg), cfg.method])
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    """The study's key (`ids.study_key`): the default storage by its absolute path, so two
+    folders' default studies have two keys."""
+    storage = cfg.storage or settings.resolved_optuna_storage()
+    return ids.study_key(safe_url(storage), _study_name(cfg), cfg.method)
 
 
 def _rdb_storage(url: str) -> Any:

@@ -7,12 +7,11 @@ tests compare like with like.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from experiments import ids
 from experiments.llm.backends import is_local
 from experiments.llm.gateway import estimate_cost
 from experiments.llm.loglik import default_scoring
@@ -98,8 +97,8 @@ def _common_rows(kept_ids: Sequence[Sequence[str]]) -> list[str]:
     if not kept_ids:
         return []
     common = list(kept_ids[0])
-    for ids in kept_ids[1:]:
-        keep = set(ids)
+    for others in kept_ids[1:]:
+        keep = set(others)
         common = [i for i in common if i in keep]
     return common
 
@@ -163,17 +162,7 @@ def sweep_id(
     its trials, which cover the data and prompt content. Edit a TSV or a prompt file and the
     sweep is a new one, with its own parent run: a parent never mixes trials of two setups.
     """
-    blob = json.dumps(
-        {
-            "spec": spec.id,
-            "models": lm_identities,
-            "tasks": tasks,
-            "limit": limit,
-            "trials": sorted(trial_ids),
-        },
-        sort_keys=True,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return ids.sweep_id(spec.id, lm_identities, tasks, limit, trial_ids)
 
 
 def dry_run_items(

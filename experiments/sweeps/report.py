@@ -11,6 +11,7 @@ from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import comparisons_csv
+from experiments.tracking.names import safe_model
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -112,10 +113,6 @@ def _figures(
         draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
         figures[f"figure_{spec.name}_{tag}.png"] = draw(spec.name, model, mine, rows, chance)
     return figures
-
-
-def safe_model(model: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in model)
 
 
 def _sensitivity(

@@ -18,15 +18,14 @@ tests compare like with like (see `experiments.sweeps.plan`).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments import ids
 from experiments.llm.backends import DEFAULT_MODEL
+from experiments.tracking.names import check_name
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.variants import PromptVariant, parse_spec
@@ -54,8 +53,6 @@ _KEYS = {
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 SPLITS = ("train", "test")
 MIN_RESAMPLES = 100
-# A sweep's name becomes a folder under reports/ and an MLflow experiment: no path tricks.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class SpecError(WorkbenchError):
@@ -92,8 +89,7 @@ class SweepSpec:
 
     @property
     def id(self) -> str:
-        blob = json.dumps(self.raw, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return ids.spec_id(self.raw)
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -164,7 +160,8 @@ def _check_fields(where: str, doc: dict[str, Any]) -> None:
         if not doc.get(key):
             raise SpecError(f"{where}: field {key!r} is required")
     name = str(doc["name"])
-    if not _NAME.fullmatch(name) or ".." in name:
+    # the name becomes a folder under reports/ and an MLflow experiment: no path tricks
+    if not check_name(name):
         raise SpecError(
             f"{where}: name {name!r} must be letters, digits, '_', '-' or '.', starting with a "
             "letter or digit (it names a folder under reports/ and an MLflow experiment)"

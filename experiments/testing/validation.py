@@ -12,13 +12,13 @@ tests run a reduced version.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments import ids
 from experiments.llm.types import Completion, Decoding
 from experiments.sweeps.plan import plan_tasks, trial_plan
 from experiments.sweeps.report import compare
@@ -64,8 +64,7 @@ class KnownEffectLM:
         return {"model": self.name, "seed": self.seed, "p": sorted(self.p_correct.items())}
 
     def _uniform(self, *parts: str) -> float:
-        h = hashlib.sha256("\0".join((str(self.seed), *parts)).encode()).digest()
-        return int.from_bytes(h[:8], "big") / 2**64
+        return ids.seed_uniform(self.seed, *parts)
 
     def complete(self, prompt: str, decoding: Decoding) -> Completion:
         self.calls += 1

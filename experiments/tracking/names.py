@@ -10,10 +10,10 @@ non-alphanumeric character becomes `_`). Unifying two of them would rename store
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import TYPE_CHECKING, Any
+
+from experiments import ids
 
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
@@ -47,7 +47,7 @@ def metric_key(name: str) -> str:
     key = safe_name(name)
     if len(key) <= MAX_KEY:
         return key
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]  # of the name as given
+    digest = ids.short_sha(name)  # of the name as given
     return key[: MAX_KEY - len(digest) - 1].rstrip("._-/") + "." + digest
 
 
@@ -64,7 +64,7 @@ def _param(value: Any) -> str:
     text = "none" if value is None else str(value)
     if len(text) <= MAX_PARAM:
         return text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    digest = ids.short_sha(text)
     return text[: MAX_PARAM - 40] + f"... [{len(text)} chars, sha256 {digest}]"
 
 
@@ -102,7 +102,7 @@ def study_suffix(study_name: str) -> str:
 
 
 # A sweep's or study's name becomes a folder name and an MLflow experiment: no path tricks
-# (`sweeps.spec._NAME`, `optimize.config._STUDY_NAME`, the same rule).
+# (`sweeps.spec.load_spec` and `optimize.config.check_study_name` check it here).
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -118,12 +118,6 @@ def safe_model(model: str) -> str:
 
 
 # ---- tag values: what a `workbench run` run shows ----------------------------------------------
-def _sha(value: Any) -> str:
-    """A short stable hash of JSON-able `value` (a tag value: MLflow caps tags, not this)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
 def predictions_sha(result: TrialResult) -> str:
     """What a run of `result` shows: each row's index, generation and parsed answer."""
-    return _sha([[str(p.index), p.generation, p.parsed] for p in result.predictions])
+    return ids.predictions_sha(result.predictions)

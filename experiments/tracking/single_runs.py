@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from experiments import ids
 from experiments.tracking.names import (
     GRADED,
     GRADES_PENDING,
@@ -14,7 +15,6 @@ from experiments.tracking.names import (
     KIND,
     PREDICTIONS_SHA,
     TRIAL_ID,
-    _sha,
     experiment_name,
     predictions_sha,
     run_suffix,
@@ -130,7 +130,7 @@ class SingleRuns(TrialRuns):
         """
         from mlflow.entities import RunTag
 
-        sha = _sha(grades["grades"])
+        sha = ids.grades_sha(grades["grades"])
         self.client.set_tag(run_id, GRADES_SHA, GRADES_PENDING + sha)
         self._log_metrics(run_id, metrics)
         self.client.log_dict(run_id, grades, "grades.json")
@@ -149,7 +149,7 @@ class SingleRuns(TrialRuns):
         if exp is None:
             return None
         # a hand-graded task has no parsed answers
-        want = _sha([[str(g["index"]), g["generation"], None] for g in grades["grades"]])
+        want = ids.tag_sha([[str(g["index"]), g["generation"], None] for g in grades["grades"]])
         runs = [
             r
             for r in self._trial_runs(str(exp.experiment_id), trial_id)
@@ -168,7 +168,7 @@ def _wanted_tags(result: TrialResult) -> tuple[dict[str, Any] | None, dict[str, 
     grades = current_grades(result) if result.metric == "manual" else None
     return grades, {
         PREDICTIONS_SHA: predictions_sha(result),
-        GRADES_SHA: _sha(grades["grades"]) if grades is not None else "",
+        GRADES_SHA: ids.grades_sha(grades["grades"]) if grades is not None else "",
     }
 
 

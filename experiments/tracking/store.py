@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import subprocess
 import time
@@ -21,9 +20,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
+from experiments import ids, settings
 from experiments.files import atomic_write_text
 from experiments.secrets import redact, safe_url
-from experiments.settings import cache_dir
 from promptlib.data import read_text
 from promptlib.errors import WorkbenchError
 from promptlib.yamlsafe import safe_yaml_load
@@ -42,7 +41,7 @@ class TrackingConfig:
 
 def load_config(path: str | Path | None = None) -> TrackingConfig:
     """Read mlflow.yaml (default: $WORKBENCH_MLFLOW_CONFIG, then ./mlflow.yaml)."""
-    p = Path(path or os.environ.get("WORKBENCH_MLFLOW_CONFIG") or "mlflow.yaml")
+    p = settings.mlflow_config_path(path)
     doc: dict[str, Any] = {}
     if p.is_file():
         text = read_text(p, "tracking config", WorkbenchError)
@@ -115,9 +114,7 @@ def _lock_dir(config: TrackingConfig) -> Path:
     if uri.startswith("sqlite:///"):
         db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
         return db.parent / f".{db.name}.locks"
-
-    digest = hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
-    return cache_dir() / "locks" / digest
+    return settings.locks_dir() / ids.short_sha(uri)
 
 
 @contextlib.contextmanager

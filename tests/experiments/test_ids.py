@@ -1,7 +1,8 @@
-"""`experiments.ids` gives, for every input, the ids the code that computes them today gives.
+"""`experiments.ids` gives, for every input, the ids the code that computed them before gave.
 
-Where that code is public it is called; where it is private or inline, its recipe is copied
-here from the source (file:line cited) so a change to either side shows. The values pinned in
+Every caller now calls `experiments.ids`, so comparing with a caller would compare a recipe
+with itself: each recipe is also copied here, frozen, from the code before it moved (commit
+and file:line cited), so a change to `ids` shows. The values pinned in
 `tests/data/pinned_ids.json` are checked too.
 """
 
@@ -18,18 +19,13 @@ from typing import Any
 import pytest
 
 from experiments import ids
-from experiments.llm.cache import cache_key as cache_cache_key
 from experiments.llm.types import Decoding
 from experiments.secrets import safe_url
-from experiments.sweeps.plan import sweep_id as sweeps_sweep_id
-from experiments.sweeps.spec import load_spec
+from experiments.sweeps.spec import SweepSpec, load_spec
 from experiments.tracking.names import metric_key
-from experiments.tracking.names import predictions_sha as tracking_predictions_sha
 from experiments.trials.record import Prediction
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import ResolvedTrial, TrialSpec
-from experiments.trials.spec import prompt_hash as runner_prompt_hash
-from experiments.trials.spec import rows_fingerprint as runner_rows_fingerprint
 from promptlib.variants import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,36 +68,84 @@ def _shuffled(obj: Any, rng: random.Random) -> Any:
     return obj
 
 
-# ---- recipes copied from the source (private or inline there) ---------------------------------
-def _runner_sha256_json(obj: Any) -> str:  # experiments/trials/runner.py:138-140 `_sha256_json`
+# ---- recipes copied, frozen, from the code before they moved to `experiments.ids` -------------
+def _runner_sha256_json(obj: Any) -> str:  # 3e21720 experiments/runner.py:139-141 `_sha256_json`
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _tracking_sha(value: Any) -> str:  # experiments/tracking/tracking.py:1195-1198 `_sha`
+def _runner_rows_fingerprint(rows: list[dict[str, str]]) -> str:
+    # 3e21720 experiments/runner.py:144-146 `rows_fingerprint`
+    return _runner_sha256_json([sorted(r.items()) for r in rows])
+
+
+def _runner_prompt_hash(prompt: str) -> str:  # 3e21720 experiments/runner.py:204-207
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+def _cache_key(identity: dict[str, Any], prompt: str, decoding: Decoding) -> str:
+    # 3e21720 experiments/cache.py:47-50 `cache_key`
+    payload = {"lm": identity, "prompt": prompt, "decoding": decoding.to_dict()}
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _spec_id(raw: Any) -> str:  # c0d9f37 experiments/sweeps/spec.py:93-96 `SweepSpec.id`
+    blob = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _sweeps_sweep_id(
+    spec: SweepSpec,
+    lm_identities: list[dict[str, Any]],
+    tasks: list[str],
+    limit: int | None,
+    trial_ids: list[str],
+) -> str:  # c0d9f37 experiments/sweeps/plan.py:155-176 `sweep_id`
+    blob = json.dumps(
+        {
+            "spec": _spec_id(spec.raw),
+            "models": lm_identities,
+            "tasks": tasks,
+            "limit": limit,
+            "trials": sorted(trial_ids),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _tracking_sha(value: Any) -> str:  # c0d9f37 experiments/tracking/names.py:121-124 `_sha`
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def _tracking_predictions_sha(result: TrialResult) -> str:
+    # c0d9f37 experiments/tracking/names.py:127-129 `predictions_sha`
+    return _tracking_sha([[str(p.index), p.generation, p.parsed] for p in result.predictions])
+
+
 def _optimize_study_key(storage: str, name: str, method: str) -> str:
-    # experiments/optimize/optimize.py:539-544 `_study_key` (storage already chosen there:
+    # c0d9f37 experiments/optimize/study.py:171-176 `_study_key` (storage already chosen there:
     # `cfg.storage or f"sqlite:///{Path('optuna.db').resolve()}"`, name `_study_name(cfg)`)
     blob = json.dumps([safe_url(storage), name, method])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _group_seed(seed: int, *parts: str) -> int:  # analysis/sensitivity/groups.py:42-48
+def _group_seed(seed: int, *parts: str) -> int:
+    # c0d9f37 experiments/analysis/sensitivity/groups.py:43-49 `_group_seed`
     h = hashlib.sha256("\0".join((str(seed), *parts)).encode()).digest()
     return int.from_bytes(h[:8], "big")
 
 
-def _validation_uniform(seed: int, *parts: str) -> float:  # testing/validation.py:61-63
+def _validation_uniform(seed: int, *parts: str) -> float:
+    # c0d9f37 experiments/testing/validation.py:66-68 `KnownEffectLM._uniform`
     h = hashlib.sha256("\0".join((str(seed), *parts)).encode()).digest()
     return int.from_bytes(h[:8], "big") / 2**64
 
 
 def _short(text: str) -> str:
-    # experiments/tracking/tracking.py:147 (metric_key), :180 (_lock_dir), :1191 (_param)
+    # c0d9f37 experiments/tracking/names.py:50 (metric_key), :67 (_param), store.py:119 (_lock_dir)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -130,7 +174,7 @@ def test_trial_id_and_template_are_the_resolved_trials() -> None:
             labels=("Yes", "No") if template else None,
         )
         identity = resolved.identity()
-        assert ids.trial_id(identity) == resolved.id
+        assert ids.trial_id(identity) == resolved.id == _runner_sha256_json(identity)
         assert identity["template"] == ids.text_sha256(template)  # runner.py:169
         assert identity["rows"] == ids.rows_fingerprint(resolved.rows)
 
@@ -141,9 +185,9 @@ def test_rows_fingerprint_is_the_runners() -> None:
         for i, (t, a) in enumerate(zip(TEXTS, ["Yes", "No", "é", "", "✓", "x"], strict=True))
     ]
     for n in range(len(rows) + 1):
-        assert ids.rows_fingerprint(rows[:n]) == runner_rows_fingerprint(rows[:n])
+        assert ids.rows_fingerprint(rows[:n]) == _runner_rows_fingerprint(rows[:n])
         reordered = [dict(reversed(list(r.items()))) for r in rows[:n]]
-        assert ids.rows_fingerprint(reordered) == runner_rows_fingerprint(rows[:n])
+        assert ids.rows_fingerprint(reordered) == _runner_rows_fingerprint(rows[:n])
     fixed = [
         {"index": "0", "text": "é", "answer": "Yes"},
         {"index": "1", "text": "b", "answer": "No"},
@@ -166,7 +210,7 @@ def test_cache_key_is_the_caches() -> None:
     for identity in identities:
         for prompt in TEXTS:
             for decoding in decodings:
-                want = cache_cache_key(identity, prompt, decoding)
+                want = _cache_key(identity, prompt, decoding)
                 got = ids.cache_key(_shuffled(identity, rng), prompt, decoding.to_dict())
                 assert got == want
 
@@ -210,12 +254,13 @@ def test_variant_id_is_promptlibs() -> None:
 @pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
 def test_spec_and_sweep_ids_are_the_sweeps(path: Path) -> None:
     spec = load_spec(path)
-    assert ids.spec_id(spec.raw) == spec.id == PINS["specs"][path.name]["spec_id"]
+    assert ids.spec_id(spec.raw) == _spec_id(spec.raw) == PINS["specs"][path.name]["spec_id"]
+    assert spec.id == ids.spec_id(spec.raw)
     pinned = PINS["specs"][path.name]
     trial_ids = [t[4] for t in pinned["trials"]]
     identity = PINS["misc"]["cache_identity_openai_stub"]
     got = ids.sweep_id(spec.id, [identity], list(spec.tasks), None, trial_ids)
-    assert got == sweeps_sweep_id(spec, [identity], list(spec.tasks), None, trial_ids)
+    assert got == _sweeps_sweep_id(spec, [identity], list(spec.tasks), None, trial_ids)
     assert got == pinned["sweep_id"]
     # non-ASCII, floats, None and other values shown by str, in any key order
     raw = {
@@ -225,11 +270,11 @@ def test_spec_and_sweep_ids_are_the_sweeps(path: Path) -> None:
         "z": {"b": 1, "a": 2},
     }
     edited = dataclasses.replace(spec, raw=_shuffled(raw, random.Random(1)))
-    assert ids.spec_id(edited.raw) == edited.id
-    assert ids.spec_id(raw) == edited.id
+    assert ids.spec_id(edited.raw) == _spec_id(edited.raw)
+    assert ids.spec_id(raw) == _spec_id(edited.raw) == edited.id
     for limit in (None, 1, 200):
         shuffled = list(reversed(trial_ids))
-        want = sweeps_sweep_id(edited, [identity, {"model": "ü"}], ["é"], limit, trial_ids)
+        want = _sweeps_sweep_id(edited, [identity, {"model": "ü"}], ["é"], limit, trial_ids)
         assert ids.sweep_id(edited.id, [identity, {"model": "ü"}], ["é"], limit, shuffled) == want
 
 
@@ -285,7 +330,7 @@ def test_predictions_sha_is_trackings() -> None:
         Prediction(index="1", prompt_hash="p", answer="No", generation=None, parsed=None,
                    correct=None, error="x"),
     ]  # fmt: skip
-    assert ids.predictions_sha(pinned) == tracking_predictions_sha(_result(pinned))
+    assert ids.predictions_sha(pinned) == _tracking_predictions_sha(_result(pinned))
     assert ids.predictions_sha(pinned) == PINS["misc"]["predictions_sha"]
     for text in TEXTS:
         preds = [
@@ -293,11 +338,11 @@ def test_predictions_sha_is_trackings() -> None:
                        parsed=text or None, correct=None)
             for i in range(4)
         ]  # fmt: skip
-        assert ids.predictions_sha(preds) == tracking_predictions_sha(_result(preds))
-    assert ids.predictions_sha([]) == tracking_predictions_sha(_result([]))
+        assert ids.predictions_sha(preds) == _tracking_predictions_sha(_result(preds))
+    assert ids.predictions_sha([]) == _tracking_predictions_sha(_result([]))
     grades = [{"index": "0", "generation": "Yes ✓", "grade": 1}]
     assert ids.grades_sha(grades) == PINS["misc"]["grades_sha"]
-    # tracking.py:817: the predictions hash rebuilt from grades
+    # c0d9f37 experiments/tracking/single_runs.py:152: the predictions hash rebuilt from grades
     rows = [[str(g["index"]), g["generation"], None] for g in grades]
     assert ids.tag_sha(rows) == _tracking_sha(rows)
 
@@ -305,7 +350,7 @@ def test_predictions_sha_is_trackings() -> None:
 # ---- texts and seeds --------------------------------------------------------------------------
 @pytest.mark.parametrize("text", TEXTS)
 def test_text_hashes(text: str) -> None:
-    assert ids.prompt_hash(text) == runner_prompt_hash(text)
+    assert ids.prompt_hash(text) == _runner_prompt_hash(text)
     assert ids.text_sha256(text) == hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert ids.short_sha(text) == _short(text)
 

@@ -1,8 +1,9 @@
 """`experiments.settings` reads each folder and `WORKBENCH_*` setting as the code that reads it
 today does: same default, same expansion, same refusal (message and error class).
 
-Where today's reader is public it is called; where it is private or inline, its recipe is
-copied here from the source (file:line cited).
+Where today's reader is public it is called; where it is private or inline, or now calls
+`settings` itself, its recipe is copied here, frozen, from the code before (commit and file:line
+cited).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def test_responses_and_locks_dirs(monkeypatch: pytest.MonkeyPatch, value: str | 
         assert settings.responses_dir() == cache.directory
     finally:
         cache.close()
-    # experiments/tracking/tracking.py:180-181 (`_lock_dir` of a store that is not SQLite)
+    # c0d9f37 experiments/tracking/store.py:119-120 (`_lock_dir` of a store that is not SQLite)
     assert settings.locks_dir() == settings.cache_dir() / "locks"
     for directory in (settings.default_responses_dir(), Path("/elsewhere")):
         used = worker_cache_dir(SimpleNamespace(directory=directory))  # type: ignore[arg-type]
@@ -114,7 +115,7 @@ def test_runs_dir_is_the_runners(monkeypatch: pytest.MonkeyPatch, value: str | N
 
 
 def test_reports_dir_is_the_sweeps() -> None:
-    # experiments/cli/studies.py:119 and :137: Path("reports")
+    # c0d9f37 experiments/cli/studies.py:120 and :138: Path("reports")
     assert settings.reports_dir() == Path("reports")
 
 
@@ -124,6 +125,9 @@ def test_mlflow_config_path_is_load_configs(
     monkeypatch: pytest.MonkeyPatch, value: str | None, path: str | None
 ) -> None:
     _set(monkeypatch, "WORKBENCH_MLFLOW_CONFIG", value)
+    # c0d9f37 experiments/tracking/store.py:45 (`load_config`), frozen
+    old = Path(path or os.environ.get("WORKBENCH_MLFLOW_CONFIG") or "mlflow.yaml")
+    assert settings.mlflow_config_path(path) == old
     assert str(settings.mlflow_config_path(path)) == load_config(path).source
 
 
@@ -194,7 +198,7 @@ def test_no_track_env_is_the_options() -> None:
 
 
 def test_default_optuna_storage_is_optimizes() -> None:
-    # experiments/optimize/optimize.py:451 and :533: `cfg.storage or "sqlite:///optuna.db"`
+    # c0d9f37 experiments/optimize/study.py:83 and :165: `cfg.storage or "sqlite:///optuna.db"`
     assert settings.default_optuna_storage() == "sqlite:///optuna.db"
-    # experiments/optimize/optimize.py:542 (`_study_key`): the default file resolved
+    # c0d9f37 experiments/optimize/study.py:174 (`_study_key`): the default file resolved
     assert settings.resolved_optuna_storage() == f"sqlite:///{Path('optuna.db').resolve()}"

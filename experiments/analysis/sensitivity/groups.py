@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from experiments import ids
 from experiments.analysis import stats
 from experiments.analysis.align import common_rows
 from experiments.analysis.clusters import for_rows
@@ -42,11 +43,8 @@ def draw_factor(axis: str) -> str:
 
 def _group_seed(seed: int, *parts: str) -> int:
     """A group's own RNG seed from the user's seed and its identity: no number depends on the
-    order of the trials or on which other (task, model)s the sweep holds."""
-    import hashlib
-
-    h = hashlib.sha256("\0".join((str(seed), *parts)).encode()).digest()
-    return int.from_bytes(h[:8], "big")
+    order of the trials or on which other (task, model)s the sweep holds (`ids.seed_int`)."""
+    return ids.seed_int(seed, *parts)
 
 
 def with_axes(records: Iterable[TrialRecord]) -> list[TrialRecord]:

@@ -1,16 +1,17 @@
-"""`tracking.names` holds the MLflow name rules (issue 20): its copies of the sweep/study name
-check and of `safe_model` agree with the rules their callers use today."""
+"""`tracking.names` holds the MLflow name rules (issue 20): its sweep/study name check and its
+`safe_model` agree with the rules their callers had before they called it (copied below, frozen,
+from commit c0d9f37), and the callers refuse what it refuses."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from experiments.optimize.config import check_study_name
 from experiments.sweeps import SpecError, load_spec
-from experiments.sweeps.report import safe_model as sweeps_safe_model
 from experiments.tracking.names import check_name, safe_model
 from promptlib.errors import WorkbenchError
 
@@ -63,6 +64,20 @@ MODELS = [
 ]
 
 
+# c0d9f37 experiments/sweeps/spec.py:58 `_NAME` (and experiments/optimize/config.py:16
+# `_STUDY_NAME`, the same pattern), frozen
+_OLD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def _old_name_ok(name: str) -> bool:
+    # c0d9f37 experiments/sweeps/spec.py:167 (and experiments/optimize/config.py:31), frozen
+    return not (not _OLD_NAME.fullmatch(name) or ".." in name)
+
+
+def _old_safe_model(model: str) -> str:  # c0d9f37 experiments/sweeps/report.py:117-118, frozen
+    return "".join(c if c.isalnum() else "_" for c in model)
+
+
 def _sweep_name_ok(name: str, tmp_path: Path) -> bool:
     """Whether `load_spec` accepts `name` as a sweep's name (other fields may still fail)."""
     spec = tmp_path / "spec.yaml"
@@ -85,6 +100,7 @@ def _study_name_ok(name: str) -> bool:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_check_name_is_the_sweep_and_study_name_rule(name: str, tmp_path: Path) -> None:
+    assert check_name(name) == _old_name_ok(name)
     assert check_name(name) == _study_name_ok(name) == _sweep_name_ok(name, tmp_path)
 
 
@@ -95,4 +111,4 @@ def test_check_name_accepts_and_refuses() -> None:
 
 @pytest.mark.parametrize("model", MODELS)
 def test_safe_model_is_the_figure_name_rule(model: str) -> None:
-    assert safe_model(model) == sweeps_safe_model(model)
+    assert safe_model(model) == _old_safe_model(model)
