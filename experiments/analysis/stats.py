@@ -54,7 +54,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis.clusters import checked, sums
-from experiments.metrics import METRICS, SUCCESSOR_LIABILITY_EXCEPTIONS, normalize
+from experiments.metrics import (
+    METRICS,
+    normalize,
+    ssla_counts,
+    successor_liability_counts,
+)
 
 Alternative = Literal["two-sided", "greater", "less"]
 MetricName = Literal["accuracy", "balanced_accuracy"]  # the fast names; any `Metric` is accepted
@@ -234,36 +239,6 @@ def normalized_labels(values: Sequence[Any]) -> list[str]:
     return out
 
 
-def _ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
-    # mirrors experiments.metrics.ssla_f1 for one row
-
-    tp = fp = fn = 0
-    gens = [normalize(g) for g in gen.split(",")]
-    for name in (normalize(a) for a in ans.split(",")):
-        j = next((i for i, g in enumerate(gens) if name in g), None)
-        if j is None:
-            fn += 1
-        else:
-            tp += 1
-            del gens[j]
-        fp += len(gens)
-    return tp, fp, fn
-
-
-def _successor_counts(gen: str, ans: str) -> tuple[int, int, int]:
-    # mirrors experiments.metrics.successor_liability_f1 for one row
-
-    tp = fp = 0
-    remaining = ans.split(",")
-    for exc in (e for e in SUCCESSOR_LIABILITY_EXCEPTIONS if e in gen):
-        if exc in remaining:
-            remaining.remove(exc)
-            tp += 1
-        else:
-            fp += 1
-    return tp, fp, len(remaining)
-
-
 def class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
     """Answer class of each row (normalised answers for names, as the metric sees them).
 
@@ -305,7 +280,7 @@ def _decompose(
                 stats[i, j, 0] = memo[key] / n
         return Decomposition(stats, _identity, True)
     if metric in _F1_METRICS:
-        count = _ssla_counts if metric == "ssla_f1" else _successor_counts
+        count = ssla_counts if metric == "ssla_f1" else successor_liability_counts
         stats = np.empty((n, v, 3))
         for j, p in enumerate(preds):
             for i in range(n):
@@ -533,6 +508,24 @@ def _row_permutations(
     return np.argsort(rng.random((r, d, k)), axis=-1)
 
 
+def _variants(predictions: Sequence[Labels], test: str) -> Sequence[Labels]:
+    """The k variants' predictions (rows of a 2-d array are variants); `test` needs k >= 2."""
+    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
+        predictions = list(predictions)
+    if len(predictions) < 2:
+        raise ValueError(f"{test} needs at least 2 variants, got {len(predictions)}")
+    return predictions
+
+
+def _scored_variants(
+    y_true: Labels, predictions: Sequence[Labels], metric: Metric
+) -> tuple[NDArray[Any], list[NDArray[Any]], Callable[[Any, Any], float], tuple[float, ...]]:
+    """The checked answers and predictions, the metric's callable, and each variant's score."""
+    y, *preds = check_inputs(y_true, predictions)
+    score = resolve_metric(metric)
+    return y, preds, score, tuple(float(score(y, p)) for p in preds)
+
+
 def range_permutation_test(
     y_true: Labels,
     predictions: Sequence[Labels],
@@ -561,18 +554,13 @@ def range_permutation_test(
     permutations; rows where all variants agree are left out, since permuting them changes
     nothing); a callable metric runs a loop that recomputes it for every variant and resample.
     """
-    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
-        predictions = list(predictions)
+    predictions = _variants(predictions, "a range test")
     k = len(predictions)
-    if k < 2:
-        raise ValueError(f"a range test needs at least 2 variants, got {k}")
     _check_alternative(alternative)
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
-    y, *preds = check_inputs(y_true, predictions)
-    score = resolve_metric(metric)
+    y, preds, score, scores = _scored_variants(y_true, predictions, metric)
     name = name_of_metric(metric)
-    scores = tuple(float(score(y, p)) for p in preds)
     observed = max(scores) - min(scores)
     rng = np.random.default_rng(seed)
     ids, n_units = _cluster_ids(clusters, len(y))
@@ -762,13 +750,8 @@ def post_selection_pair_test(
     a quarter of the time at alpha = 0.05 (see benchmarks/stats_validity.py). Kept to
     reproduce the paper; use `range_permutation_test` for a valid answer.
     """
-    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
-        predictions = list(predictions)
-    if len(predictions) < 2:
-        raise ValueError(f"a best-vs-worst test needs at least 2 variants, got {len(predictions)}")
-    y, *preds = check_inputs(y_true, predictions)
-    score = resolve_metric(metric)
-    scores = tuple(float(score(y, p)) for p in preds)
+    predictions = _variants(predictions, "a best-vs-worst test")
+    y, preds, _, scores = _scored_variants(y_true, predictions, metric)
     best, worst = _best(scores), _worst(scores)
     res = paired_permutation_test(
         y, preds[best], preds[worst], metric, n_resamples, seed, alternative, clusters=clusters
