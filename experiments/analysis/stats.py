@@ -827,9 +827,6 @@ def bootstrap_ci(
     sample) has fewer than 10 rows, and `degenerate` when it has zero width (every resample
     gave the estimate: a sample with no variation, not certainty); `note` says why.
     """
-    from scipy.stats import norm
-    from scipy.stats import t as t_dist
-
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level}")
     if interval not in ("bc", "bca", "percentile", "studentized"):
@@ -855,14 +852,7 @@ def bootstrap_ci(
     if n_units < len(y):
         # whole clusters are resampled (within the answer class of their first row); balanced
         # accuracy then becomes a ratio of per-class totals, since class sizes vary
-        # each cluster's stratum: its most common answer class (ties: the lowest class), so
-        # the strata do not depend on row order
-        k = int(strata.max()) + 1
-        tally = np.zeros((n_units, k))
-        np.add.at(tally, (ids, strata), 1.0)
-        unit_strata = np.asarray(tally.argmax(axis=1), dtype=np.intp)
-        mixed_units = np.count_nonzero(tally, axis=1) > 1
-        mixed = int(np.count_nonzero(mixed_units[ids]))
+        unit_strata, mixed = _cluster_strata(strata, ids, n_units)
         if mixed:
             notes.append(
                 f"{mixed} rows are in clusters that mix answer classes (each cluster is "
@@ -903,6 +893,56 @@ def bootstrap_ci(
             unreliable, True, "; ".join(notes),
         )  # fmt: skip
 
+    low, high, how = _boot_limits(
+        boot, estimate, influence, dec, strata, sizes, level=level, n_resamples=n_resamples,
+        rng=rng, sign=sign, interval=interval, small_sample=small_sample, notes=notes,
+    )  # fmt: skip
+    method += how
+    if isinstance(metric, str):  # every named metric lies in [0, 1]; a difference in [-1, 1]
+        bound = (-1.0 if len(preds) == 2 else 0.0, 1.0)
+        low, high = max(low, bound[0]), min(high, bound[1])
+    degenerate = high - low <= 1e-12
+    if degenerate:
+        notes.append("degenerate: zero-width interval; not certainty")
+    return Interval(
+        estimate, low, high, level, n_resamples, method, unreliable, degenerate, "; ".join(notes)
+    )
+
+
+def _cluster_strata(
+    strata: NDArray[np.intp], ids: NDArray[np.intp], n_units: int
+) -> tuple[NDArray[np.intp], int]:
+    """Each cluster's stratum, its most common answer class (ties: the lowest class), so the
+    strata do not depend on row order; and the number of rows in clusters that mix classes."""
+    k = int(strata.max()) + 1
+    tally = np.zeros((n_units, k))
+    np.add.at(tally, (ids, strata), 1.0)
+    unit_strata = np.asarray(tally.argmax(axis=1), dtype=np.intp)
+    mixed_units = np.count_nonzero(tally, axis=1) > 1
+    return unit_strata, int(np.count_nonzero(mixed_units[ids]))
+
+
+def _boot_limits(
+    boot: FloatArray,
+    estimate: float,
+    influence: FloatArray,
+    dec: Decomposition | None,
+    strata: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    *,
+    level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    sign: FloatArray,
+    interval: IntervalMethod,
+    small_sample: bool,
+    notes: list[str],
+) -> tuple[float, float, str]:
+    """`bootstrap_ci`'s (low, high) by `interval` from the resamples `boot`, and the method's
+    name (appended to the resampling's); a fallback adds a note to `notes`."""
+    from scipy.stats import norm  # start-up: scipy.stats is slow to import
+    from scipy.stats import t as t_dist  # start-up: as above
+
     alpha = (1 - level) / 2
     z_lo, z_hi = float(norm.ppf(alpha)), float(norm.ppf(1 - alpha))
     if small_sample:
@@ -915,7 +955,7 @@ def bootstrap_ci(
     percentile = [float(norm.cdf(z_lo)), float(norm.cdf(z_hi))]
     if interval == "studentized" and dec is not None and dec.linear:
         low, high = _studentized(dec, strata, sizes, boot, estimate, level, n_resamples, rng, sign)
-        method += "studentized (bootstrap-t)"
+        method = "studentized (bootstrap-t)"
     elif interval in ("bc", "bca"):
         # bias correction from the mid-rank of the estimate (ties are common here)
         below = float(
@@ -929,24 +969,15 @@ def bootstrap_ci(
             z0 = float(norm.ppf(below))
             qs = [float(norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))) for z in (z_lo, z_hi)]
             low, high = (float(q) for q in np.quantile(boot, qs))
-            method += "BCa" if interval == "bca" else "bias-corrected percentile (BC)"
+            method = "BCa" if interval == "bca" else "bias-corrected percentile (BC)"
         else:
             low, high = (float(q) for q in np.quantile(boot, percentile))
-            method += "percentile (no bias correction: the estimate is outside the resamples)"
+            method = "percentile (no bias correction: the estimate is outside the resamples)"
             notes.append("bias correction undefined (every resample on one side): percentile")
     else:
         low, high = (float(q) for q in np.quantile(boot, percentile))
-        method += "percentile"
-    method += method_suffix
-    if isinstance(metric, str):  # every named metric lies in [0, 1]; a difference in [-1, 1]
-        bound = (-1.0 if len(preds) == 2 else 0.0, 1.0)
-        low, high = max(low, bound[0]), min(high, bound[1])
-    degenerate = high - low <= 1e-12
-    if degenerate:
-        notes.append("degenerate: zero-width interval; not certainty")
-    return Interval(
-        estimate, low, high, level, n_resamples, method, unreliable, degenerate, "; ".join(notes)
-    )
+        method = "percentile"
+    return low, high, method + method_suffix
 
 
 def _satterthwaite(
