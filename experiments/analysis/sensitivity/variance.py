@@ -119,6 +119,9 @@ def _sums_of_squares(
     + df_f D_t s2_t for a prompt factor of df_f degrees of freedom, E[SS_row,t] = (n_t -
     D_t)(V_t s2_row,t + s2_t), and the task means carry D_t (V_t s2_row,t + s2_t) / N_t of
     noise each (N_t = n_t V_t).
+
+    Long because it is one computation: the sums of squares of every factor and their
+    expected noise, accumulated task by task over the same running totals.
     """
     groups = list(groups)
     batch = 1 if counts is None else len(counts[0])
@@ -255,6 +258,8 @@ def variance_shares(
     stratified by answer class for class-based metrics, all variants together), the same
     estimator on each resample; the interval method is `SHARE_CI_METHOD` (chosen by
     benchmarks/sensitivity_coverage.py; `ci_method` overrides it).
+
+    Long because of this docstring: the code is about 60 lines.
     """
     if not groups:
         raise ValueError("no complete (task, model) with at least 2 variants")
