@@ -63,7 +63,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import binom, multivariate_normal, norm
 
-from experiments.analysis import coverage_table, intervals, stats
+from experiments.analysis import coverage_table, intervals
+from experiments.metrics import ssla_counts
 
 FloatArray = NDArray[np.float64]
 GRID_N = (20, 40, 50, 100, 200)
@@ -349,7 +350,7 @@ def f1_truth(q: float, spurious: float = SPURIOUS, k_max: int = 3) -> float:
                     * math.prod(q if s else 1 - q for s in said)
                     * (spurious if extra else 1 - spurious)
                 )
-                totals += prob * np.array(stats._ssla_counts(",".join(gen), ",".join(names)))
+                totals += prob * np.array(ssla_counts(",".join(gen), ",".join(names)))
     tp, fp, fn = totals
     return float(2 * tp / (2 * tp + fp + fn))
 

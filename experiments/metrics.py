@@ -94,17 +94,20 @@ def sara_numeric(generations: Sequence[str], answers: Sequence[str]) -> float:
 
 def successor_liability_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
     """The paper's F1 over exceptions named in the generation (substring match)."""
-    tp = fp = fn = 0
-    for gen, ans in zip(generations, answers, strict=True):
-        remaining = str(ans).split(",")
-        for exc in (e for e in SUCCESSOR_LIABILITY_EXCEPTIONS if e in str(gen)):
-            if exc in remaining:
-                remaining.remove(exc)
-                tp += 1
-            else:
-                fp += 1
-        fn += len(remaining)
-    return _f1(tp, fp, fn)
+    return _f1_of_rows(successor_liability_counts, generations, answers)
+
+
+def successor_liability_counts(gen: str, ans: str) -> tuple[int, int, int]:
+    """One row's (tp, fp, fn) of `successor_liability_f1` (the stats' per-row statistics)."""
+    tp = fp = 0
+    remaining = str(ans).split(",")
+    for exc in (e for e in SUCCESSOR_LIABILITY_EXCEPTIONS if e in str(gen)):
+        if exc in remaining:
+            remaining.remove(exc)
+            tp += 1
+        else:
+            fp += 1
+    return tp, fp, len(remaining)
 
 
 def citation_open(generations: Sequence[str], answers: Sequence[str]) -> float:
@@ -130,17 +133,34 @@ def ssla_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
     adds a false positive. That last rule over-counts false positives compared with a
     textbook F1; it is kept because it is what LegalBench reports.
     """
+    return _f1_of_rows(ssla_counts, generations, answers)
+
+
+def ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
+    """One row's (tp, fp, fn) of `ssla_f1` (the stats' per-row statistics)."""
+    tp = fp = fn = 0
+    gens = [normalize(g) for g in str(gen).split(",")]
+    for name in (normalize(a) for a in str(ans).split(",")):
+        j = next((i for i, g in enumerate(gens) if name in g), None)
+        if j is None:
+            fn += 1
+        else:
+            tp += 1
+            del gens[j]
+        fp += len(gens)
+    return tp, fp, fn
+
+
+def _f1_of_rows(
+    count: Callable[[str, str], tuple[int, int, int]],
+    generations: Sequence[str],
+    answers: Sequence[str],
+) -> float:
+    """F1 of the (tp, fp, fn) that `count` gives each row, summed over the rows."""
     tp = fp = fn = 0
     for gen, ans in zip(generations, answers, strict=True):
-        gens = [normalize(g) for g in str(gen).split(",")]
-        for name in (normalize(a) for a in str(ans).split(",")):
-            j = next((i for i, g in enumerate(gens) if name in g), None)
-            if j is None:
-                fn += 1
-            else:
-                tp += 1
-                del gens[j]
-            fp += len(gens)
+        t, p, n = count(gen, ans)
+        tp, fp, fn = tp + t, fp + p, fn + n
     return _f1(tp, fp, fn)
 
 

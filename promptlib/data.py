@@ -289,17 +289,24 @@ class DataSource:
         return TaskFiles(name, self.tasks_dir / name, prompt_dir)
 
 
+def _tasks_folder(folder: Path | str, missing: str) -> Path:
+    """`folder`'s `tasks/` subfolder if it has one, else `folder`; `missing` (its `{}` the
+    folder) is the DataError when `folder` is no directory."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise DataError(missing.format(path))
+    return path / "tasks" if (path / "tasks").is_dir() else path
+
+
 class LocalSource(DataSource):
     """A directory in LegalBench's layout: `<root>/tasks/<task>/{train,test}.tsv` + prompts."""
 
     def __init__(self, root: Path | str) -> None:
-        root = Path(root).expanduser()
-        if not root.is_dir():
-            raise DataError(
-                f"data directory {root} does not exist; set LEGALBENCH_DIR or --data-dir to a "
-                "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)"
-            )
-        tasks_dir = root / "tasks" if (root / "tasks").is_dir() else root
+        tasks_dir = _tasks_folder(
+            root,
+            "data directory {} does not exist; set LEGALBENCH_DIR or --data-dir to a "
+            "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)",
+        )
         super().__init__(tasks_dir, tasks_dir)
         self.description = f"local directory {tasks_dir}"
 
@@ -346,13 +353,11 @@ class HuggingFaceSource(DataSource):
         tasks_dir = _find_tasks_dir(extracted)
         prompts = None
         if prompts_dir is not None:
-            p = Path(prompts_dir).expanduser()
-            if not p.is_dir():
-                raise DataError(
-                    f"prompts directory {p} does not exist; point --prompts-dir at the "
-                    "'tasks/' folder of a LegalBench checkout"
-                )
-            prompts = p / "tasks" if (p / "tasks").is_dir() else p
+            prompts = _tasks_folder(
+                prompts_dir,
+                "prompts directory {} does not exist; point --prompts-dir at the "
+                "'tasks/' folder of a LegalBench checkout",
+            )
         super().__init__(tasks_dir, prompts)
         self.description = f"Hugging Face {HF_REPO_ID} (cached at {extracted})" + (
             f", prompts from {prompts}" if prompts else ", no prompt files"

@@ -375,6 +375,9 @@ class Task:
         Order: the labels of claude_prompt.txt's "Reply with either" list in its order, then
         the rest sorted: exactly the tuple of earlier versions when the set is unchanged, as
         trial ids (log-likelihood continuations, max_tokens) depend on it.
+
+        Long because of this docstring: the code (under 80 lines) gathers the four sources
+        in the order of preference above, which the pinned trial ids depend on.
         """
         found = _LabelSet()
         for split, table in splits:

@@ -163,22 +163,7 @@ def pair(
     )
     assert a.score is not None and b.score is not None
     _check(where, res.statistic, a.score - b.score, "score_a - score_b")
-    row = {
-        "a": a.variant,
-        "b": b.variant,
-        "status": "tested",
-        "metric": a.metric,
-        "score_a": a.score,
-        "score_b": b.score,
-        "statistic": res.statistic,
-        "p_value": res.p_value,
-        "test": res.test,
-        "exact": res.exact,
-        "n_resamples": res.n_resamples,
-        "n": res.n,
-        "n_discordant": res.n_discordant,
-        **_cluster_fields(c),
-    }
+    row = _tested_row(a, b, res) | _cluster_fields(c)
     if not intervals:
         return untested(where, a.variant, b.variant, (a, b), name) | row
     ci = interval(y, pa, pb, a.metric, c, seed)
@@ -189,6 +174,22 @@ def pair(
         y, pa, pb, metric=a.metric, clusters=c.ids, n_resamples=n_resamples, seed=seed,
         by_class=False,
     )  # fmt: skip
+    return {
+        **_tested_row(a, b, res),
+        **_ci_fields("ci", ci, _disagreement(res.p_value, ci.low, ci.high)),
+        "ci_method": ci.method,
+        **_ci_fields("ci_a", ci_a),
+        **_ci_fields("ci_b", ci_b),
+        "mde_80": mde.value,
+        "mde_note": mde.note,
+        "mde_method": mde.method,
+        "mde_unreliable": mde.unreliable,
+        **_cluster_fields(c),
+    }
+
+
+def _tested_row(a: TrialRecord, b: TrialRecord, res: stats.PermutationResult) -> dict[str, Any]:
+    """The fields of a tested pair's row that the test alone gives (no interval, no MDE)."""
     return {
         "a": a.variant,
         "b": b.variant,
@@ -203,25 +204,13 @@ def pair(
         "n_resamples": res.n_resamples,
         "n": res.n,
         "n_discordant": res.n_discordant,
-        "ci_low": ci.low,
-        "ci_high": ci.high,
-        "ci_note": "; ".join(
-            x for x in (_ci_note(ci), _disagreement(res.p_value, ci.low, ci.high)) if x
-        )
-        or None,
-        "ci_method": ci.method,
-        "ci_a_low": ci_a.low,
-        "ci_a_high": ci_a.high,
-        "ci_a_note": _ci_note(ci_a),
-        "ci_b_low": ci_b.low,
-        "ci_b_high": ci_b.high,
-        "ci_b_note": _ci_note(ci_b),
-        "mde_80": mde.value,
-        "mde_note": mde.note,
-        "mde_method": mde.method,
-        "mde_unreliable": mde.unreliable,
-        **_cluster_fields(c),
     }
+
+
+def _ci_fields(key: str, ci: stats.Interval, *more: str | None) -> dict[str, Any]:
+    """`key`_low, `key`_high and `key`_note of an interval (`more`: further notes)."""
+    note = "; ".join(x for x in (_ci_note(ci), *more) if x) or None
+    return {f"{key}_low": ci.low, f"{key}_high": ci.high, f"{key}_note": note}
 
 
 def _ci_note(ci: Any) -> str | None:

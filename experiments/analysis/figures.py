@@ -198,6 +198,29 @@ def _difference_panel(
     return drawn_any, flagged_any
 
 
+def _two_panels(n_tasks: int) -> tuple[Any, Any, Any]:
+    """A comparison figure's two panels: the scores above, the differences below."""
+    fig, (ax, dx) = plt.subplots(
+        2, 1, figsize=(max(6.5, 1.3 * n_tasks + 3.5), 7.0), height_ratios=[3, 2],
+        layout="constrained",
+    )  # fmt: skip
+    return fig, ax, dx
+
+
+def _score_axes(
+    ax: Any, tasks: Sequence[str], metric: str, chance: Mapping[str, float | None]
+) -> bool:
+    """The score panel's chance lines, task ticks, limits and labels; True if a chance line
+    was drawn."""
+    has_chance = _chance_lines(ax, tasks, chance)
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(tasks) - 0.4)
+    ax.set_ylim(0, 1.1)
+    ax.set_xlabel("task")
+    ax.set_ylabel(f"{metric} (95% interval)")
+    return has_chance
+
+
 def pair_figure(
     name: str,
     model: str,
@@ -214,10 +237,7 @@ def pair_figure(
     variants = list(dict.fromkeys(o.variant for o in outcomes))
     score = {(o.task, o.variant): o.score for o in outcomes}
     metric = _metric_label(outcomes)
-    fig, (ax, dx) = plt.subplots(
-        2, 1, figsize=(max(6.5, 1.3 * len(tasks) + 3.5), 7.0), height_ratios=[3, 2],
-        layout="constrained",
-    )  # fmt: skip
+    fig, ax, dx = _two_panels(len(tasks))
     width = 0.8 / max(1, len(variants))
     any_interval = any_flagged = False
     for j, v in enumerate(variants):
@@ -252,12 +272,7 @@ def pair_figure(
             tops += [iv[1] for v in variants if (iv := _arm_interval(rows, v)[0])]
             ax.text(i, min(max(tops) + 0.02, 1.04), _p_label(rows[0]["p_value"]), ha="center",
                     fontsize=7)  # fmt: skip
-    has_chance = _chance_lines(ax, tasks, chance or {})
-    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
-    ax.set_xlim(-0.6, len(tasks) - 0.4)
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("task")
-    ax.set_ylabel(f"{metric} (95% interval)")
+    has_chance = _score_axes(ax, tasks, metric, chance or {})
     ax.set_title(f"{name} — {model}\nscore of each variant; p: paired permutation test",
                  fontsize=10)  # fmt: skip
     # variant swatches drawn plain: a hatched (flagged) first bar must not hatch the legend
@@ -297,10 +312,7 @@ def draws_figure(
     chosen after seeing the scores has none that would be unbiased)."""
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     metric = _metric_label(outcomes)
-    fig, (ax, dx) = plt.subplots(
-        2, 1, figsize=(max(6.5, 1.3 * len(tasks) + 3.5), 7.0), height_ratios=[3, 2],
-        layout="constrained",
-    )  # fmt: skip
+    fig, ax, dx = _two_panels(len(tasks))
     any_interval = any_flagged = labelled = False
     for i, t in enumerate(tasks):
         draws = [o for o in outcomes if o.task == t]
@@ -338,12 +350,7 @@ def draws_figure(
             tops = [row["score_a"]] + [iv[1] for p in cis.values() if (iv := _interval(*p))]
             ax.text(i, min(max(tops) + 0.03, 1.04), _p_label(row["p_value"]), ha="center",
                     fontsize=7)  # fmt: skip
-    has_chance = _chance_lines(ax, tasks, chance or {})
-    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
-    ax.set_xlim(-0.6, len(tasks) - 0.4)
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("task")
-    ax.set_ylabel(f"{metric} (95% interval)")
+    has_chance = _score_axes(ax, tasks, metric, chance or {})
     ax.set_title(
         f"{name} — {model}\nscore of each demonstration draw; p: range permutation test",
         fontsize=9,

@@ -54,7 +54,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis.clusters import checked, sums
-from experiments.metrics import METRICS, SUCCESSOR_LIABILITY_EXCEPTIONS, normalize
+from experiments.metrics import (
+    METRICS,
+    normalize,
+    ssla_counts,
+    successor_liability_counts,
+)
 
 Alternative = Literal["two-sided", "greater", "less"]
 MetricName = Literal["accuracy", "balanced_accuracy"]  # the fast names; any `Metric` is accepted
@@ -234,36 +239,6 @@ def normalized_labels(values: Sequence[Any]) -> list[str]:
     return out
 
 
-def _ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
-    # mirrors experiments.metrics.ssla_f1 for one row
-
-    tp = fp = fn = 0
-    gens = [normalize(g) for g in gen.split(",")]
-    for name in (normalize(a) for a in ans.split(",")):
-        j = next((i for i, g in enumerate(gens) if name in g), None)
-        if j is None:
-            fn += 1
-        else:
-            tp += 1
-            del gens[j]
-        fp += len(gens)
-    return tp, fp, fn
-
-
-def _successor_counts(gen: str, ans: str) -> tuple[int, int, int]:
-    # mirrors experiments.metrics.successor_liability_f1 for one row
-
-    tp = fp = 0
-    remaining = ans.split(",")
-    for exc in (e for e in SUCCESSOR_LIABILITY_EXCEPTIONS if e in gen):
-        if exc in remaining:
-            remaining.remove(exc)
-            tp += 1
-        else:
-            fp += 1
-    return tp, fp, len(remaining)
-
-
 def class_index(y: NDArray[Any], metric: Metric) -> NDArray[np.intp]:
     """Answer class of each row (normalised answers for names, as the metric sees them).
 
@@ -305,7 +280,7 @@ def _decompose(
                 stats[i, j, 0] = memo[key] / n
         return Decomposition(stats, _identity, True)
     if metric in _F1_METRICS:
-        count = _ssla_counts if metric == "ssla_f1" else _successor_counts
+        count = ssla_counts if metric == "ssla_f1" else successor_liability_counts
         stats = np.empty((n, v, 3))
         for j, p in enumerate(preds):
             for i in range(n):
@@ -533,6 +508,24 @@ def _row_permutations(
     return np.argsort(rng.random((r, d, k)), axis=-1)
 
 
+def _variants(predictions: Sequence[Labels], test: str) -> Sequence[Labels]:
+    """The k variants' predictions (rows of a 2-d array are variants); `test` needs k >= 2."""
+    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
+        predictions = list(predictions)
+    if len(predictions) < 2:
+        raise ValueError(f"{test} needs at least 2 variants, got {len(predictions)}")
+    return predictions
+
+
+def _scored_variants(
+    y_true: Labels, predictions: Sequence[Labels], metric: Metric
+) -> tuple[NDArray[Any], list[NDArray[Any]], Callable[[Any, Any], float], tuple[float, ...]]:
+    """The checked answers and predictions, the metric's callable, and each variant's score."""
+    y, *preds = check_inputs(y_true, predictions)
+    score = resolve_metric(metric)
+    return y, preds, score, tuple(float(score(y, p)) for p in preds)
+
+
 def range_permutation_test(
     y_true: Labels,
     predictions: Sequence[Labels],
@@ -561,18 +554,13 @@ def range_permutation_test(
     permutations; rows where all variants agree are left out, since permuting them changes
     nothing); a callable metric runs a loop that recomputes it for every variant and resample.
     """
-    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
-        predictions = list(predictions)
+    predictions = _variants(predictions, "a range test")
     k = len(predictions)
-    if k < 2:
-        raise ValueError(f"a range test needs at least 2 variants, got {k}")
     _check_alternative(alternative)
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
-    y, *preds = check_inputs(y_true, predictions)
-    score = resolve_metric(metric)
+    y, preds, score, scores = _scored_variants(y_true, predictions, metric)
     name = name_of_metric(metric)
-    scores = tuple(float(score(y, p)) for p in preds)
     observed = max(scores) - min(scores)
     rng = np.random.default_rng(seed)
     ids, n_units = _cluster_ids(clusters, len(y))
@@ -762,13 +750,8 @@ def post_selection_pair_test(
     a quarter of the time at alpha = 0.05 (see benchmarks/stats_validity.py). Kept to
     reproduce the paper; use `range_permutation_test` for a valid answer.
     """
-    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
-        predictions = list(predictions)
-    if len(predictions) < 2:
-        raise ValueError(f"a best-vs-worst test needs at least 2 variants, got {len(predictions)}")
-    y, *preds = check_inputs(y_true, predictions)
-    score = resolve_metric(metric)
-    scores = tuple(float(score(y, p)) for p in preds)
+    predictions = _variants(predictions, "a best-vs-worst test")
+    y, preds, _, scores = _scored_variants(y_true, predictions, metric)
     best, worst = _best(scores), _worst(scores)
     res = paired_permutation_test(
         y, preds[best], preds[worst], metric, n_resamples, seed, alternative, clusters=clusters
@@ -843,10 +826,11 @@ def bootstrap_ci(
     The result is flagged `unreliable` when the smallest class (or, unstratified, the whole
     sample) has fewer than 10 rows, and `degenerate` when it has zero width (every resample
     gave the estimate: a sample with no variation, not certainty); `note` says why.
-    """
-    from scipy.stats import norm
-    from scipy.stats import t as t_dist
 
+    Long because this docstring is the method's documentation (and the measured coverage
+    behind BC); the code is one resampling procedure of about 85 lines, its clustering and
+    its limits by method in `_cluster_strata` and `_boot_limits`.
+    """
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level}")
     if interval not in ("bc", "bca", "percentile", "studentized"):
@@ -872,14 +856,7 @@ def bootstrap_ci(
     if n_units < len(y):
         # whole clusters are resampled (within the answer class of their first row); balanced
         # accuracy then becomes a ratio of per-class totals, since class sizes vary
-        # each cluster's stratum: its most common answer class (ties: the lowest class), so
-        # the strata do not depend on row order
-        k = int(strata.max()) + 1
-        tally = np.zeros((n_units, k))
-        np.add.at(tally, (ids, strata), 1.0)
-        unit_strata = np.asarray(tally.argmax(axis=1), dtype=np.intp)
-        mixed_units = np.count_nonzero(tally, axis=1) > 1
-        mixed = int(np.count_nonzero(mixed_units[ids]))
+        unit_strata, mixed = _cluster_strata(strata, ids, n_units)
         if mixed:
             notes.append(
                 f"{mixed} rows are in clusters that mix answer classes (each cluster is "
@@ -920,6 +897,56 @@ def bootstrap_ci(
             unreliable, True, "; ".join(notes),
         )  # fmt: skip
 
+    low, high, how = _boot_limits(
+        boot, estimate, influence, dec, strata, sizes, level=level, n_resamples=n_resamples,
+        rng=rng, sign=sign, interval=interval, small_sample=small_sample, notes=notes,
+    )  # fmt: skip
+    method += how
+    if isinstance(metric, str):  # every named metric lies in [0, 1]; a difference in [-1, 1]
+        bound = (-1.0 if len(preds) == 2 else 0.0, 1.0)
+        low, high = max(low, bound[0]), min(high, bound[1])
+    degenerate = high - low <= 1e-12
+    if degenerate:
+        notes.append("degenerate: zero-width interval; not certainty")
+    return Interval(
+        estimate, low, high, level, n_resamples, method, unreliable, degenerate, "; ".join(notes)
+    )
+
+
+def _cluster_strata(
+    strata: NDArray[np.intp], ids: NDArray[np.intp], n_units: int
+) -> tuple[NDArray[np.intp], int]:
+    """Each cluster's stratum, its most common answer class (ties: the lowest class), so the
+    strata do not depend on row order; and the number of rows in clusters that mix classes."""
+    k = int(strata.max()) + 1
+    tally = np.zeros((n_units, k))
+    np.add.at(tally, (ids, strata), 1.0)
+    unit_strata = np.asarray(tally.argmax(axis=1), dtype=np.intp)
+    mixed_units = np.count_nonzero(tally, axis=1) > 1
+    return unit_strata, int(np.count_nonzero(mixed_units[ids]))
+
+
+def _boot_limits(
+    boot: FloatArray,
+    estimate: float,
+    influence: FloatArray,
+    dec: Decomposition | None,
+    strata: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    *,
+    level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    sign: FloatArray,
+    interval: IntervalMethod,
+    small_sample: bool,
+    notes: list[str],
+) -> tuple[float, float, str]:
+    """`bootstrap_ci`'s (low, high) by `interval` from the resamples `boot`, and the method's
+    name (appended to the resampling's); a fallback adds a note to `notes`."""
+    from scipy.stats import norm  # start-up: scipy.stats is slow to import
+    from scipy.stats import t as t_dist  # start-up: as above
+
     alpha = (1 - level) / 2
     z_lo, z_hi = float(norm.ppf(alpha)), float(norm.ppf(1 - alpha))
     if small_sample:
@@ -932,7 +959,7 @@ def bootstrap_ci(
     percentile = [float(norm.cdf(z_lo)), float(norm.cdf(z_hi))]
     if interval == "studentized" and dec is not None and dec.linear:
         low, high = _studentized(dec, strata, sizes, boot, estimate, level, n_resamples, rng, sign)
-        method += "studentized (bootstrap-t)"
+        method = "studentized (bootstrap-t)"
     elif interval in ("bc", "bca"):
         # bias correction from the mid-rank of the estimate (ties are common here)
         below = float(
@@ -946,24 +973,15 @@ def bootstrap_ci(
             z0 = float(norm.ppf(below))
             qs = [float(norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))) for z in (z_lo, z_hi)]
             low, high = (float(q) for q in np.quantile(boot, qs))
-            method += "BCa" if interval == "bca" else "bias-corrected percentile (BC)"
+            method = "BCa" if interval == "bca" else "bias-corrected percentile (BC)"
         else:
             low, high = (float(q) for q in np.quantile(boot, percentile))
-            method += "percentile (no bias correction: the estimate is outside the resamples)"
+            method = "percentile (no bias correction: the estimate is outside the resamples)"
             notes.append("bias correction undefined (every resample on one side): percentile")
     else:
         low, high = (float(q) for q in np.quantile(boot, percentile))
-        method += "percentile"
-    method += method_suffix
-    if isinstance(metric, str):  # every named metric lies in [0, 1]; a difference in [-1, 1]
-        bound = (-1.0 if len(preds) == 2 else 0.0, 1.0)
-        low, high = max(low, bound[0]), min(high, bound[1])
-    degenerate = high - low <= 1e-12
-    if degenerate:
-        notes.append("degenerate: zero-width interval; not certainty")
-    return Interval(
-        estimate, low, high, level, n_resamples, method, unreliable, degenerate, "; ".join(notes)
-    )
+        method = "percentile"
+    return low, high, method + method_suffix
 
 
 def _satterthwaite(

@@ -113,6 +113,9 @@ def echoed_continuation(
     a prompt token's log-probability silently). A token spanning the boundary means the
     server's tokenizer merged the prompt's end with the label, so the label has no
     log-probability of its own: that is an error, not a guess.
+
+    Long because of this docstring and its checks: the code (about 70 lines) is one check
+    after another on the reply, each with its own error.
     """
     if logprobs is None:
         raise _no_prompt_logprobs(server, "no logprobs in the reply")

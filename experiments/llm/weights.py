@@ -123,6 +123,9 @@ def assemble_verified(
     used: it is rebuilt from the chunks, and chunks that do not add up to the published
     hash are an error telling how to reinstall them. A file lock beside the target makes
     concurrent processes take turns, and leftovers of killed assemblies are removed.
+
+    Long because of this docstring: the code (under 80 lines) is one locked, verified
+    copy-then-rename whose steps share the lock and the temporary file.
     """
     import hashlib
     import json

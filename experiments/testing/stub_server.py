@@ -272,6 +272,10 @@ class StubOpenAI:
             return "ok"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request-handler class of this stub's server.
+
+        Long because it is a class: its methods close over the stub (`stub`), so it is
+        defined here, and its length is the sum of its short methods (`_answer` aside)."""
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -315,6 +319,11 @@ class StubOpenAI:
                         stub.in_flight -= 1
 
             def _answer(self, body: dict[str, Any]) -> None:
+                """Reply to a completion request as the drawn outcome says.
+
+                Long because it is one branch per fault the stub can inject (timeout, 429,
+                500, 404, not_json, drip, null/list/tool-call content, empty choices) and
+                the reply shapes of both endpoints, chat and echoed completions."""
                 self._drip = False
                 outcome = stub._outcome()
                 if outcome == "ok" and stub.fail_fn is not None and stub.fail_fn(_prompt(body)):

@@ -57,20 +57,8 @@ def meta_analysis(
     reported beside it. Demonstration draws (`seed`) are not pooled: their levels mean nothing
     across tasks.
     """
-    from scipy.stats import t as t_dist
-    from statsmodels.stats.meta_analysis import combine_effects
-
-    contrasts: dict[tuple[str, str, str, str], list[int]] = {}
-    for gi, g in enumerate(groups):
-        keys = sorted({k for a in g.axes for k in a})
-        for axis in keys:
-            if axis in DRAW_AXES:
-                continue
-            levels = sorted({a[axis] for a in g.axes if axis in a})
-            for a, b in itertools.combinations(levels, 2):
-                contrasts.setdefault((g.metric, axis, a, b), []).append(gi)
     out = []
-    for (metric, axis, a, b), members in sorted(contrasts.items()):
+    for (metric, axis, a, b), members in sorted(_contrasts(groups).items()):
         effects, variances, names, sa, sb = [], [], [], [], []
         notes: list[str] = []
         for gi in members:
@@ -126,30 +114,55 @@ def meta_analysis(
             row["note"] = "fewer than 2 tasks: nothing to pool"
             out.append(row)
             continue
-        res = combine_effects(
-            np.asarray(effects), np.asarray(variances), method_re="iterated",
-            row_names=names, alpha=1 - level,
-        )  # fmt: skip
-        q, df = float(res.q), len(names) - 1
-        pooled = float(res.mean_effect_re)
-        # HKSJ variance with the q >= 1 floor: never narrower than the usual RE interval
-        se = math.sqrt(max(float(res.var_hksj_re), float(res.sd_eff_w_re) ** 2))
-        crit = float(t_dist.ppf(1 - (1 - level) / 2, df))
-        tstat = pooled / se if se > 0 else math.inf
-        row.update(
-            pooled=pooled,
-            se=se,
-            ci=[pooled - crit * se, pooled + crit * se],
-            p_value=float(2 * t_dist.sf(abs(tstat), df)),
-            tau2=float(max(res.tau2, 0.0)),
-            i2=float(max(0.0, (q - df) / q)) if q > 0 else 0.0,
-            q=q,
-            method="random effects (Paule-Mandel tau^2); Hartung-Knapp-Sidik-Jonkman interval "
-            "(t with k-1 df, q >= 1 floor); per-task variance from the paired row bootstrap",
-            note=None,
-        )
+        row.update(_pooled_fields(effects, variances, names, level))
         out.append(row)
     return out
+
+
+def _contrasts(groups: Sequence[Group]) -> dict[tuple[str, str, str, str], list[int]]:
+    """(metric, axis, level a, level b) -> the groups that have both levels (draw axes left
+    out)."""
+    contrasts: dict[tuple[str, str, str, str], list[int]] = {}
+    for gi, g in enumerate(groups):
+        keys = sorted({k for a in g.axes for k in a})
+        for axis in keys:
+            if axis in DRAW_AXES:
+                continue
+            levels = sorted({a[axis] for a in g.axes if axis in a})
+            for a, b in itertools.combinations(levels, 2):
+                contrasts.setdefault((g.metric, axis, a, b), []).append(gi)
+    return contrasts
+
+
+def _pooled_fields(
+    effects: list[float], variances: list[float], names: list[str], level: float
+) -> dict[str, Any]:
+    """The random-effects pool of the tasks' effects with its HKSJ interval (2+ tasks)."""
+    from scipy.stats import t as t_dist  # start-up: scipy.stats is slow to import
+    from statsmodels.stats.meta_analysis import combine_effects  # start-up: slow to import
+
+    res = combine_effects(
+        np.asarray(effects), np.asarray(variances), method_re="iterated",
+        row_names=names, alpha=1 - level,
+    )  # fmt: skip
+    q, df = float(res.q), len(names) - 1
+    pooled = float(res.mean_effect_re)
+    # HKSJ variance with the q >= 1 floor: never narrower than the usual RE interval
+    se = math.sqrt(max(float(res.var_hksj_re), float(res.sd_eff_w_re) ** 2))
+    crit = float(t_dist.ppf(1 - (1 - level) / 2, df))
+    tstat = pooled / se if se > 0 else math.inf
+    return dict(
+        pooled=pooled,
+        se=se,
+        ci=[pooled - crit * se, pooled + crit * se],
+        p_value=float(2 * t_dist.sf(abs(tstat), df)),
+        tau2=float(max(res.tau2, 0.0)),
+        i2=float(max(0.0, (q - df) / q)) if q > 0 else 0.0,
+        q=q,
+        method="random effects (Paule-Mandel tau^2); Hartung-Knapp-Sidik-Jonkman interval "
+        "(t with k-1 df, q >= 1 floor); per-task variance from the paired row bootstrap",
+        note=None,
+    )
 
 
 def _row_step(group: Group) -> float:

@@ -287,20 +287,14 @@ def task_measures(
     The bootstrap resamples clusters of rows (`_resample_counts`); `test_seed` (default:
     `seed`) seeds the range test, `ci_methods` overrides `CI_METHODS` (for the coverage
     benchmark), `range_test=False` skips the test (p-value None; for simulations).
+
+    Long because the document has a field per measure and per CI; the code is one pass.
     """
     methods = {**CI_METHODS, **(ci_methods or {})}
     rng = np.random.default_rng(seed)
     counts, kc = _resample_counts(group, n_resamples, rng)
     u = _units(group)
-    observed = _variant_scores(group, np.ones((1, len(group.indices))))[0]
-    if len(group.scores) == len(observed) and not np.allclose(
-        observed, group.scores, rtol=0, atol=1e-9
-    ):
-        raise AssertionError(
-            f"{group.task} ({group.model}): scores recomputed from the generations "
-            f"{observed.tolist()} are not the trials' scores {list(group.scores)}; refusing "
-            "to report the sensitivity of another quantity"
-        )
+    observed = _checked_scores(group)
     boot = _variant_scores(group, counts)
     test = (
         _range_test(group, n_resamples, seed if test_seed is None else test_seed)
@@ -362,6 +356,28 @@ def task_measures(
             out[f"{name}_ci"] = _measure_ci(
                 methods[name], est, np.asarray(dist, dtype=np.float64), rows, u, kc
             )
+    out.update(_coverage_fields(group, u))
+    return out, counts, boot
+
+
+def _checked_scores(group: Group) -> FloatArray:
+    """Each variant's score recomputed from the generations; refuses a group whose trials
+    report other scores."""
+    observed: FloatArray = _variant_scores(group, np.ones((1, len(group.indices))))[0]
+    if len(group.scores) == len(observed) and not np.allclose(
+        observed, group.scores, rtol=0, atol=1e-9
+    ):
+        raise AssertionError(
+            f"{group.task} ({group.model}): scores recomputed from the generations "
+            f"{observed.tolist()} are not the trials' scores {list(group.scores)}; refusing "
+            "to report the sensitivity of another quantity"
+        )
+    return observed
+
+
+def _coverage_fields(group: Group, u: _Units) -> dict[str, Any]:
+    """`task_measures`' ci_coverage, ci_unreliable and note (measured coverage of its CIs)."""
+    out: dict[str, Any] = {}
     coverage = {name: measured_coverage(name, group) for name in CI_MEASURES}
     out["ci_coverage"] = coverage
     low = {name: c for name, c in coverage.items() if c is None or c < COVERAGE_FLOOR}
@@ -386,4 +402,4 @@ def task_measures(
             "its first row"
         )
     out["note"] = "; ".join(notes)
-    return out, counts, boot
+    return out

@@ -4,7 +4,7 @@ its variance-shares artifact, and its MLflow metrics (`sensitivity_metrics`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,17 +48,7 @@ def sensitivity_report(
     rank = {(t.task, t.model, t.variant): i for i, t in enumerate(given)}
     trials = sorted(given, key=lambda t: (t.task, t.model, t.variant))
     notes: list[str] = []
-    excluded = [
-        {"task": t.task, "model": t.model, "variant": t.variant, "status": str(t.status)}
-        for t in trials if not t.complete
-    ]  # fmt: skip
-    if excluded:
-        notes.append(
-            f"{len(excluded)} incomplete trial(s) excluded (not scored as wrong): "
-            + "; ".join(
-                f"{e['task']} {e['variant']} ({e['model']}): {e['status']}" for e in excluded
-            )
-        )
+    excluded = _excluded(trials, notes)
     by: dict[tuple[str, str], list[TrialRecord]] = {}
     for t in trials:
         if t.complete:
@@ -92,6 +82,49 @@ def sensitivity_report(
         m: variance_shares([g for g in groups if g.model == m], n_resamples=n_resamples, seed=seed)
         for m in models
     }
+    meta = _pooled(models, groups, boots, observed, notes)
+    for m, v in shares.items():
+        if v.get("note"):
+            notes.append(f"variance shares ({m}): {v['note']}")
+    report = {
+        "per_task": per_task,
+        "variance_shares": shares,
+        "meta_analysis": meta,
+        "rank_stability": rank_stability(groups),
+        "excluded": excluded,
+        "notes": notes,
+        "n_resamples": n_resamples,
+    }
+    # refuse here, before anything is logged, if two (task, model)s would share a metric name
+    sensitivity_metrics(report)
+    return report
+
+
+def _excluded(trials: Sequence[TrialRecord], notes: list[str]) -> list[dict[str, str]]:
+    """The incomplete trials, left out of every measure (a note in `notes` names them)."""
+    excluded = [
+        {"task": t.task, "model": t.model, "variant": t.variant, "status": str(t.status)}
+        for t in trials if not t.complete
+    ]  # fmt: skip
+    if excluded:
+        notes.append(
+            f"{len(excluded)} incomplete trial(s) excluded (not scored as wrong): "
+            + "; ".join(
+                f"{e['task']} {e['variant']} ({e['model']}): {e['status']}" for e in excluded
+            )
+        )
+    return excluded
+
+
+def _pooled(
+    models: Sequence[str],
+    groups: Sequence[Group],
+    boots: Sequence[FloatArray],
+    observed: Sequence[FloatArray],
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """Each model's pooled effects (`meta_analysis` over its groups); their notes, and one for
+    an axis whose tasks use different metrics, go to `notes`."""
     meta = []
     for m in models:
         idx = [i for i, g in enumerate(groups) if g.model == m]
@@ -109,21 +142,7 @@ def sensitivity_report(
                 f"{m} {axis}: tasks use different official metrics ({', '.join(sorted(ms))}); "
                 "each metric's tasks are pooled separately"
             )
-    for m, v in shares.items():
-        if v.get("note"):
-            notes.append(f"variance shares ({m}): {v['note']}")
-    report = {
-        "per_task": per_task,
-        "variance_shares": shares,
-        "meta_analysis": meta,
-        "rank_stability": rank_stability(groups),
-        "excluded": excluded,
-        "notes": notes,
-        "n_resamples": n_resamples,
-    }
-    # refuse here, before anything is logged, if two (task, model)s would share a metric name
-    sensitivity_metrics(report)
-    return report
+    return meta
 
 
 def pooled_effects(

@@ -14,6 +14,18 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 def format_sensitivity(report: dict[str, Any]) -> str:
     """The sensitivity section of `workbench report` (plain text)."""
     lines = ["Prompt sensitivity", "=================="]
+    lines += _per_task_lines(report)
+    lines += _variance_lines(report)
+    lines += _meta_lines(report)
+    lines += _rank_lines(report)
+    for n in report.get("notes", []):
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
+
+
+def _per_task_lines(report: dict[str, Any]) -> list[str]:
+    """Each (task, model)'s measures, their CI method, units and unreliable CIs."""
+    lines: list[str] = []
     if not report.get("per_task"):
         lines.append("no (task, model) with at least 2 complete variants")
     else:
@@ -56,6 +68,12 @@ def format_sensitivity(report: dict[str, Any]) -> str:
             for r in report["per_task"]:
                 if r.get("ci_unreliable"):
                     lines.append(f"  {r['task']} ({r['model']}): {r['note']}")
+    return lines
+
+
+def _variance_lines(report: dict[str, Any]) -> list[str]:
+    """Each model's variance shares of per-row correctness."""
+    lines: list[str] = []
     for model, v in report.get("variance_shares", {}).items():
         lines.append("")
         flag = (
@@ -83,6 +101,12 @@ def format_sensitivity(report: dict[str, Any]) -> str:
             lines.append(f"  {f:<40} {s:6.1%}  [{lo:6.1%}, {hi:6.1%}]{bang}{mark}")
         if v.get("note"):
             lines.append(f"  note: {v['note']}")
+    return lines
+
+
+def _meta_lines(report: dict[str, Any]) -> list[str]:
+    """The pooled effects across tasks."""
+    lines: list[str] = []
     if report.get("meta_analysis"):
         lines.append("")
         lines.append(
@@ -103,6 +127,12 @@ def format_sensitivity(report: dict[str, Any]) -> str:
                 f"p={_fmt(m['p_value'])} tau2={m['tau2']:.4f} I2={m['i2']:.0%} | "
                 f"t p={_fmt(t['p_value'])}"
             )
+    return lines
+
+
+def _rank_lines(report: dict[str, Any]) -> list[str]:
+    """The rank stability of models across prompts."""
+    lines: list[str] = []
     if report.get("rank_stability"):
         lines.append("")
         lines.append("Rank stability of models across prompts")
@@ -114,6 +144,4 @@ def format_sensitivity(report: dict[str, Any]) -> str:
                 f"{', '.join(r['best_model_mean'])}; variants with tied best: "
                 f"{r['n_variants_with_tied_best']})"
             )
-    for n in report.get("notes", []):
-        lines.append(f"note: {n}")
-    return "\n".join(lines)
+    return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,14 @@ from experiments.analysis.sensitivity.groups import (
     _group_seed,
     draw_factor,
 )
-from experiments.analysis.sensitivity.measures import _basic_ci, _bc_ci, _ci, _recentred_ci, _units
+from experiments.analysis.sensitivity.measures import (
+    _basic_ci,
+    _bc_ci,
+    _ci,
+    _recentred_ci,
+    _Units,
+    _units,
+)
 
 
 # ---- variance decomposition -------------------------------------------------------------------
@@ -112,6 +119,9 @@ def _sums_of_squares(
     + df_f D_t s2_t for a prompt factor of df_f degrees of freedom, E[SS_row,t] = (n_t -
     D_t)(V_t s2_row,t + s2_t), and the task means carry D_t (V_t s2_row,t + s2_t) / N_t of
     noise each (N_t = n_t V_t).
+
+    Long because it is one computation: the sums of squares of every factor and their
+    expected noise, accumulated task by task over the same running totals.
     """
     groups = list(groups)
     batch = 1 if counts is None else len(counts[0])
@@ -248,6 +258,8 @@ def variance_shares(
     stratified by answer class for class-based metrics, all variants together), the same
     estimator on each resample; the interval method is `SHARE_CI_METHOD` (chosen by
     benchmarks/sensitivity_coverage.py; `ci_method` overrides it).
+
+    Long because of this docstring: the code is about 60 lines.
     """
     if not groups:
         raise ValueError("no complete (task, model) with at least 2 variants")
@@ -276,65 +288,16 @@ def variance_shares(
     }
     comp_total = float(sum(float(v[0]) for v in comp.values()))
     if total <= 0 or comp_total <= 0:  # nothing to share out
-        return {
-            "shares": {f: None for f in factors},
-            "ci": {f: None for f in factors},
-            "sum_of_shares": None,
-            "components": {f: None for f in factors},
-            "components_raw": {f: None for f in factors},
-            "truncated": [],
-            "unreliable": True,
-            "unreliable_factors": [],
-            "coverage": {f: None for f in factors},
-            "ci_method": {f: method_of(f) for f in factors},
-            **common,
-            "method": "no variance: per-row correctness is the same everywhere, so no share"
-            if total <= 0
-            else "no variance component above zero: nothing to share out",
-            "note": "no variance: every observation has the same correctness; shares undefined"
-            if total <= 0
-            else "no variance: no component is estimated above its expected noise (too few "
-            "clusters, or rows that never differ beyond noise); shares undefined",
-        }
+        return _no_variance(factors, common, method_of, total)
     shares = {f: float(comp[f][0]) / comp_total for f in factors}
-    boot: dict[str, list[float]] = {f: [] for f in factors}
-    chunk = 200
-    for start in range(0, n_resamples, chunk):
-        r = min(chunk, n_resamples - start)
-        row_counts, sq = [], []
-        for u, rng in zip(units, rngs, strict=True):
-            kc = stats.resample_counts(u.strata, np.bincount(u.strata), r, rng)
-            row_counts.append(np.asarray(kc, dtype=np.float64)[:, u.ids])
-            sq.append(np.asarray(kc, dtype=np.float64) @ u.sizes**2)
-        c, _ = _components(_sums_of_squares(groups, row_counts, sq))
-        tot = np.sum([c.get(f, np.zeros(r)) for f in factors], axis=0)
-        for f in factors:
-            boot[f].extend((c.get(f, np.zeros(r)) / np.where(tot > 0, tot, 1.0)).tolist())
+    boot = _boot_shares(groups, units, rngs, factors, n_resamples)
     ci = {f: _share_ci(method_of(f), shares[f], np.asarray(boot[f])) for f in factors}
     methods = {f: method_of(f) for f in factors}
     truncated = [f for f in factors if float(raw[f][0]) < 0]
     coverage = {f: measured_share_coverage(groups, f) for f in factors}
     low = {f: c for f, c in coverage.items() if c is None or c < COVERAGE_FLOOR}
     unreliable = bool(low)
-    notes = []
-    if truncated:
-        notes.append(
-            "negative variance component(s) set to 0 (estimated below their expected noise): "
-            + ", ".join(truncated)
-        )
-    if low:
-        notes.append(
-            "CIs unreliable: measured 95% coverage of the true share "
-            + ", ".join(
-                f"{f} {'not measured for this design' if c is None else f'{c:.3f}'}"
-                for f, c in low.items()
-            )
-            + f" (< {COVERAGE_FLOOR}; benchmarks/sensitivity_coverage.py, {COVERAGE_SIMS} "
-            "simulations per cell)"
-        )
-    mixed = sum(u.mixed for u in units)
-    if mixed:
-        notes.append(f"{mixed} cluster(s) mix answer classes (resampled with their first row)")
+    notes = _share_notes(truncated, low, units)
     return {
         "shares": shares,
         "ci": ci,
@@ -373,6 +336,85 @@ SHARE_CI_TEXT = {
     "recentred": "recentred percentile interval",
     "basic": "basic (reverse percentile) interval",
 }
+
+
+def _no_variance(
+    factors: Sequence[str],
+    common: dict[str, Any],
+    method_of: Callable[[str], str],
+    total: float,
+) -> dict[str, Any]:
+    """`variance_shares`'s document when there is nothing to share out (no shares, no CIs)."""
+    return {
+        "shares": {f: None for f in factors},
+        "ci": {f: None for f in factors},
+        "sum_of_shares": None,
+        "components": {f: None for f in factors},
+        "components_raw": {f: None for f in factors},
+        "truncated": [],
+        "unreliable": True,
+        "unreliable_factors": [],
+        "coverage": {f: None for f in factors},
+        "ci_method": {f: method_of(f) for f in factors},
+        **common,
+        "method": "no variance: per-row correctness is the same everywhere, so no share"
+        if total <= 0
+        else "no variance component above zero: nothing to share out",
+        "note": "no variance: every observation has the same correctness; shares undefined"
+        if total <= 0
+        else "no variance: no component is estimated above its expected noise (too few "
+        "clusters, or rows that never differ beyond noise); shares undefined",
+    }
+
+
+def _boot_shares(
+    groups: Sequence[Group],
+    units: Sequence[_Units],
+    rngs: Sequence[np.random.Generator],
+    factors: Sequence[str],
+    n_resamples: int,
+) -> dict[str, list[float]]:
+    """Each factor's share in every cluster-bootstrap resample (task t's from `rngs[t]`)."""
+    boot: dict[str, list[float]] = {f: [] for f in factors}
+    chunk = 200
+    for start in range(0, n_resamples, chunk):
+        r = min(chunk, n_resamples - start)
+        row_counts, sq = [], []
+        for u, rng in zip(units, rngs, strict=True):
+            kc = stats.resample_counts(u.strata, np.bincount(u.strata), r, rng)
+            row_counts.append(np.asarray(kc, dtype=np.float64)[:, u.ids])
+            sq.append(np.asarray(kc, dtype=np.float64) @ u.sizes**2)
+        c, _ = _components(_sums_of_squares(groups, row_counts, sq))
+        tot = np.sum([c.get(f, np.zeros(r)) for f in factors], axis=0)
+        for f in factors:
+            boot[f].extend((c.get(f, np.zeros(r)) / np.where(tot > 0, tot, 1.0)).tolist())
+    return boot
+
+
+def _share_notes(
+    truncated: Sequence[str], low: dict[str, float | None], units: Sequence[_Units]
+) -> list[str]:
+    """The notes of `variance_shares`: truncated components, low coverage, mixed clusters."""
+    notes = []
+    if truncated:
+        notes.append(
+            "negative variance component(s) set to 0 (estimated below their expected noise): "
+            + ", ".join(truncated)
+        )
+    if low:
+        notes.append(
+            "CIs unreliable: measured 95% coverage of the true share "
+            + ", ".join(
+                f"{f} {'not measured for this design' if c is None else f'{c:.3f}'}"
+                for f, c in low.items()
+            )
+            + f" (< {COVERAGE_FLOOR}; benchmarks/sensitivity_coverage.py, {COVERAGE_SIMS} "
+            "simulations per cell)"
+        )
+    mixed = sum(u.mixed for u in units)
+    if mixed:
+        notes.append(f"{mixed} cluster(s) mix answer classes (resampled with their first row)")
+    return notes
 
 
 def _share_ci(method: str, estimate: float, boot: FloatArray) -> list[float]:
