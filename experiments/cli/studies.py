@@ -80,7 +80,11 @@ def sweep(
         ),
     ] = None,
 ) -> None:
-    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
+    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests.
+    \f
+    Long because its signature declares the command's options (Typer reads them from it);
+    the body is option wiring over `run_sweep`.
+    """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.sweeps.plan import dry_run_items, plan_tasks, trial_plan
     from experiments.sweeps.spec import load_spec
@@ -102,8 +106,9 @@ def sweep(
 
     if dry_run:
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
-        trials = trial_plan(spec, planned, models)
-        items, skipped = dry_run_items(catalog, planned, trials, setup.lm)
+        items, skipped = dry_run_items(
+            catalog, planned, trial_plan(spec, planned, models), setup.lm
+        )
         typer.echo(
             output.as_json({"trials": items, "skipped": skipped})
             if as_json
@@ -203,7 +208,11 @@ def optimize(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
+    """Optimise a task's prompt on dev; report the winner on held-out data it never saw.
+    \f
+    Long because its signature declares the command's options (Typer reads them from it);
+    the body is option wiring over `experiments.optimize.optimize.optimize`.
+    """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.optimize import optimize as run_optimize
