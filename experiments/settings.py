@@ -89,6 +89,16 @@ CPUINFO_ENV = "WORKBENCH_CPUINFO"
 EXTRA_BUFTS_ENV = "WORKBENCH_LLAMA_EXTRA_BUFTS"
 
 
+def cpuinfo_env() -> str | None:
+    """``WORKBENCH_CPUINFO`` as set (None when unset): a file describing the CPU."""
+    return os.environ.get(CPUINFO_ENV)
+
+
+def extra_bufts_env() -> str | None:
+    """``WORKBENCH_LLAMA_EXTRA_BUFTS`` as set (None when unset): auto, on or off."""
+    return os.environ.get(EXTRA_BUFTS_ENV)
+
+
 def local_n_ctx(error: type[Exception] = WorkbenchError) -> int:
     """Context size of the local models (``WORKBENCH_LOCAL_N_CTX``, default 4096): a
     multiple of `LOCAL_N_CTX_STEP`, refused otherwise rather than rounded, so the value in

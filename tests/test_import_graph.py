@@ -192,6 +192,7 @@ def test_imports_inside_functions_say_why() -> None:
 LAYERS = (
     ("promptlib",),
     ("ids", "settings", "secrets", "files", "metrics"),
+    ("names",),
     ("llm",),
     ("trials",),
     ("analysis",),

@@ -53,17 +53,16 @@ def _fingerprint(lb: Path, tasks: list[str]) -> str:
 
 def compute_pins(lb: Path) -> dict[str, Any]:
     """Every pinned id, computed with the current code (public or test-used names only)."""
-    from experiments.analysis.sensitivity import metric_name
     from experiments.ids import grades_sha as _sha
     from experiments.llm.cache import cache_key
     from experiments.llm.gateway import LiteLLMModel
     from experiments.llm.served import SERVED_ALIGNMENT_CHECK
     from experiments.llm.types import Completion, Decoding
+    from experiments.names import metric_key, metric_name, predictions_sha, safe_model, safe_name
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.study import _study_key, _study_name
     from experiments.sweeps.plan import plan_tasks, sweep_id, trial_plan
     from experiments.sweeps.spec import load_spec
-    from experiments.tracking.names import metric_key, predictions_sha, safe_model, safe_name
     from experiments.trials.record import Prediction
     from experiments.trials.run import TrialResult, run_trial
     from experiments.trials.spec import TrialSpec, prompt_hash, resolve_trial, rows_fingerprint

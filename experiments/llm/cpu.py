@@ -18,11 +18,11 @@ not have, from the file named by ``WORKBENCH_CPUINFO``. ``WORKBENCH_LLAMA_EXTRA_
 
 from __future__ import annotations
 
-import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments import settings
 from experiments.settings import CPUINFO_ENV, EXTRA_BUFTS_ENV
 from promptlib.errors import WorkbenchError
 
@@ -56,12 +56,12 @@ def read_cpu(path: str | Path | None = None) -> CpuInfo:
     x86 lists its features under ``flags``, ARM under ``Features``. Where no such file
     exists (macOS, Windows) the flags are empty: no AMX, so nothing is changed.
     """
-    chosen = path or os.environ.get(CPUINFO_ENV) or _DEFAULT_CPUINFO
+    chosen = path or settings.cpuinfo_env() or _DEFAULT_CPUINFO
     source = Path(chosen)
     try:
         text = source.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
-        if path or os.environ.get(CPUINFO_ENV):
+        if path or settings.cpuinfo_env():
             raise WorkbenchError(
                 f"{source}: no such CPU description ({CPUINFO_ENV}); point it at a file in "
                 "/proc/cpuinfo's format or unset it"
@@ -81,7 +81,7 @@ def read_cpu(path: str | Path | None = None) -> CpuInfo:
         elif key in ("model name", "cpu model", "hardware") and not model:
             model = value.strip()
     arch = platform.machine()
-    if path or os.environ.get(CPUINFO_ENV):  # a described CPU: its architecture, not ours
+    if path or settings.cpuinfo_env():  # a described CPU: its architecture, not ours
         arch = "aarch64" if "asimd" in flags or "fp" in flags else "x86_64"
     return CpuInfo(arch, model, frozenset(flags), str(source))
 
@@ -101,7 +101,7 @@ class LlamaLoad:
 
 def llama_load(cpu: CpuInfo | None = None) -> LlamaLoad:
     """Extra buffer types off on a CPU with AMX (or when told), on otherwise."""
-    choice = os.environ.get(EXTRA_BUFTS_ENV, "auto").strip().lower() or "auto"
+    choice = (settings.extra_bufts_env() or "auto").strip().lower() or "auto"
     if choice not in ("auto", "on", "off"):
         raise WorkbenchError(
             f"{EXTRA_BUFTS_ENV} must be auto, on or off, not {choice!r}; unset it for auto"

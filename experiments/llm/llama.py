@@ -111,9 +111,7 @@ def llama_load() -> LlamaLoad:
     """How this process loads local models (`experiments.llm.cpu.llama_load`, read once per
     value of its two settings: the CPU description is not reread), told once on stderr when
     it departs from llama.cpp's default."""
-    load = _llama_load(
-        os.environ.get(settings.CPUINFO_ENV), os.environ.get(settings.EXTRA_BUFTS_ENV)
-    )
+    load = _llama_load(settings.cpuinfo_env(), settings.extra_bufts_env())
     if not load.extra_bufts and load.reason not in _LOAD_SAID:
         _LOAD_SAID.append(load.reason)
         log.warning("local models load with llama.cpp's extra buffer types off: %s", load.reason)

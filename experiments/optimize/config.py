@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from experiments.llm.types import Scoring
-from experiments.tracking.names import check_name
+from experiments.names import check_name
 from promptlib.errors import WorkbenchError
 
 StepProgress = Callable[[int, int, str], None]

@@ -280,7 +280,7 @@ class SweepTrials:
                 t,
                 rt,
                 run_id,
-                [vars(p) for p in result.predictions],
+                result.predictions,
                 result.status,
                 result.metric,
                 result.score,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from experiments.sweeps.plan import PlannedTrial
-from experiments.trials.record import TrialRecord, TrialStatus
+from experiments.trials.record import Prediction, TrialRecord, TrialStatus
 from experiments.trials.spec import prompt_hash
 
 
@@ -14,7 +14,7 @@ def _outcome(
     t: PlannedTrial,
     rt: Any,
     run_id: str,
-    preds: list[dict[str, Any]],
+    preds: Sequence[Mapping[str, Any] | Prediction],
     status: TrialStatus,
     metric: str,
     score: float | None,

@@ -9,9 +9,9 @@ from typing import Any
 from experiments.analysis import compare as cmp
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
+from experiments.names import safe_model
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import comparisons_csv
-from experiments.tracking.names import safe_model
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog

@@ -25,7 +25,7 @@ from typing import Any
 
 from experiments import ids
 from experiments.llm.backends import DEFAULT_MODEL
-from experiments.tracking.names import check_name
+from experiments.names import check_name
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.variants import PromptVariant, parse_spec

@@ -1,7 +1,7 @@
 """MLflow tracking: the config, the store, the Tracker, the UI, grades imported into a run.
 
 The only package that imports mlflow. Modules: `store` (mlflow.yaml, the client, locks, store
-errors), `names` (every MLflow name rule), `base` + one mixin per job composing `tracker.Tracker`
+errors), `base` + one mixin per job composing `tracker.Tracker`
 (`parents`, `trial_runs`, `single_runs`, `reports`, `registry`), `grades` (a graded CSV into a
 trial), `ui` (`workbench ui`).
 """

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.tracking.names import METRIC_NAMES, metric_key, safe_name
+from experiments.names import METRIC_NAMES, metric_key, safe_name
 from experiments.tracking.store import (
     TrackingConfig,
     _git_commit,

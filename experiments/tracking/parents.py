@@ -18,8 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from experiments.tracking.base import TrackerBase
-from experiments.tracking.names import (
+from experiments.names import (
     KIND,
     LAST_RUN,
     PARENT,
@@ -33,6 +32,7 @@ from experiments.tracking.names import (
     safe_name,
     study_suffix,
 )
+from experiments.tracking.base import TrackerBase
 from experiments.tracking.store import (
     _file_lock,
     _lock_dir,

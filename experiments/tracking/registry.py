@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from experiments.names import VARIANT_ID, alias_prompt_name, prompt_name
 from experiments.tracking.base import TrackerBase
-from experiments.tracking.names import VARIANT_ID, alias_prompt_name, prompt_name
 from experiments.tracking.store import _retrying
 
 if TYPE_CHECKING:

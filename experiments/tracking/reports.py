@@ -8,8 +8,7 @@ import json
 from typing import Any
 
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
-from experiments.secrets import safe_url
-from experiments.tracking.names import (
+from experiments.names import (
     GRADED,
     GRADES_PENDING,
     GRADES_SHA,
@@ -20,6 +19,7 @@ from experiments.tracking.names import (
     experiment_name,
     p_value_names,
 )
+from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
 from experiments.tracking.store import SweepIncomplete, _store_op, store_errors
 from promptlib.errors import WorkbenchError

@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from experiments import ids
-from experiments.tracking.names import (
+from experiments.names import (
     GRADED,
     GRADES_PENDING,
     GRADES_SHA,

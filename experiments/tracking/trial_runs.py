@@ -15,8 +15,7 @@ import json
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from experiments.secrets import safe_url
-from experiments.tracking.names import (
+from experiments.names import (
     GRADED,
     KIND,
     PARENT,
@@ -26,6 +25,7 @@ from experiments.tracking.names import (
     VARIANT_ID,
     _param,
 )
+from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
 from experiments.tracking.registry import Registry
 from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors

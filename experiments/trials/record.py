@@ -183,7 +183,7 @@ class TrialRecord:
         status: TrialStatus,
         metric: str,
         score: float | None,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Sequence[Mapping[str, Any] | Prediction],
         rendered: Mapping[str, str],
         resumed: bool,
     ) -> TrialRecord:
@@ -272,21 +272,59 @@ class TrialRecord:
         return record
 
     def replace(self, **changes: Any) -> TrialRecord:
-        """A copy with `changes`: record fields, or columns (`COLUMNS`: the rows are rebuilt
-        from the columns, position by position); a status string becomes a `TrialStatus`."""
+        """A copy with `changes`: record fields, or columns (`COLUMNS`); a status string
+        becomes a `TrialStatus`. Columns not given follow the rows by index (`indices`
+        reorders or subsets the rows; each keeps its own answer, hash, error and costs), so a
+        partial reorder never pairs a row with another row's cluster key or outcome."""
         cols = {k: changes.pop(k) for k in COLUMNS if k in changes}
         if cols:
-            now: dict[str, Any] = {k: getattr(self, k) for k in COLUMNS}
-            now.update(cols)
-            changes["rows"] = _rows(changes.get("variant", self.variant), **now)
+            changes["rows"] = self._rebuilt(changes.get("variant", self.variant), cols)
         if "status" in changes:
             changes["status"] = TrialStatus(changes["status"])
         return dataclasses.replace(self, **changes)
 
+    def _rebuilt(self, variant: str, cols: dict[str, Any]) -> tuple[Prediction, ...]:
+        """The rows after `replace`'s column changes (see there)."""
+        indices = list(cols.get("indices", self.indices))
+        if "indices" in cols and indices != list(self.indices):
+            by_index = {p.index: p for p in self.rows}
+            unknown = [i for i in indices if i not in by_index]
+            missing = [k for k in ("answers", "generations") if k not in cols]
+            if (unknown and missing) or len(by_index) < len(self.rows):
+                raise ValueError(
+                    f"{variant}: replace(indices=...) with rows this record does not hold "
+                    f"({unknown[:3]}) or repeated indices: give every column, or build the "
+                    "record with TrialRecord.of"
+                )
+            base = [by_index.get(i) for i in indices]
+        else:
+            base = list(self.rows)
+        given = _rows(
+            variant,
+            indices,
+            cols.get("answers", [p.answer if p else "" for p in base]),
+            cols.get("generations", [p.generation if p else None for p in base]),
+            cols.get("correct", [p.correct if p else None for p in base]),
+            cols.get("prompt_hashes", [p.prompt_hash if p else "" for p in base]),
+            cols.get("n_errors", 0),
+        )
+        out = []
+        for new, old in zip(given, base, strict=True):
+            row = new if old is None else dataclasses.replace(
+                old, index=new.index, answer=new.answer, generation=new.generation,
+                correct=new.correct, prompt_hash=new.prompt_hash,
+            )  # fmt: skip
+            if "n_errors" in cols:
+                row = dataclasses.replace(row, error=new.error)
+            out.append(row)
+        return tuple(out)
 
-def stored_row(d: Mapping[str, Any], rendered: Mapping[str, str]) -> Prediction:
-    """One stored prediction (a dict) as a `Prediction`; its prompt hash from `rendered`
-    (row index -> hash) where none was stored."""
+
+def stored_row(d: Mapping[str, Any] | Prediction, rendered: Mapping[str, str]) -> Prediction:
+    """One prediction, stored (a dict) or fresh, as a `Prediction`; its prompt hash from
+    `rendered` (row index -> hash) where it has none."""
+    if isinstance(d, Prediction):
+        return dataclasses.replace(d, prompt_hash=d.prompt_hash or rendered.get(d.index) or "")
     index = str(d["index"])
     return Prediction(
         index=index,

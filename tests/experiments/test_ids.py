@@ -20,9 +20,9 @@ import pytest
 
 from experiments import ids
 from experiments.llm.types import Decoding
+from experiments.names import metric_key
 from experiments.secrets import safe_url
 from experiments.sweeps.spec import SweepSpec, load_spec
-from experiments.tracking.names import metric_key
 from experiments.trials.record import Prediction
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import ResolvedTrial, TrialSpec
@@ -115,13 +115,13 @@ def _sweeps_sweep_id(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _tracking_sha(value: Any) -> str:  # c0d9f37 experiments/tracking/names.py:121-124 `_sha`
+def _tracking_sha(value: Any) -> str:  # c0d9f37 experiments/names.py:121-124 `_sha`
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def _tracking_predictions_sha(result: TrialResult) -> str:
-    # c0d9f37 experiments/tracking/names.py:127-129 `predictions_sha`
+    # c0d9f37 experiments/names.py:127-129 `predictions_sha`
     return _tracking_sha([[str(p.index), p.generation, p.parsed] for p in result.predictions])
 
 
@@ -145,7 +145,7 @@ def _validation_uniform(seed: int, *parts: str) -> float:
 
 
 def _short(text: str) -> str:
-    # c0d9f37 experiments/tracking/names.py:50 (metric_key), :67 (_param), store.py:119 (_lock_dir)
+    # c0d9f37 experiments/names.py:50 (metric_key), :67 (_param), store.py:119 (_lock_dir)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

@@ -48,7 +48,6 @@ from experiments.analysis.sensitivity.groups import (
 )
 from experiments.analysis.sensitivity.measures import CI_METHODS, task_measures
 from experiments.analysis.sensitivity.report import (
-    metric_name,
     pooled_effects,
     sensitivity_metrics,
     sensitivity_report,
@@ -60,6 +59,7 @@ from experiments.analysis.sensitivity.variance import (
     SHARE_CI_METHODS,
     variance_shares,
 )
+from experiments.names import metric_name  # the face names its metrics (rule: experiments.names)
 
 __all__ = [
     "AXIS_X_AXIS",

@@ -26,6 +26,7 @@ from experiments.analysis.sensitivity.measures import (
     task_measures,
 )
 from experiments.analysis.sensitivity.variance import variance_shares
+from experiments.names import metric_name
 from experiments.trials.record import TrialRecord
 
 
@@ -178,14 +179,6 @@ def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
             **{k: v.get(k) for k in keys}}
         for m, v in report["variance_shares"].items()
     }  # fmt: skip
-
-
-def metric_name(task: str, model: str, measure: str) -> str:
-    """``sensitivity.<task>.<model>.<measure>``, with every character MLflow refuses in a
-    metric name (anything but letters, digits, _ - . / space :) replaced by ``_``."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_\-./ :]", "_", f"sensitivity.{task}.{model}.{measure}")
 
 
 def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:

@@ -382,7 +382,7 @@ def test_a_sweep_whose_every_task_is_skipped_fails_and_logs_nothing(wb: Workbenc
 
 # ---- defect 9: names over MLflow's 250 characters --------------------------------------------
 def test_metric_key_is_short_deterministic_and_distinct() -> None:
-    from experiments.tracking.names import MAX_KEY, metric_key, safe_name
+    from experiments.names import MAX_KEY, metric_key, safe_name
 
     long_a = "p_value.maud_" + "x" * 120 + ".openai/gpt." + "instruction=reference," * 8
     long_b = long_a[:-1] + "?"

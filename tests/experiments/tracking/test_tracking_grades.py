@@ -93,9 +93,9 @@ def test_grades_cut_short_in_the_store_are_visible_and_repaired(
 ) -> None:
     import mlflow
 
+    from experiments.names import GRADES_PENDING, GRADES_SHA
     from experiments.tracking import TrackingError, reusable_run
     from experiments.tracking.grades import import_grades
-    from experiments.tracking.names import GRADES_PENDING, GRADES_SHA
 
     s = graded_setup
     client = s["tracker"].client
@@ -138,8 +138,8 @@ def test_a_sweep_table_shows_no_score_from_half_written_grades(
     grade write cut short (score in, `grades_sha` still `pending:`) showed as a score."""
     import mlflow
 
+    from experiments.names import GRADES_PENDING, GRADES_SHA, SWEEP_ID
     from experiments.tracking.grades import import_grades
-    from experiments.tracking.names import GRADES_PENDING, GRADES_SHA, SWEEP_ID
     from experiments.trials.grading import current_grades, grade_metrics
 
     s = graded_setup

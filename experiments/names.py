@@ -1,22 +1,29 @@
-"""Every MLflow name rule in one place: tag and param names, metric and prompt names, experiment
-names, the sweep/study name check, and the tag values that say what a run shows.
+"""Every MLflow name rule in one place, below tracking so analysis, sweeps and optimize use it
+too: tag and param names, metric and prompt names, experiment names, the sweep/study name
+check, and the tag values that say what a run shows.
 
 The cleaners differ on purpose and each is kept verbatim: `safe_name` (metric and prompt names,
-runs of refused characters become one `_`, stripped), `analysis.sensitivity.metric_name` (one
-`_` per refused character, space and colon kept; it stays in analysis, which uses it to refuse
-colliding names before anything is logged), `safe_model` (figure file names: every
+runs of refused characters become one `_`, stripped), `metric_name` (sensitivity metrics: one `_`
+per refused character, space and colon kept; analysis uses it to refuse colliding names before
+anything is logged), `safe_model` (figure file names: every
 non-alphanumeric character becomes `_`). Unifying two of them would rename stored metrics.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from experiments import ids
 
-if TYPE_CHECKING:
-    from experiments.trials.run import TrialResult
+
+class _Predicted(Protocol):
+    """What `predictions_sha` reads of a trial result (`trials.run.TrialResult`)."""
+
+    @property
+    def predictions(self) -> Sequence[Any]: ...
+
 
 # ---- tag names ---------------------------------------------------------------------------------
 KIND = "workbench.kind"
@@ -112,12 +119,18 @@ def check_name(text: str) -> bool:
     return _NAME.fullmatch(text) is not None and ".." not in text
 
 
+def metric_name(task: str, model: str, measure: str) -> str:
+    """``sensitivity.<task>.<model>.<measure>``, with every character MLflow refuses in a
+    metric name (anything but letters, digits, _ - . / space :) replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_\-./ :]", "_", f"sensitivity.{task}.{model}.{measure}")
+
+
 def safe_model(model: str) -> str:
     """A model name as it appears in a figure's file name (every other character `_`)."""
     return "".join(c if c.isalnum() else "_" for c in model)
 
 
 # ---- tag values: what a `workbench run` run shows ----------------------------------------------
-def predictions_sha(result: TrialResult) -> str:
+def predictions_sha(result: _Predicted) -> str:
     """What a run of `result` shows: each row's index, generation and parsed answer."""
     return ids.predictions_sha(result.predictions)

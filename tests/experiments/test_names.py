@@ -1,4 +1,4 @@
-"""`tracking.names` holds the MLflow name rules (issue 20): its sweep/study name check and its
+"""`experiments.names` holds the MLflow name rules (issue 20): its sweep/study name check and its
 `safe_model` agree with the rules their callers had before they called it (copied below, frozen,
 from commit c0d9f37), and the callers refuse what it refuses."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments.names import check_name, safe_model
 from experiments.optimize.config import check_study_name
 from experiments.sweeps import SpecError, load_spec
-from experiments.tracking.names import check_name, safe_model
 from promptlib.errors import WorkbenchError
 
 NAMES = [
