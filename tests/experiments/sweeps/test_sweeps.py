@@ -231,7 +231,10 @@ def test_failed_rows_are_not_results_and_a_healthy_rerun_sends_exactly_them(
         first = subprocess.run(cmd, env=_env(failing, lb_dir), capture_output=True, text=True, cwd=failing, timeout=300)  # fmt: skip
         sent = [_prompt_of(r) for r in stub.requests]
         failed_prompts = {p for p in sent if _fails(p)}
-        assert failed_prompts, "the stub failed nothing: the test proves nothing"
+        assert failed_prompts, (
+            f"the stub failed nothing: the test proves nothing (exit {first.returncode}, "
+            f"{len(sent)} requests; stderr: {first.stderr[-2000:]})"
+        )
 
         # 1. exit 1, trials named with their row counts, and how to resume
         assert first.returncode == 1, first.stderr
