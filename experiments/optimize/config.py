@@ -25,7 +25,7 @@ WILCOXON_CHECKPOINTS = 10
 
 def check_study_name(name: str) -> str:
     """`name` if it may name a study, else a one-line error (it becomes a folder name)."""
-    # the rule of sweep names (`tracking.names.check_name`): one name, no path. It names the
+    # the rule of sweep names (`experiments.names.check_name`): one name, no path. It names the
     # study's MLflow experiment and its artifact folder.
     if not check_name(name):
         raise WorkbenchError(
