@@ -175,7 +175,9 @@ def test_trial_id_and_template_are_the_resolved_trials() -> None:
         )
         identity = resolved.identity()
         assert ids.trial_id(identity) == resolved.id == _runner_sha256_json(identity)
-        assert identity["template"] == ids.text_sha256(template)  # trials/spec.py ResolvedTrial.identity
+        assert identity["template"] == ids.text_sha256(
+            template
+        )  # trials/spec.py ResolvedTrial.identity
         assert identity["rows"] == ids.rows_fingerprint(resolved.rows)
 
 
