@@ -28,7 +28,9 @@ import contextlib
 import itertools
 import os
 import re
+import signal
 import socket
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -278,6 +280,7 @@ class RayExecutor:
         self.max_task_retries = max_task_retries
         self.start_timeout = _start_timeout()
         self._started = False
+        self._signals: dict[int, Any] = {}
         env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {
@@ -294,9 +297,14 @@ class RayExecutor:
                 )
             else:
                 kwargs["address"] = address
+            # ray.init installs a SIGTERM handler (sys.exit) that outlives ray.shutdown: put
+            # the process's own back on close, or a later optimize in this process cannot
+            # install its clean-up handler (it only replaces a default one)
+            self._signals = _current_handlers()
             try:
                 ray.init(**kwargs)
             except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+                _restore_handlers(self._signals)
                 raise ExecutorError(
                     f"cannot start or join the Ray cluster at {self.where}: {e}"
                 ) from e
@@ -442,6 +450,20 @@ class RayExecutor:
         if self._started:
             self.ray.shutdown()
             self._started = False
+            _restore_handlers(self._signals)
+
+
+def _current_handlers() -> dict[int, Any]:
+    """SIGTERM's and SIGINT's handlers, where this thread may change them (the main one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore_handlers(handlers: dict[int, Any]) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:  # None: set outside Python, cannot be put back
+            signal.signal(sig, handler)
 
 
 def check_choice(name: str, address: str | None = None) -> None:

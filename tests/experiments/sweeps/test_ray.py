@@ -148,11 +148,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except BaseException:
         _stop(head)
         raise
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield f"127.0.0.1:{port}"
     finally:
         if ray.is_initialized():
             ray.shutdown()
+        for sig, handler in handlers.items():  # the tests' own ray.init left Ray's
+            signal.signal(sig, handler)
         _stop(worker)
         _stop(head)
         left = _leftovers(temp)
@@ -585,3 +588,17 @@ def test_an_actor_that_fails_to_start_says_why_and_what_to_do(cluster: str) -> N
     assert f"a Ray actor failed to start on the cluster at {cluster}" in message
     assert "WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not 'zero'" in message
     assert "--executor local" in message
+
+
+def test_closing_the_executor_gives_back_the_signal_handlers_ray_init_replaced(
+    cluster: str,
+) -> None:
+    """ray.init leaves its own SIGTERM handler (sys.exit) after shutdown; a later `optimize`
+    in the same process installs its clean-up handler only over a default one (seen in CI:
+    a SIGTERM mid-study raised SystemExit instead of stopping the study cleanly)."""
+    if ray.is_initialized():
+        ray.shutdown()
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    executor = RayExecutor(cluster)
+    executor.close()
+    assert {sig: signal.getsignal(sig) for sig in before} == before
