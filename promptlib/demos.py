@@ -14,10 +14,12 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from promptlib import verbalizers
 from promptlib.errors import VariantError
 from promptlib.tasks import Task
 from promptlib.templates import Demo
 from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
+from promptlib.verbalizers import LabelMap
 
 Row = dict[str, str]
 
@@ -114,15 +116,17 @@ def sample_demos(
 
 
 def bind(variant: PromptVariant, task: Task) -> PromptVariant:
-    """Resolve a variant against a task: for resampled demos, record the drawn rows."""
+    """Resolve a variant against a task: record the drawn rows of resampled demos and the
+    label mapping of a verbalizer, so the bound variant's id pins both."""
     if variant.task not in (None, task.name):
         raise VariantError(f"variant is bound to task {variant.task!r}, not {task.name!r}")
+    label_map = _label_map(variant, task)
     if variant.demos == "rows":
-        return variant.bound(task.name, variant.demo_rows)
+        return variant.bound(task.name, variant.demo_rows, label_map)
     if variant.demos != "sample":
-        return variant.bound(task.name, None)
+        return variant.bound(task.name, None, label_map)
     if variant.demo_rows is not None:
-        return variant.bound(task.name, variant.demo_rows)
+        return variant.bound(task.name, variant.demo_rows, label_map)
     assert variant.k is not None and variant.seed is not None
     balanced = task.spec.task_type in ("binary", "multi-class")
     draw = (variant.pool, variant.k, variant.seed, balanced)
@@ -135,11 +139,46 @@ def bind(variant: PromptVariant, task: Task) -> PromptVariant:
             balanced=balanced,
             what=f"task {task.name!r}",
         )
-    return variant.bound(task.name, drawn[draw])
+    return variant.bound(task.name, drawn[draw], label_map)
+
+
+def _label_map(variant: PromptVariant, task: Task) -> LabelMap | None:
+    """The verbalizer's mapping for this task's labels; a saved mapping must still be it."""
+    if variant.verbalizer is None:
+        return None
+    resolved = verbalizers.resolve(
+        variant.verbalizer, task.spec.labels, task.name, task.spec.task_type
+    )
+    if variant.label_map is not None and variant.label_map != resolved:
+        raise VariantError(
+            f"task {task.name!r}: the variant's label_map {list(variant.label_map)} is not what "
+            f"verbalizer={variant.verbalizer} gives for the task's labels now "
+            f"({list(resolved)}); the labels changed since it was saved: re-bind the variant "
+            "without label_map"
+        )
+    return resolved
 
 
 def demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
-    """The variant's demonstrations as (fields, answer) pairs."""
+    """The variant's demonstrations as (fields, answer) pairs, in its `order`."""
+    demos = _drawn_demonstrations(variant, task)
+    if variant.order is None:
+        return demos
+    return permuted(demos, variant.order)
+
+
+def permuted(demos: tuple[Demo, ...], seed: int) -> tuple[Demo, ...]:
+    """The same demonstrations in the order a seeded permutation gives.
+
+    numpy's PCG64 (`default_rng`) gives the same permutation for a seed in every process and
+    version that keeps its stream guarantee; a seed may give the identity (with 2 demos, half
+    of them do): it is a draw, not a promise that the order differs.
+    """
+    order = np.random.default_rng(seed).permutation(len(demos))
+    return tuple(demos[int(i)] for i in order)
+
+
+def _drawn_demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
     if variant.demos == "none":
         return ()
     if variant.demos == "base":

@@ -37,6 +37,7 @@ from promptlib.variants import (
     PromptVariant,
     frame_file,
 )
+from promptlib.verbalizers import LabelMap, official_label, shown_answer
 
 Message = dict[str, str]
 
@@ -54,14 +55,31 @@ class CompiledPrompt:
     query: str
     answer_join: str
     format: str
-    labels: tuple[str, ...] | None
+    labels: tuple[str, ...] | None  # the task's official labels
     source: str
+    label_map: LabelMap | None = None  # (official, shown) when a verbalizer is set
+
+    @property
+    def answer_labels(self) -> tuple[str, ...] | None:
+        """The labels as the prompt shows them and the model is asked to answer with."""
+        if self.label_map is None:
+            return self.labels
+        return tuple(shown for _, shown in self.label_map)
+
+    def official(self, reply: str) -> str | None:
+        """The official label a reply names (normalised exact match with a shown label), or
+        None: with a verbalizer, a reply in the official words is no answer, never guessed."""
+        if self.label_map is not None:
+            return official_label(self.label_map, reply)
+        if self.labels is None:
+            return None
+        return official_label(tuple((x, x) for x in self.labels), reply)
 
     def _query(self) -> str:
         if self.format != "claude":
             return self.query
-        assert self.labels is not None
-        reply = "Reply with either: " + ", ".join(self.labels)
+        assert self.answer_labels is not None
+        reply = "Reply with either: " + ", ".join(self.answer_labels)
         head, sep, prefix = self.query.rpartition("\n")
         if not sep:
             return f"{reply}\n{self.query}"
@@ -131,13 +149,15 @@ def compile_prompt(
     instruction = frame.instruction
     if variant.instruction_text is not None:
         instruction = variant.instruction_text.strip()
+    label_map = variant.label_map
+    shown = tuple(w for _, w in label_map) if label_map is not None else task.spec.labels
     if variant.answer_hint:
-        if not task.spec.labels:
+        if not shown:
             raise VariantError(
                 f"answer_hint lists the label set, but task {task.name!r} is "
                 f"{task.spec.task_type} and has none"
             )
-        hint = "Answer with one of: " + ", ".join(task.spec.labels) + "."
+        hint = "Answer with one of: " + ", ".join(shown) + "."
         instruction = f"{instruction}\n{hint}" if instruction else hint
     query = frame.query
     source = f"{task.name}/{frame_name}"
@@ -153,6 +173,9 @@ def compile_prompt(
         task.check_columns(query, split, where=source)
 
     demos = demonstrations(variant, task)
+    if label_map is not None:
+        where = f"task {task.name!r} (verbalizer={variant.verbalizer})"
+        demos = tuple(Demo(d.fields, shown_answer(label_map, d.answer, where)) for d in demos)
     demo_file: ParsedPrompt = frame
     if variant.demos == "base":
         demo_file = base
@@ -180,6 +203,7 @@ def compile_prompt(
         format=variant.format,
         labels=task.spec.labels,
         source=source,
+        label_map=label_map,
     )
 
 

@@ -8,6 +8,12 @@ The axes follow the LegalBench paper's prompt studies:
 - ``demos``: ``base`` | ``none`` | ``icl:N`` | ``sample`` (``k`` class-balanced rows drawn with
   ``seed`` from ``pool`` = ``train`` or ``train+test``)
 - ``format``: ``base`` | ``claude``
+- ``verbalizer``: the labels' surface form (``letters``, ``true_false``, ...; see
+  `promptlib.verbalizers`); binding records the resolved mapping in ``label_map``
+- ``order``: a seed permuting the demonstrations (the same rows, in another order)
+
+Fields left at their defaults (and the new axes left unset) are what they always were, so
+the ids of variants made before an axis existed do not change.
 
 A variant's id is the sha256 of its canonical JSON, so the same spec means the same prompt in
 any process. Variants are never mutated: `with_demos`, `with_instruction`... return new ones.
@@ -29,6 +35,7 @@ from typing import Any, TypeGuard
 
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
+from promptlib.verbalizers import LabelMap, check_scheme
 from promptlib.yamlsafe import safe_yaml_load
 
 INSTRUCTIONS = ("base", "reference", "description", "custom")
@@ -69,8 +76,12 @@ class PromptVariant:
     answer_hint: bool = False
     task: str | None = None
     demo_rows: tuple[DemoRef, ...] | None = None
+    verbalizer: str | None = None
+    label_map: LabelMap | None = None  # (official, shown) pairs, recorded by binding
+    order: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_new_axes()
         _check_level("instruction", self.instruction, INSTRUCTIONS)
         _check_level("register", self.register, REGISTERS)
         _check_level("format", self.format, FORMATS)
@@ -112,13 +123,36 @@ class PromptVariant:
         if self.demo_rows is not None and self.demos not in ("sample", "rows"):
             raise VariantError("demo_rows are recorded for resampled or explicit demos only")
 
+    def _check_new_axes(self) -> None:
+        if self.verbalizer is not None:
+            if not isinstance(self.verbalizer, str):
+                raise VariantError(f"verbalizer must be a scheme name, not {self.verbalizer!r}")
+            check_scheme(self.verbalizer)
+        if self.label_map is not None and self.verbalizer is None:
+            raise VariantError("label_map is recorded for a verbalizer only")
+        if self.order is not None:
+            if not _is_int(self.order) or self.order < 0:
+                raise VariantError(
+                    f"order must be an integer >= 0 (a permutation seed), not {self.order!r}"
+                )
+            if self.demos == "none":
+                raise VariantError(
+                    "order permutes the demonstrations, and demos=none has none; leave order "
+                    "unset or show demonstrations"
+                )
+
     # ---- identity -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         if not self.answer_hint:
             del d["answer_hint"]  # keeps the ids of variants without it unchanged
+        for key in _UNSET_OMITTED:
+            if d[key] is None:
+                del d[key]  # the axes added later: unset, the id is what it always was
         if self.demo_rows is not None:
             d["demo_rows"] = [[r.split, r.index] for r in self.demo_rows]
+        if self.label_map is not None:
+            d["label_map"] = [[o, s] for o, s in self.label_map]
         return d
 
     def canonical_json(self) -> str:
@@ -137,6 +171,9 @@ class PromptVariant:
         rows = d.pop("demo_rows", None)
         if rows is not None:
             d["demo_rows"] = tuple(DemoRef(str(s), str(i)) for s, i in rows)
+        label_map = d.pop("label_map", None)
+        if label_map is not None:
+            d["label_map"] = tuple((str(o), str(s)) for o, s in label_map)
         return cls(**d)
 
     @classmethod
@@ -178,8 +215,21 @@ class PromptVariant:
         """Explicit demonstrations (e.g. chosen by an optimiser), by split and row index."""
         return dataclasses.replace(self, demos="rows", k=None, seed=None, demo_rows=rows)
 
-    def bound(self, task: str, demo_rows: tuple[DemoRef, ...] | None) -> PromptVariant:
-        return dataclasses.replace(self, task=task, demo_rows=demo_rows)
+    def with_verbalizer(self, scheme: str | None) -> PromptVariant:
+        """Same variant with the labels shown another way (None: as LegalBench writes them)."""
+        return dataclasses.replace(self, verbalizer=scheme, label_map=None)
+
+    def with_order(self, seed: int | None) -> PromptVariant:
+        """Same demonstrations in the order a seeded permutation gives (None: as drawn)."""
+        return dataclasses.replace(self, order=seed)
+
+    def bound(
+        self,
+        task: str,
+        demo_rows: tuple[DemoRef, ...] | None,
+        label_map: LabelMap | None = None,
+    ) -> PromptVariant:
+        return dataclasses.replace(self, task=task, demo_rows=demo_rows, label_map=label_map)
 
     # ---- display -----------------------------------------------------------------------
     @property
@@ -201,6 +251,10 @@ class PromptVariant:
             parts.append(f"format={self.format}")
         if self.answer_hint:
             parts.append("answer_hint=on")
+        if self.verbalizer is not None:
+            parts.append(f"verbalizer={self.verbalizer}")
+        if self.order is not None:
+            parts.append(f"order={self.order}")
         return ",".join(parts) or "base"
 
 
@@ -211,6 +265,10 @@ def frame_file(variant: PromptVariant) -> str:
         or REGISTER_FILES.get(variant.register)
         or BASE_FILE
     )
+
+
+#: Fields added after ids were pinned: left out of the canonical JSON while unset.
+_UNSET_OMITTED = ("verbalizer", "label_map", "order")
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -235,6 +293,8 @@ _SPEC_KEYS = (
     "answer_hint",
     "instruction_file",
     "register_file",
+    "verbalizer",
+    "order",
 )
 
 
@@ -291,6 +351,10 @@ def parse_spec(spec: str | None) -> PromptVariant:
         fields["answer_hint"] = hint in ("on", "true")
     if "seed" in kv:
         fields["seed"] = _int(kv.pop("seed"), "seed", minimum=0)
+    if "verbalizer" in kv:
+        fields["verbalizer"] = kv.pop("verbalizer")
+    if "order" in kv:
+        fields["order"] = _int(kv.pop("order"), "order", minimum=0)
     demos = kv.pop("demos", None)
     if demos is not None:
         if _SIGNED_INT.fullmatch(demos):
@@ -327,6 +391,9 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "answer_hint": (bool,),
     "task": (str, type(None)),
     "demo_rows": (list, type(None)),
+    "verbalizer": (str, type(None)),
+    "label_map": (list, type(None)),
+    "order": (int, type(None)),
 }
 REPORT_FIELD = "best_variant_json"
 
@@ -432,6 +499,14 @@ def variant_from_saved(doc: object, where: str = "variant") -> PromptVariant:
         raise VariantFileError(
             f"{where}: demo_rows must be a list of [split, index] pairs of strings, "
             'e.g. [["train", "3"], ["train", "7"]]'
+        )
+    pairs = doc.get("label_map")
+    if pairs is not None and not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+    ):
+        raise VariantFileError(
+            f"{where}: label_map must be a list of [official, shown] pairs of strings, "
+            'e.g. [["Yes", "True"], ["No", "False"]]'
         )
     try:
         return PromptVariant.from_dict(doc)
