@@ -42,6 +42,8 @@ INSTRUCTIONS = ("base", "reference", "description", "custom")
 REGISTERS = ("default", "plain", "technical", "custom")
 FORMATS = ("base", "claude")
 POOLS = ("train", "train+test")
+OFFICIAL_LABELS = "official"  # verbalizer=official: the labels as LegalBench writes them
+AS_DRAWN = "drawn"  # order=drawn: the demonstrations in the order they were drawn or written
 _ICL = re.compile(r"icl:(\d+)$")
 _SIGNED_INT = re.compile(r"[+-]?\d+")
 
@@ -351,10 +353,15 @@ def parse_spec(spec: str | None) -> PromptVariant:
         fields["answer_hint"] = hint in ("on", "true")
     if "seed" in kv:
         fields["seed"] = _int(kv.pop("seed"), "seed", minimum=0)
+    # the unset levels have names, so a sweep axis can list them beside the others
     if "verbalizer" in kv:
-        fields["verbalizer"] = kv.pop("verbalizer")
+        scheme = kv.pop("verbalizer")
+        if scheme != OFFICIAL_LABELS:
+            fields["verbalizer"] = scheme
     if "order" in kv:
-        fields["order"] = _int(kv.pop("order"), "order", minimum=0)
+        order = kv.pop("order")
+        if order != AS_DRAWN:
+            fields["order"] = _int(order, f"order (or {AS_DRAWN})", minimum=0)
     demos = kv.pop("demos", None)
     if demos is not None:
         if _SIGNED_INT.fullmatch(demos):

@@ -20,6 +20,11 @@ def test_unset_axes_keep_every_id_and_canonical_json() -> None:
         v = parse_spec(spec)
         assert "verbalizer" not in v.canonical_json() and "order" not in v.canonical_json()
         assert "label_map" not in v.canonical_json()
+        # the unset levels' names, as a sweep axis lists them, are the same variant
+        sep = "" if spec == "base" else f"{spec},"
+        assert parse_spec(f"{sep}verbalizer=official").id == v.id
+        if "demos=none" not in spec:
+            assert parse_spec(f"{sep}order=drawn").id == v.id
 
 
 def test_true_false_shows_the_words_and_maps_replies_back(catalog: Catalog) -> None:
@@ -100,7 +105,8 @@ def test_a_verbalizer_that_does_not_apply_says_why(
         ("verbalizer=lettres", "did you mean 'letters'"),
         ("verbalizer=map:Yes", "OFFICIAL>SHOWN"),
         ("verbalizer=map:Yes>A/Yes>B", "maps 'Yes' twice"),
-        ("order=-1", "order must be an integer >= 0"),
+        ("order=-1", r"order \(or drawn\) must be an integer >= 0"),
+        ("order=reversed", r"order \(or drawn\) must be an integer >= 0"),
         ("demos=none,order=1", "demos=none has none"),
     ],
 )
