@@ -41,6 +41,10 @@ GRADES_SHA = "workbench.grades_sha"  # the hand grades on it, when graded
 GRADES_PENDING = "pending:"
 PARENT = "mlflow.parentRunId"
 STUDY_NAME = "workbench.study_name"  # a study's parent run: the study's name
+# a sweep's parent run or a `workbench run` run that used generated text files no one has
+# marked `reviewed: true`: their paths, '; '-joined (absent once every file is reviewed)
+UNREVIEWED = "workbench.unreviewed"
+GENERATION_KIND = "workbench.generation_kind"  # a `workbench variants generate` run's --kind
 
 
 # ---- metric, param and prompt names ------------------------------------------------------------
@@ -101,6 +105,12 @@ def experiment_name(prefix: str, suffix: str) -> str:
 def run_suffix(task: str) -> str:
     """The experiment suffix of a task's single runs (`workbench run`): 'run/<task>'."""
     return f"run/{task}"
+
+
+def generate_suffix(task: str) -> str:
+    """The experiment suffix of a task's text generations (`workbench variants generate`):
+    'generate/<task>'."""
+    return f"generate/{task}"
 
 
 def study_suffix(study_name: str) -> str:

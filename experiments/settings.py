@@ -69,6 +69,14 @@ def reports_dir() -> Path:
     return Path(REPORTS_DIR)
 
 
+#: where `workbench variants generate` writes without -o (relative to the cwd)
+GENERATED_DIR = "ablations/generated"
+
+
+def generated_dir() -> Path:
+    return Path(GENERATED_DIR)
+
+
 def mlflow_config_path(path: str | Path | None = None) -> Path:
     """The tracking config file: `path`, else ``$WORKBENCH_MLFLOW_CONFIG``, else
     ``./mlflow.yaml`` (which need not exist)."""

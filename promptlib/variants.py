@@ -313,6 +313,20 @@ def _read_text_file(path: str, key: str) -> str:
     return text
 
 
+def text_file_review(path: str | Path, key: str = "instruction_file") -> bool | None:
+    """A text file's `reviewed:` flag: None for a file that has neither it nor a
+    `generator:` (the user's own text), False for a generated file no one has marked
+    `reviewed: true` yet (`workbench variants generate` writes `reviewed: false`)."""
+    p = Path(path).expanduser()
+    doc = safe_yaml_load(read_text(p, f"{key}: file", VariantError), str(p), VariantError)
+    if not isinstance(doc, dict) or ("reviewed" not in doc and "generator" not in doc):
+        return None
+    flag = doc.get("reviewed", False)
+    if not isinstance(flag, bool):
+        raise VariantError(f"{p}: 'reviewed' must be true or false, not {flag!r}")
+    return flag
+
+
 def parse_spec(spec: str | None) -> PromptVariant:
     """Parse 'key=value,...' (e.g. 'demos=4,seed=3,pool=train+test'); 'base' is the base prompt."""
     if spec is None or spec.strip() in ("", "base"):

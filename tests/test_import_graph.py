@@ -198,6 +198,7 @@ LAYERS = (
     ("analysis",),
     ("output",),
     ("tracking",),
+    ("generate",),
     ("sweeps", "optimize"),
     ("testing",),
     ("cli",),

@@ -107,6 +107,7 @@ def run_single(
 
     task, model = request.task, request.model
     chosen = chosen_variant(request)
+    texts, unchecked = _unreviewed(request, note)
     if request.scoring != "generate":
         # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.loglik import require_loglik_model
@@ -148,6 +149,10 @@ def run_single(
         track_error = tracking.log(
             result, resolved, lambda: str(catalog.task(task).files.split_path(spec.split)), summary
         )
+    if texts:
+        summary["unreviewed"] = unchecked
+        if tracking is not None and track_error is None:
+            track_error = tracking.mark(summary["mlflow_run_id"], unchecked)
     text = output.as_json(summary) if request.as_json else output.trial_summary(summary)
     if track_error is not None:
         error = output.run_untracked_error(str(out_dir), str(track_error))
@@ -158,6 +163,19 @@ def run_single(
         )
         return SingleOutcome(text, error, 1, summary, result)
     return SingleOutcome(text, None, 0, summary, result)
+
+
+def _unreviewed(request: SingleRequest, note: Callable[[str], None]) -> tuple[bool, list[str]]:
+    """Whether --variant names text files, and those generated and not yet reviewed (each
+    said to `note` at once)."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.generate.review import files_in_variant, unreviewed
+
+    files = files_in_variant(request.variant) if request.variant_file is None else []
+    unchecked = unreviewed(files)
+    for path in unchecked:
+        note(output.unreviewed_warning(path))
+    return bool(files), unchecked
 
 
 class _Tracking:
@@ -205,6 +223,19 @@ class _Tracking:
                     result, resolved.compiled, resolved.rows, source=source()
                 )
             summary.update(tracked)
+        except tracking.TrackingError as e:
+            return e
+        return None
+
+    def mark(self, run_id: str, unchecked: list[str]) -> TrackingError | None:
+        """Tag the run with the unreviewed files it used, or clear the tag (`mark_unreviewed`)."""
+        # start-up time: the CLI imports a command's modules when it runs
+        from experiments import tracking
+        from experiments.tracking.generations import mark_unreviewed
+
+        try:
+            self.tracker = self.tracker or tracking.Tracker(self.config)
+            mark_unreviewed(self.tracker, run_id, unchecked)
         except tracking.TrackingError as e:
             return e
         return None

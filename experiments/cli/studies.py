@@ -90,6 +90,7 @@ def sweep(
     from experiments.sweeps.spec import load_spec
 
     spec = load_spec(spec_path)
+    _warn_unreviewed(spec.raw)
     setup = Setup(
         data_dir=data_dir,
         hf=hf,
@@ -257,6 +258,15 @@ def optimize(
     with output.progress_bar(f"optimize {task} · {method.value}") as bar:
         report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
     typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
+
+
+def _warn_unreviewed(raw: dict[str, object]) -> None:
+    """One stderr line per generated text file the spec uses that is not `reviewed: true`."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.generate.review import files_in_sweep, unreviewed
+
+    for path in unreviewed(files_in_sweep(raw)):
+        typer.echo(output.unreviewed_warning(path), err=True)
 
 
 def _check_outputs(tracker: Tracker, outputs: list[tuple[str, Path]]) -> None:

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import PlannedTask, PlannedTrial, plan_tasks, sweep_id, trial_plan
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import log_sensitivity, store_errors
+from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import ResolvedTrial, resolve_trial
@@ -63,6 +65,10 @@ def run_sweep(
     # local model is not this machine's, stop the sweep with no parent run written.
     executor.start([lms[m] for m in models], cache)
     parent = ParentRun.open(tracker, spec.name, sid, _params(spec, models, planned, limit))
+    # generated texts are never used silently: the parent names the unreviewed ones (and
+    # loses the tag once they are all `reviewed: true`)
+    unchecked = unreviewed(files_in_sweep(spec.raw))
+    mark_unreviewed(tracker, parent.run_id, unchecked)
     trials = SweepTrials(spec, catalog, plan, resolved, lms, parent, progress)
     try:
         trials.run(executor, cache)
@@ -77,7 +83,10 @@ def run_sweep(
         raise
     trials.release()
     parent.end(ok)
-    return _summary(spec, sid, parent, trials, planned, ordered, doc, written)
+    return {
+        **_summary(spec, sid, parent, trials, planned, ordered, doc, written),
+        "unreviewed": unchecked,
+    }
 
 
 def _plan(

@@ -31,7 +31,18 @@ from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.variants import PromptVariant, parse_spec
 from promptlib.yamlsafe import safe_yaml_load
 
-AXES = ("instruction", "register", "demos", "seed", "pool", "format")
+AXES = (
+    "instruction",
+    "register",
+    "demos",
+    "seed",
+    "pool",
+    "format",
+    # a YAML file with `text:` (`promptlib.variants.parse_spec`); a generated one not yet
+    # `reviewed: true` is named on the sweep's output and parent run
+    "instruction_file",
+    "register_file",
+)
 _KEYS = {
     "name": str,
     "description": str,
