@@ -65,12 +65,14 @@ def run_sweep(
     # local model is not this machine's, stop the sweep with no parent run written.
     executor.start([lms[m] for m in models], cache)
     parent = ParentRun.open(tracker, spec.name, sid, _params(spec, models, planned, limit))
-    # generated texts are never used silently: the parent names the unreviewed ones (and
-    # loses the tag once they are all `reviewed: true`)
-    unchecked = unreviewed(files_in_sweep(spec.raw))
-    mark_unreviewed(tracker, parent.run_id, unchecked)
     trials = SweepTrials(spec, catalog, plan, resolved, lms, parent, progress)
     try:
+        # generated texts are never used silently: the parent names the unreviewed ones (and
+        # loses the tag once they are all `reviewed: true`)
+        texts = files_in_sweep(spec.raw)
+        unchecked = unreviewed(texts)
+        if texts:
+            mark_unreviewed(tracker, parent.run_id, unchecked)
         trials.run(executor, cache)
         ordered = trials.ordered()
         if progress:
