@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
-from experiments.sweeps.plan import PlannedTask, PlannedTrial, plan_tasks, sweep_id, trial_plan
+from experiments.sweeps.plan import (
+    PlannedTask,
+    PlannedTrial,
+    plan_tasks,
+    skipped_items,
+    skipped_variants,
+    sweep_id,
+    trial_plan,
+)
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import log_sensitivity, store_errors
@@ -77,7 +85,7 @@ def run_sweep(
         ordered = trials.ordered()
         if progress:
             progress(len(plan), len(plan), "comparisons")
-        doc, written = _report(spec, ordered, catalog, parent, reports_dir)
+        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned)
         ok = not doc["incomplete"]
     except BaseException:
         trials.release()
@@ -106,7 +114,7 @@ def _plan(
         raise SpecError(
             f"{spec.path}: every task was skipped ({why or 'no tasks'}), so there is nothing "
             f"to run or compare and nothing was logged; choose tasks that have a {spec.split} "
-            "split (--tasks, tasks:) or another split:"
+            "split and support the spec's variants (--tasks, tasks:), or another split:"
         )
     return planned, plan
 
@@ -316,19 +324,22 @@ def _report(
     catalog: Catalog,
     parent: ParentRun,
     reports_dir: Path | None,
+    planned: list[PlannedTask],
 ) -> tuple[dict[str, Any], list[str]]:
     """Compare the outcomes, write reports/<sweep>/ and log the comparisons on the parent.
 
-    Returns the comparisons document and the figure files written.
+    Returns the comparisons document and the figure files written. What the plan skipped
+    (tasks, and variants a task cannot run) is in the document as ``skipped`` when any was.
     """
-    table, across = compare(spec, ordered, catalog)
+    gone = skipped_variants(planned)
+    table, across = compare(spec, ordered, catalog, gone)
     figures = _figures(spec, ordered, table, catalog)
     incomplete = [
         {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
          "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}
         for o in ordered if not o.status.ok
     ]  # fmt: skip
-    sens, sens_figures = _sensitivity(spec, ordered, catalog)
+    sens, sens_figures = _sensitivity(spec, ordered, catalog, gone)
     written: list[str] = []
     doc = {
         "comparisons": table,
@@ -336,6 +347,8 @@ def _report(
         "incomplete": incomplete,
         "sensitivity": sens,
     }
+    if skipped_items(planned):  # absent otherwise: an unchanged sweep's document is unchanged
+        doc["skipped"] = skipped_items(planned)
     tracker = parent.tracker
     try:
         if reports_dir is not None:
@@ -379,7 +392,7 @@ def _summary(
         "status": str(SweepStatus.of(ok)),
         "trials": len(trials.plan),
         "resumed": sum(o.resumed for o in ordered),
-        "skipped": [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped],
+        "skipped": skipped_items(planned),
         "incomplete": doc["incomplete"],
         "comparisons": doc["comparisons"],
         "across_tasks": doc["across_tasks"],

@@ -3,10 +3,16 @@
 Within a (task, model), every variant is evaluated on the *same* rows: the test rows that no
 variant uses as a demonstration (the paper's protocol for resampled demos), so the paired
 tests compare like with like.
+
+A task runs the variants of the spec it supports: a variant that cannot compile for it (a
+prompt file it lacks, a label set it has none of) is skipped on that task, with the
+`VariantError`'s reason (`PlannedTask.skipped_variants`); its common rows and its trials are
+those of the variants it runs. A task that supports none of them is skipped whole.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -30,6 +36,10 @@ class PlannedTask:
     rows: tuple[str, ...]  # the rows every variant of this task is evaluated on
     skipped: str | None = None  # why the task is skipped, if it is
     has_label_set: bool = False  # log-likelihood scoring needs one
+    # the spec's variants this task runs, in spec order (empty: skipped, or not planned)
+    variants: tuple[NamedVariant, ...] = ()
+    # (variant name, why) of each spec variant this task cannot run, in spec order
+    skipped_variants: tuple[tuple[str, str], ...] = ()
 
 
 def plan_tasks(
@@ -39,11 +49,14 @@ def plan_tasks(
     only: tuple[str, ...] | None = None,
     limit: int | None = None,
 ) -> list[PlannedTask]:
-    """Resolve each task's common evaluation rows, or the reason it is skipped.
+    """Resolve each task's common evaluation rows and the variants it runs, or why it is
+    skipped.
 
-    A task named in the spec that is unknown, or lacks a required prompt file, is an error
-    (the spec is wrong); a task whose split is absent from the data is skipped, with the
-    reason, so one missing split does not stop the sweep.
+    A task named in the spec that is unknown, or lacks a file of `requires:` (the user's
+    explicit statement of what every task must have), is an error (the spec is wrong). A
+    variant that cannot compile for a task is skipped on that task, with the reason, and the
+    task runs the others; a task that can run none of them, or whose split is absent from the
+    data, is skipped, with the reasons, so one task does not stop the sweep.
     """
 
     tasks = spec.tasks
@@ -55,37 +68,82 @@ def plan_tasks(
                 f"({', '.join(spec.tasks)})"
             )
         tasks = tuple(t for t in spec.tasks if t in only)
-    planned = []
-    for name in tasks:
-        task = catalog.task(name)  # unknown task -> did you mean
-        missing = [f for f in spec.requires if f not in task.spec.prompt_files]
-        if missing:
-            raise SpecError(
-                f"{spec.path}: task {name!r} lacks {', '.join(missing)}, which this study "
-                "requires; remove it from tasks:"
-            )
-        if not task.has_split(spec.split):
-            planned.append(PlannedTask(name, (), f"no {spec.split} split in this data"))
-            continue
-        kept_ids: list[list[str]] = []
-        for nv in spec.variants:
-            try:
-                compiled = compile_prompt(nv.variant, task, spec.split)
-            except VariantError as e:
-                raise SpecError(f"{spec.path}: task {name!r}, variant {nv.name!r}: {e}") from e
+    return [_plan_task(spec, catalog, name, limit) for name in tasks]
+
+
+def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) -> PlannedTask:
+    """One task's plan: the variants it runs, those it skips and why, and its common rows."""
+    task = catalog.task(name)  # unknown task -> did you mean
+    missing = [f for f in spec.requires if f not in task.spec.prompt_files]
+    if missing:
+        raise SpecError(
+            f"{spec.path}: task {name!r} lacks {', '.join(missing)}, which this study "
+            "requires; remove it from tasks: (or drop the file from requires: to run only the "
+            "variants the task supports)"
+        )
+    if not task.has_split(spec.split):
+        return PlannedTask(name, (), f"no {spec.split} split in this data")
+    kept_ids: list[list[str]] = []
+    runs: list[NamedVariant] = []
+    skipped: list[tuple[str, str]] = []
+    for nv in spec.variants:
+        try:
+            compiled = compile_prompt(nv.variant, task, spec.split)
             kept, _ = evaluation_rows(compiled.variant, task, spec.split)
-            kept_ids.append([r["index"] for r in kept])
-        # Row ids are unique (read_tsv refuses repeats), so ids map to rows one to one.
-        rows_by_id = {r["index"]: r for r in task.rows(spec.split)}
-        chosen = select_rows(
-            [rows_by_id[i] for i in _common_rows(kept_ids)], limit or spec.limit, spec.sample_seed
+        except VariantError as e:
+            skipped.append((nv.name, short_reason(str(e))))
+            continue
+        runs.append(nv)
+        kept_ids.append([r["index"] for r in kept])
+    if not runs:
+        why = "; ".join(f"{n}: {r}" for n, r in skipped)
+        return PlannedTask(
+            name, (), f"no variant of this spec runs on it ({why})", skipped_variants=tuple(skipped)
         )
-        planned.append(
-            PlannedTask(
-                name, tuple(r["index"] for r in chosen), has_label_set=bool(task.spec.labels)
-            )
-        )
-    return planned
+    # Row ids are unique (read_tsv refuses repeats), so ids map to rows one to one.
+    rows_by_id = {r["index"]: r for r in task.rows(spec.split)}
+    chosen = select_rows(
+        [rows_by_id[i] for i in _common_rows(kept_ids)], limit or spec.limit, spec.sample_seed
+    )
+    return PlannedTask(
+        name,
+        tuple(r["index"] for r in chosen),
+        has_label_set=bool(task.spec.labels),
+        variants=tuple(runs),
+        skipped_variants=tuple(skipped),
+    )
+
+
+_REASON_MAX = 160
+
+
+def short_reason(message: str) -> str:
+    """A `VariantError`'s message as a skip reason: without its advice ("; pick a task that
+    has it": the sweep already did) or the list of the task's files, at most 160 characters."""
+    text = message.split("; ")[0]
+    text = re.sub(r" \((its prompt files|levels): [^)]*\)", "", text).strip()
+    return text if len(text) <= _REASON_MAX else text[: _REASON_MAX - 1].rstrip() + "…"
+
+
+def skipped_variants(planned: Sequence[PlannedTask]) -> dict[str, dict[str, str]]:
+    """Task -> {variant: why} of the variants each planned task cannot run."""
+    return {p.task: dict(p.skipped_variants) for p in planned if p.skipped_variants}
+
+
+def skipped_items(planned: Sequence[PlannedTask]) -> list[dict[str, Any]]:
+    """What the sweep skipped, for its report: each skipped task ({task, reason}) and each
+    variant a task skipped ({task, variant, reason}; the reason names the variant too, so a
+    line printed from it alone says what was skipped)."""
+    out: list[dict[str, Any]] = []
+    for p in planned:
+        if p.skipped:
+            out.append({"task": p.task, "reason": p.skipped})
+            continue
+        out += [
+            {"task": p.task, "variant": v, "reason": f"variant {v} ({why})"}
+            for v, why in p.skipped_variants
+        ]
+    return out
 
 
 def _common_rows(kept_ids: Sequence[Sequence[str]]) -> list[str]:
@@ -123,31 +181,37 @@ def trial_plan(
         for pt in planned:
             if pt.skipped:
                 continue
-            for nv in spec.variants:
+            for nv in pt.variants:
                 ts = TrialSpec(
                     task=pt.task,
                     variant=nv.variant,
                     model=model,
                     split=spec.split,
                     seed=spec.sample_seed,
-                    scoring=trial_scoring(spec, model, pt.has_label_set),
+                    scoring=trial_scoring(spec, model, pt.has_label_set, pt.variants),
                     rows=pt.rows,
                 )
                 out.append(PlannedTrial(model, pt, nv, ts))
     return out
 
 
-def trial_scoring(spec: SweepSpec, model: str, has_label_set: bool) -> Scoring:
+def trial_scoring(
+    spec: SweepSpec,
+    model: str,
+    has_label_set: bool,
+    variants: Sequence[NamedVariant] | None = None,
+) -> Scoring:
     """The spec's `scoring:` if it sets one; otherwise log-likelihood for a local model when
-    every variant of the spec is zero-shot and the task has a label set (tiny models answer
-    such prompts with prose or an empty line), and generation for everything else.
+    every variant the task runs (`variants`, default the spec's) is zero-shot and the task
+    has a label set (tiny models answer such prompts with prose or an empty line), and
+    generation for everything else.
 
     Decided per (model, task), never per variant: the arms of a comparison are always scored
     the same way.
     """
     if spec.scoring is not None:
         return cast(Scoring, spec.scoring)
-    zero_shot = all(nv.variant.demos == "none" for nv in spec.variants)
+    zero_shot = all(nv.variant.demos == "none" for nv in variants or spec.variants)
     return default_scoring(model, zero_shot=zero_shot, has_label_set=has_label_set)
 
 
@@ -189,8 +253,7 @@ def dry_run_items(
                 "cost_est": cost_estimate(model, tokens, out_tokens),
             }
         )
-    skipped = [{"task": p.task, "reason": p.skipped} for p in planned if p.skipped]
-    return items, skipped
+    return items, skipped_items(planned)
 
 
 def cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +47,23 @@ def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> No
 
 
 def compare(
-    spec: SweepSpec, outcomes: list[TrialRecord], catalog: Catalog
+    spec: SweepSpec,
+    outcomes: list[TrialRecord],
+    catalog: Catalog,
+    skipped: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
-    declared across-task test (see `experiments.analysis.compare`)."""
+    declared across-task test (see `experiments.analysis.compare`).
+
+    `skipped` (task -> variant -> why) names the variants a task could not run: a comparison
+    with such an arm is listed for that task as skipped, with the reason, never tested on the
+    arms that did run; the across-task test takes only the tasks that tested it."""
 
     table: list[dict[str, Any]] = []
     groups: dict[tuple[str, str], dict[str, TrialRecord]] = {}
     for o in outcomes:
         groups.setdefault((o.model, o.task), {})[o.variant] = o
+    names = [nv.name for nv in spec.variants]
     for (model, task), by_variant in groups.items():
         arms = dict(by_variant)
         where = f"{task} ({model})"
@@ -64,13 +73,21 @@ def compare(
             "cluster_by": spec.cluster_by,
             "column": _column(spec, catalog, task),
         }
+        gone = dict((skipped or {}).get(task, {}))
         if spec.comparisons == "best_vs_worst":
-            rows = [cmp.best_vs_worst(list(arms.values()), **how)]
+            if len(arms) < 2 and gone:
+                rows = [_skipped_row(where, "best", "worst", arms, gone, "range permutation test")]
+            else:
+                rows = [cmp.best_vs_worst(list(arms.values()), **how)]
         else:
             peers = list(arms.values())
             rows = [
-                cmp.pair(arms[a], arms[b], peers=peers, **how)
-                for a, b in cmp.pairs_of(spec.comparisons, list(arms))
+                _skipped_row(where, a, b, arms, gone, "paired permutation test")
+                if a in gone or b in gone
+                else cmp.pair(arms[a], arms[b], peers=peers, **how)
+                for a, b in cmp.pairs_of(
+                    spec.comparisons, [n for n in names if n in arms or n in gone]
+                )
             ]
         table += [{"model": model, "task": task, **row} for row in rows]
     cmp.correct(table, spec.correction)
@@ -78,6 +95,24 @@ def compare(
     kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
     across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
     return table, across
+
+
+def _skipped_row(
+    where: str,
+    a: str,
+    b: str,
+    arms: Mapping[str, TrialRecord],
+    gone: Mapping[str, str],
+    test: str,
+) -> dict[str, Any]:
+    """A comparison not computed on a task because an arm could not run there: no score and
+    no p-value, and a status saying which arm and why."""
+    missing = [v for v in (a, b) if v in gone] or sorted(gone)
+    row = cmp.untested(where, a, b, list(arms.values()), test)
+    row["status"] = "skipped on this task: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
+    if a == "best":  # best_vs_worst with fewer than two variants run
+        row["status"] += f" (only {len(arms)} variant(s) ran: no draws to compare)"
+    return row
 
 
 def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | None:
@@ -116,12 +151,17 @@ def _figures(
 
 
 def _sensitivity(
-    spec: SweepSpec, ordered: list[TrialRecord], catalog: Catalog
+    spec: SweepSpec,
+    ordered: list[TrialRecord],
+    catalog: Catalog,
+    skipped: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The sweep's prompt-sensitivity report and its figures (`experiments.analysis.sensitivity`).
 
     A report the analysis refuses (e.g. scores it cannot reproduce from the generations) is
     recorded as an error beside the comparisons, which stand on their own: never a number.
+    It is computed from the trials that ran: a task's measures cover the variants it ran,
+    and a note names those it skipped (`skipped`: task -> variant -> why).
     """
     # start-up time: matplotlib, only when figures are drawn
     from experiments.analysis.figures import sensitivity_figures
@@ -142,4 +182,17 @@ def _sensitivity(
         )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
+    sens["notes"] = [*sens.get("notes", []), *_skip_notes(spec, skipped or {})]
     return sens, (sensitivity_figures(sens) if sens.get("per_task") else {})
+
+
+def _skip_notes(spec: SweepSpec, skipped: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """One note per task that skipped variants: what it ran, and what it skipped and why."""
+    n = len(spec.variants)
+    return [
+        f"{task}: ran {n - len(gone)} of {n} variants, skipped "
+        + "; ".join(f"{v} ({why})" for v, why in gone.items())
+        + ": its measures and variance shares cover only the variants it ran"
+        for task, gone in skipped.items()
+        if gone
+    ]

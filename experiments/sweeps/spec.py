@@ -14,6 +14,18 @@ A spec is plain YAML, validated here with errors that name the file and field::
 Within a (task, model), every variant is evaluated on the *same* rows: the test rows that no
 variant uses as a demonstration (the paper's protocol for resampled demos), so the paired
 tests compare like with like (see `experiments.sweeps.plan`).
+
+One spec may cross axes over tasks that do not all support every level. Each task runs the
+variants that compile for it and skips the others, with the reason (a prompt file it lacks,
+e.g. instruction=reference without rule_reference_prompt.txt, register=plain without
+zero_shot_simple.txt, demos=icl:2 without icl_2.txt; format=claude or answer_hint on a task
+with no label set); a task where none compiles is skipped whole. A comparison with an arm a
+task skipped is reported as skipped for that task, and the across-task tests and the
+sensitivity analysis use only what each task ran. `requires:` stays a hard requirement: it
+is the user's statement that every task must have these files, so a task without one is an
+error, not a skip (leave a file out of `requires:` to let tasks without it run what they
+can). A variant no task could ever run (instruction=reference with register=plain), an
+unknown axis, level or task is an error of the spec, as before.
 """
 
 from __future__ import annotations

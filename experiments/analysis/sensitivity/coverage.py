@@ -11,6 +11,7 @@ import numpy as np
 from experiments.analysis import stats
 from experiments.analysis.sensitivity.groups import (
     AXIS_X_AXIS,
+    DRAW_AXES,
     RESIDUAL,
     ROW,
     TASK,
@@ -127,7 +128,9 @@ def share_kind(factor: str) -> str | None:
     if factor == UNATTRIBUTED:
         return None
     if factor.endswith(" (within task)"):
-        return "draws (within task)"
+        # measured for demonstration draws; another axis kept within task (its levels differ
+        # between the tasks) was never measured
+        return "draws (within task)" if factor.removesuffix(" (within task)") in DRAW_AXES else None
     if factor.endswith(" x task"):
         return "axis x task"
     return "axis"

@@ -37,7 +37,8 @@ TIE_TOL = 1e-12
 def draw_factor(axis: str) -> str:
     """The variance factor of a demonstration-draw axis: its levels mean nothing across tasks
     (draw 0 of one task is not draw 0 of another), so it is never split into a pooled main
-    effect and an "x task" part."""
+    effect and an "x task" part. Also the factor of any axis whose levels differ between
+    the tasks (a sweep skipped a level a task cannot run): nothing to pool it over."""
     return f"{axis} (within task)"
 
 

@@ -60,6 +60,41 @@ def _layout(group: Group) -> tuple[list[str], list[int], NDArray[np.intp] | None
     return varying, shape, None if (cell < 0).any() else cell
 
 
+def _levels(group: Group, axis: str) -> tuple[str, ...]:
+    """The levels of `axis` among the group's variants, sorted."""
+    return tuple(sorted({str(a.get(axis)) for a in group.axes}))
+
+
+def _pooled_axes(groups: Sequence[Group]) -> set[str]:
+    """The axes whose main effect may be pooled across the tasks: those with the same levels
+    in every task. A task that skipped a level (a prompt file it lacks) has other levels, and
+    pooling effects by position would pair one task's level with another's; such an axis's
+    effect stays within task (`draw_factor`), never split into a main effect and "x task"."""
+    axes = {k for g in groups for a in g.axes for k in a}
+    return {k for k in axes if len({_levels(g, k) for g in groups}) == 1}
+
+
+def _design_notes(groups: Sequence[Group]) -> list[str]:
+    """What the design of the tasks changed in the decomposition: an axis whose levels differ
+    between tasks (within task only), a task whose variants are not a full factorial."""
+    notes = []
+    pooled = _pooled_axes(groups)
+    for axis in sorted({k for g in groups for a in g.axes for k in a} - pooled - set(DRAW_AXES)):
+        ran = "; ".join(f"{g.task}: {', '.join(_levels(g, axis))}" for g in groups)
+        notes.append(
+            f"{axis}: the tasks ran different levels ({ran}), so its effect is reported "
+            f"within task ({draw_factor(axis)!r}), not split into a pooled effect and x task"
+        )
+    for g in groups:
+        if _layout(g)[2] is None:
+            notes.append(
+                f"{g.task}: its {len(g.variants)} variants are not a full factorial of its axes "
+                f"(a skipped or lost combination): its between-variant part is {UNATTRIBUTED!r},"
+                " not attributed to the axes"
+            )
+    return notes
+
+
 def _effects(arr: FloatArray) -> dict[frozenset[int], FloatArray]:
     """Balanced-ANOVA effects of every subset of the dims of `arr` (leading batch dim 0).
 
@@ -138,6 +173,7 @@ def _sums_of_squares(
     row_component = np.zeros(batch)
     residual_component = np.zeros(batch)
     main: dict[tuple[str, int], list[tuple[FloatArray, FloatArray, FloatArray]]] = {}
+    pooled = _pooled_axes(groups)
     for t, g in enumerate(groups):
         x = g.correct  # (n, V)
         n_rows, v = x.shape
@@ -182,7 +218,9 @@ def _sums_of_squares(
                 continue
             value = rows_w * (e**2).reshape(batch, -1).sum(axis=1) * (v / (e[0].size or 1))
             df = math.prod(shape[d - 1] - 1 for d in sub)
-            if len(sub) == 1 and varying[min(sub) - 1] in DRAW_AXES:
+            if len(sub) == 1 and (
+                varying[min(sub) - 1] in DRAW_AXES or varying[min(sub) - 1] not in pooled
+            ):
                 name = draw_factor(varying[min(sub) - 1])  # never pooled across tasks
                 add(ss, name, value)
                 add(noise, name, df * d_t * s2)
@@ -297,7 +335,7 @@ def variance_shares(
     coverage = {f: measured_share_coverage(groups, f) for f in factors}
     low = {f: c for f, c in coverage.items() if c is None or c < COVERAGE_FLOOR}
     unreliable = bool(low)
-    notes = _share_notes(truncated, low, units)
+    notes = _design_notes(groups) + _share_notes(truncated, low, units)
     return {
         "shares": shares,
         "ci": ci,
