@@ -322,3 +322,40 @@ def test_sensitivity_uses_only_what_ran(runs: dict[str, Any]) -> None:
     assert meta[("instruction=base", "instruction=reference")]["tasks"] == ["hearsay"]
     assert meta[("instruction=base", "instruction=description")]["tasks"] == ["hearsay", TSR]
     assert meta[("format=base", "format=claude")]["tasks"] == ["hearsay", "proa", TSR]
+
+
+@pytest.mark.data
+def test_a_register_axis_runs_where_the_register_files_are(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    path = write(
+        tmp_path,
+        "name: g\ntasks: [hearsay, proa]\nfixed: {demos: none}\n"
+        "axes: {register: [default, plain, technical]}\n"
+        "comparisons: [[register=plain, register=technical]]\n",
+    )
+    hearsay, proa = plan_tasks(load_spec(path), catalog)
+    assert [nv.name for nv in proa.variants] == ["register=default", "register=plain",
+                                                 "register=technical"]  # fmt: skip
+    assert [nv.name for nv in hearsay.variants] == ["register=default"]
+    assert dict(hearsay.skipped_variants) == {
+        "register=plain": "register=plain needs zero_shot_simple.txt, which task 'hearsay' lacks",
+        "register=technical": "register=technical needs zero_shot_jargon.txt, which task "
+        "'hearsay' lacks",
+    }
+
+
+@pytest.mark.data
+def test_a_sweep_where_no_task_runs_anything_is_an_error_before_any_run(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    from experiments.sweeps.driver import _plan
+
+    path = write(
+        tmp_path,
+        "name: n\ntasks: [proa, sara_numeric]\nfixed: {demos: none}\n"
+        "axes: {instruction: [reference, description]}\n",
+    )
+    with pytest.raises(SpecError, match="every task was skipped") as err:
+        _plan(load_spec(path), catalog, ("openai/x",), None, None)
+    assert "proa: no variant of this spec runs on it (instruction=reference: " in str(err.value)
