@@ -43,6 +43,7 @@ REGISTERS = ("default", "plain", "technical", "custom")
 FORMATS = ("base", "claude")
 POOLS = ("train", "train+test")
 OFFICIAL_LABELS = "official"  # verbalizer=official: the labels as LegalBench writes them
+NO_FILE = "none"  # instruction_file=none / register_file=none: the prompt file's own text
 AS_DRAWN = "drawn"  # order=drawn: the demonstrations in the order they were drawn or written
 _ICL = re.compile(r"icl:(\d+)$")
 _SIGNED_INT = re.compile(r"[+-]?\d+")
@@ -351,6 +352,11 @@ def parse_spec(spec: str | None) -> PromptVariant:
             raise VariantError(f"variant key {key!r} given twice")
         kv[key] = value
     fields: dict[str, Any] = {}
+    # `none`: no file (the frame's own text), so one sweep axis can compare it with files
+    if kv.get("instruction_file") == NO_FILE:
+        del kv["instruction_file"]
+    if kv.get("register_file") == NO_FILE:
+        del kv["register_file"]
     if "instruction_file" in kv:
         fields["instruction"] = "custom"
         fields["instruction_text"] = _read_text_file(kv.pop("instruction_file"), "instruction_file")

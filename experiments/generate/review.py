@@ -4,9 +4,10 @@ texts are never used silently (their files say `reviewed: false` until a person 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from promptlib.variants import text_file_review
+from promptlib.variants import NO_FILE, text_file_review
 
 #: The variant keys whose value is a text file (`promptlib.variants.parse_spec`).
 TEXT_FILE_KEYS = ("instruction_file", "register_file")
@@ -17,23 +18,36 @@ def files_in_variant(spec: str | None) -> list[tuple[str, str]]:
     found = []
     for item in (spec or "").split(","):
         key, sep, value = item.partition("=")
-        if sep and key.strip() in TEXT_FILE_KEYS:
+        if sep and key.strip() in TEXT_FILE_KEYS and value.strip() != NO_FILE:
             found.append((key.strip(), value.strip()))
     return found
 
 
 def files_in_sweep(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(key, path) of each text file a sweep spec's `fixed:` and `axes:` name, in order."""
+    """(key, path) of each text file a sweep spec's `fixed:` and `axes:` name, in order; a
+    path naming ``{task}`` is each task's own file, listed for the tasks that have one (a
+    task without it skips that variant, and the sweep says so)."""
     found: list[tuple[str, str]] = []
     fixed = raw.get("fixed") or {}
     axes = raw.get("axes") or {}
     for key in TEXT_FILE_KEYS:
         if isinstance(fixed, Mapping) and key in fixed:
-            found.append((key, str(fixed[key])))
+            found += _per_task(key, str(fixed[key]), raw)
         levels = axes.get(key) if isinstance(axes, Mapping) else None
         if isinstance(levels, list):
-            found += [(key, str(level)) for level in levels]
+            for level in levels:
+                found += _per_task(key, str(level), raw)
     return found
+
+
+def _per_task(key: str, path: str, raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    if path == NO_FILE:  # the prompt file's own text: nothing generated
+        return []
+    if "{task}" not in path:
+        return [(key, path)]
+    tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+    paths = [path.replace("{task}", str(t)) for t in tasks or []]
+    return [(key, p) for p in paths if Path(p).expanduser().is_file()]
 
 
 def unreviewed(files: Iterable[tuple[str, str]]) -> list[str]:

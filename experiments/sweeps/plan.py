@@ -88,7 +88,7 @@ def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) 
     skipped: list[tuple[str, str]] = []
     for nv in spec.variants:
         try:
-            compiled = compile_prompt(nv.variant, task, spec.split)
+            compiled = compile_prompt(nv.for_task(name), task, spec.split)
             kept, _ = evaluation_rows(compiled.variant, task, spec.split)
         except VariantError as e:
             skipped.append((nv.name, short_reason(str(e))))
@@ -184,7 +184,7 @@ def trial_plan(
             for nv in pt.variants:
                 ts = TrialSpec(
                     task=pt.task,
-                    variant=nv.variant,
+                    variant=nv.for_task(pt.task),
                     model=model,
                     split=spec.split,
                     seed=spec.sample_seed,

@@ -26,6 +26,10 @@ is the user's statement that every task must have these files, so a task without
 error, not a skip (leave a file out of `requires:` to let tasks without it run what they
 can). A variant no task could ever run (instruction=reference with register=plain), an
 unknown axis, level or task is an error of the spec, as before.
+
+A text file level may name ``{task}`` (``instruction_file: [none, ablations/generated/{task}/
+description.yaml]``): each task reads its own file, a task without one skips that variant
+and the sweep says so; ``none`` is the prompt file's own text, so one axis compares the two.
 """
 
 from __future__ import annotations
@@ -82,10 +86,24 @@ class SpecError(WorkbenchError):
     pass
 
 
+TASK_FIELD = "{task}"  # in an instruction_file/register_file path: that task's own file
+_TEXT_FILE_KEYS = ("instruction_file", "register_file")
+
+
 @dataclass(frozen=True)
 class NamedVariant:
     name: str  # e.g. "instruction=reference" (the axis levels that vary)
     variant: PromptVariant
+    # the variant string when a text-file path names {task}: each task reads its own file
+    # (`for_task`); `variant` is then the rest of the levels, without that file
+    per_task: str | None = None
+
+    def for_task(self, task: str) -> PromptVariant:
+        """The variant a task runs: a `{task}` file path read for it (`VariantError` if that
+        task's file is missing, so the sweep skips the task's variant and says why)."""
+        if self.per_task is None:
+            return self.variant
+        return parse_spec(self.per_task.replace(TASK_FIELD, task))
 
 
 @dataclass(frozen=True)
@@ -283,11 +301,19 @@ def _expand(where: str, fixed: dict[str, Any], axes: dict[str, list[Any]]) -> li
         levels = {**fixed, **dict(zip(keys, combo, strict=True))}
         name = ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)) or "base"
         spec_str = ",".join(f"{k}={v}" for k, v in levels.items())
+        per_task = {k: v for k, v in levels.items() if TASK_FIELD in str(v)}
+        for key in per_task:
+            if key not in _TEXT_FILE_KEYS:
+                raise SpecError(
+                    f"{where}: {key}: {TASK_FIELD} names each task's own file, so it is "
+                    f"allowed in {' and '.join(_TEXT_FILE_KEYS)} paths only"
+                )
+        rest = ",".join(f"{k}={v}" for k, v in levels.items() if k not in per_task)
         try:
-            variant = parse_spec(spec_str)
+            variant = parse_spec(rest if per_task else spec_str)
         except VariantError as e:
             raise SpecError(f"{where}: variant {name!r}: {e}") from e
-        out.append(NamedVariant(name, variant))
+        out.append(NamedVariant(name, variant, spec_str if per_task else None))
     return out
 
 

@@ -359,3 +359,47 @@ def test_a_sweep_where_no_task_runs_anything_is_an_error_before_any_run(
     with pytest.raises(SpecError, match="every task was skipped") as err:
         _plan(load_spec(path), catalog, ("openai/x",), None, None)
     assert "proa: no variant of this spec runs on it (instruction=reference: " in str(err.value)
+
+
+def test_a_task_file_path_reads_each_tasks_own_file_and_skips_tasks_without_one(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    """`{task}` in an instruction_file path: each task its own (generated) text; `none` the
+    prompt's own instruction, on the same axis, so one comparison covers every task."""
+    from experiments.generate.review import files_in_sweep, unreviewed
+
+    for task, words in (("hearsay", "Hearsay is an out-of-court statement."), ("proa", "PROA.")):
+        (tmp_path / task).mkdir()
+        (tmp_path / task / "description.yaml").write_text(
+            f"text: {words}\nreviewed: false\ngenerator: {{model: stub}}\n"
+        )
+    level = f"{tmp_path}/{{task}}/description.yaml"
+    path = write(
+        tmp_path,
+        "name: gen\ntasks: [hearsay, proa, overruling]\nfixed: {demos: none}\nlimit: 6\n"
+        f'axes:\n  instruction_file: [none, "{level}"]\nn_resamples: 100\n'
+        f'comparisons: [["instruction_file=none", "instruction_file={level}"]]\n',
+    )
+    spec = load_spec(path)
+    planned = {p.task: p for p in plan_tasks(spec, catalog)}
+    assert [nv.name for nv in planned["hearsay"].variants] == [
+        "instruction_file=none",
+        f"instruction_file={level}",
+    ]
+    (why,) = dict(planned["overruling"].skipped_variants).values()
+    assert f"{tmp_path}/overruling/description.yaml does not exist" in why
+    trials = trial_plan(spec, list(planned.values()), ("openai/stub",))
+    texts = {(t.planned.task, t.variant.name): t.spec.variant.instruction_text for t in trials}
+    assert (
+        texts[("hearsay", f"instruction_file={level}")] == "Hearsay is an out-of-court statement."
+    )
+    assert texts[("proa", f"instruction_file={level}")] == "PROA."
+    assert texts[("hearsay", "instruction_file=none")] is None
+    assert ("overruling", f"instruction_file={level}") not in texts
+    assert unreviewed(files_in_sweep(spec.raw)) == [
+        f"{tmp_path}/hearsay/description.yaml",
+        f"{tmp_path}/proa/description.yaml",
+    ]
+    bad = write(tmp_path, "name: b\ntasks: [hearsay]\naxes:\n  demos: ['{task}']\n", "bad.yaml")
+    with pytest.raises(SpecError, match="allowed in instruction_file and register_file"):
+        load_spec(bad)
