@@ -58,6 +58,11 @@ AXES = (
     # `reviewed: true` is named on the sweep's output and parent run
     "instruction_file",
     "register_file",
+    # the labels' surface form (`promptlib.verbalizers`; official: as LegalBench writes them)
+    "verbalizer",
+    # a seed permuting the demonstrations (drawn: in the order drawn); a draw axis in the
+    # sensitivity analysis, like seed
+    "order",
 )
 _KEYS = {
     "name": str,

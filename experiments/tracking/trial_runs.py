@@ -33,6 +33,7 @@ from experiments.tracking.store import _retrying, _store_error, _store_op, _vers
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
     from promptlib.render import CompiledPrompt
+    from promptlib.variants import PromptVariant
 
 
 class TrialRuns(Parents, Registry):
@@ -193,12 +194,24 @@ def _trial_params(
         "seed": _param(v.seed),
         "pool": v.pool,
         "format": v.format,
+        **_later_axes(v),
         "scoring": spec.scoring,
         "definition": spec.definition,
         "metric": result.metric,
         "decoding": json.dumps(result.decoding, sort_keys=True)[:500],
         **(extra_params or {}),
     }
+
+
+def _later_axes(v: PromptVariant) -> dict[str, Any]:
+    """The axes added after runs were logged (verbalizer, order), as params only when set:
+    a run of a variant without them has the params it always had."""
+    out: dict[str, Any] = {}
+    if v.verbalizer is not None:
+        out["verbalizer"] = v.verbalizer
+    if v.order is not None:
+        out["order"] = v.order
+    return out
 
 
 def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
@@ -223,11 +236,7 @@ def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
 
 
 def _jsonl(result: TrialResult) -> str:
-    import dataclasses
-
-    return "".join(
-        json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
-    )
+    return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)
 
 
 def confusion_figure(result: TrialResult, labels: tuple[str, ...]) -> Any:

@@ -37,8 +37,12 @@ def _loglik(
     harness ``acc_norm``; see `experiments.llm.loglik.per_byte_scores`). Both come from the same
     model pass, and both sets of scores are kept in the Completion's ``extra``; the cache
     key names the criterion, so the two scorings never share a cached answer.
+
+    Under a verbalizer the continuations are the labels as shown (``answer_join + "A"``), the
+    per-byte lengths theirs, and the Completion's text the shown label picked, which
+    `run._predictions` maps back to the official label like any reply.
     """
-    labels = task.spec.labels
+    labels = compiled.answer_labels or task.spec.labels
     assert labels, "resolve_trial checks the label set"
     how = LOGLIK[spec.scoring]
     conts = [compiled.answer_join + label for label in labels]

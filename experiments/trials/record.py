@@ -61,6 +61,28 @@ class Prediction:
     error: str | None = None
     attempts: int = 0
     truncated: str | None = None  # the reply was cut to MAX_REPLY_BYTES: its size and the cap
+    scored: str | None = None
+    """What the metric scored when it is not `generation`: a verbalized reply's official
+    label, or `NOT_SHOWN` when it names no shown label (None: the generation itself)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (predictions.jsonl): `scored` only when set, so the rows of a
+        trial without a verbalizer are stored byte for byte as before it existed."""
+        d = dataclasses.asdict(self)
+        if d["scored"] is None:
+            del d["scored"]
+        return d
+
+    @property
+    def scored_text(self) -> str | None:
+        """The text the metric scores: the official label of a verbalized reply (or
+        `NOT_SHOWN`), else the generation (None for a failed row)."""
+        return self.scored if self.scored is not None else self.generation
+
+
+NOT_SHOWN = "(no label: not one of the shown labels)"
+"""What a verbalized trial scores for a reply naming none of its shown labels (a reply in the
+official words included): not a label, so the row is an invalid answer, never a lucky match."""
 
 
 # the per-row columns `TrialRecord.of` and `TrialRecord.replace` take
@@ -118,7 +140,10 @@ class TrialRecord:
 
     @property
     def generations(self) -> tuple[str | None, ...]:
-        return tuple(p.generation for p in self.rows)
+        """Each row's text as the metric scores it (`Prediction.scored_text`): the generation,
+        or a verbalized reply's official label, so a score recomputed from these is the
+        trial's."""
+        return tuple(p.scored_text for p in self.rows)
 
     @property
     def correct(self) -> tuple[bool | None, ...]:
@@ -313,6 +338,7 @@ class TrialRecord:
             row = new if old is None else dataclasses.replace(
                 old, index=new.index, answer=new.answer, generation=new.generation,
                 correct=new.correct, prompt_hash=new.prompt_hash,
+                scored=None if "generations" in cols else old.scored,
             )  # fmt: skip
             if "n_errors" in cols:
                 row = dataclasses.replace(row, error=new.error)
@@ -340,6 +366,7 @@ def stored_row(d: Mapping[str, Any] | Prediction, rendered: Mapping[str, str]) -
         error=d.get("error"),
         attempts=d.get("attempts", 0),
         truncated=d.get("truncated"),
+        scored=d.get("scored"),
     )
 
 

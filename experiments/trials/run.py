@@ -23,17 +23,18 @@ from experiments.llm.types import LM, Completion, Decoding
 from experiments.metrics import METRICS, ClassReport, class_report, normalize, parse_label, score
 from experiments.secrets import safe_url
 from experiments.trials.loglik_rows import _loglik
-from experiments.trials.record import Prediction, TrialStatus
+from experiments.trials.record import NOT_SHOWN, Prediction, TrialStatus
 from experiments.trials.spec import (
     LOGLIK,
     MANUAL,
     Progress,
     ResolvedTrial,
     TrialSpec,
-    decoding_for,
     prompt_hash,
     resolve_trial,
+    trial_decoding,
 )
+from promptlib.render import CompiledPrompt
 from promptlib.tasks import Catalog
 
 
@@ -153,13 +154,14 @@ def run_trial(
     if spec.scoring in LOGLIK:
         completions, hits = _loglik(spec, task, compiled, prompts, cache, progress, lm)
     else:
-        decoding = decoding_for(task.spec, getattr(lm, "mode", "chat"))
+        mode = getattr(lm, "mode", "chat")
+        decoding = trial_decoding(task.spec, mode, compiled)
         completions, hits = _generate(lm, prompts, decoding, cache, progress)
 
     scored = metric != MANUAL
-    preds = _predictions(rows, prompts, completions, hits, labels, metric)
+    preds = _predictions(rows, prompts, completions, hits, compiled, metric)
     answered = [p for p in preds if p.generation is not None]
-    gens = [p.generation or "" for p in answered]
+    gens = [p.scored_text or "" for p in answered]
     answers = [p.answer for p in answered]
     on_answered = score(spec.task, gens, answers, spec.definition) if answered and scored else None
     report = class_report(gens, answers, labels) if (labels and answered) else None
@@ -194,18 +196,32 @@ def _predictions(
     prompts: Sequence[str],
     completions: Sequence[Completion],
     hits: Sequence[bool],
-    labels: tuple[str, ...] | None,
+    compiled: CompiledPrompt,
     metric: str,
 ) -> list[Prediction]:
     """One `Prediction` per row, in row order: its answer mapped to a label and, unless the
-    trial is graded by hand (`MANUAL`), marked correct or wrong."""
+    trial is graded by hand (`MANUAL`), marked correct or wrong.
+
+    Under a verbalizer the reply is mapped back to its official label first
+    (`CompiledPrompt.official`), and that label is what the metric scores (`scored`); a reply
+    naming no shown label, the official words included, scores as `NOT_SHOWN` (invalid). The
+    generation is kept as the model gave it.
+    """
     scored = metric != MANUAL
+    labels = compiled.labels
+    verbalized = compiled.label_map is not None
     preds: list[Prediction] = []
     for row, prompt, (comp, hit) in zip(
         rows, prompts, zip(completions, hits, strict=True), strict=True
     ):
         gen = comp.text
-        parsed = parse_label(gen, labels) if (gen is not None and labels) else None
+        mapped: str | None = None
+        if gen is not None and verbalized:
+            parsed = compiled.official(gen)
+            mapped = parsed if parsed is not None else NOT_SHOWN
+        else:
+            parsed = parse_label(gen, labels) if (gen is not None and labels) else None
+        text = mapped if mapped is not None else gen
         preds.append(
             Prediction(
                 index=row["index"],
@@ -213,7 +229,9 @@ def _predictions(
                 answer=row["answer"],
                 generation=gen,
                 parsed=parsed,
-                correct=None if gen is None or not scored else _correct(metric, gen, row["answer"]),
+                correct=None
+                if text is None or not scored
+                else _correct(metric, text, row["answer"]),
                 tokens_in=comp.tokens_in,
                 tokens_out=comp.tokens_out,
                 latency=round(comp.latency, 4),
@@ -221,6 +239,7 @@ def _predictions(
                 error=comp.error,
                 attempts=comp.attempts,
                 truncated=comp.truncated,
+                scored=mapped,
             )
         )
     return preds

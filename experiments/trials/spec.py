@@ -49,6 +49,19 @@ def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decodin
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
 
 
+def trial_decoding(
+    spec: TaskSpec, mode: Literal["chat", "completion"], compiled: CompiledPrompt
+) -> Decoding:
+    """`decoding_for`, with a budget that also fits the longest label a verbalizer shows (a
+    label shown as a longer word is never cut; without a verbalizer it is `decoding_for`)."""
+    decoding = decoding_for(spec, mode)
+    if compiled.label_map is None or not spec.is_classification or spec.name in _LONG_FORM:
+        return decoding
+    longest = max(len(shown) for _, shown in compiled.label_map)
+    budget = max(decoding.max_tokens, longest // 2 + 8)
+    return dataclasses.replace(decoding, max_tokens=budget)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrialSpec:
     """What to run. Its trial id needs the data and the model: see `resolve_trial`."""
@@ -195,12 +208,15 @@ def resolve_trial(
         # a served model's server (and the alignment check its sums pass) and a local
         # model's weights are part of its identity
         lm_identity = loglik_identity(spec.model, lm)
+        # the labels as shown (a verbalizer's words): what the model's sums are taken over
+        shown = compiled.answer_labels or labels
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
-            "continuations": [compiled.answer_join + label for label in labels],
+            "continuations": [compiled.answer_join + label for label in shown],
         }
     else:
         lm_identity = dict(lm.cache_identity())
-        decoding = decoding_for(task.spec, getattr(lm, "mode", "chat")).to_dict()
+        mode = getattr(lm, "mode", "chat")
+        decoding = trial_decoding(task.spec, mode, compiled).to_dict()
     stated = task.spec.labels if task.spec.stated_only else None
     return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding, stated)

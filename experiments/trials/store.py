@@ -5,7 +5,6 @@ A finished result is never lost to an unfinished rerun (`save_result`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,7 @@ def runs_dir() -> Path:
 def save_trial(result: TrialResult, root: Path | None = None) -> Path:
     """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe."""
     out = (root or runs_dir()) / result.trial_id
-    lines = "".join(
-        json.dumps(dataclasses.asdict(p), ensure_ascii=False) + "\n" for p in result.predictions
-    )
+    lines = "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)
     summary = {**result.summary(), "spec": result.spec.to_dict()}
     atomic_write_dir(
         out,

@@ -25,7 +25,8 @@ ROW = "row (within task)"
 TASK = "task"
 AXIS_X_AXIS = "axis x axis"
 UNATTRIBUTED = "prompt (not attributed: unbalanced task)"
-DRAW_AXES = ("seed",)  # demonstration draws: exchangeable levels, no pooled direction
+# demonstration draws (seed) and orders (order): exchangeable levels, no pooled direction
+DRAW_AXES = ("seed", "order")
 MEASURES = ("spread", "maxp", "avgp", "sensitiscore", "share_prompt_dependent")
 # measures with a bootstrap CI: a percentile bootstrap of a max (MaxP) or of max - min (spread)
 # does not cover (measured 21-24% for MaxP of equal variants, 0% for a spread of 0), so those
