@@ -154,8 +154,7 @@ def run_trial(
     if spec.scoring in LOGLIK:
         completions, hits = _loglik(spec, task, compiled, prompts, cache, progress, lm)
     else:
-        mode = getattr(lm, "mode", "chat")
-        decoding = trial_decoding(task.spec, mode, compiled)
+        decoding = trial_decoding(task.spec, getattr(lm, "mode", "chat"), compiled)
         completions, hits = _generate(lm, prompts, decoding, cache, progress)
 
     scored = metric != MANUAL

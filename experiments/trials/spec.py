@@ -216,7 +216,6 @@ def resolve_trial(
         }
     else:
         lm_identity = dict(lm.cache_identity())
-        mode = getattr(lm, "mode", "chat")
-        decoding = trial_decoding(task.spec, mode, compiled).to_dict()
+        decoding = trial_decoding(task.spec, getattr(lm, "mode", "chat"), compiled).to_dict()
     stated = task.spec.labels if task.spec.stated_only else None
     return ResolvedTrial(spec, compiled, rows, excluded, metric, lm_identity, decoding, stated)
