@@ -68,7 +68,10 @@ def known_effect_reply(
     shown word of the other label. The variant is recognised by its prompt prefix (its
     demonstrations show its words); the row by its text, the last one the prompt holds."""
     prefixes = [(k.compiled.prefix(), k) for k in known]
-    assert len({p for p, _ in prefixes}) == len(prefixes), "variants must differ in prefix"
+    same: dict[str, tuple[Any, float]] = {}
+    for p, k in prefixes:  # two variants may show one prompt (two orders of 2 demos)
+        seen = same.setdefault(p, (k.compiled.label_map, k.p_correct))
+        assert seen == (k.compiled.label_map, k.p_correct), "variants must differ in prefix"
 
     def reply(prompt: str) -> str:
         k = max(
@@ -97,7 +100,7 @@ def balanced_se(p: float, answers: Sequence[str]) -> float:
 # ---- the known effect, through a sweep ----------------------------------------------------------
 def _sweep(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, axes: str,
-    effects: Mapping[str, float], limit: int,
+    effects: Mapping[str, float], limit: int, fixed: Mapping[str, str] | None = None,
 ) -> tuple[dict[tuple[str, str], tuple[float, list[str]]], list[Any]]:  # fmt: skip
     """Run a sweep of `axes` (YAML) over TASKS with a stub whose accuracy is `effects`
     (variant spec -> p); returns (task, variant name) -> (score, its rows' answers) and the
@@ -110,7 +113,11 @@ def _sweep(
     from experiments.tracking import Tracker, TrackingConfig
 
     spec = tmp_path / "known.yaml"
-    spec.write_text(f"name: known\ntasks: [{', '.join(TASKS)}]\naxes:\n{axes}n_resamples: 100\n")
+    fixed = dict(fixed or {})
+    fixed_yaml = f"fixed: {{{', '.join(f'{k}: {v}' for k, v in fixed.items())}}}\n" if fixed else ""
+    spec.write_text(
+        f"name: known\ntasks: [{', '.join(TASKS)}]\n{fixed_yaml}axes:\n{axes}n_resamples: 100\n"
+    )
     tracker = Tracker(
         TrackingConfig(
             tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
@@ -140,11 +147,17 @@ def _sweep(
     out = {}
     for run in runs:
         rows = tracker.load_predictions(run.info.run_id)
-        out[(run.data.params["task"], run.data.params["variant"])] = (
+        variant = ",".join(f"{k}={run.data.params[k]}" for k in _levels(fixed, axes))
+        out[(run.data.params["task"], variant)] = (
             run.data.metrics["score"],
             [r["answer"] for r in rows],
         )
     return out, runs
+
+
+def _levels(fixed: Mapping[str, str], axes: str) -> list[str]:
+    """The axis names of a `_sweep`'s fixed levels and axes, in order (its effects' keys)."""
+    return [*fixed, *(line.split(":", 1)[0].strip() for line in axes.splitlines() if line.strip())]
 
 
 def _check_known(
@@ -211,8 +224,10 @@ def _run(
         scoring=scoring,  # type: ignore[arg-type]
     )  # fmt: skip
     with StubOpenAI(reply_fn=reply, **stub) as s:
-        mode = "completion" if scoring != "generate" else "chat"
-        lm = LiteLLMModel("openai/stub", api_base=s.url, concurrency=4, mode=mode)
+        lm = LiteLLMModel(
+            "openai/stub", api_base=s.url, concurrency=4,
+            mode="completion" if scoring != "generate" else "chat",
+        )  # fmt: skip
         return run_trial(spec, catalog, lm), resolve_trial(spec, catalog, lm)
 
 
@@ -331,3 +346,59 @@ def test_reordered_rows_get_the_same_mapped_predictions(catalog: Catalog) -> Non
         and not all(c for _, _, c in by_a.values())
     )
     assert b.score == a.score
+
+
+# ---- the CLI, and the order axis ------------------------------------------------------------
+@pytest.mark.data
+def test_workbench_run_with_a_verbalizer(lb_dir: Path, tmp_path: Path, catalog: Catalog) -> None:
+    """`workbench run --variant verbalizer=letters`, tracked: the official labels are
+    parsed, the saved rows keep the letters, the run's params name the verbalizer."""
+    import json
+
+    import mlflow
+
+    from tests.conftest import run_cli, workbench_env
+
+    variant = "verbalizer=letters"
+    env = {**workbench_env(tmp_path, lb_dir, "verb"), "OPENAI_API_KEY": "sk-dummy"}
+    with StubOpenAI(reply_fn=_oracle(catalog, variant, "shown")) as stub:
+        r = run_cli(
+            ["run", PLAIN_TASK, "--variant", variant, "--model", "openai/stub", "--api-base",
+             stub.url, "--limit", "12", "--json"],
+            env, tmp_path, timeout=300,
+        )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["score"] == 1.0 and summary["invalid_rate"] == 0.0
+    saved = tmp_path / summary["predictions"]  # relative to the run's folder
+    rows = [json.loads(x) for x in saved.read_text().splitlines()]
+    assert {x["generation"] for x in rows} <= {"A", "B"}
+    assert all(x["parsed"] == x["answer"] == x["scored"] for x in rows)
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    runs = [
+        run
+        for exp in client.search_experiments()
+        for run in client.search_runs([exp.experiment_id])
+        if run.data.params.get("task") == PLAIN_TASK
+    ]
+    assert len(runs) == 1 and runs[0].data.params["verbalizer"] == "letters"
+    assert "order" not in runs[0].data.params
+
+
+@pytest.mark.data
+def test_a_sweep_over_demonstration_orders(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """order is a sweep axis; its levels are exchangeable draws in the sensitivity analysis,
+    and each run logs its order (with the verbalizer fixed, that too)."""
+    from experiments.analysis.sensitivity.groups import DRAW_AXES
+
+    assert "order" in DRAW_AXES and "verbalizer" not in DRAW_AXES
+    effects = {f"verbalizer=lower,order={k}": 0.75 for k in (0, 1, 2)}
+    scores, runs = _sweep(
+        catalog, tmp_path, monkeypatch, "  order: [0, 1, 2]\n", effects, limit=20,
+        fixed={"verbalizer": "lower"},
+    )  # fmt: skip
+    assert len(scores) == 6
+    assert {r.data.params["order"] for r in runs} == {"0", "1", "2"}
+    assert {r.data.params["verbalizer"] for r in runs} == {"lower"}
