@@ -406,3 +406,72 @@ def test_a_sweep_over_demonstration_orders(
     assert len(scores) == 6
     assert {r.data.params["order"] for r in runs} == {"0", "1", "2"}
     assert {r.data.params["verbalizer"] for r in runs} == {"lower"}
+
+
+# ---- a real local model -------------------------------------------------------------------------
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.model
+def test_letters_by_loglik_with_the_local_model(catalog: Catalog) -> None:
+    from experiments.llm.gateway import get_model
+
+    spec = TrialSpec(
+        task="hearsay", variant=parse_spec("verbalizer=letters"), model="local/smollm2",
+        limit=4, scoring="loglik",
+    )  # fmt: skip
+    lm = get_model("local/smollm2")
+    resolved = resolve_trial(spec, catalog, lm)
+    join = resolved.compiled.answer_join
+    assert resolved.decoding["continuations"] == [join + "A", join + "B"]
+    result = run_trial(resolved, catalog, lm)
+    assert result.complete and result.score is not None and 0.0 <= result.score <= 1.0
+    assert all(p.generation in ("A", "B") for p in result.predictions)
+    assert all(p.parsed in ("Yes", "No") and p.scored == p.parsed for p in result.predictions)
+    assert all(p.correct == (p.parsed == p.answer) for p in result.predictions)
+    print(f"smollm2 letters loglik on hearsay: score {result.score}")
+
+
+# ---- the optimiser ------------------------------------------------------------------------------
+@pytest.mark.data
+def test_the_optimiser_scores_verbalized_variants_on_official_labels(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search space has no verbalizer axis yet: every proposal gets verbalizer=letters
+    here. A model answering every row right in letters wins on dev with 1.0, and on
+    held-out the winner scores 1.0 while the base prompt (Yes/No) scores all invalid."""
+    from experiments.llm.gateway import get_model
+    from experiments.optimize import optimize as optimize_module
+    from experiments.optimize import search, study
+    from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.space import variant_from_params
+    from experiments.tracking import Tracker, load_config
+
+    def lettered(params: dict[str, Any]) -> Any:
+        return variant_from_params(params).with_verbalizer("letters")
+
+    for module in (search, study, optimize_module):
+        monkeypatch.setattr(module, "variant_from_params", lettered)
+    truths = _truths(catalog, ["hearsay"])["hearsay"]
+
+    def letters(prompt: str) -> str:
+        text = max((t for t in truths if t in prompt), key=lambda t: (prompt.rfind(t), len(t)))
+        return {"Yes": "A", "No": "B"}[truths[text]]
+
+    cfg_file = tmp_path / "mlflow.yaml"
+    cfg_file.write_text(
+        f"tracking_uri: sqlite:///{tmp_path}/mlflow.db\nartifact_location: {tmp_path}/art\n"
+        "experiment_prefix: t\nprompt_registry: false\n"
+    )
+    cfg = OptimizeConfig(
+        task="hearsay", model="openai/stub", n_trials=3, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", seed=1, dev_limit=12, heldout_limit=10,
+    )  # fmt: skip
+    with StubOpenAI(reply_fn=letters) as stub:
+        lm = get_model("openai/stub", api_base=stub.url, max_retries=0, concurrency=4)
+        report = optimize_module.optimize(cfg, catalog, lm, Tracker(load_config(cfg_file)))
+    assert "verbalizer=letters" in report.best_variant
+    assert report.dev_score == 1.0
+    assert report.heldout["score"] == 1.0 and report.base_heldout["score"] == 0.0, (
+        report.heldout,
+        report.base_heldout,
+    )
