@@ -30,6 +30,7 @@ from promptlib.render import CompiledPrompt
 # with plenty of test rows; and hearsay, which has both.
 PLAIN_TASK = "cuad_anti-assignment"
 TASKS = (PLAIN_TASK, "hearsay")
+UNKNOWN_PROMPT = "(stub: a prompt of no declared variant)"
 Z_MAX = 3.5  # binomial standard errors allowed between a measured score and its expectation
 
 
@@ -74,9 +75,10 @@ def known_effect_reply(
         assert seen == (k.compiled.label_map, k.p_correct), "variants must differ in prefix"
 
     def reply(prompt: str) -> str:
-        k = max(
-            (k for p, k in prefixes if prompt.startswith(p)), key=lambda k: len(k.compiled.prefix())
-        )
+        matches = [k for p, k in prefixes if prompt.startswith(p)]
+        if not matches:  # a prompt the test did not declare: an invalid reply, never a crash
+            return UNKNOWN_PROMPT  # (a stub that raises is retried for minutes)
+        k = max(matches, key=lambda k: len(k.compiled.prefix()))
         rows = truths[k.compiled.task]
         text = max((t for t in rows if t in prompt), key=lambda t: (prompt.rfind(t), len(t)))
         pairs = k.compiled.label_map or tuple((x, x) for x in k.compiled.labels or ())
@@ -103,7 +105,7 @@ def _sweep(
     effects: Mapping[str, float], limit: int, fixed: Mapping[str, str] | None = None,
 ) -> tuple[dict[tuple[str, str], tuple[float, list[str]]], list[Any]]:  # fmt: skip
     """Run a sweep of `axes` (YAML) over TASKS with a stub whose accuracy is `effects`
-    (variant spec -> p); returns (task, variant name) -> (score, its rows' answers) and the
+    (sweep variant name -> p; `fixed` levels apply to all); returns (task, variant name) -> (score, its rows' answers) and the
     trial runs."""
     import mlflow
 
@@ -114,6 +116,7 @@ def _sweep(
 
     spec = tmp_path / "known.yaml"
     fixed = dict(fixed or {})
+    fixed_levels = [f"{k}={v}" for k, v in fixed.items()]
     fixed_yaml = f"fixed: {{{', '.join(f'{k}: {v}' for k, v in fixed.items())}}}\n" if fixed else ""
     spec.write_text(
         f"name: known\ntasks: [{', '.join(TASKS)}]\n{fixed_yaml}axes:\n{axes}n_resamples: 100\n"
@@ -128,7 +131,7 @@ def _sweep(
         )
     )
     known = [
-        Known(compile_prompt(parse_spec(v), catalog.task(t)), p)
+        Known(compile_prompt(parse_spec(",".join([*fixed_levels, v])), catalog.task(t)), p)
         for v, p in effects.items()
         for t in TASKS
     ]
@@ -151,17 +154,11 @@ def _sweep(
     out = {}
     for run in runs:
         rows = tracker.load_predictions(run.info.run_id)
-        variant = ",".join(f"{k}={run.data.params[k]}" for k in _levels(fixed, axes))
-        out[(run.data.params["task"], variant)] = (
+        out[(run.data.params["task"], run.data.params["variant"])] = (
             run.data.metrics["score"],
             [r["answer"] for r in rows],
         )
     return out, runs
-
-
-def _levels(fixed: Mapping[str, str], axes: str) -> list[str]:
-    """The axis names of a `_sweep`'s fixed levels and axes, in order (its effects' keys)."""
-    return [*fixed, *(line.split(":", 1)[0].strip() for line in axes.splitlines() if line.strip())]
 
 
 def _check_known(
@@ -180,7 +177,8 @@ def _check_known(
 VERBALIZER_EFFECT = {
     "verbalizer=true_false": 0.9,
     "verbalizer=letters": 0.6,
-    "verbalizer=lower": 0.75,
+    "verbalizer=official": 0.75,  # the labels as LegalBench writes them
+    "verbalizer=lower": 0.7,
 }
 
 
@@ -188,16 +186,17 @@ VERBALIZER_EFFECT = {
 def test_a_sweep_measures_an_accuracy_that_depends_on_the_label_words(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    axes = "  verbalizer: [true_false, letters, lower]\n"
+    axes = "  verbalizer: [true_false, letters, official, lower]\n"
     scores, runs = _sweep(catalog, tmp_path, monkeypatch, axes, VERBALIZER_EFFECT, limit=150)
-    assert len(scores) == 6
+    assert len(scores) == 8
     print("\n".join(_check_known(scores, VERBALIZER_EFFECT)))
     # the ordering the effect implies holds on each task
     for task in TASKS:
         s = {v: scores[(task, v)][0] for v in VERBALIZER_EFFECT}
-        assert s["verbalizer=true_false"] > s["verbalizer=lower"] > s["verbalizer=letters"]
-    # the runs carry the verbalizer as a param (and no order param: it is unset)
-    assert {r.data.params["verbalizer"] for r in runs} == {"true_false", "letters", "lower"}
+        assert s["verbalizer=true_false"] > s["verbalizer=official"] > s["verbalizer=letters"]
+    # the runs carry the verbalizer as a param when one is set (official: unset, no param)
+    params = {r.data.params.get("verbalizer") for r in runs}
+    assert params == {"true_false", "letters", "lower", None}
     assert not any("order" in r.data.params for r in runs)
 
 
@@ -398,13 +397,13 @@ def test_a_sweep_over_demonstration_orders(
     from experiments.analysis.sensitivity.groups import DRAW_AXES
 
     assert "order" in DRAW_AXES and "verbalizer" not in DRAW_AXES
-    effects = {f"verbalizer=lower,order={k}": 0.75 for k in (0, 1, 2)}
+    effects = {f"order={k}": 0.75 for k in ("drawn", 0, 1, 2)}
     scores, runs = _sweep(
-        catalog, tmp_path, monkeypatch, "  order: [0, 1, 2]\n", effects, limit=20,
+        catalog, tmp_path, monkeypatch, "  order: [drawn, 0, 1, 2]\n", effects, limit=20,
         fixed={"verbalizer": "lower"},
     )  # fmt: skip
-    assert len(scores) == 6
-    assert {r.data.params["order"] for r in runs} == {"0", "1", "2"}
+    assert len(scores) == 8
+    assert {r.data.params.get("order") for r in runs} == {None, "0", "1", "2"}  # drawn: unset
     assert {r.data.params["verbalizer"] for r in runs} == {"lower"}
 
 
