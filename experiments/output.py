@@ -250,6 +250,7 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
         f"({result['resumed']} resumed from MLflow), parent run {result['parent_run_id']}",
     ]
     lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
+    lines += note_lines(result.get("notes") or [])
     lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
     lines.append(across_table(result["across_tasks"]))
     sens = result.get("sensitivity") or {}
@@ -313,7 +314,11 @@ def sensitivity_section(sens: dict[str, Any] | None) -> str:
     return format_sensitivity(sens)
 
 
-def dry_run(items: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> str:
+def dry_run(
+    items: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+    notes: list[dict[str, str]] | None = None,
+) -> str:
     """`workbench sweep --dry-run`: the planned trials with token and cost estimates."""
     lines = [f"{'task':<40} {'variant':<28} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
     for it in items:
@@ -331,7 +336,13 @@ def dry_run(items: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> str:
         + "; no model was called"
     )
     lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]
+    lines += note_lines(notes or [])
     return "\n".join(lines)
+
+
+def note_lines(notes: list[dict[str, str]]) -> list[str]:
+    """A planned variant's prompt working against it (`experiments.sweeps.plan.note_items`)."""
+    return [f"note {n['task']}: variant {n['variant']}: {n['note']}" for n in notes]
 
 
 # ---- optimisation ----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from promptlib.leakage import check_heldout, check_no_leak
 from promptlib.leakage import heldout_guard as heldout_guard  # its old home; re-exported
 from promptlib.leakage import query_columns as query_columns  # its old home; re-exported
 from promptlib.tasks import Task
-from promptlib.templates import Demo, ParsedPrompt, fill, placeholders
+from promptlib.templates import PLACEHOLDER, Demo, ParsedPrompt, fill, placeholders
 from promptlib.variants import (
     BASE_FILE,
     INSTRUCTION_FILES,
@@ -37,7 +37,7 @@ from promptlib.variants import (
     PromptVariant,
     frame_file,
 )
-from promptlib.verbalizers import LabelMap, official_label, shown_answer
+from promptlib.verbalizers import LabelMap, official_label, official_words_left, shown_answer
 
 Message = dict[str, str]
 
@@ -58,6 +58,9 @@ class CompiledPrompt:
     labels: tuple[str, ...] | None  # the task's official labels
     source: str
     label_map: LabelMap | None = None  # (official, shown) when a verbalizer is set
+    # what the prompt says that works against its variant (the instruction still naming the
+    # official labels under a verbalizer): printed by the sweep and the run, never silent
+    notes: tuple[str, ...] = ()
 
     @property
     def answer_labels(self) -> tuple[str, ...] | None:
@@ -191,6 +194,15 @@ def compile_prompt(
             f"format=claude lists the label set, but task {task.name!r} is "
             f"{task.spec.task_type} and has none; use format=base"
         )
+    notes: tuple[str, ...] = ()
+    if label_map is not None:
+        own_words = PLACEHOLDER.sub(" ", f"{instruction}\n{query}")
+        left = official_words_left(label_map, own_words)
+        if left:
+            notes = (
+                f"verbalizer={variant.verbalizer}: the prompt's own text still names "
+                f"{', '.join(repr(x) for x in left)}; replies in those words are invalid here",
+            )
     return CompiledPrompt(
         task=task.name,
         variant=variant,
@@ -204,6 +216,7 @@ def compile_prompt(
         labels=task.spec.labels,
         source=source,
         label_map=label_map,
+        notes=notes,
     )
 
 

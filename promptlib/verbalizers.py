@@ -16,6 +16,7 @@ Schemes (``verbalizer=NAME``):
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 
@@ -93,6 +94,17 @@ def resolve(name: str, labels: Sequence[str] | None, task: str, task_type: str) 
                 "verbalizer"
             )
         seen[key] = official
+    officials = {_norm(o): o for o in labels}
+    for official, word in pairs:
+        other = officials.get(_norm(word))
+        if other is not None and other != official:
+            # a reply in the official words ("1" for choice 1) would be mapped to another
+            # class instead of being invalid (found in review: scalr's numbers shifted by one)
+            raise VariantError(
+                f"verbalizer={name}: task {task!r}: label {official!r} would be shown as "
+                f"{word!r}, which is another of its labels ({other!r}), so replies naming "
+                "that label could not be told apart; pick another verbalizer"
+            )
     return pairs
 
 
@@ -147,3 +159,16 @@ def official_label(label_map: LabelMap, shown: str) -> str | None:
     """The official label whose shown word `shown` is (normalised match), else None."""
     key = _norm(shown)
     return next((official for official, word in label_map if _norm(word) == key), None)
+
+
+def official_words_left(label_map: LabelMap, text: str) -> tuple[str, ...]:
+    """The official labels the shown words replace that `text` (an instruction, a query
+    template's own words) still names as a word, e.g. "Answer Yes or No." under true_false:
+    a model that obeys it answers in words that are invalid here."""
+    left = []
+    for official, word in label_map:
+        if _norm(official) == _norm(word):
+            continue
+        if re.search(rf"(?<![\w]){re.escape(official)}(?![\w])", text):
+            left.append(official)
+    return tuple(left)

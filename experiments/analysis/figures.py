@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from experiments.trials.record import TrialRecord
+from experiments.trials.record import TrialRecord, parse_axes
 
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
 _FLAGGED = "--"  # line style of a flagged interval
@@ -378,13 +378,19 @@ def draws_figure(
 # ---- prompt sensitivity (issue 11) ---------------------------------------------------------
 def _short_variant(name: str) -> str:
     """``instruction=reference,seed=0`` -> ``reference · 0`` (the axes go in the axis label)."""
-    parts = [p.partition("=") for p in name.split(",")]
-    return " · ".join(v if sep else k for k, sep, v in parts)
+    return " · ".join(_axes(name).values()) or name
 
 
 def _variant_axes(names: Sequence[str]) -> str:
-    keys = [p.partition("=")[0] for p in names[0].split(",")] if names else []
-    return ", ".join(k for k in keys if k)
+    return ", ".join(_axes(names[0])) if names else ""
+
+
+def _axes(name: str) -> dict[str, str]:
+    """A variant name's axis levels (a format point keeps its commas); {} if it has none."""
+    try:
+        return parse_axes(name)
+    except ValueError:  # not axis=level pairs: shown as it is
+        return {}
 
 
 def variance_share_figure(report: Mapping[str, Any]) -> Any:

@@ -131,6 +131,8 @@ def run_single(
     lm = setup.lm(model) if lm is None else lm
     # bad variant/rows fail here, before calls; a hand-graded task (rule_qa) gets no score
     resolved = resolve_trial(spec, catalog, lm, hand_graded=True)
+    for line in resolved.compiled.notes:  # the prompt works against its variant: say so
+        note(f"note: {task}: {line}")
     outputs = [("trial results", runs_dir()), *setup.cache_outputs()]
     tracking = _Tracking(task, resolved.id, outputs) if not request.no_track else None
     check_writable(outputs)

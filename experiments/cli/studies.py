@@ -86,7 +86,7 @@ def sweep(
     the body is option wiring over `run_sweep`.
     """
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.sweeps.plan import dry_run_items, plan_tasks, trial_plan
+    from experiments.sweeps.plan import dry_run_items, note_items, plan_tasks, trial_plan
     from experiments.sweeps.spec import load_spec
 
     spec = load_spec(spec_path)
@@ -110,10 +110,11 @@ def sweep(
         items, skipped = dry_run_items(
             catalog, planned, trial_plan(spec, planned, models), setup.lm
         )
+        notes = note_items(planned)
         typer.echo(
-            output.as_json({"trials": items, "skipped": skipped})
+            output.as_json({"trials": items, "skipped": skipped, "notes": notes})
             if as_json
-            else output.dry_run(items, skipped)
+            else output.dry_run(items, skipped, notes)
         )
         return
 

@@ -15,6 +15,7 @@ from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import (
     PlannedTask,
     PlannedTrial,
+    note_items,
     plan_tasks,
     skipped_items,
     skipped_variants,
@@ -393,6 +394,7 @@ def _summary(
         "trials": len(trials.plan),
         "resumed": sum(o.resumed for o in ordered),
         "skipped": skipped_items(planned),
+        "notes": note_items(planned),
         "incomplete": doc["incomplete"],
         "comparisons": doc["comparisons"],
         "across_tasks": doc["across_tasks"],

@@ -40,6 +40,8 @@ class PlannedTask:
     variants: tuple[NamedVariant, ...] = ()
     # (variant name, why) of each spec variant this task cannot run, in spec order
     skipped_variants: tuple[tuple[str, str], ...] = ()
+    # (variant name, note) of what a variant's prompt says against it (`CompiledPrompt.notes`)
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 def plan_tasks(
@@ -86,6 +88,7 @@ def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) 
     kept_ids: list[list[str]] = []
     runs: list[NamedVariant] = []
     skipped: list[tuple[str, str]] = []
+    notes: list[tuple[str, str]] = []
     for nv in spec.variants:
         try:
             compiled = compile_prompt(nv.for_task(name), task, spec.split)
@@ -94,6 +97,7 @@ def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) 
             skipped.append((nv.name, short_reason(str(e))))
             continue
         runs.append(nv)
+        notes += [(nv.name, note) for note in compiled.notes]
         kept_ids.append([r["index"] for r in kept])
     if not runs:
         why = "; ".join(f"{n}: {r}" for n, r in skipped)
@@ -111,6 +115,7 @@ def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) 
         has_label_set=bool(task.spec.labels),
         variants=tuple(runs),
         skipped_variants=tuple(skipped),
+        notes=tuple(notes),
     )
 
 
@@ -144,6 +149,12 @@ def skipped_items(planned: Sequence[PlannedTask]) -> list[dict[str, Any]]:
             for v, why in p.skipped_variants
         ]
     return out
+
+
+def note_items(planned: Sequence[PlannedTask]) -> list[dict[str, str]]:
+    """What a planned variant's prompt says against it ({task, variant, note}), for the
+    sweep's output: it runs, and its score is read with this in mind."""
+    return [{"task": p.task, "variant": v, "note": n} for p in planned for v, n in p.notes]
 
 
 def _common_rows(kept_ids: Sequence[Sequence[str]]) -> list[str]:
@@ -188,30 +199,27 @@ def trial_plan(
                     model=model,
                     split=spec.split,
                     seed=spec.sample_seed,
-                    scoring=trial_scoring(spec, model, pt.has_label_set, pt.variants),
+                    scoring=trial_scoring(spec, model, pt.has_label_set),
                     rows=pt.rows,
                 )
                 out.append(PlannedTrial(model, pt, nv, ts))
     return out
 
 
-def trial_scoring(
-    spec: SweepSpec,
-    model: str,
-    has_label_set: bool,
-    variants: Sequence[NamedVariant] | None = None,
-) -> Scoring:
+def trial_scoring(spec: SweepSpec, model: str, has_label_set: bool) -> Scoring:
     """The spec's `scoring:` if it sets one; otherwise log-likelihood for a local model when
-    every variant the task runs (`variants`, default the spec's) is zero-shot and the task
-    has a label set (tiny models answer such prompts with prose or an empty line), and
-    generation for everything else.
+    every variant of the spec is zero-shot and the task has a label set (tiny models answer
+    such prompts with prose or an empty line), and generation for everything else.
 
     Decided per (model, task), never per variant: the arms of a comparison are always scored
     the same way.
     """
     if spec.scoring is not None:
         return cast(Scoring, spec.scoring)
-    zero_shot = all(nv.variant.demos == "none" for nv in variants or spec.variants)
+    # over the spec's variants, not those a task runs: a task that skips its few-shot
+    # variants would otherwise be scored by log-likelihood beside tasks scored by generation,
+    # and the across-task statistics would pool the two (found in review)
+    zero_shot = all(nv.variant.demos == "none" for nv in spec.variants)
     return default_scoring(model, zero_shot=zero_shot, has_label_set=has_label_set)
 
 

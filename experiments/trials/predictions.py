@@ -82,7 +82,12 @@ def read_predictions(
                     f"{path}:{n}: answer {outside[0]!r} is not a label of this task "
                     f"(labels: {shown})"
                 )
-        gens.append(row["generation"])
+        # a verbalized trial's rows carry what the metric scored (the reply mapped back to
+        # the official label): its raw generation ("A") would score as wrong
+        scored = obj.get("scored")
+        if scored is not None and not isinstance(scored, str):
+            raise WorkbenchError(f"{path}:{n}: field 'scored' must be a string or absent")
+        gens.append(scored if scored is not None else row["generation"])
         answers.append(row["answer"])
         lines.append(n)
     return gens, answers, lines

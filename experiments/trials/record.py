@@ -414,10 +414,16 @@ def parse_axes(variant: str) -> dict[str, str]:
     """Axis values from a sweep variant's name: ``instruction=reference,seed=0``."""
     if variant in ("", "base"):
         return {}
-    out = {}
+    out: dict[str, str] = {}
+    last: str | None = None
     for part in variant.split(","):
         key, sep, value = part.partition("=")
         if not sep:
-            raise ValueError(f"variant name {variant!r} is not axis=level pairs")
-        out[key.strip()] = value.strip()
+            # a format grammar point's own commas: ``format=sep:dash,case:upper``
+            if last is None or ":" not in part:
+                raise ValueError(f"variant name {variant!r} is not axis=level pairs")
+            out[last] += "," + part.strip()
+            continue
+        last = key.strip()
+        out[last] = value.strip()
     return out

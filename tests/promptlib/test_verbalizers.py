@@ -87,6 +87,7 @@ def test_multi_class_letters_and_written_maps(catalog: Catalog) -> None:
     [
         ("abercrombie", "verbalizer=true_false", "maps Yes/No"),
         ("hearsay", "verbalizer=map:Yes>Same/No>same", "would both be shown as"),
+        ("hearsay", "verbalizer=map:Yes>No/No>Yes", "another of its labels"),
         ("hearsay", "verbalizer=map:Yes>True", "missing: No"),
         ("hearsay", "verbalizer=map:Yes>True/No>False/Maybe>X", "not labels of the task: maybe"),
         ("rule_qa", "verbalizer=letters", "has none"),
@@ -163,3 +164,26 @@ def test_a_demonstration_answer_that_is_no_label_cannot_be_verbalized() -> None:
     with pytest.raises(VariantError, match="'Perhaps' is none of the task's labels"):
         shown_answer((("Yes", "True"), ("No", "False")), "Perhaps", "task 'x'")
     assert Demo.of({"text": "a"}, "yes").answer == "yes"
+
+
+def test_a_shown_word_that_is_another_classs_label_is_refused() -> None:
+    """numbers on labels 0..4 would show choice 0 as "1", so a reply "1" (choice 1 in the
+    prompt's own list) would be scored as choice 0: refused, as is a swap of Yes and No."""
+    from promptlib.verbalizers import resolve
+
+    with pytest.raises(VariantError, match="which is another of its labels"):
+        resolve("numbers", ["0", "1", "2", "3", "4"], "scalr", "multi-class")
+    with pytest.raises(VariantError, match="which is another of its labels"):
+        resolve("map:Yes>No/No>Maybe", ["Yes", "No"], "hearsay", "binary")
+    assert resolve("lower", ["Yes", "No"], "hearsay", "binary") == (("Yes", "yes"), ("No", "no"))
+
+
+def test_a_prompt_that_still_names_the_official_labels_carries_a_note(catalog: Catalog) -> None:
+    """ "Answer Yes or No." under true_false: a model that obeys it answers invalidly; the
+    prompt says so (a sweep and a run print the note), without changing the prompt."""
+    task = catalog.task("legal_reasoning_causality")
+    noted = compile_prompt(parse_spec("verbalizer=true_false"), task, None)
+    assert noted.notes and "still names 'Yes', 'No'" in noted.notes[0]
+    assert compile_prompt(parse_spec("verbalizer=lower"), task, None).notes == ()
+    assert compile_prompt(PromptVariant(), task, None).notes == ()
+    assert compile_prompt(parse_spec("verbalizer=true_false"), catalog.task("hearsay")).notes == ()

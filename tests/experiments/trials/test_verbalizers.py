@@ -23,7 +23,7 @@ from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.record import NOT_SHOWN, TrialRecord
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
-from promptlib import Catalog, compile_prompt, parse_spec
+from promptlib import Catalog, WorkbenchError, compile_prompt, parse_spec
 from promptlib.render import CompiledPrompt
 
 # A Yes/No task with neither rule_* nor register prompt files (base and claude prompts only),
@@ -474,3 +474,24 @@ def test_the_optimiser_scores_verbalized_variants_on_official_labels(
         report.heldout,
         report.base_heldout,
     )
+
+
+def test_workbench_score_reads_what_a_verbalized_trial_scored(tmp_path: Path) -> None:
+    """A verbalized trial's stored rows keep the raw reply ("A") and what was scored ("Yes"):
+    re-scoring its predictions.jsonl must score the latter (found in review: 1.0 became 0.0)."""
+    import json as _json
+
+    from experiments.trials.predictions import read_predictions
+
+    path = tmp_path / "predictions.jsonl"
+    rows = [
+        {"generation": "A", "scored": "Yes", "answer": "Yes"},
+        {"generation": "B", "scored": "No", "answer": "No"},
+        {"generation": "Yes", "answer": "Yes"},  # an unverbalized row: its generation
+    ]
+    path.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    gens, answers, _ = read_predictions(path, ("Yes", "No"))
+    assert gens == ["Yes", "No", "Yes"] and answers == ["Yes", "No", "Yes"]
+    path.write_text(_json.dumps({"generation": "A", "scored": 1, "answer": "Yes"}) + "\n")
+    with pytest.raises(WorkbenchError, match="field 'scored' must be a string"):
+        read_predictions(path, ("Yes", "No"))
