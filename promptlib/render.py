@@ -15,17 +15,25 @@ otherwise                  base_prompt.txt
 =========================  ==============================
 
 Demonstrations are rendered through the frame's query template, so the same demos can be
-shown in any register or format.
+shown in any register or format. A format grammar point (`promptlib.formats`) re-renders the
+frame's field names, separators and joiners; `CompiledPrompt.segments` gives a rendered prompt
+as formatting and content pieces, so a test can strip the formatting and compare.
+
+Rendering is per row; everything that does not depend on the row (the prefix, the query
+template split at its placeholders, the demonstrations' content keys) is computed once per
+compiled prompt, and the leakage and held-out checks run on every row as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from promptlib.demos import bind, demonstrations
 from promptlib.errors import TemplateError, VariantError
-from promptlib.leakage import check_heldout, check_no_leak
+from promptlib.formats import Segment, is_point, layout, template_segments
+from promptlib.leakage import ContentKey, check_heldout, check_no_leak, content_key
 from promptlib.leakage import heldout_guard as heldout_guard  # its old home; re-exported
 from promptlib.leakage import query_columns as query_columns  # its old home; re-exported
 from promptlib.tasks import Task
@@ -61,6 +69,10 @@ class CompiledPrompt:
     # what the prompt says that works against its variant (the instruction still naming the
     # official labels under a verbalizer): printed by the sweep and the run, never silent
     notes: tuple[str, ...] = ()
+    #: a grammar point's text before and after the instruction (formatting, not content)
+    instruction_wrap: tuple[str, str] = ("", "")
+    #: a grammar point's query template as (formatting | content) pieces; () = as written
+    query_pieces: tuple[Segment, ...] = ()
 
     @property
     def answer_labels(self) -> tuple[str, ...] | None:
@@ -95,27 +107,96 @@ class CompiledPrompt:
 
     def prefix(self) -> str:
         """Everything before the query: identical for every example (the KV-cache prefix)."""
+        return self._prefix
+
+    @cached_property
+    def _prefix(self) -> str:
         out = ""
         if self.instruction:
-            out += self.instruction + self.instruction_sep
+            before, after = self.instruction_wrap
+            out += before + self.instruction + after + self.instruction_sep
         if self.demos:
             out += self.demo_sep.join(self.demo_block(d) for d in self.demos) + self.demo_sep
         return out
+
+    @cached_property
+    def _columns(self) -> tuple[str, ...]:
+        return placeholders(self.query)
+
+    @cached_property
+    def _demo_keys(self) -> frozenset[ContentKey]:
+        return frozenset(content_key(d.values, self._columns) for d in self.demos)
+
+    @cached_property
+    def _demo_values(self) -> tuple[dict[str, str], ...]:
+        return tuple(d.values for d in self.demos)
+
+    @cached_property
+    def _query_parts(self) -> tuple[tuple[str, str | None], ...]:
+        """The query template as (literal, None) and ("", column) parts, in order."""
+        query = self._query()
+        parts: list[tuple[str, str | None]] = []
+        pos = 0
+        for m in PLACEHOLDER.finditer(query):
+            parts.append((query[pos : m.start()], None))
+            parts.append(("", m.group(1)))
+            pos = m.end()
+        parts.append((query[pos:], None))
+        return tuple(p for p in parts if p[0] or p[1] is not None)
 
     def template(self) -> str:
         """The whole prompt with the query's {{column}} placeholders left in (for registries)."""
         return self.prefix() + self._query()
 
     def render(self, example: Mapping[str, str]) -> str:
-        check_no_leak(self.demos, dict(example), self.task, placeholders(self.query))
+        if self.demos and content_key(example, self._columns) in self._demo_keys:
+            check_no_leak(self.demos, dict(example), self.task, self._columns)  # raises
         check_heldout(self.task, example)
-        for demo in self.demos:  # a demonstration shows its row (and answer) just as well
-            check_heldout(self.task, demo.values)
-        return self.prefix() + fill(self._query(), example, where=self.source)
+        for values in self._demo_values:  # a demonstration shows its row (and answer) too
+            check_heldout(self.task, values)
+        out = [self._prefix]
+        for literal, column in self._query_parts:
+            if column is None:
+                out.append(literal)
+            elif column in example:
+                out.append(str(example[column]))
+            else:
+                fill(self._query(), example, where=self.source)  # raises, naming the column
+        return "".join(out)
+
+    def segments(self, example: Mapping[str, str]) -> list[Segment]:
+        """`render(example)` as ("format" | "content", text) pieces that concatenate to it.
+
+        Content is the instruction, placeholder values, the template's literal text after
+        field names, and demo answers; formatting is everything a grammar point may change.
+        Base-style formats only (``claude`` adds text of its own).
+        """
+        if self.format == "claude":
+            raise VariantError("segments are defined for base-style formats, not format=claude")
+        self.render(example)  # the same checks as a render
+        pieces = self.query_pieces or layout(self.query, self.answer_join, self.demo_sep).query
+        out: list[Segment] = []
+        if self.instruction:
+            before, after = self.instruction_wrap
+            out += [("format", before), ("content", self.instruction), ("format", after)]
+            out.append(("format", self.instruction_sep))
+        for demo in self.demos:
+            out += _filled(pieces, demo.values)
+            out += [("format", self.answer_join), ("content", demo.answer)]
+            out.append(("format", self.demo_sep))
+        out += _filled(pieces, example)
+        return [s for s in out if s[1]]
 
     def messages(self, example: Mapping[str, str]) -> list[Message]:
         """Chat form: the whole prompt as one user turn, as the paper's chat runs used it."""
         return [{"role": "user", "content": self.render(example)}]
+
+
+def _filled(pieces: tuple[Segment, ...], values: Mapping[str, str]) -> list[Segment]:
+    out: list[Segment] = []
+    for kind, text in pieces:
+        out += template_segments(text, values) if kind == "content" else [(kind, text)]
+    return out
 
 
 def _need(task: Task, filename: str, why: str) -> ParsedPrompt:
@@ -203,20 +284,34 @@ def compile_prompt(
                 f"verbalizer={variant.verbalizer}: the prompt's own text still names "
                 f"{', '.join(repr(x) for x in left)}; replies in those words are invalid here",
             )
+    demo_sep, answer_join = demo_file.demo_sep, demo_file.answer_join
+    wrap: tuple[str, str] = ("", "")
+    pieces: tuple[Segment, ...] = ()
+    if is_point(variant.format):  # a grammar point re-renders the frame's formatting
+        lay = layout(query, answer_join, demo_sep, variant.format)
+        query, answer_join, demo_sep, pieces = (
+            lay.template,
+            lay.answer_join,
+            lay.demo_sep,
+            lay.query,
+        )
+        wrap = (lay.instruction_before, lay.instruction_after)
     return CompiledPrompt(
         task=task.name,
         variant=variant,
         instruction=instruction,
         instruction_sep=instruction_sep,
         demos=demos,
-        demo_sep=demo_file.demo_sep,
+        demo_sep=demo_sep,
         query=query,
-        answer_join=demo_file.answer_join,
+        answer_join=answer_join,
         format=variant.format,
         labels=task.spec.labels,
         source=source,
         label_map=label_map,
         notes=notes,
+        instruction_wrap=wrap,
+        query_pieces=pieces,
     )
 
 

@@ -7,7 +7,8 @@ The axes follow the LegalBench paper's prompt studies:
   template in the user's own words)
 - ``demos``: ``base`` | ``none`` | ``icl:N`` | ``sample`` (``k`` class-balanced rows drawn with
   ``seed`` from ``pool`` = ``train`` or ``train+test``)
-- ``format``: ``base`` | ``claude``
+- ``format``: ``base`` | ``claude`` | a format grammar point such as
+  ``sep:colon_newline,case:upper`` (`promptlib.formats`; stored in canonical form, base-style)
 - ``verbalizer``: the labels' surface form (``letters``, ``true_false``, ...; see
   `promptlib.verbalizers`); binding records the resolved mapping in ``label_map``
 - ``order``: a seed permuting the demonstrations (the same rows, in another order)
@@ -35,6 +36,7 @@ from typing import Any, TypeGuard
 
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
+from promptlib.formats import canonical_format, check_format, is_point
 from promptlib.verbalizers import LabelMap, check_scheme
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -87,7 +89,7 @@ class PromptVariant:
         self._check_new_axes()
         _check_level("instruction", self.instruction, INSTRUCTIONS)
         _check_level("register", self.register, REGISTERS)
-        _check_level("format", self.format, FORMATS)
+        check_format(self.format, FORMATS)
         _check_level("pool", self.pool, POOLS)
         if (self.instruction == "custom") != (self.instruction_text is not None):
             raise VariantError("instruction=custom needs instruction_text, and only it does")
@@ -209,7 +211,8 @@ class PromptVariant:
         )
 
     def with_format(self, fmt: str) -> PromptVariant:
-        return dataclasses.replace(self, format=fmt)
+        """Same variant in another format; a grammar point in any spelling is canonicalised."""
+        return dataclasses.replace(self, format=canonical_format(fmt))
 
     def with_answer_hint(self, on: bool = True) -> PromptVariant:
         return dataclasses.replace(self, answer_hint=on)
@@ -333,9 +336,13 @@ def parse_spec(spec: str | None) -> PromptVariant:
     if spec is None or spec.strip() in ("", "base"):
         return PromptVariant()
     kv: dict[str, str] = {}
+    last = ""
     for item in spec.split(","):
         item = item.strip()
         if not item:
+            continue
+        if "=" not in item and last == "format" and is_point(kv["format"]) and ":" in item:
+            kv["format"] += "," + item  # 'format=sep:dash,case:upper': the point goes on
             continue
         if "=" not in item:
             raise VariantError(
@@ -351,6 +358,7 @@ def parse_spec(spec: str | None) -> PromptVariant:
         if key in kv:
             raise VariantError(f"variant key {key!r} given twice")
         kv[key] = value
+        last = key
     fields: dict[str, Any] = {}
     # `none`: no file (the frame's own text), so one sweep axis can compare it with files
     if kv.get("instruction_file") == NO_FILE:
@@ -366,6 +374,8 @@ def parse_spec(spec: str | None) -> PromptVariant:
     for key in ("instruction", "register", "format", "pool"):
         if key in kv:
             fields[key] = kv.pop(key)
+    if "format" in fields:
+        fields["format"] = canonical_format(fields["format"])
     if "answer_hint" in kv:
         hint = kv.pop("answer_hint").lower()
         if hint not in ("on", "off", "true", "false"):

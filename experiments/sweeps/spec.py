@@ -44,6 +44,7 @@ from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
+from promptlib.formats import draw_formats
 from promptlib.variants import PromptVariant, parse_spec
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -244,6 +245,8 @@ def _variants(where: str, doc: dict[str, Any]) -> list[NamedVariant]:
                 f"{where}: unknown axis {axis!r}{did_you_mean(str(axis), AXES)} "
                 f"(axes: {', '.join(AXES)})"
             )
+    if isinstance(axes.get("format"), dict):
+        axes["format"] = _drawn_formats(where, axes["format"])
     for axis, levels in axes.items():
         if not isinstance(levels, list) or not levels:
             raise SpecError(f"{where}: axes.{axis} must be a non-empty list of levels")
@@ -251,6 +254,35 @@ def _variants(where: str, doc: dict[str, Any]) -> list[NamedVariant]:
     for axis in set(fixed) & set(axes):
         raise SpecError(f"{where}: axis {axis!r} is both fixed and varied; keep one")
     return _expand(where, fixed, axes)
+
+
+_DRAW_KEYS = ("draw", "seed", "with")
+
+
+def _drawn_formats(where: str, raw: dict[str, Any]) -> list[str]:
+    """``format: {draw: K, seed: S, with: [base]}``: the levels listed under ``with``, then K
+    grammar points drawn with seed S (`promptlib.formats.draw_formats`: the same points in
+    every process), written into the spec's variants as the points themselves."""
+    unknown = [k for k in raw if k not in _DRAW_KEYS]
+    if unknown:
+        raise SpecError(
+            f"{where}: axes.format: unknown key {unknown[0]!r} (a drawn format axis is "
+            "{draw: K, seed: S, with: [base, ...]})"
+        )
+    k, seed, listed = raw.get("draw"), raw.get("seed", 0), raw.get("with") or []
+    for name, value, low in (("draw", k, 1), ("seed", seed, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise SpecError(
+                f"{where}: axes.format.{name} must be an integer >= {low}, not {value!r}"
+            )
+    if not isinstance(listed, list):
+        raise SpecError(f"{where}: axes.format.with must be a list of format levels")
+    assert isinstance(k, int) and isinstance(seed, int)
+    try:
+        drawn = draw_formats(k, seed)
+    except VariantError as e:
+        raise SpecError(f"{where}: axes.format: {e}") from e
+    return [str(x) for x in listed] + [p for p in drawn if p not in listed]
 
 
 def _check_tests(
