@@ -9,6 +9,7 @@ words, and reordering the rows must not change a row's mapped prediction.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -200,7 +201,13 @@ def test_a_sweep_measures_an_accuracy_that_depends_on_the_label_words(
     assert not any("order" in r.data.params for r in runs)
 
 
-FORMAT_EFFECT = {"format=base": 0.65, "format=claude": 0.85}
+FORMAT_EFFECT = {
+    "format=base": 0.65,
+    "format=claude": 0.85,
+    # two points of the format grammar (promptlib/formats.py): content kept, formatting not
+    "format=sep:dash,case:upper": 0.95,
+    "format=join:space,answer:Answer": 0.55,
+}
 
 
 @pytest.mark.data
@@ -208,7 +215,8 @@ def test_a_sweep_measures_an_accuracy_that_depends_on_the_format(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Extend with the format grammar's levels: add them to FORMAT_EFFECT and the axis."""
-    axes = f"  format: [{', '.join(v.split('=', 1)[1] for v in FORMAT_EFFECT)}]\n"
+    levels = [json.dumps(v.split("=", 1)[1]) for v in FORMAT_EFFECT]  # points hold commas
+    axes = f"  format: [{', '.join(levels)}]\n"
     scores, runs = _sweep(catalog, tmp_path, monkeypatch, axes, FORMAT_EFFECT, limit=150)
     assert len(scores) == 2 * len(FORMAT_EFFECT)
     print("\n".join(_check_known(scores, FORMAT_EFFECT)))
