@@ -260,12 +260,19 @@ def layout(query: str, answer_join: str, demo_sep: str, fmt: str = BASE) -> Layo
             pieces.append(("content", line))
         else:
             name = m.group("name")
-            if last and point["answer"] != ASIS:
+            if last and point["answer"] != ASIS and not m.group("rest"):
+                # the answer field only: a last line with a value ('Clause: {{text}}' of a
+                # register text) is a field like the others (found in review)
                 name = GRAMMAR["answer"][point["answer"]]
             name = _case(name, point["case"])
             line_sep = m.group("sep")
             if sep:
                 line_sep = sep.rstrip() if last and not m.group("rest") else sep
+                if last and not m.group("rest") and "\n" in sep[len(sep.rstrip()) :]:
+                    # 'Label:\n': the prompt itself ends with the newline, so a model that
+                    # follows the demonstrations answers at once instead of stopping at the
+                    # newline generation stops at (an empty reply on every row; review)
+                    line_sep = sep
             pieces.append(("format", name + line_sep))
             if m.group("rest"):
                 pieces.append(("content", m.group("rest")))
@@ -273,7 +280,9 @@ def layout(query: str, answer_join: str, demo_sep: str, fmt: str = BASE) -> Layo
             pieces.append(("format", joiner or breaks[i]))
     answer_field = _field(parts[-1], True)
     if sep and answer_field is not None and not answer_field.group("rest"):
-        answer_join = sep[len(sep.rstrip()) :]  # 'A:' + '\n' + answer, as the point's sep
+        answer_join = sep[len(sep.rstrip()) :]  # 'A:' + ' ' + answer, as the point's sep
+        if "\n" in answer_join:
+            answer_join = ""  # the newline ends the query itself (above)
     demo_join = GRAMMAR["demo_join"][point["demo_join"]] or demo_sep
     before, _, after = GRAMMAR["instruction"][point["instruction"]].partition("{}")
     return Layout(tuple(p for p in pieces if p[1]), answer_join, demo_join, before, after)

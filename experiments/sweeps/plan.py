@@ -26,7 +26,7 @@ from experiments.sweeps.spec import NamedVariant, SpecError, SweepSpec
 from experiments.trials.spec import TrialSpec, decoding_for, resolve_trial, select_rows
 from promptlib.errors import VariantError
 from promptlib.leakage import evaluation_rows
-from promptlib.render import compile_prompt
+from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog
 
 
@@ -89,12 +89,19 @@ def _plan_task(spec: SweepSpec, catalog: Catalog, name: str, limit: int | None) 
     runs: list[NamedVariant] = []
     skipped: list[tuple[str, str]] = []
     notes: list[tuple[str, str]] = []
+    prompts: dict[tuple[object, ...], str] = {}  # what a variant shows -> the first to show it
     for nv in spec.variants:
         try:
             compiled = compile_prompt(nv.for_task(name), task, spec.split)
             kept, _ = evaluation_rows(compiled.variant, task, spec.split)
         except VariantError as e:
             skipped.append((nv.name, short_reason(str(e))))
+            continue
+        same = prompts.setdefault(_prompt_key(compiled), nv.name)
+        if same != nv.name:
+            # a format point with nothing to act on here renders the base prompt: testing it
+            # against its twin would compare a prompt with itself (and swell the family)
+            skipped.append((nv.name, f"renders the same prompt as variant {same} on this task"))
             continue
         runs.append(nv)
         notes += [(nv.name, note) for note in compiled.notes]
@@ -149,6 +156,12 @@ def skipped_items(planned: Sequence[PlannedTask]) -> list[dict[str, Any]]:
             for v, why in p.skipped_variants
         ]
     return out
+
+
+def _prompt_key(compiled: CompiledPrompt) -> tuple[object, ...]:
+    """What a compiled variant shows the model and scores by: its prompt with the query's
+    placeholders left in, its answer join (log-likelihood continuations) and label words."""
+    return (compiled.template(), compiled.answer_join, compiled.label_map, compiled.labels)
 
 
 def note_items(planned: Sequence[PlannedTask]) -> list[dict[str, str]]:

@@ -44,7 +44,7 @@ from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
-from promptlib.formats import draw_formats
+from promptlib.formats import canonical_format, draw_formats
 from promptlib.variants import PromptVariant, parse_spec
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -282,7 +282,11 @@ def _drawn_formats(where: str, raw: dict[str, Any]) -> list[str]:
         drawn = draw_formats(k, seed)
     except VariantError as e:
         raise SpecError(f"{where}: axes.format: {e}") from e
-    return [str(x) for x in listed] + [p for p in drawn if p not in listed]
+    try:
+        canonical = {canonical_format(str(x)) for x in listed}
+    except VariantError as e:
+        raise SpecError(f"{where}: axes.format.with: {e}") from e
+    return [str(x) for x in listed] + [p for p in drawn if p not in canonical]
 
 
 def _check_tests(

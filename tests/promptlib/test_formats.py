@@ -281,3 +281,27 @@ def test_fast_render_keeps_the_leak_and_missing_column_errors(catalog: Catalog) 
 def test_dimensions_listed_in_order() -> None:
     assert DIMENSIONS == ("sep", "case", "join", "demo_join", "answer", "instruction")
     assert all(next(iter(v)) == "asis" for v in GRAMMAR.values())
+
+
+def test_a_separator_ending_in_a_newline_ends_the_prompt_with_it(catalog: Catalog) -> None:
+    """sep:colon_newline: demos show 'Label:\\nYes'; the prompt must end 'Label:\\n', or a model
+    that follows them starts with the newline generation stops at (an empty reply)."""
+    from promptlib import compile_prompt, parse_spec
+
+    task = catalog.task("overruling")
+    cp = compile_prompt(parse_spec("format=sep:colon_newline"), task)
+    text = cp.render(task.rows("test")[0])
+    assert text.endswith("\nLabel:\n") and cp.answer_join == ""
+    assert "\nLabel:\nYes\n" in text or "\nLabel:\nNo\n" in text
+    assert cp.answer_join + "Yes" == "Yes"  # the loglik continuation follows the newline
+
+
+def test_the_answer_name_renames_only_an_answer_field_without_a_value() -> None:
+    from promptlib.formats import layout
+
+    assert layout("Clause: {{text}}", " ", "\n\n", "answer:Answer,case:upper").template == (
+        "CLAUSE: {{text}}"
+    )
+    assert layout("Clause: {{text}}\nLabel:", " ", "\n\n", "answer:Answer").template == (
+        "Clause: {{text}}\nAnswer:"
+    )

@@ -403,3 +403,26 @@ def test_a_task_file_path_reads_each_tasks_own_file_and_skips_tasks_without_one(
     bad = write(tmp_path, "name: b\ntasks: [hearsay]\naxes:\n  demos: ['{task}']\n", "bad.yaml")
     with pytest.raises(SpecError, match="allowed in instruction_file and register_file"):
         load_spec(bad)
+
+
+def test_variants_that_render_the_same_prompt_on_a_task_run_once(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    """A format point with nothing to act on renders the base prompt (sep:colon_space on a
+    'Label: ' template), and two spellings of one point are one variant: each runs once per
+    task, the twin is skipped naming the variant it equals, so no test compares a prompt
+    with itself (found in review: three such pairs at p = 1.0 swelled a Holm family)."""
+    path = write(
+        tmp_path,
+        "name: twins\ntasks: [overruling]\nfixed: {demos: base}\nlimit: 6\n"
+        'axes:\n  format: [base, "sep:colon_space", "sep:dash,case:upper", "case:upper,sep:dash"]\n'
+        "n_resamples: 100\ncomparisons: all_pairs\n",
+    )
+    (p,) = plan_tasks(load_spec(path), catalog)
+    assert [nv.name for nv in p.variants] == ["format=base", "format=sep:dash,case:upper"]
+    assert dict(p.skipped_variants) == {
+        "format=sep:colon_space": "renders the same prompt as variant format=base on this task",
+        "format=case:upper,sep:dash": (
+            "renders the same prompt as variant format=sep:dash,case:upper on this task"
+        ),
+    }
