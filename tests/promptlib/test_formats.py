@@ -126,7 +126,9 @@ def test_field_detection_on_templates() -> None:
     )
     # unnamed lines, 'Choices:' heading a list, enumerators and a last line without a name
     assert lay.template == "{{contract}} QUESTION:\n{{q}} Choices: 0: {{c0}} Supportive?"
-    assert layout("Clause: {{text}}\nLabel:", " ", "\n\n", "sep:colon_newline").answer_join == "\n"
+    # a newline after the answer field's name ends the query itself (the review's fix)
+    lay = layout("Clause: {{text}}\nLabel:", " ", "\n\n", "sep:colon_newline")
+    assert lay.answer_join == "" and lay.template == "Clause:\n{{text}}\nLabel:\n"
 
 
 # ---- on real prompts ------------------------------------------------------------------------
@@ -208,7 +210,7 @@ def test_point_changes_what_it_names_on_hearsay(catalog: Catalog) -> None:
     assert out.startswith("<instructions>\nHearsay is an out-of-court statement")
     assert "</instructions>\n\nQ:\nOn the issue of whether David is fast" in out
     assert "Is there hearsay?\nANSWER:\nNo\n---\nQ:\n" in out
-    assert out.endswith(f"Q:\n{row['text']} Is there hearsay?\nANSWER:")
+    assert out.endswith(f"Q:\n{row['text']} Is there hearsay?\nANSWER:\n")  # ends with the sep
 
 
 @pytest.mark.data

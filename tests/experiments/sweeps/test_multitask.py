@@ -172,7 +172,8 @@ def test_the_sweep_id_covers_what_a_task_skips(tmp_path: Path, lb_dir: Path) -> 
     sid, tids = ids()
     assert len(tids) == 3
     base = (data / "tasks" / "proa" / "base_prompt.txt").read_text()
-    (data / "tasks" / "proa" / "rule_reference_prompt.txt").write_text(base)
+    # a prompt of its own (the base prompt's twin would be skipped as the same prompt)
+    (data / "tasks" / "proa" / "rule_reference_prompt.txt").write_text("PROA: the rule. " + base)
     sid2, tids2 = ids()
     assert len(tids2) == 4 and set(tids) < set(tids2) and sid2 != sid
 

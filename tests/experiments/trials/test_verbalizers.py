@@ -405,13 +405,13 @@ def test_a_sweep_over_demonstration_orders(
     from experiments.analysis.sensitivity.groups import DRAW_AXES
 
     assert "order" in DRAW_AXES and "verbalizer" not in DRAW_AXES
-    effects = {f"order={k}": 0.75 for k in ("drawn", 0, 1, 2)}
+    effects = {f"order={k}": 0.75 for k in ("drawn", 0, 1, 3)}  # 2 permutes 5 demos as 0
     scores, runs = _sweep(
-        catalog, tmp_path, monkeypatch, "  order: [drawn, 0, 1, 2]\n", effects, limit=20,
+        catalog, tmp_path, monkeypatch, "  order: [drawn, 0, 1, 3]\n", effects, limit=20,
         fixed={"verbalizer": "lower"},
     )  # fmt: skip
     assert len(scores) == 8
-    assert {r.data.params.get("order") for r in runs} == {None, "0", "1", "2"}  # drawn: unset
+    assert {r.data.params.get("order") for r in runs} == {None, "0", "1", "3"}  # drawn: unset
     assert {r.data.params["verbalizer"] for r in runs} == {"lower"}
 
 
