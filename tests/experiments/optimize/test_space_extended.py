@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import optuna
 import pytest
 
 from experiments.optimize.config import OptimizeConfig
+from experiments.optimize.optimize import optimize
 from experiments.optimize.space import invalid, search_space, space_variants, variant_from_params
 from experiments.optimize.study import _study_name
 from promptlib.errors import WorkbenchError
@@ -57,3 +62,27 @@ def test_extended_is_a_new_study_and_base_name_unchanged() -> None:
     assert _study_name(ext) == "abercrombie.m.optuna.extended"
     with pytest.raises(WorkbenchError, match="--space"):
         OptimizeConfig(task="abercrombie", model="m", space="huge")
+
+
+def test_extended_study_proposes_new_levels_and_logs_its_space(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    from tests.experiments.optimize.test_optimize import AlwaysNo, NoTracker
+
+    logged: list[dict[str, Any]] = []
+
+    class Recording(NoTracker):
+        def log_search_space(self, parent: str, space: dict[str, Any]) -> None:
+            logged.append(space)
+
+    cfg = OptimizeConfig(
+        task="hearsay", model="scripted/no", n_trials=8, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", pruner="none", heldout_limit=10, space="extended",
+    )  # fmt: skip
+    report = optimize(cfg, catalog, AlwaysNo(), Recording())
+    assert report.study == "hearsay.scripted_no.optuna.extended"
+    assert logged == [search_space(catalog.task("hearsay"), "extended").to_dict()]
+    study = optuna.load_study(study_name=report.study, storage=str(cfg.storage))
+    names = {k for t in study.trials for k in t.params}
+    assert {"verbalizer", "order", "layout"} <= names
+    assert report.to_dict()["heldout"]["score"] is not None
