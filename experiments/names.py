@@ -48,6 +48,7 @@ GENERATION_KIND = "workbench.generation_kind"  # a `workbench variants generate`
 
 
 # ---- metric, param and prompt names ------------------------------------------------------------
+SEARCH_SPACE = "search_space.json"  # an optimisation's axes, levels and left-out notes
 METRIC_NAMES = "metric_names.json"  # short metric name -> full name, where one was shortened
 MAX_KEY = 250  # MLflow's limit for metric (and param, tag) names
 

@@ -201,6 +201,14 @@ def optimize(
         typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
     ] = None,
     scoring: ScoringOpt = Scoring.generate,
+    space: Annotated[
+        str,
+        typer.Option(
+            "--space",
+            help="base, or extended: also verbalizer, demonstration order and format grammar "
+            "points (a new study: its name ends in .extended).",
+        ),
+    ] = "base",
     api_base: ApiBase = None,
     concurrency: Concurrency = CONCURRENCY,
     retries: Retries = RETRIES,
@@ -252,6 +260,7 @@ def optimize(
         dev_limit=dev_limit,
         heldout_limit=heldout_limit,
         scoring=SCORINGS[scoring],
+        space=space,
     )
     lm = setup.lm(model)
     tracker = Tracker()

@@ -55,10 +55,13 @@ class OptimizeConfig:
     heldout_limit: int | None = None
     n_resamples: int = 10_000
     scoring: Scoring = "generate"
+    space: str = "base"  # base | extended (adds verbalizer, order, layout axes)
 
     def __post_init__(self) -> None:
         if self.study_name is not None:  # refused before a model or store is opened
             check_study_name(self.study_name)
+        if self.space not in ("base", "extended"):  # `space.SPACES`; refused before any store
+            raise WorkbenchError(f"--space must be base or extended, not {self.space!r}")
 
 
 def checkpoints(cfg: OptimizeConfig, n_rows: int) -> int:

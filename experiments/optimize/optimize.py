@@ -81,7 +81,9 @@ def optimize(
     split = split_dev_heldout(task, cfg.split, cfg.heldout_fraction, cfg.split_seed)
     # stratified, seeded order; --dev-limit takes its prefix, itself a stratified sample
     dev = dev_order(task, split, cfg.split, cfg.dev_limit)
-    space = search_space(task)
+    space = search_space(task, cfg.space)
+    for axis, levels in space.to_dict()["axes"].items():
+        log.info("search space: %s: %s", axis, ", ".join(map(str, levels)))
     for note in space.notes:
         log.info("search space: %s", note)
     rows = {r["index"]: r for r in task.rows(cfg.split)}
@@ -132,6 +134,7 @@ def _optimize(
     killed outright (SIGKILL) is cleaned up the same way by the next invocation.
     """
     parent = _study_parent(cfg, tracker, _study_key(cfg))
+    tracker.log_search_space(parent, space.to_dict())  # what the study searched
     ok = False
     study: Any = None
     try:

@@ -20,6 +20,7 @@ from experiments.optimize.space import (
     VARIANT_ATTR,
     SearchSpace,
     _not_evaluated,
+    invalid,
     space_variants,
     variant_from_params,
 )
@@ -163,7 +164,9 @@ class _Search:
             "format": trial.suggest_categorical("format", space.formats),
             "answer_hint": trial.suggest_categorical("answer_hint", space.answer_hint),
         }
-        if params["instruction"] != "base" and params["register"] != "default":
+        for name, levels in space.extra_axes().items():  # extended space only: new names
+            params[name] = trial.suggest_categorical(name, levels)
+        if invalid(params):
             trial.set_user_attr(INVALID_ATTR, True)  # not a prompt: `tell` does not count it
             raise optuna.TrialPruned(NO_PROMPT)
         variant = variant_from_params(params)

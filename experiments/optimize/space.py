@@ -5,14 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from promptlib.errors import WorkbenchError
+from promptlib.formats import draw_formats
 from promptlib.tasks import Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
+from promptlib.verbalizers import SCHEMES, resolve
 
 VARIANT_ATTR = "variant_id"  # the trial's PromptVariant id: what makes two trials the same
 REUSED_ATTR = "reused_from"  # a proposal already completed: the trial whose value it took
 # a proposal of levels no LegalBench prompt combines (PRUNED at once, never evaluated)
 INVALID_ATTR = "invalid_combination"
 NO_PROMPT = "no LegalBench prompt combines these levels"
+SPACES = ("base", "extended")  # `--space`: extended adds the verbalizer, order, layout axes
+AS_WRITTEN = "official"  # verbalizer level: the labels as LegalBench writes them
+AS_DRAWN = "drawn"  # order level: the demonstrations in the order drawn
+NO_LAYOUT = "none"  # layout level: the `format` axis decides alone
+ORDER_SEEDS = 3  # order levels besides drawn
+LAYOUT_DRAWS = 4  # drawn format grammar points
+LAYOUT_SEED = 0
 
 
 @dataclass
@@ -24,9 +34,14 @@ class SearchSpace:
     answer_hint: list[bool]
     demo_seeds: int = 10
     notes: list[str] = field(default_factory=list)
+    # the extended axes (new param names, so a base-space study's params are unchanged);
+    # empty: the axis is not searched
+    verbalizer: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    layout: list[str] = field(default_factory=list)
 
     def grid(self) -> dict[str, list[Any]]:
-        return {
+        grid: dict[str, list[Any]] = {
             "instruction": self.instruction,
             "register": self.register,
             "demos": self.demos,
@@ -34,10 +49,67 @@ class SearchSpace:
             "format": self.formats,
             "answer_hint": self.answer_hint,
         }
+        grid.update(self.extra_axes())
+        return grid
+
+    def extra_axes(self) -> dict[str, list[str]]:
+        """The extended axes searched (those with levels), by param name."""
+        axes = {"verbalizer": self.verbalizer, "order": self.order, "layout": self.layout}
+        return {name: levels for name, levels in axes.items() if levels}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Each axis and its levels, and what was left out and why (printed and logged)."""
+        axes: dict[str, Any] = self.grid()
+        axes["demo_seed"] = list(range(self.demo_seeds))
+        return {"axes": axes, "notes": list(self.notes)}
 
 
-def search_space(task: Task) -> SearchSpace:
+def search_space(task: Task, space: str = "base") -> SearchSpace:
     """The axes this task supports; the notes say what was left out and why."""
+    if space not in SPACES:
+        raise WorkbenchError(f"--space must be one of {', '.join(SPACES)}, not {space!r}")
+    found = _base_space(task)
+    if space == "extended":
+        _extend(found, task)
+    return found
+
+
+def _extend(space: SearchSpace, task: Task) -> None:
+    """Add the verbalizer, demonstration-order and format-grammar axes the task supports."""
+    spec = task.spec
+    if not spec.labels:
+        space.notes.append("verbalizer/layout: left out (no label set)")
+    else:
+        space.verbalizer = [AS_WRITTEN]
+        for scheme in SCHEMES:
+            try:
+                resolve(scheme, spec.labels, spec.name, spec.task_type)
+            except WorkbenchError as e:
+                space.notes.append(f"verbalizer: {scheme} left out ({e})")
+                continue
+            space.verbalizer.append(scheme)
+        space.layout = [NO_LAYOUT, *draw_formats(LAYOUT_DRAWS, LAYOUT_SEED)]
+        space.notes.append(
+            f"layout: {LAYOUT_DRAWS} format grammar points drawn (seed {LAYOUT_SEED}); "
+            "a layout with format=claude is no prompt (two formats)"
+        )
+    if space.demos == ["none"]:
+        space.notes.append("order: left out (no demonstrations to order)")
+    else:
+        space.order = [AS_DRAWN, *(str(i) for i in range(1, ORDER_SEEDS + 1))]
+        space.notes.append("order: a permutation seed of the demonstrations; not with demos=none")
+
+
+def invalid(params: dict[str, Any]) -> bool:
+    """Levels no prompt combines: instruction x register, order without demos, two formats."""
+    if params["instruction"] != "base" and params["register"] != "default":
+        return True
+    if params.get("order", AS_DRAWN) != AS_DRAWN and params["demos"] == "none":
+        return True
+    return bool(params.get("layout", NO_LAYOUT) != NO_LAYOUT and params["format"] != "base")
+
+
+def _base_space(task: Task) -> SearchSpace:
     files = set(task.spec.prompt_files)
     notes = []
     instruction = ["base"] + [k for k, f in INSTRUCTION_FILES.items() if f in files]
@@ -68,11 +140,16 @@ def search_space(task: Task) -> SearchSpace:
 
 def variant_from_params(params: dict[str, Any]) -> PromptVariant:
     demos = str(params.get("demos", "base"))
+    layout = str(params.get("layout", NO_LAYOUT))
+    verbalizer = str(params.get("verbalizer", AS_WRITTEN))
+    order = str(params.get("order", AS_DRAWN))
     v = PromptVariant(
         instruction=str(params.get("instruction", "base")),
         register=str(params.get("register", "default")),
-        format=str(params.get("format", "base")),
+        format=str(params.get("format", "base")) if layout == NO_LAYOUT else layout,
         answer_hint=bool(params.get("answer_hint", False)),
+        verbalizer=None if verbalizer == AS_WRITTEN else verbalizer,
+        order=None if order == AS_DRAWN else int(order),
     )
     if demos.startswith("k"):
         return v.with_demos(int(demos[1:]), seed=int(params.get("demo_seed", 0)), pool="train")
@@ -90,14 +167,15 @@ def space_variants(space: SearchSpace, sampler: str = "tpe") -> set[str]:
 
     seeds = [0] if sampler == "grid" else list(range(space.demo_seeds))
     ids: set[str] = set()
-    axes = (space.instruction, space.register, space.demos, space.formats, space.answer_hint)
-    for ins, reg, demos, fmt, hint in itertools.product(*axes):
-        if ins != "base" and reg != "default":
+    axes: dict[str, list[Any]] = {"instruction": space.instruction, "register": space.register,
+            "demos": space.demos, "format": space.formats, "answer_hint": space.answer_hint,
+            **space.extra_axes()}  # fmt: skip
+    for levels in itertools.product(*axes.values()):
+        params = dict(zip(axes, levels, strict=True))
+        if invalid(params):
             continue
-        for seed in seeds if demos.startswith("k") else [0]:
-            params = {"instruction": ins, "register": reg, "demos": demos, "demo_seed": seed,
-                      "format": fmt, "answer_hint": hint}  # fmt: skip
-            ids.add(variant_from_params(params).id)
+        for seed in seeds if str(params["demos"]).startswith("k") else [0]:
+            ids.add(variant_from_params({**params, "demo_seed": seed}).id)
     return ids
 
 

@@ -47,7 +47,9 @@ def completed_variants(study: Any) -> dict[str, Any]:
 def _study_name(cfg: OptimizeConfig) -> str:
     if cfg.study_name is not None:
         return check_study_name(cfg.study_name)
-    return f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
+    name = f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
+    # the extended space is a new study: Optuna refuses changed choices on a resume
+    return name if cfg.space == "base" else f"{name}.{cfg.space}"
 
 
 def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:

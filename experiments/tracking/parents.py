@@ -22,6 +22,7 @@ from experiments.names import (
     KIND,
     LAST_RUN,
     PARENT,
+    SEARCH_SPACE,
     STUDY,
     STUDY_NAME,
     SWEEP_ID,
@@ -159,6 +160,10 @@ class Parents(TrackerBase):
         except Exception:
             return False
         return bool(run.info.lifecycle_stage == "active")
+
+    def log_search_space(self, parent_id: str, space: dict[str, Any]) -> None:
+        """The study's axes, levels and left-out notes on its parent run (search_space.json)."""
+        self.client.log_dict(parent_id, space, SEARCH_SPACE)
 
     def log_study_summary(self, parent_id: str, report: dict[str, Any]) -> None:
         """The held-out verdict on the study's parent run (metrics + report.json)."""

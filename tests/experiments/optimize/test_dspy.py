@@ -47,6 +47,9 @@ class NoTracker:
     def study_parent(self, *args: Any, **kwargs: Any) -> str:
         return "parent"
 
+    def log_search_space(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
     def finish(self, *args: Any, **kwargs: Any) -> None:
         pass
 
