@@ -461,6 +461,10 @@ def _current_handlers() -> dict[int, Any]:
 
 
 def _restore_handlers(handlers: dict[int, Any]) -> None:
+    """Put the handlers back; only the main thread may (a sweep may close its executor from
+    another thread: Python raises ValueError there, so the handlers stay as Ray left them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     for sig, handler in handlers.items():
         if handler is not None:  # None: set outside Python, cannot be put back
             signal.signal(sig, handler)
