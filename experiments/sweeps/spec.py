@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import ids
+from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from promptlib.data import read_text
@@ -93,7 +94,6 @@ class SpecError(WorkbenchError):
 
 
 TASK_FIELD = "{task}"  # in an instruction_file/register_file path: that task's own file
-_TEXT_FILE_KEYS = ("instruction_file", "register_file")
 
 
 @dataclass(frozen=True)
@@ -344,10 +344,10 @@ def _expand(where: str, fixed: dict[str, Any], axes: dict[str, list[Any]]) -> li
         spec_str = ",".join(f"{k}={v}" for k, v in levels.items())
         per_task = {k: v for k, v in levels.items() if TASK_FIELD in str(v)}
         for key in per_task:
-            if key not in _TEXT_FILE_KEYS:
+            if key not in TEXT_FILE_KEYS:
                 raise SpecError(
                     f"{where}: {key}: {TASK_FIELD} names each task's own file, so it is "
-                    f"allowed in {' and '.join(_TEXT_FILE_KEYS)} paths only"
+                    f"allowed in {' and '.join(TEXT_FILE_KEYS)} paths only"
                 )
         rest = ",".join(f"{k}={v}" for k, v in levels.items() if k not in per_task)
         try:
