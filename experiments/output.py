@@ -346,6 +346,16 @@ def note_lines(notes: list[dict[str, str]]) -> list[str]:
 
 
 # ---- optimisation ----------------------------------------------------------------------------
+def search_space(task: str, study: str, space: dict[str, Any]) -> str:
+    """stderr at a study's start: each axis and its levels (`SearchSpace.to_dict`), then what
+    was left out and why."""
+    axes: dict[str, list[Any]] = space["axes"]
+    lines = [f"search space of {task} (study {study}): {len(axes)} axes"]
+    lines += [f"  {axis}: {', '.join(map(str, levels))}" for axis, levels in axes.items()]
+    lines += [f"  note: {n}" for n in space.get("notes") or []]
+    return "\n".join(lines)
+
+
 def optimize_report(r: dict[str, Any]) -> str:
     """`workbench optimize`: the search, the winner and its held-out verdict."""
     h, b = r["heldout"], r["base_heldout"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -36,7 +36,9 @@ from experiments.cli.options import (
 from experiments.llm.backends import DEFAULT_MODEL
 
 if TYPE_CHECKING:
+    from experiments.optimize.config import OptimizeConfig
     from experiments.tracking import Tracker
+    from promptlib.tasks import Catalog
 
 
 @app.command()
@@ -209,6 +211,14 @@ def optimize(
             "points (a new study: its name ends in .extended).",
         ),
     ] = "base",
+    instruction_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instruction-file",
+            help="A YAML file with a text: entry, searched as an instruction (repeatable; "
+            "a new study, named by the files' contents).",
+        ),
+    ] = None,
     api_base: ApiBase = None,
     concurrency: Concurrency = CONCURRENCY,
     retries: Retries = RETRIES,
@@ -227,6 +237,7 @@ def optimize(
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.optimize import optimize as run_optimize
     from experiments.optimize.report import dumps
+    from experiments.optimize.study import _study_name
     from experiments.tracking import Tracker
 
     if scoring is not Scoring.generate:
@@ -261,13 +272,26 @@ def optimize(
         heldout_limit=heldout_limit,
         scoring=SCORINGS[scoring],
         space=space,
+        instruction_files=tuple(instruction_file or ()),
     )
+    for path in [f.label for f in cfg.files if f.reviewed is False]:
+        typer.echo(output.unreviewed_warning(path), err=True)
     lm = setup.lm(model)
     tracker = Tracker()
     _check_outputs(tracker, setup.cache_outputs())
+    if cfg.method == "optuna":
+        typer.echo(output.search_space(task, _study_name(cfg), _space(cfg, catalog)), err=True)
     with output.progress_bar(f"optimize {task} · {method.value}") as bar:
         report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
     typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
+
+
+def _space(cfg: OptimizeConfig, catalog: Catalog) -> dict[str, Any]:
+    """The search space `optimize` will search, as printed at its start."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.optimize.space import search_space
+
+    return search_space(catalog.task(cfg.task), cfg.space, cfg.files).to_dict()
 
 
 def _warn_unreviewed(raw: dict[str, object]) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from experiments.llm.types import Scoring
 from experiments.names import check_name
+from experiments.optimize.instructions import InstructionFile, read_instruction_files
 from promptlib.errors import WorkbenchError
 
 StepProgress = Callable[[int, int, str], None]
@@ -56,12 +57,19 @@ class OptimizeConfig:
     n_resamples: int = 10_000
     scoring: Scoring = "generate"
     space: str = "base"  # base | extended (adds verbalizer, order, layout axes)
+    # `--instruction-file`: each file an `instruction_file` level (a study of its own)
+    instruction_files: tuple[str, ...] = ()
+    files: tuple[InstructionFile, ...] = field(init=False, repr=False, default=())
 
     def __post_init__(self) -> None:
         if self.study_name is not None:  # refused before a model or store is opened
             check_study_name(self.study_name)
         if self.space not in ("base", "extended"):  # `space.SPACES`; refused before any store
             raise WorkbenchError(f"--space must be base or extended, not {self.space!r}")
+        if self.instruction_files and self.method != "optuna":
+            raise WorkbenchError("--instruction-file is searched by --method optuna only")
+        # read now: a missing or malformed file is refused before any store or model call
+        self.files = read_instruction_files(tuple(self.instruction_files))
 
 
 def checkpoints(cfg: OptimizeConfig, n_rows: int) -> int:

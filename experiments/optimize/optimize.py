@@ -48,6 +48,7 @@ from experiments.optimize.study import (
     _study_parent,
 )
 from experiments.optimize.verdict import _evaluate, _verdict
+from experiments.tracking.generations import mark_unreviewed
 from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import heldout_guard
@@ -81,7 +82,7 @@ def optimize(
     split = split_dev_heldout(task, cfg.split, cfg.heldout_fraction, cfg.split_seed)
     # stratified, seeded order; --dev-limit takes its prefix, itself a stratified sample
     dev = dev_order(task, split, cfg.split, cfg.dev_limit)
-    space = search_space(task, cfg.space)
+    space = search_space(task, cfg.space, cfg.files)
     for axis, levels in space.to_dict()["axes"].items():
         log.info("search space: %s: %s", axis, ", ".join(map(str, levels)))
     for note in space.notes:
@@ -135,6 +136,8 @@ def _optimize(
     """
     parent = _study_parent(cfg, tracker, _study_key(cfg))
     tracker.log_search_space(parent, space.to_dict())  # what the study searched
+    if cfg.files:  # generated instruction files no one reviewed yet tag the parent run
+        mark_unreviewed(tracker, parent, [f.label for f in cfg.files if f.reviewed is False])
     ok = False
     study: Any = None
     try:
@@ -146,7 +149,7 @@ def _optimize(
                     cfg, space, catalog, lm, tracker, parent, dev, cache, progress, guard
                 )
                 calls = search.run(study)
-            found = _best_trial(study, calls)
+            found = _best_trial(study, calls, space)
         else:
             found = _compiled(cfg, catalog, lm, cache, progress, task, dev, space, heldout_rows)
         if progress:
@@ -205,7 +208,7 @@ class _Found:
     n_invalid: int = 0
 
 
-def _best_trial(study: Any, calls: int) -> _Found:
+def _best_trial(study: Any, calls: int, space: SearchSpace) -> _Found:
     """The Optuna study's winner and counts; refused (IncompleteEvaluation) if none completed."""
     evaluated = [t for t in study.trials if not _not_evaluated(t)]
     states = [t.state.name for t in evaluated]
@@ -222,7 +225,7 @@ def _best_trial(study: Any, calls: int) -> _Found:
         )
     best = study.best_trial
     return _Found(
-        best_variant=variant_from_params(best.params),
+        best_variant=variant_from_params(best.params, space.texts),
         dev_score=float(best.value) if best.value is not None else None,
         best_params=dict(best.params),
         study_name=study.study_name,

@@ -169,7 +169,7 @@ class _Search:
         if invalid(params):
             trial.set_user_attr(INVALID_ATTR, True)  # not a prompt: `tell` does not count it
             raise optuna.TrialPruned(NO_PROMPT)
-        variant = variant_from_params(params)
+        variant = variant_from_params(params, space.texts)
         earlier = completed_variants(trial.study).get(variant.id)
         if earlier is not None:  # evaluated before (a resumed seeded sampler replays): reuse
             trial.set_user_attr(REUSED_ATTR, earlier.number)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.optimize.instructions import NO_FILE, PARAM, InstructionFile
 from promptlib.errors import WorkbenchError
 from promptlib.formats import draw_formats
 from promptlib.tasks import Task
@@ -39,6 +40,9 @@ class SearchSpace:
     verbalizer: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
     layout: list[str] = field(default_factory=list)
+    # `--instruction-file`: "none" and each file's label; texts: label -> the file's text
+    instruction_file: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
 
     def grid(self) -> dict[str, list[Any]]:
         grid: dict[str, list[Any]] = {
@@ -54,7 +58,8 @@ class SearchSpace:
 
     def extra_axes(self) -> dict[str, list[str]]:
         """The extended axes searched (those with levels), by param name."""
-        axes = {"verbalizer": self.verbalizer, "order": self.order, "layout": self.layout}
+        axes = {"verbalizer": self.verbalizer, "order": self.order, "layout": self.layout,
+                PARAM: self.instruction_file}  # fmt: skip
         return {name: levels for name, levels in axes.items() if levels}
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,13 +69,27 @@ class SearchSpace:
         return {"axes": axes, "notes": list(self.notes)}
 
 
-def search_space(task: Task, space: str = "base") -> SearchSpace:
+def search_space(
+    task: Task, space: str = "base", files: tuple[InstructionFile, ...] = ()
+) -> SearchSpace:
     """The axes this task supports; the notes say what was left out and why."""
     if space not in SPACES:
         raise WorkbenchError(f"--space must be one of {', '.join(SPACES)}, not {space!r}")
     found = _base_space(task)
     if space == "extended":
         _extend(found, task)
+    if files:
+        found.instruction_file = [NO_FILE, *(f.label for f in files)]
+        found.texts = {f.label: f.text for f in files}
+        for f in files:
+            state = {None: "", True: ", reviewed", False: ", generated, NOT reviewed"}
+            found.notes.append(
+                f"instruction_file: {f.label} (sha256 {f.sha256[:12]}{state[f.reviewed]})"
+            )
+        found.notes.append(
+            "instruction_file: a file replaces the instruction; only with instruction=base "
+            "and register=default (no LegalBench prompt combines a file with another one)"
+        )
     return found
 
 
@@ -101,8 +120,13 @@ def _extend(space: SearchSpace, task: Task) -> None:
 
 
 def invalid(params: dict[str, Any]) -> bool:
-    """Levels no prompt combines: instruction x register, order without demos, two formats."""
+    """Levels no prompt combines: instruction x register, an instruction file with another
+    instruction or a register, order without demos, two formats."""
     if params["instruction"] != "base" and params["register"] != "default":
+        return True
+    if params.get(PARAM, NO_FILE) != NO_FILE and (
+        params["instruction"] != "base" or params["register"] != "default"
+    ):
         return True
     if params.get("order", AS_DRAWN) != AS_DRAWN and params["demos"] == "none":
         return True
@@ -138,13 +162,27 @@ def _base_space(task: Task) -> SearchSpace:
     return SearchSpace(instruction, register, demos, formats, hints, notes=notes)
 
 
-def variant_from_params(params: dict[str, Any]) -> PromptVariant:
+def variant_from_params(
+    params: dict[str, Any], texts: dict[str, str] | None = None
+) -> PromptVariant:
+    """The variant a trial's params name; `texts` (`SearchSpace.texts`) reads the
+    `instruction_file` level."""
     demos = str(params.get("demos", "base"))
+    file = str(params.get(PARAM, NO_FILE))
+    text = None
+    if file != NO_FILE:
+        if texts is None or file not in texts:
+            raise WorkbenchError(
+                f"{PARAM}={file}: not one of this study's --instruction-file files; give "
+                "the same files as the study was created with"
+            )
+        text = texts[file]
     layout = str(params.get("layout", NO_LAYOUT))
     verbalizer = str(params.get("verbalizer", AS_WRITTEN))
     order = str(params.get("order", AS_DRAWN))
     v = PromptVariant(
-        instruction=str(params.get("instruction", "base")),
+        instruction=str(params.get("instruction", "base")) if text is None else "custom",
+        instruction_text=text,
         register=str(params.get("register", "default")),
         format=str(params.get("format", "base")) if layout == NO_LAYOUT else layout,
         answer_hint=bool(params.get("answer_hint", False)),
@@ -175,7 +213,7 @@ def space_variants(space: SearchSpace, sampler: str = "tpe") -> set[str]:
         if invalid(params):
             continue
         for seed in seeds if str(params["demos"]).startswith("k") else [0]:
-            ids.add(variant_from_params({**params, "demo_seed": seed}).id)
+            ids.add(variant_from_params({**params, "demo_seed": seed}, space.texts).id)
     return ids
 
 

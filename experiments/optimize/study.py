@@ -8,6 +8,7 @@ from typing import Any
 from experiments import ids, settings
 from experiments.optimize.config import OptimizeConfig, check_study_name, checkpoints
 from experiments.optimize.dev import DevHeldout
+from experiments.optimize.instructions import files_digest
 from experiments.optimize.pruners import _pruner
 from experiments.optimize.space import REUSED_ATTR, VARIANT_ATTR, SearchSpace, variant_from_params
 from experiments.secrets import redact, safe_url
@@ -49,7 +50,9 @@ def _study_name(cfg: OptimizeConfig) -> str:
         return check_study_name(cfg.study_name)
     name = f"{cfg.task}.{cfg.model.replace('/', '_')}.{cfg.method}"
     # the extended space is a new study: Optuna refuses changed choices on a resume
-    return name if cfg.space == "base" else f"{name}.{cfg.space}"
+    name = name if cfg.space == "base" else f"{name}.{cfg.space}"
+    # so are instruction files, by their labels and texts: other files, another study
+    return f"{name}.files-{files_digest(cfg.files)}" if cfg.files else name
 
 
 def _sampler(cfg: OptimizeConfig, space: SearchSpace) -> Any:
@@ -125,12 +128,14 @@ def _open_study(
     if recorded is None:  # a study from before the attribute existed
         study.set_user_attr(EVALUATION_ATTR, evaluation)
     elif recorded != evaluation:
-        what = [k for k in evaluation if recorded.get(k) != evaluation[k]]
+        keys = [*evaluation, *(k for k in recorded if k not in evaluation)]  # e.g. files
+        what = [k for k in keys if recorded.get(k) != evaluation.get(k)]
         raise WorkbenchError(
             f"study {name!r} evaluates trials with another {' and '.join(what)} "
             f"(pruner {recorded.get('pruner')}, {len(recorded.get('dev', []))} dev rows); "
             "trials are only comparable on the same rows, model and scoring: use the same "
-            "--pruner, --dev-limit, --model/--api-base/--mode and --scoring, or a new --study name"
+            "--pruner, --dev-limit, --model/--api-base/--mode, --scoring and --instruction-file "
+            "files, or a new --study name"
         )
     return study
 
@@ -142,11 +147,14 @@ def _setup(cfg: OptimizeConfig, lm: Any, task: Task, dev: list[str]) -> dict[str
     if isinstance(identity.get("api_base"), str):
         identity["api_base"] = safe_url(identity["api_base"])
     by_index = {r["index"]: r for r in task.rows(cfg.split)}
-    return {
+    setup: dict[str, Any] = {
         "model": identity,
         "scoring": cfg.scoring,
         "rows": rows_fingerprint([by_index[i] for i in dev]),
     }
+    if cfg.files:  # a study named by --study with other files is refused, not mixed
+        setup["instruction_files"] = [[f.label, f.sha256] for f in cfg.files]
+    return setup
 
 
 def _study_parent(cfg: OptimizeConfig, tracker: Any, study_key: str) -> str:

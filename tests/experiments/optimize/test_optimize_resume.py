@@ -73,7 +73,7 @@ def test_a_resumed_seeded_study_evaluates_new_prompts_only(
     assert 0 < second.search_model_calls <= 3 * 12  # three prompts, 12 dev rows each
 
 
-def _tiny(task: Any, space: str = "base") -> SearchSpace:
+def _tiny(task: Any, space: str = "base", files: Any = ()) -> SearchSpace:
     """Four distinct prompts: demos none/base x answer hint off/on."""
     return SearchSpace(["base"], ["default"], ["none", "base"], ["base"], [False, True])
 
@@ -252,7 +252,7 @@ def test_levels_no_prompt_combines_do_not_count_as_trials(
     from tests.experiments.optimize.test_optimize import NoTracker
 
     def space(
-        task: Any, name: str = "base"
+        task: Any, name: str = "base", files: Any = ()
     ) -> SearchSpace:  # 3 prompts: (reference, plain) is not one
         return SearchSpace(["base", "reference"], ["default", "plain"], ["none"], ["base"],
                            [False])  # fmt: skip
