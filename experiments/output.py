@@ -367,18 +367,30 @@ def optimize_report(r: dict[str, Any]) -> str:
         f"task {r['task']} · model {r['model']} · method {r['method']} · study {r['study']}",
         f"trials: {r['n_trials']} ({r['n_pruned']} pruned, {r['n_failed']} failed); dev rows "
         f"{r['n_dev']}; held-out rows {h['n']} (never seen by the search)",
-        f"best variant: {r['best_variant']}",
+        f"best variant: {r['best_variant']}{_file_won(r)}",
         "winner: saved as JSON in the report (best_variant_json); rerun it with "
         f"workbench run {r['task']} --variant-file FILE",
         f"dev score (search):        {f(r['dev_score'])}",
-        f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]",
-        f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]",
+        f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]"
+        + (" !" if h.get("ci_note") else ""),
+        f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]"
+        + (" !" if b.get("ci_note") else ""),
         f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})",
+    ]
+    # a flagged interval (degenerate, or of unknown coverage) is never shown without its sign
+    lines += [
+        f"! {arm} CI: {x['ci_note']}" for arm, x in (("best", h), ("base", b)) if x.get("ci_note")
     ]
     if r.get("prompt_registry"):
         lines.append(f"registered: {r['prompt_registry']}")
     lines += [f"note: {n}" for n in r.get("search_notes") or []]
     return "\n".join(lines)
+
+
+def _file_won(r: dict[str, Any]) -> str:
+    """Which `--instruction-file` the winner's `instruction=custom` is (the label names none)."""
+    file = (r.get("best_params") or {}).get("instruction_file")
+    return f" (instruction_file {file})" if file not in (None, "none") else ""
 
 
 # ---- grading ---------------------------------------------------------------------------------

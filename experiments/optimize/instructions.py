@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from promptlib.errors import WorkbenchError
-from promptlib.variants import _read_text_file, text_file_review
+from promptlib.errors import LeakageError, WorkbenchError
+from promptlib.leakage import query_columns
+from promptlib.tasks import Task
+from promptlib.variants import PromptVariant, _read_text_file, text_file_review
 
 PARAM = "instruction_file"  # the Optuna param: a new name, so studies made before resume
 NO_FILE = "none"  # its level without a file: the `instruction` axis decides alone
+MIN_QUOTED = 20  # characters of a row's text: shorter ones ("Yes", a name) match by chance
 
 
 @dataclass(frozen=True)
@@ -52,3 +56,25 @@ def files_digest(files: tuple[InstructionFile, ...]) -> str:
     """One short digest of the files' labels (the Optuna levels) and texts, in order."""
     doc = json.dumps([[f.label, f.sha256] for f in files], separators=(",", ":"))
     return hashlib.sha256(doc.encode("utf-8")).hexdigest()[:12]
+
+
+def refuse_quoted_heldout(
+    files: tuple[InstructionFile, ...], task: Task, heldout: Iterable[Mapping[str, str]]
+) -> None:
+    """A file quoting a held-out row's text (a worked example, say) would show that row to
+    every trial of the search, and the verdict would call it unseen: refused (LeakageError)."""
+    if not files:
+        return
+    cols = query_columns(PromptVariant(), task)
+    texts = [(f, " ".join(f.text.split())) for f in files]
+    for row in heldout:
+        values = [v for v in (" ".join(str(row.get(c) or "").split()) for c in cols) if v]
+        if sum(map(len, values)) < MIN_QUOTED:
+            continue
+        for f, text in texts:
+            if all(v in text for v in values):
+                raise LeakageError(
+                    f"--instruction-file {f.label}: its text quotes held-out row "
+                    f"{row['index']} of {task.name}, which the search must not see; remove "
+                    "that row from the file (quote rows outside the held-out split)"
+                )

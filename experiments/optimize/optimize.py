@@ -28,6 +28,7 @@ from experiments.optimize.config import PRUNERS, OptimizeConfig, StepProgress
 from experiments.optimize.dev import DevHeldout, dev_order, split_dev_heldout
 from experiments.optimize.dspy_programs import compile_dspy
 from experiments.optimize.errors import IncompleteEvaluation, StudyInterrupted
+from experiments.optimize.instructions import refuse_quoted_heldout
 from experiments.optimize.interrupts import _clean_up, _Interrupts, _signals_interrupt
 from experiments.optimize.report import OptimizeReport
 from experiments.optimize.search import _Search
@@ -89,6 +90,7 @@ def optimize(
         log.info("search space: %s", note)
     rows = {r["index"]: r for r in task.rows(cfg.split)}
     heldout_rows = [rows[i] for i in split.heldout]
+    refuse_quoted_heldout(cfg.files, task, heldout_rows)  # before any store or model call
 
     with _signals_interrupt() as guard:
         try:

@@ -254,3 +254,65 @@ def test_a_named_study_is_not_resumed_with_other_files(
         with pytest.raises(WorkbenchError, match="instruction_files") as e:
             optimize(cfg(*files), catalog, lm, tracker)
         assert "--instruction-file" in str(e.value) and len(lm.prompts) == calls
+
+
+def test_a_file_quoting_a_heldout_row_is_refused_before_any_model_call(
+    catalog: Catalog, tracker: Tracker, tmp_path: Path
+) -> None:
+    """A worked example in the file that is a held-out row would be shown to every trial of
+    the search, and the verdict would still call its rows never seen."""
+    from experiments.optimize.dev import split_dev_heldout
+    from promptlib.errors import LeakageError
+
+    task = catalog.task("hearsay")
+    split = split_dev_heldout(task, "test", 0.5, 0)
+    rows = {r["index"]: r for r in task.rows("test")}
+    held, dev = rows[split.heldout[3]], rows[split.dev[0]]
+    quoting = _file(tmp_path, "q.yaml", f"{MARKER} Example:\n  {held['text']} => {held['answer']}")
+    cfg = OptimizeConfig(
+        task="hearsay", model="scripted/marker", n_trials=2, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", pruner="none", dev_limit=8, heldout_limit=8,
+        instruction_files=(quoting,),
+    )  # fmt: skip
+    lm = MarkerLM(task)
+    with pytest.raises(LeakageError, match=f"held-out row {held['index']}") as e:
+        optimize(cfg, catalog, lm, tracker)
+    assert quoting in str(e.value) and "\n" not in str(e.value)
+    assert lm.prompts == [] and not (tmp_path / "o.db").exists()
+    # a dev row quoted (the search may see dev) and the plain marker file are accepted
+    from experiments.optimize.instructions import refuse_quoted_heldout
+
+    heldout_rows = [rows[i] for i in split.heldout]
+    for text in (f"{MARKER} Example: {dev['text']}", MARKER):
+        ok = OptimizeConfig(
+            task="hearsay", model="m", instruction_files=(_file(tmp_path, "d.yaml", text),)
+        )
+        refuse_quoted_heldout(ok.files, task, heldout_rows)
+
+
+def test_the_printed_winner_names_the_file_it_is() -> None:
+    """`instruction=custom` is every file's label: the report line says which file won."""
+    base = {"task": "hearsay", "model": "m", "method": "optuna", "study": "s", "n_trials": 2,
+            "n_pruned": 0, "n_failed": 0, "n_dev": 4, "dev_score": 1.0, "p_value": 0.5,
+            "test": "t", "best_variant": "instruction=custom",
+            "heldout": {"n": 4, "score": 1.0, "ci_low": 0.5, "ci_high": 1.0},
+            "base_heldout": {"score": 0.5, "ci_low": 0.2, "ci_high": 0.8}}  # fmt: skip
+    won = output.optimize_report({**base, "best_params": {"instruction_file": "b.yaml"}})
+    assert "best variant: instruction=custom (instruction_file b.yaml)" in won.splitlines()
+    plain = output.optimize_report({**base, "best_params": {"instruction_file": "none"}})
+    assert "best variant: instruction=custom" in plain.splitlines()
+
+
+def test_a_flagged_heldout_interval_is_printed_with_its_sign() -> None:
+    """The verdict's per-arm CI can be flagged (coverage unknown on few rows); the printed
+    report marked it nowhere, the JSON alone said so."""
+    note = "unreliable: effective sizes (8.0, 4.0) lie below every cell where coverage was measured"
+    r = {"task": "hearsay", "model": "m", "method": "optuna", "study": "s", "n_trials": 2,
+         "n_pruned": 0, "n_failed": 0, "n_dev": 4, "dev_score": 1.0, "p_value": 0.125,
+         "test": "t", "best_variant": "base", "best_params": {},
+         "heldout": {"n": 12, "score": 1.0, "ci_low": 0.611, "ci_high": 1.0, "ci_note": note},
+         "base_heldout": {"score": 0.5, "ci_low": 0.3, "ci_high": 0.8, "ci_note": None}}  # fmt: skip
+    lines = output.optimize_report(r).splitlines()
+    assert "held-out, best variant:    1.000  95% CI [0.611, 1.000] !" in lines
+    assert "held-out, base prompt:     0.500  95% CI [0.300, 0.800]" in lines
+    assert f"! best CI: {note}" in lines and not any(x.startswith("! base") for x in lines)
