@@ -137,7 +137,21 @@ def _open_study(
             "--pruner, --dev-limit, --model/--api-base/--mode, --scoring and --instruction-file "
             "files, or a new --study name"
         )
+    _check_axes(study, space, name)  # after the evaluation: files are named there
     return study
+
+
+def _check_axes(study: Any, space: SearchSpace, name: str) -> None:
+    """A study named by `--study` whose trials searched axes this space lacks (an extended
+    space's, or --instruction-file's) is refused: its winner would lie outside the space
+    printed and logged as searched."""
+    axes = set(space.grid()) | {"demo_seed"}
+    extra = {k for t in study.get_trials(deepcopy=False) for k in t.params} - axes
+    if extra:
+        raise WorkbenchError(
+            f"study {name!r} searched {', '.join(sorted(extra))}, which this search space "
+            "lacks; use the same --space and --instruction-file files, or a new --study name"
+        )
 
 
 def _setup(cfg: OptimizeConfig, lm: Any, task: Task, dev: list[str]) -> dict[str, Any]:

@@ -86,3 +86,26 @@ def test_extended_study_proposes_new_levels_and_logs_its_space(
     names = {k for t in study.trials for k in t.params}
     assert {"verbalizer", "order", "layout"} <= names
     assert report.to_dict()["heldout"]["score"] is not None
+
+
+def test_a_named_extended_study_is_not_resumed_with_the_base_space(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """`--study NAME` keeps one name for both spaces: resumed with --space base, the study's
+    extended trials could win, outside the base space printed and logged as searched."""
+    from tests.experiments.optimize.test_optimize import AlwaysNo, NoTracker
+
+    def cfg(space: str, n: int) -> OptimizeConfig:
+        return OptimizeConfig(
+            task="hearsay", model="scripted/no", n_trials=n, study_name="mine", space=space,
+            storage=f"sqlite:///{tmp_path}/o.db", sampler="random", pruner="none",
+            dev_limit=8, heldout_limit=8,
+        )  # fmt: skip
+
+    optimize(cfg("base", 2), catalog, AlwaysNo(), NoTracker())
+    report = optimize(cfg("extended", 6), catalog, AlwaysNo(), NoTracker())  # a superset: kept
+    assert report.study == "mine"
+    lm = AlwaysNo()
+    with pytest.raises(WorkbenchError, match="searched layout, order, verbalizer") as e:
+        optimize(cfg("base", 1), catalog, lm, NoTracker())
+    assert "--space" in str(e.value) and "\n" not in str(e.value) and lm.calls == 0
