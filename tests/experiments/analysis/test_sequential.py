@@ -1,0 +1,145 @@
+"""experiments/analysis/sequential.py: anytime-valid paired comparisons and best-of-k (issue 22).
+
+The full acceptance table is benchmarks/sequential_validity.py; reduced versions run here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from experiments.analysis import sequential
+from experiments.analysis.sequential import (
+    Elimination,
+    NotSequential,
+    PairedSequence,
+    row_order,
+    simulate_paired,
+)
+from promptlib.errors import WorkbenchError
+
+
+def _answers(n: int, minority: float, seed: int = 0) -> list[str]:
+    """Answers with exact class counts, in `row_order` (as the engine passes them)."""
+    n_min = round(n * minority)
+    raw = ["No"] * n_min + ["Yes"] * (n - n_min)
+    return [raw[i] for i in row_order(raw, seed)]
+
+
+# ---- the order ------------------------------------------------------------------------------
+def test_row_order_is_a_seeded_stratified_permutation() -> None:
+    answers = _answers(1000, 0.2)
+    order = row_order(answers, seed=5)
+    assert sorted(order) == list(range(1000))
+    assert order == row_order(answers, seed=5)
+    assert order != row_order(answers, seed=6)
+    ordered = [answers[i] for i in order]
+    for m in range(1, 1001):
+        assert abs(ordered[:m].count("No") - 0.2 * m) <= 1.0
+
+
+def test_row_order_class_pattern_does_not_depend_on_input_order() -> None:
+    answers = _answers(300, 0.3)
+    shuffled = list(np.random.default_rng(0).permutation(answers))
+    a = [answers[i] for i in row_order(answers, seed=9)]
+    b = [shuffled[i] for i in row_order(shuffled, seed=9)]
+    assert a == b
+
+
+def test_row_order_of_unique_answers_is_not_sorted() -> None:
+    answers = [f"${i}" for i in range(200)]
+    order = row_order(answers, seed=1)
+    assert order != sorted(order)
+    assert order != sorted(order, key=lambda i: answers[i])
+
+
+# ---- one comparison -------------------------------------------------------------------------
+def test_f1_metrics_are_refused_with_the_fixed_design_named() -> None:
+    with pytest.raises(NotSequential, match="fixed design"):
+        PairedSequence("ssla_f1", ["a", "b"])
+    with pytest.raises(WorkbenchError, match="unknown metric"):
+        PairedSequence("f2", ["a", "b"])
+
+
+def test_a_clear_winner_stops_early_with_a_interval_above_zero() -> None:
+    answers = _answers(400, 0.5)
+    seq = PairedSequence("balanced_accuracy", answers)
+    look = None
+    for _ in range(40):
+        look = seq.update([True] * 10, [False] * 10)
+        if look.decision != "continue":
+            break
+    assert look is not None and look.decision == "A"
+    assert look.n_rows < 100
+    assert 0 < look.lower <= look.estimate == 1.0 <= look.upper
+    assert len(seq.looks) == look.n_rows // 10
+    with pytest.raises(WorkbenchError, match="already stopped"):
+        seq.update([True], [False])
+
+
+def test_identical_arms_run_out_undecided_or_equivalent() -> None:
+    answers = _answers(200, 0.2)
+    seq = PairedSequence("accuracy", answers)
+    for _ in range(20):
+        look = seq.update([True] * 10, [True] * 10)
+    assert look.decision == "undecided" and look.n_rows == 200
+    assert look.lower < 0 < look.upper
+    eq = PairedSequence("accuracy", answers, delta=0.3)
+    while not eq.stopped:
+        eq.update([True] * 10, [True] * 10)
+    assert eq.looks[-1].decision == "equivalent" and eq.n_rows < 200
+    assert -0.3 <= eq.looks[-1].lower < 0 < eq.looks[-1].upper <= 0.3
+
+
+def test_batches_past_the_planned_rows_and_unequal_batches_are_refused() -> None:
+    seq = PairedSequence("accuracy", _answers(20, 0.5))
+    with pytest.raises(WorkbenchError, match="same rows"):
+        seq.update([True, False], [True])
+    with pytest.raises(WorkbenchError, match="only 20 were planned"):
+        seq.update([True] * 21, [True] * 21)
+
+
+def test_the_class_object_and_the_arrays_agree() -> None:
+    rng = np.random.default_rng(3)
+    answers = _answers(300, 0.2)
+    a = rng.random((4, 300)) < 0.8
+    b = rng.random((4, 300)) < 0.6
+    out = simulate_paired("balanced_accuracy", answers, a, b)
+    for s in range(4):
+        seq = PairedSequence("balanced_accuracy", answers)
+        for start in range(0, 300, 10):
+            look = seq.update(list(a[s, start : start + 10]), list(b[s, start : start + 10]))
+            if look.decision != "continue":
+                break
+        assert (look.decision, look.n_rows) == (out.decision[s], out.rows[s])
+        assert look.lower == pytest.approx(out.lower[s])
+
+
+# ---- best-of-k ------------------------------------------------------------------------------
+def test_elimination_drops_the_clearly_worse_arms_and_reports_them() -> None:
+    rng = np.random.default_rng(4)
+    answers = _answers(600, 0.5)
+    elim = Elimination("accuracy", answers, ["good", "bad1", "bad2"])
+    p = {"good": 0.95, "bad1": 0.4, "bad2": 0.4}
+    while not elim.done:
+        elim.update({arm: list(rng.random(10) < p[arm]) for arm in elim.active})
+    verdict = elim.verdict()
+    assert elim.active == ("good",)
+    assert {e[0] for e in elim.eliminated} == {"bad1", "bad2"}
+    assert all(by == "good" for _, _, by in elim.eliminated)
+    assert verdict["best"] == "good" and verdict["decision"] == "best"
+    assert verdict["calls"] < verdict["full_grid_calls"] / 2
+    assert verdict["lower"] > 0
+    assert Counter(len(p) for p in [verdict["pairs"]]) == Counter({3: 1})
+
+
+def test_elimination_wants_exactly_the_active_arms() -> None:
+    elim = Elimination("accuracy", _answers(20, 0.5), ["x", "y"])
+    with pytest.raises(WorkbenchError, match="active arms"):
+        elim.update({"x": [True]})
+
+
+def test_sequence_is_named() -> None:
+    assert "Waudby-Smith" in sequential.SEQUENCE
