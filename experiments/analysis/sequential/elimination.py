@@ -7,12 +7,17 @@ every pair's interval holds at every look at once (each is anytime-valid, a froz
 stopped one), so the final best-vs-worst interval keeps its level whichever pair the data
 pick and however often they were looked at. `EliminationCore` runs S of these at once (the
 benchmarks); `Elimination` is one, by arm name.
+
+Two stopping rules: `until="best"` eliminates until one arm is left (or the rows run out),
+which names the best; `until="range"` stops at the first elimination, when the best-vs-worst
+statement (the range test's question: do the arms differ?) is already made at level alpha,
+for fewer calls (benchmarks/sequential_validity.py measures both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,14 +25,26 @@ from numpy.typing import NDArray
 from experiments.analysis.sequential.betting import BoolArray, Core, FloatArray
 from promptlib.errors import WorkbenchError
 
+Until = Literal["best", "range"]
+
 
 class EliminationCore:
     """S successive eliminations over k arms and the same planned rows (vectorised)."""
 
-    def __init__(self, metric: str, answers: Sequence[str], k: int, alpha: float, n_seq: int):
+    def __init__(
+        self,
+        metric: str,
+        answers: Sequence[str],
+        k: int,
+        alpha: float,
+        n_seq: int,
+        until: Until = "best",
+    ) -> None:
         if k < 2:
             raise WorkbenchError(f"best-of-k needs at least two arms, not {k}")
-        self.k, self.n_planned, self.alpha = k, len(answers), alpha
+        if until not in ("best", "range"):
+            raise WorkbenchError(f"until must be 'best' or 'range', not {until!r}")
+        self.k, self.n_planned, self.alpha, self.until = k, len(answers), alpha, until
         self.pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
         level = alpha / len(self.pairs)
         self.cores = {p: Core(metric, answers, level, n_seq) for p in self.pairs}
@@ -41,8 +58,11 @@ class EliminationCore:
 
     @property
     def live(self) -> BoolArray:
-        """Sequences still running: more than one arm active and rows left."""
-        live: BoolArray = (self.active.sum(axis=1) > 1) & (self.rows.max(axis=1) < self.n_planned)
+        """Sequences still running: more than one arm active (with until="range": none
+        eliminated yet) and rows left."""
+        n_active = self.active.sum(axis=1)
+        left = n_active > 1 if self.until == "best" else n_active == self.k
+        live: BoolArray = left & (self.rows.max(axis=1) < self.n_planned)
         return live
 
     def update(self, hits: NDArray[np.bool_]) -> None:
@@ -82,24 +102,38 @@ class EliminationCore:
         self.active &= ~beaten
 
     def best_vs_worst(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-        """Per sequence: best = the active arm with most hits (all active arms saw the same
-        rows); worst = the arm the best leads by most on their common rows."""
-        best = np.argmax(np.where(self.active, self.hits, -1), axis=1)
-        lead = self.est[np.arange(len(best)), best, :].copy()
-        lead[np.arange(len(best)), best] = -np.inf
-        return best, np.argmax(lead, axis=1)
+        """Per sequence, the pair the statement is about. Where some pair's interval excludes
+        0: best = the active arm with the highest lower bound over another arm, worst = that
+        arm. Else best = the active arm with most hits (all active arms saw the same rows),
+        worst = the arm it leads by most on their common rows. Any choice keeps the level:
+        every pair's interval holds at once."""
+        s = np.arange(self.active.shape[0])
+        eye = np.eye(self.k, dtype=bool)[None]
+        margin = np.where(self.active[:, :, None] & ~eye, self.lo, -np.inf).max(axis=2)
+        by_hits = np.argmax(np.where(self.active, self.hits, -1), axis=1)
+        best = np.where(margin.max(axis=1) > 0.0, np.argmax(margin, axis=1), by_hits)
+        lo = np.where(eye[0][best], -np.inf, self.lo[s, best, :])
+        lead = np.where(eye[0][best], -np.inf, self.est[s, best, :])
+        worst = np.where(lo.max(axis=1) > 0.0, np.argmax(lo, axis=1), np.argmax(lead, axis=1))
+        return best, worst
 
 
 class Elimination:
     """Adaptive best-of-k, successive elimination with anytime-valid intervals."""
 
     def __init__(
-        self, metric: str, answers: Sequence[str], arms: Sequence[str], *, alpha: float = 0.05
+        self,
+        metric: str,
+        answers: Sequence[str],
+        arms: Sequence[str],
+        *,
+        alpha: float = 0.05,
+        until: Until = "best",
     ) -> None:
         if len(set(arms)) != len(arms) or len(arms) < 2:
             raise WorkbenchError(f"best-of-k needs at least two distinct arms, not {list(arms)}")
         self.metric, self.alpha, self.arms = metric, alpha, tuple(arms)
-        self._core = EliminationCore(metric, answers, len(arms), alpha, 1)
+        self._core = EliminationCore(metric, answers, len(arms), alpha, 1, until)
         self.n_planned = len(answers)
 
     @property
@@ -109,7 +143,7 @@ class Elimination:
 
     @property
     def done(self) -> bool:
-        """One arm left, or the planned rows ran out."""
+        """One arm left (until="range": one eliminated), or the planned rows ran out."""
         return not bool(self._core.live[0])
 
     @property

@@ -5,7 +5,12 @@ The full acceptance table is benchmarks/sequential_validity.py; reduced versions
 
 from __future__ import annotations
 
+import importlib.util
+import math
+import sys
 from collections import Counter
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -143,3 +148,93 @@ def test_elimination_wants_exactly_the_active_arms() -> None:
 
 def test_sequence_is_named() -> None:
     assert "Waudby-Smith" in sequential.SEQUENCE
+
+
+# ---- the statistics, reduced from benchmarks/sequential_validity.py -------------------------
+def _bench() -> ModuleType:
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "sequential_validity.py"
+    spec = importlib.util.spec_from_file_location("sequential_validity", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sequential_validity"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _within(rate: float, target: float, sims: int) -> bool:
+    """rate <= target, allowing two Monte Carlo standard errors."""
+    return rate <= target + 2 * math.sqrt(target * (1 - target) / sims)
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy"])
+def test_size_under_the_null_looking_every_10_rows(metric: str) -> None:
+    bench = _bench()
+    r = bench.sequential_runs(bench.BASE, metric, 0.0, 400, seed=31)
+    assert _within(r["reject"], 0.05, 400), r
+
+
+def _class_effects(
+    answers: list[str], sims: int, effect: dict[str, float], seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hits in row order: shared difficulty; recall(A) - recall(B) = effect[class] per class."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.5, 0.8, (sims, len(answers)))
+    shift = np.array([effect[a] for a in answers])
+    a = rng.random(p.shape) < np.clip(p + np.maximum(shift, 0), 0, 1)
+    b = rng.random(p.shape) < np.clip(p + np.maximum(-shift, 0), 0, 1)
+    return a, b
+
+
+@pytest.mark.parametrize(
+    ("metric", "effect"),
+    [
+        # balanced accuracy 0 while accuracy is -0.12: the class weights must be used
+        ("balanced_accuracy", {"No": 0.2, "Yes": -0.2}),
+        # accuracy 0 while balanced accuracy is +0.0375: the class shares must be used
+        ("accuracy", {"No": 0.1, "Yes": -0.025}),
+    ],
+)
+def test_opposite_class_effects_that_cancel_in_the_metric_are_not_a_difference(
+    metric: str, effect: dict[str, float]
+) -> None:
+    answers = _answers(1000, 0.2)
+    a, b = _class_effects(answers, 300, effect, seed=41)
+    out = simulate_paired(metric, answers, a, b)
+    rate = float(np.isin(out.decision, ("A", "B")).mean())
+    assert _within(rate, 0.05, 300), (rate, Counter(out.decision))
+
+
+def test_the_interval_covers_the_true_difference_where_it_stops() -> None:
+    answers = _answers(600, 0.2)
+    a, b = _class_effects(answers, 300, {"No": 0.1, "Yes": 0.1}, seed=43)
+    out = simulate_paired("balanced_accuracy", answers, a, b)
+    covered = (out.lower <= 0.1) & (out.upper >= 0.1)
+    assert _within(1 - float(covered.mean()), 0.05, 300)
+    assert (out.decision == "A").mean() > 0.5  # and it does decide
+
+
+def test_savings_at_twice_the_fixed_designs_mde() -> None:
+    bench = _bench()
+    value = bench.mde(bench.BASE, "balanced_accuracy", seed=101)
+    assert 0.05 < value < 0.1  # the product's MDE80 at 1,000 rows, 80/20 classes
+    r = bench.sequential_runs(bench.BASE, "balanced_accuracy", 2 * value, 200, seed=47)
+    assert r["power"] >= 0.9 and r["wrong_sign"] == 0.0
+    assert r["rows"] <= 400, r
+
+
+def test_best_of_k_spends_less_and_keeps_its_level() -> None:
+    bench = _bench()
+    value = bench.mde(bench.BASE, "accuracy", seed=101)
+    fast = bench.best_of_k(bench.BASE, "accuracy", 2 * value, 100, seed=53, until="range")
+    assert fast["calls_share"] <= 0.5 and fast["best_vs_worst_rate"] >= 0.9, fast
+    full = bench.best_of_k(bench.BASE, "accuracy", 2 * value, 100, seed=53)
+    assert full["best_is_0"] >= 0.95 and full["calls_share"] < 0.6, full
+    null = bench.best_of_k(bench.BASE, "accuracy", 0.0, 200, seed=59, until="range")
+    assert _within(null["best_vs_worst_rate"], 0.05, 200), null
+
+
+def test_shuffle_check_results_do_not_depend_on_the_input_order() -> None:
+    bench = _bench()
+    check = bench.shuffle_check(bench.Cell("small", n=300), 100, seed=61)
+    assert check["pattern_equal"]
+    assert all(check["results_equal"].values())
