@@ -18,7 +18,9 @@ Rows run in `row_order`, looks after every batch of 10 rows, up to N rows.
    full grid k x N (target <= 50%), and the best-vs-worst size with 5 equal arms (<= 0.05),
    for both stopping rules (until="best": one arm left; until="range": first elimination).
 4. Grid: small N (100), near ceiling (p ~ U(0.9, 1.0), A at 0.95), 90/10 classes.
-5. Shuffle check: the class pattern of the order, and so every simulated result, is the same
+5. Equivalence with delta = 2x MDE: the rate of "equivalent" verdicts when the true
+   difference is delta (an error; target <= alpha) and the rows used when it is 0.
+6. Shuffle check: the class pattern of the order, and so every simulated result, is the same
    whether the answers came sorted or shuffled (row_order fixes it from the seed); and rates
    with difficulty attached to the input rows agree within Monte Carlo error.
 
@@ -120,6 +122,23 @@ def sequential_runs(
         "wrong_sign": float((out.decision == "B").mean()),
         "rows": float(out.rows.mean()),
         "rows_correct": float(out.rows[correct].mean()) if correct.any() else float("nan"),
+    }
+
+
+def equivalence_runs(
+    cell: Cell, metric: str, effect: float, delta: float, sims: int, seed: int
+) -> dict[str, float]:
+    """With +-delta set: the rate of "equivalent" verdicts at `effect` and rows used."""
+    answers = ordered_answers(cell, seed)
+    hits = draw(np.random.default_rng(seed + 4), cell, sims, 2, effect)
+    out = simulate_paired(
+        metric, answers, hits[:, 0], hits[:, 1], batch=BATCH, alpha=ALPHA, delta=delta
+    )
+    rate = float((out.decision == "equivalent").mean())
+    return {
+        "equivalent": rate,
+        "se": math.sqrt(rate * (1 - rate) / sims),
+        "rows": float(out.rows.mean()),
     }
 
 
@@ -233,9 +252,24 @@ def _best_of_k_table(args: argparse.Namespace) -> None:
                 )
 
 
+def _equivalence_table(args: argparse.Namespace) -> None:
+    print(f"{'metric':<18} {'delta':>6} {'diff':>6} {'equiv':>7} {'s.e.':>6} {'rows':>6}")
+    for metric in ("accuracy", "balanced_accuracy"):
+        delta = 2 * mde(BASE, metric, args.mde_seed)
+        for effect in (0.0, delta):
+            r = equivalence_runs(BASE, metric, effect, delta, args.alt_sims, args.seed)
+            print(
+                f"{metric:<18} {delta:>6.3f} {effect:>6.3f} {r['equivalent']:>7.3f} "
+                f"{r['se']:>6.3f} {r['rows']:>6.0f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("all", "size", "grid", "best", "shuffle"), default="all")
+    parser.add_argument(
+        "--part", choices=("all", "size", "grid", "best", "equivalence", "shuffle"), default="all"
+    )
     parser.add_argument("--sims", type=int, default=2000, help="simulations under the null")
     parser.add_argument("--alt-sims", type=int, default=1000, help="simulations with an effect")
     parser.add_argument("--fixed-sims", type=int, default=300, help="fixed-test simulations")
@@ -253,8 +287,13 @@ def main() -> None:
     if args.part in ("all", "best"):
         print("\n3. adaptive best-of-k (k = 5), 80/20, N = 1000")
         _best_of_k_table(args)
+    if args.part in ("all", "equivalence"):
+        print(
+            "\n6. equivalence (delta = 2x MDE): 'equivalent' at diff = delta is an error (<= 0.05)"
+        )
+        _equivalence_table(args)
     if args.part in ("all", "shuffle"):
-        print("\n5. shuffle check:", shuffle_check(BASE, min(args.sims, 500), args.seed))
+        print("\n6. shuffle check:", shuffle_check(BASE, min(args.sims, 500), args.seed))
     print(f"\nwall time {time.perf_counter() - start:.0f} s")
 
 

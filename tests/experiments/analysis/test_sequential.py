@@ -238,3 +238,11 @@ def test_shuffle_check_results_do_not_depend_on_the_input_order() -> None:
     check = bench.shuffle_check(bench.Cell("small", n=300), 100, seed=61)
     assert check["pattern_equal"]
     assert all(check["results_equal"].values())
+
+
+def test_equivalence_is_rarely_claimed_at_the_margin_and_often_at_zero() -> None:
+    bench = _bench()
+    at_margin = bench.equivalence_runs(bench.BASE, "accuracy", 0.12, 0.12, 300, seed=67)
+    assert _within(at_margin["equivalent"], 0.05, 300), at_margin
+    at_zero = bench.equivalence_runs(bench.BASE, "accuracy", 0.0, 0.12, 200, seed=71)
+    assert at_zero["equivalent"] >= 0.9 and at_zero["rows"] < 500, at_zero
