@@ -289,7 +289,7 @@ def main() -> None:
         _best_of_k_table(args)
     if args.part in ("all", "equivalence"):
         print(
-            "\n6. equivalence (delta = 2x MDE): 'equivalent' at diff = delta is an error (<= 0.05)"
+            "\n5. equivalence (delta = 2x MDE): 'equivalent' at diff = delta is an error (<= 0.05)"
         )
         _equivalence_table(args)
     if args.part in ("all", "shuffle"):
