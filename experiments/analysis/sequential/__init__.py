@@ -23,7 +23,10 @@ How the sequence works (`betting`)
   d, with d = hit_A - hit_B in {-1, 0, 1}, so z lies in [-1, 1] and, rows of a class being
   exchangeable draws, E[z | earlier blocks] = sum_c omega_c mu_c = the metric difference,
   whatever the class mix of the block: balanced accuracy's weights are built into every
-  observation instead of being split across per-class sequences.
+  observation instead of being split across per-class sequences. The price: a class of r
+  planned rows makes blocks of about N / r rows, and the sequence learns nothing until a
+  block is complete, so a task with a class of a handful of rows decides late (honestly:
+  under balanced accuracy that class carries 1/K of the metric).
 - The CS is the betting CS of Waudby-Smith & Ramdas (2023), "Estimating means of bounded
   random variables by betting", JRSS-B 86(1), on x = (z + 1) / 2 in [0, 1]: for each
   candidate mean m on a grid of `GRID` points, the capital K_t(m) = prod_b (1 + lambda_b(m)
