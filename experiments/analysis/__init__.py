@@ -1,4 +1,5 @@
-"""Statistics over trials: tests and intervals, comparisons, prompt sensitivity, clusters, power.
+"""Statistics over trials: tests and intervals, comparisons, prompt sensitivity, clusters, power,
+sequential (anytime-valid) comparisons.
 
 `figures` (matplotlib) is not imported here: import `experiments.analysis.figures` where a
 figure is drawn (start-up time)."""
@@ -13,6 +14,14 @@ from experiments.analysis.sensitivity import (
     sensitivity_report,
     variance_shares_artifact,
 )
+from experiments.analysis.sequential import (
+    SEQUENCE,
+    Elimination,
+    Look,
+    NotSequential,
+    PairedSequence,
+    row_order,
+)
 from experiments.analysis.stats import (
     Interval,
     benjamini_hochberg,
@@ -24,8 +33,13 @@ from experiments.analysis.stats import (
 
 __all__ = [
     "MDE",
+    "SEQUENCE",
     "Clustering",
+    "Elimination",
     "Interval",
+    "Look",
+    "NotSequential",
+    "PairedSequence",
     "benjamini_hochberg",
     "best_vs_worst",
     "bootstrap_ci",
@@ -36,6 +50,7 @@ __all__ = [
     "paired_permutation_test",
     "pooled_effects",
     "range_permutation_test",
+    "row_order",
     "sensitivity_report",
     "variance_shares_artifact",
 ]
