@@ -453,8 +453,8 @@ def test_the_optimiser_scores_verbalized_variants_on_official_labels(
     from experiments.optimize.space import variant_from_params
     from experiments.tracking import Tracker, load_config
 
-    def lettered(params: dict[str, Any]) -> Any:
-        return variant_from_params(params).with_verbalizer("letters")
+    def lettered(params: dict[str, Any], *texts: Any) -> Any:
+        return variant_from_params(params, *texts).with_verbalizer("letters")
 
     for module in (search, study, optimize_module):
         monkeypatch.setattr(module, "variant_from_params", lettered)
