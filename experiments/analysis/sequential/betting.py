@@ -182,5 +182,13 @@ class Core:
     def look(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(estimate, lower, upper) of metric(A) - metric(B) for every sequence."""
         lo, hi = self.cs.look()
-        means = np.divide(self.sum_d, self.seen, out=np.zeros_like(self.sum_d), where=self.seen > 0)
-        return means @ self.weights, lo, hi
+        seen = self.seen > 0
+        means = np.divide(self.sum_d, self.seen, out=np.zeros_like(self.sum_d), where=seen)
+        # A class not seen yet has no estimate (not 0): the seen classes' weights are
+        # renormalised until every class has a row, then the metric's own weights apply.
+        w = seen * self.weights
+        total = w.sum(axis=1)
+        partial = np.divide(
+            (means * w).sum(axis=1), total, out=np.zeros_like(total), where=total > 0
+        )
+        return np.where(seen.all(axis=1), means @ self.weights, partial), lo, hi

@@ -172,7 +172,11 @@ class Elimination:
         self._core.update(hits)
 
     def verdict(self) -> dict[str, Any]:
-        """Best, worst, the best-vs-worst interval and decision at level alpha, rows per arm."""
+        """Best, worst, the best-vs-worst interval and decision at level alpha, rows per arm.
+
+        decision "best" says best beats worst at level alpha, not that `best` is the best arm:
+        that holds only when `best_identified` (one arm left in contention); otherwise the
+        arms in `in_contention` are not told apart and `best` is only one of them."""
         core = self._core
         if not core.rows.any():
             raise WorkbenchError("no rows evaluated yet: call update first")
@@ -198,6 +202,8 @@ class Elimination:
             "lower": lower,
             "upper": upper,
             "decision": "best" if lower > 0.0 else "undecided",
+            "best_identified": len(self.active) == 1,
+            "in_contention": list(self.active),
             "eliminated": self.eliminated,
             "rows": {a: int(n) for a, n in zip(self.arms, core.rows[0], strict=True)},
             "calls": int(core.rows[0].sum()),
