@@ -150,8 +150,6 @@ def sweep(
     tracker = Tracker()
     _check_outputs(tracker, [("sweep reports", settings.reports_dir()), *setup.cache_outputs()])
     cache = setup.cache()
-    if batches is not None:
-        batches.cache = cache
     runner = get_executor(executor, ray_address)
     try:
         with output.progress_bar(f"sweep {spec.name}") as bar:
@@ -198,7 +196,7 @@ def _batches(batch: bool, poll: float, executor: str, setup: Setup, models: Any)
             "--batch sends the calls to the provider's batch API from this process; "
             f"--executor {executor} has nothing to run: drop one of the two"
         )
-    hook = SweepBatches(None, poll=poll)  # its cache: the sweep's, once opened
+    hook = SweepBatches(None, poll=poll)  # its cache: the sweep's, given to the hook
     hook.check(models, setup.api_base, no_cache=setup.no_cache)
     return hook
 

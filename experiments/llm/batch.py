@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from experiments.files import dir_lock
 from experiments.llm.backends import backend_for
 from experiments.llm.batch_ledger import BatchLedger, BatchRecord
 from experiments.llm.cache import ResponseCache
@@ -200,19 +201,24 @@ class BatchClient:
         for r in requests:
             by_endpoint.setdefault(ENDPOINTS[r.decoding.mode], {}).setdefault(r.key, r)
         pending: list[BatchRecord] = []
-        for endpoint, todo in by_endpoint.items():
-            recorded = self.ledger.pending(self.model, endpoint)
-            covered = {k for rec in recorded for k in rec.keys}
-            for rec in recorded:
-                self.log(f"resuming batch {rec.batch_id or '(not yet created)'} of {self.model}")
-                if rec.batch_id is None:
-                    self._create(rec, resumed=True)
-            fresh = [r for k, r in todo.items() if k not in covered]
-            for start in range(0, len(fresh), self.max_requests):
-                chunk = fresh[start : start + self.max_requests]
-                recorded.append(self._submit(endpoint, chunk))
-            pending += recorded
+        with dir_lock(self.ledger.directory):  # a peer sweep sees these records, not a gap
+            for endpoint, todo in by_endpoint.items():
+                pending += self._submitted(endpoint, todo)
         return self._poll(pending, cache)
+
+    def _submitted(self, endpoint: str, todo: dict[str, BatchRequest]) -> list[BatchRecord]:
+        """The recorded batches of `endpoint` (resumed) and new ones for what they lack."""
+        recorded = self.ledger.pending(self.model, endpoint)
+        covered = {k for rec in recorded for k in rec.keys}
+        for rec in recorded:
+            self.log(f"resuming batch {rec.batch_id or '(not yet created)'} of {self.model}")
+            if rec.batch_id is None:
+                self._create(rec, resumed=True)
+        fresh = [r for k, r in todo.items() if k not in covered]
+        for start in range(0, len(fresh), self.max_requests):
+            chunk = fresh[start : start + self.max_requests]
+            recorded.append(self._submit(endpoint, chunk))
+        return recorded
 
     def _submit(self, endpoint: str, chunk: Sequence[BatchRequest]) -> BatchRecord:
         record = BatchRecord(self.model, endpoint, [r.key for r in chunk])

@@ -8,6 +8,8 @@ hold (the same keys `run_trial` uses), answers them with `experiments.llm.batch.
 (answers go into the cache; a killed sweep resumes polling) and gives the trials a
 `BatchedLM` per model: its rows come from the cache as usual, and a row the batch did not
 answer gets the batch's failure, a row state like any other failure, never a direct call.
+The trials read the cache through `BatchAnswers`, so a row answered by this run's batch
+counts as a model call (it was one, at batch price), not as a cache hit.
 """
 
 from __future__ import annotations
@@ -62,6 +64,28 @@ class BatchedLM:
         raise BatchError("log-likelihood scoring has no batch path (refused before the sweep)")
 
 
+class BatchAnswers:
+    """The response cache as the trials of a ``--batch`` sweep read it: a key this run's
+    batch answered is a miss the first time it is read, so the row goes to `BatchedLM` and
+    counts as the model call it was; every other read and every write is the cache's."""
+
+    def __init__(self, cache: ResponseCache, fresh: set[str]) -> None:
+        self._cache = cache
+        self._fresh = set(fresh)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache, name)
+
+    def get(self, key: str) -> Completion | None:
+        if key in self._fresh:
+            self._fresh.discard(key)
+            return None
+        return self._cache.get(key)
+
+    def put(self, key: str, completion: Completion) -> None:
+        self._cache.put(key, completion)
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -86,9 +110,15 @@ class SweepBatches:
             check_batchable(model, api_base)
 
     def __call__(
-        self, catalog: Catalog, resolved: Sequence[ResolvedTrial], lms: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Answer every model's uncached requests by batch; the models the trials use."""
+        self,
+        catalog: Catalog,
+        resolved: Sequence[ResolvedTrial],
+        lms: dict[str, Any],
+        cache: ResponseCache | None,
+    ) -> tuple[dict[str, Any], BatchAnswers]:
+        """Answer every model's uncached requests by batch; the models and the cache the
+        trials use."""
+        self.cache = cache if cache is not None else self.cache
         if self.cache is None:
             raise BatchError("--batch needs the response cache to put the answers in")
         refused = sorted({f"{rt.spec.task} ({rt.spec.scoring})" for rt in resolved
@@ -107,7 +137,8 @@ class SweepBatches:
                 client = BatchClient(model, ledger, poll=self.poll, log=self.log)
                 self.outcomes[model] = client.run(requests, self.cache)
             out[model] = BatchedLM(lm, self.outcomes.get(model, {}))
-        return out
+        fresh = {k for answers in self.outcomes.values() for k in answers}
+        return out, BatchAnswers(self.cache, fresh)
 
 
 def uncached_requests(

@@ -60,6 +60,17 @@ def numbers(result: dict[str, Any]) -> list[dict[str, Any]]:
     return list(result["comparisons"])
 
 
+def trial_metrics(root: Path) -> list[dict[str, float]]:
+    """The metrics of the sweep's trial runs in the store under `root`."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name("t/batch_check")
+    assert exp is not None
+    runs = client.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'trial'")
+    return [dict(r.data.metrics) for r in runs]
+
+
 def wait_for(check: Any, timeout: float = 240.0) -> None:
     end = time.monotonic() + timeout
     while not check():
@@ -102,6 +113,11 @@ def test_batch_sweep_killed_mid_poll_resumes_without_resubmitting_and_equals_dir
         batched = json.loads(resumed.stdout)
         assert batched["status"] == "complete"
         assert not list((tmp_path / "batch" / "cache" / "batches").glob("*.json"))
+        # the batch's rows were model calls (at batch prices), not cache hits
+        logged = trial_metrics(tmp_path / "batch")
+        assert sum(m["model_calls"] for m in logged) == 2 * LIMIT
+        assert sum(m["cache_hits"] for m in logged) == 0
+        batch_cost = sum(m["cost"] for m in logged)
 
         # the same sweep without --batch, on a fresh cache and store: direct calls
         direct = run_cli(["sweep", str(spec), *ARGS], env_for(tmp_path / "direct", lb_dir, stub),
@@ -109,6 +125,8 @@ def test_batch_sweep_killed_mid_poll_resumes_without_resubmitting_and_equals_dir
         assert direct.returncode == 0, direct.stderr[-3000:]
         assert len(stub.requests) == 2 * LIMIT
         assert numbers(json.loads(direct.stdout)) == numbers(batched)
+        direct_cost = sum(m["cost"] for m in trial_metrics(tmp_path / "direct"))
+        assert batch_cost == pytest.approx(direct_cost / 2)  # gpt-4o-mini's batch prices
 
         # without --batch on the batch's cache (a new store): all cache hits, no call
         again = run_cli(
