@@ -211,3 +211,18 @@ def test_dry_run_with_batch_prices_at_batch_prices_or_says_unknown(
         assert b["price"] == "batch" and b["cost_est"] == pytest.approx(d["cost_est"] / 2)
     assert unknown.returncode == 0, unknown.stderr
     assert "(batch price unknown)" in unknown.stdout
+
+
+@pytest.mark.data
+def test_log_likelihood_scoring_through_batches_is_refused(lb_dir: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC + "scoring: loglik\n")
+    with StubOpenAI() as stub:
+        env = env_for(tmp_path / "run", lb_dir, stub)
+        r = run_cli(["sweep", str(spec), "--model", MODEL, "--limit", "3", "--batch"], env,
+                    tmp_path)  # fmt: skip
+    assert r.returncode == 2, r.stderr[-2000:]
+    errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "log-likelihood scoring has no batch path" in errors[0], r.stderr
+    assert "Traceback" not in r.stderr
+    assert stub.requests == [] and not stub.batches.counts
