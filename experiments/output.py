@@ -330,9 +330,11 @@ def dry_run(
     total = sum(it["prompt_tokens_est"] for it in items)
     costs = [it["cost_est"] for it in items]
     known = all(c is not None for c in costs)
+    batch = any(it.get("price") == "batch" for it in items)  # --batch: at batch prices
     lines.append(
         f"{len(items)} trials, ~{total} prompt tokens (4 characters per token), cost "
         + (f"~${sum(c for c in costs if c is not None):.4f}" if known else "unknown for this model")
+        + ("" if not batch else " at batch prices" if known else " (batch price unknown)")
         + "; no model was called"
     )
     lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]

@@ -81,6 +81,19 @@ def sweep(
             "private local Ray instance). See docs/scale-out.md.",
         ),
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Send the uncached calls as provider batches (openai/ models; about half "
+            "the price, results within the provider's 24 h window) into the response cache; "
+            "a killed sweep resumes polling its batches.",
+        ),
+    ] = False,
+    batch_poll: Annotated[
+        float,
+        typer.Option("--batch-poll", min=0.01, help="Seconds between polls of a batch."),
+    ] = 30.0,
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests.
     \f
@@ -108,9 +121,15 @@ def sweep(
     only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
 
     if dry_run:
+        if batch:
+            # start-up time: the CLI imports a command's modules when it runs
+            from experiments.llm.batch import check_batchable
+
+            for m in models:
+                check_batchable(m, setup.api_base)
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
         items, skipped = dry_run_items(
-            catalog, planned, trial_plan(spec, planned, models), setup.lm
+            catalog, planned, trial_plan(spec, planned, models), setup.lm, batch=batch
         )
         notes = note_items(planned)
         typer.echo(
@@ -127,8 +146,10 @@ def sweep(
     from experiments.tracking import Tracker
 
     check_choice(executor, ray_address)
+    batches = _batches(batch, batch_poll, executor, setup, models)  # before any store opens
     tracker = Tracker()
     _check_outputs(tracker, [("sweep reports", settings.reports_dir()), *setup.cache_outputs()])
+    cache = setup.cache()
     runner = get_executor(executor, ray_address)
     try:
         with output.progress_bar(f"sweep {spec.name}") as bar:
@@ -140,10 +161,11 @@ def sweep(
                 limit=limit,
                 tracker=tracker,
                 lm_factory=setup.lm,
-                cache=setup.cache(),
+                cache=cache,
                 progress=bar,
                 reports_dir=settings.reports_dir(),
                 executor=runner,
+                before_trials=batches,
             )
     finally:
         runner.close()
@@ -158,6 +180,25 @@ def sweep(
     if result["incomplete"]:
         typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
         raise typer.Exit(1)
+
+
+def _batches(batch: bool, poll: float, executor: str, setup: Setup, models: Any) -> Any:
+    """The ``--batch`` hook of a sweep (`SweepBatches`), checked before anything runs; None
+    without ``--batch``."""
+    if not batch:
+        return None
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.llm.batch import BatchError
+    from experiments.sweeps.batching import SweepBatches
+
+    if executor != "local":
+        raise BatchError(
+            "--batch sends the calls to the provider's batch API from this process; "
+            f"--executor {executor} has nothing to run: drop one of the two"
+        )
+    hook = SweepBatches(None, poll=poll)  # its cache: the sweep's, given to the hook
+    hook.check(models, setup.api_base, no_cache=setup.no_cache)
+    return hook
 
 
 @app.command()

@@ -48,6 +48,7 @@ def run_sweep(
     progress: Any = None,
     reports_dir: Path | None = None,
     executor: Executor | None = None,
+    before_trials: Any = None,
 ) -> dict[str, Any]:
     """Run (or resume) a sweep, log it to the tracker, and test its comparisons.
 
@@ -62,6 +63,11 @@ def run_sweep(
 
     The steps: plan, sweep id, parent run, claim and run the pending trials, collect their
     outcomes, compare and report, end the parent.
+
+    `before_trials(catalog, resolved, lms, cache)`, if given, runs once the trials are
+    resolved and before anything is logged, and returns the models and cache the trials run
+    on (``--batch``: `experiments.sweeps.batching.SweepBatches` answers the uncached calls by
+    batch first).
     """
 
     models = models or spec.models
@@ -69,6 +75,8 @@ def run_sweep(
     lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
     resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
     sid = _sweep_id(spec, models, planned, limit, lms, resolved)
+    if before_trials is not None:  # ids are taken: the models it gives keep their identity
+        lms, cache = before_trials(catalog, resolved, lms, cache)
     executor = executor or LocalExecutor()
     # Before anything is logged: a cluster that cannot start the workers, or workers whose
     # local model is not this machine's, stop the sweep with no parent run written.

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from experiments import ids
 from experiments.llm.backends import is_local
+from experiments.llm.batch import batch_cost
 from experiments.llm.gateway import estimate_cost
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
@@ -251,9 +252,15 @@ def sweep_id(
 
 
 def dry_run_items(
-    catalog: Any, planned: Any, trials: Any, lm_factory: Callable[[str], Any]
+    catalog: Any,
+    planned: Any,
+    trials: Any,
+    lm_factory: Callable[[str], Any],
+    *,
+    batch: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The planned trials with prompt-token and cost estimates (no model call)."""
+    """The planned trials with prompt-token and cost estimates (no model call); with `batch`
+    the cost is at the provider's batch prices (``price: batch``; None where unknown)."""
     items = []
     lms = {t.model: lm_factory(t.model) for t in trials}
     for t in trials:
@@ -271,14 +278,20 @@ def dry_run_items(
                 "model": model,
                 "n": len(pt.rows),
                 "prompt_tokens_est": tokens,
-                "cost_est": cost_estimate(model, tokens, out_tokens),
+                "cost_est": cost_estimate(model, tokens, out_tokens, batch=batch),
+                **({"price": "batch"} if batch else {}),
             }
         )
     return items, skipped_items(planned)
 
 
-def cost_estimate(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Price in USD of a trial's tokens: nothing for a local model, else litellm's price."""
+def cost_estimate(
+    model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
+) -> float | None:
+    """Price in USD of a trial's tokens: nothing for a local model, else litellm's price (its
+    batch price with `batch`: None where litellm has none, never the direct price)."""
     if is_local(model):
         return 0.0
+    if batch:
+        return batch_cost(model, prompt_tokens, completion_tokens)
     return estimate_cost(model, prompt_tokens, completion_tokens)

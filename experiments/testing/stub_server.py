@@ -1,7 +1,8 @@
 """A local OpenAI-compatible HTTP server with injected latency and faults.
 
 It answers ``/v1/chat/completions`` and ``/v1/completions`` with a scripted reply, after a
-configurable delay, and fails a configurable share of requests with 429 (with Retry-After),
+configurable delay (and OpenAI's files and batches endpoints: `batch_fake`, as `batches`),
+and fails a configurable share of requests with 429 (with Retry-After),
 500, or a stall longer than the client's timeout. Used by the tests and benchmarks to
 exercise the litellm path, concurrency and retries for real, on loopback only.
 
@@ -50,6 +51,8 @@ from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from experiments.testing.batch_fake import FakeBatches
 
 
 def hashed_yes_no(prompt: str) -> str:
@@ -238,6 +241,8 @@ class StubOpenAI:
         self.open_connections = 0
         self.max_open_connections = 0
         self.connections = 0  # accepted in all (a client reusing one connection: 1)
+        # the files and batches endpoints (`batch_fake`): each request line answered as here
+        self.batches = FakeBatches(self.batch_answer)
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -271,6 +276,73 @@ class StubOpenAI:
                 return self._rng.choice(self.faults)
             return "ok"
 
+    def batch_answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, reply) for one request line of a batch: a 500 where `fail_fn` says so
+        (a partly failed batch), else the endpoint's own reply (`reply_payload`)."""
+        if self.fail_fn is not None and self.fail_fn(_prompt(body)):
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}
+        return 200, self.reply_payload(path, body)
+
+    def reply_payload(self, path: str, body: dict[str, Any], outcome: str = "ok") -> dict[str, Any]:
+        """The 200 reply to a completion request `body` sent to `path` under `outcome` (``ok``
+        or a malformed-reply outcome): what the HTTP endpoint sends, and what a batch's output
+        file holds for the same request (`experiments.testing.batch_fake`)."""
+        prompt = _prompt(body)
+        reply = self.reply_fn(prompt) if self.reply_fn else self.reply
+        if self.reply_bytes is not None and len(reply) < self.reply_bytes:
+            reply += "x" * (self.reply_bytes - len(reply.encode()))
+        usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+        content: Any = reply
+        if outcome in ("null_content", "tool_call"):
+            content = None
+        elif outcome == "list_content":
+            content = [{"type": "text", "text": reply}]
+        if path.endswith("/chat/completions"):
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            finish = "stop"
+            if outcome == "tool_call":
+                finish = "tool_calls"
+                message["tool_calls"] = [
+                    {
+                        "id": "call_stub",
+                        "type": "function",
+                        "function": {"name": "answer", "arguments": '{"x": 1}'},
+                    }
+                ]
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish,
+            }
+            obj = "chat.completion"
+        else:
+            choice = {"index": 0, "text": content, "finish_reason": "stop"}
+            if body.get("echo") and body.get("logprobs") is not None:
+                choice["logprobs"] = None
+                if self.echo_logprobs:
+                    choice["text"] = prompt + str(content)
+                    choice["logprobs"] = stub_logprobs(
+                        prompt,
+                        str(content),
+                        offsets=self.logprob_offsets,
+                        shifted=self.shifted_logprobs,
+                        top_k=int(body["logprobs"]),
+                    )
+                    if self.context_logprobs:
+                        _shift_by_context(choice["logprobs"])
+                    if self.logprob_fn is not None:
+                        _rewrite_logprobs(choice["logprobs"], self.logprob_fn)
+            obj = "text_completion"
+        choices = [] if outcome == "empty_choices" else [choice]
+        return {
+            "id": "stub",
+            "object": obj,
+            "created": int(time.time()),
+            "model": body.get("model", "stub"),
+            "choices": choices,
+            "usage": usage,
+        }
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         """The request-handler class of this stub's server.
 
@@ -302,8 +374,18 @@ class StubOpenAI:
                     with stub._lock:
                         stub.open_connections -= 1
 
+            def do_GET(self) -> None:
+                if not stub.batches.handles(self.path):
+                    return self._send(404, {"error": {"message": f"Not Found: {self.path}"}})
+                self._send_raw(*stub.batches.handle("GET", self.path, self.headers, b""))
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
+                if stub.batches.handles(self.path):  # files and batches: not completions
+                    data = self.rfile.read(length)
+                    return self._send_raw(
+                        *stub.batches.handle("POST", self.path, self.headers, data)
+                    )
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
                     stub.times.append(time.monotonic())
@@ -351,64 +433,7 @@ class StubOpenAI:
                 self._drip = outcome == "drip"
                 if outcome == "not_json":
                     return self._send_raw(200, b"<html>upstream hiccup</html>", "text/html")
-                prompt = _prompt(body)
-                reply = stub.reply_fn(prompt) if stub.reply_fn else stub.reply
-                if stub.reply_bytes is not None and len(reply) < stub.reply_bytes:
-                    reply += "x" * (stub.reply_bytes - len(reply.encode()))
-                usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
-                content: Any = reply
-                if outcome in ("null_content", "tool_call"):
-                    content = None
-                elif outcome == "list_content":
-                    content = [{"type": "text", "text": reply}]
-                if self.path.endswith("/chat/completions"):
-                    message: dict[str, Any] = {"role": "assistant", "content": content}
-                    finish = "stop"
-                    if outcome == "tool_call":
-                        finish = "tool_calls"
-                        message["tool_calls"] = [
-                            {
-                                "id": "call_stub",
-                                "type": "function",
-                                "function": {"name": "answer", "arguments": '{"x": 1}'},
-                            }
-                        ]
-                    choice: dict[str, Any] = {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": finish,
-                    }
-                    obj = "chat.completion"
-                else:
-                    choice = {"index": 0, "text": content, "finish_reason": "stop"}
-                    if body.get("echo") and body.get("logprobs") is not None:
-                        choice["logprobs"] = None
-                        if stub.echo_logprobs:
-                            choice["text"] = prompt + str(content)
-                            choice["logprobs"] = stub_logprobs(
-                                prompt,
-                                str(content),
-                                offsets=stub.logprob_offsets,
-                                shifted=stub.shifted_logprobs,
-                                top_k=int(body["logprobs"]),
-                            )
-                            if stub.context_logprobs:
-                                _shift_by_context(choice["logprobs"])
-                            if stub.logprob_fn is not None:
-                                _rewrite_logprobs(choice["logprobs"], stub.logprob_fn)
-                    obj = "text_completion"
-                choices = [] if outcome == "empty_choices" else [choice]
-                return self._send(
-                    200,
-                    {
-                        "id": "stub",
-                        "object": obj,
-                        "created": int(time.time()),
-                        "model": body.get("model", "stub"),
-                        "choices": choices,
-                        "usage": usage,
-                    },
-                )
+                return self._send(200, stub.reply_payload(self.path, body, outcome))
 
             def _pause_ends_drip(self, seconds: float) -> bool:
                 """Wait `seconds`; True as soon as the stub stops or the client closes the
