@@ -1,0 +1,28 @@
+"""The registry of import formats: a format's name (`workbench import FORMAT`) -> its reader.
+
+A reader is `(path, ReadOptions) -> list[ImportedTrial]` and raises `ImportInputError` on a
+file it cannot read. A reader needing an optional extra imports it inside its function (with
+an `optional` comment), so this registry imports every reader module without the extras."""
+
+from __future__ import annotations
+
+from experiments.imports import tabular
+from experiments.imports.records import ImportInputError, Reader
+from promptlib.errors import did_you_mean
+
+FORMATS: dict[str, Reader] = {
+    "jsonl": tabular.read_jsonl,
+    "csv": tabular.read_csv,
+    # "inspect", "lm-eval", "promptfoo": registered here by their modules (i23-harness)
+}
+
+
+def reader(name: str) -> Reader:
+    """The reader of format `name`, or a one-line error listing the formats."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ImportInputError(
+            f"unknown import format {name!r}{did_you_mean(name, FORMATS)}; the formats: "
+            f"{', '.join(sorted(FORMATS))}"
+        ) from None
