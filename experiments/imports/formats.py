@@ -6,14 +6,16 @@ an `optional` comment), so this registry imports every reader module without the
 
 from __future__ import annotations
 
-from experiments.imports import tabular
+from experiments.imports import inspect, lmeval, promptfoo, tabular
 from experiments.imports.records import ImportInputError, Reader
 from promptlib.errors import did_you_mean
 
 FORMATS: dict[str, Reader] = {
     "jsonl": tabular.read_jsonl,
     "csv": tabular.read_csv,
-    # "inspect", "lm-eval", "promptfoo": registered here by their modules (i23-harness)
+    "inspect": inspect.read_inspect,
+    "lm-eval": lmeval.read_lmeval,
+    "promptfoo": promptfoo.read_promptfoo,
 }
 
 
