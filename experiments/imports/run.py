@@ -33,7 +33,7 @@ class Tests:
 
 def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
     """Every file's trials, in the order given; a file with none is an error."""
-    read = reader(fmt)
+    read = reader(fmt, ", ".join(map(str, paths)))
     if not paths:
         raise ImportInputError(f"workbench import {fmt}: no files given; name one or more")
     trials: list[ImportedTrial] = []
