@@ -504,3 +504,49 @@ def unreviewed_warning(path: str) -> str:
         "set reviewed: true in the file; until then runs using it are tagged "
         "workbench.unreviewed"
     )
+
+
+# ---- imports (`workbench import`, `workbench compare`) -----------------------------------------
+def _left_out_lines(left_out: Sequence[dict[str, Any]], shown: int = 10) -> list[str]:
+    """The rows left out of the comparisons, grouped by (task, model) and reason."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for x in left_out:
+        groups.setdefault((x["task"], x["model"], x["reason"]), []).append(x["row"])
+    lines = []
+    for (task, model, reason), rows in groups.items():
+        more = f" and {len(rows) - shown} more" if len(rows) > shown else ""
+        lines.append(
+            f"left out of {task} ({model}): {len(rows)} row(s) {reason}, not scored as wrong: "
+            f"{', '.join(rows[:shown])}{more}"
+        )
+    return lines
+
+
+def import_summary(result: dict[str, Any]) -> str:
+    """`workbench import` and `workbench compare`: what was read, the rows left out, the
+    scoring notes, the comparison and across-task tables, sensitivity, where it is tracked."""
+    files = result["files"]
+    tools = f" ({', '.join(result['tools'])})" if result.get("tools") else ""
+    lines = [
+        f"import {result['import']}: {len(result['trials'])} trial(s) from {len(files)} "
+        f"{result['format']} file(s){tools}"
+    ]
+    lines += _left_out_lines(result.get("left_out") or [])
+    lines += [f"note: {n}" for n in result.get("notes") or []]
+    if any(r["metric"] == "accuracy" for r in result["comparisons"]):
+        lines.append(
+            "note: metric 'accuracy' here is the share of rows the source tool scored correct "
+            "(its own scoring); --rescore scores generations with the official LegalBench metric"
+        )
+    lines.append(comparison_table(result["comparisons"]))
+    lines.append(across_table(result["across_tasks"]))
+    lines.append(sensitivity_section(result.get("sensitivity")))
+    tr = result.get("tracking")
+    if tr:
+        how = "already tracked, not logged again" if tr.get("reused") else "tracked"
+        where = f", experiment {tr['experiment']}" if tr.get("experiment") else ""
+        lines.append(f"MLflow: {how}: parent run {tr['run_id']}{where} ({tr['tracking_uri']})")
+        lines.append(f"again, with other tests: workbench compare {result['import']} --help")
+    else:
+        lines.append("MLflow: not tracked (--no-track)")
+    return "\n".join(lines)

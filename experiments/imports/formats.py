@@ -19,12 +19,14 @@ FORMATS: dict[str, Reader] = {
 }
 
 
-def reader(name: str) -> Reader:
-    """The reader of format `name`, or a one-line error listing the formats."""
+def reader(name: str, for_files: str = "") -> Reader:
+    """The reader of format `name`, or a one-line error (naming `for_files`, if given)
+    listing the formats."""
     try:
         return FORMATS[name]
     except KeyError:
+        where = f"{for_files}: " if for_files else ""
         raise ImportInputError(
-            f"unknown import format {name!r}{did_you_mean(name, FORMATS)}; the formats: "
-            f"{', '.join(sorted(FORMATS))}"
+            f"{where}unknown import format {name!r}{did_you_mean(name, FORMATS)}; give one of "
+            f"{', '.join(sorted(FORMATS))} (workbench import FORMAT PATH...)"
         ) from None

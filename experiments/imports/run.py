@@ -1,0 +1,135 @@
+"""An import from files to verdict: read every file, check and pair the arms, compute the
+statistics, and only then track it (so a bad input writes nothing); and the same verdict
+again from a tracked import (`workbench compare`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments import ids
+from experiments.imports.arms import NO_TASK, Arms, to_records
+from experiments.imports.formats import reader
+from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
+from experiments.imports.verdict import N_RESAMPLES, verdict
+from experiments.names import check_name
+from experiments.tracking import Tracker
+from experiments.tracking.imported import download_dir, log_import, read_import
+
+
+@dataclass(frozen=True)
+class Tests:
+    """How an import is compared: the sweep's own choices, same names and defaults."""
+
+    rescore: bool = False
+    comparisons: str = "all_pairs"  # or "best_vs_worst" (the range test over k variants)
+    correction: str = "holm"  # or "bh"
+    across: str = "t"  # or "wilcoxon", "permutation"
+    n_resamples: int = N_RESAMPLES
+
+
+def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
+    """Every file's trials, in the order given; a file with none is an error."""
+    read = reader(fmt, ", ".join(map(str, paths)))
+    if not paths:
+        raise ImportInputError(f"workbench import {fmt}: no files given; name one or more")
+    trials: list[ImportedTrial] = []
+    for path in paths:
+        if not path.is_file():
+            raise ImportInputError(f"{path}: no such file; check the path")
+        found = read(path, opts)
+        if not found:
+            raise ImportInputError(f"{path}: no trials in it; is it a {fmt} results file?")
+        trials += found
+    return trials
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def import_record(
+    fmt: str, paths: Sequence[Path], opts: ReadOptions, name: str | None
+) -> dict[str, Any]:
+    """What identifies an import: format, files (path and sha256) and options; its name
+    (given, else '<format>-<id prefix>')."""
+    files = [{"path": str(p), "sha256": _sha(p)} for p in paths]
+    options = {k: v for k, v in asdict(opts).items() if v is not None}
+    key = ids.import_id(fmt, [f["sha256"] for f in files], options)
+    name = name or f"{fmt}-{key[:12]}"
+    if not check_name(name):
+        raise ImportInputError(
+            f"--name {name!r}: use letters, digits, '_', '-' or '.' (at most 100 characters)"
+        )
+    return {"name": name, "import_id": key, "format": fmt, "options": options, "files": files}
+
+
+def import_results(
+    fmt: str,
+    paths: Sequence[Path],
+    opts: ReadOptions,
+    *,
+    tests: Tests,
+    known_tasks: Collection[str],
+    name: str | None = None,
+    track: bool = True,
+) -> dict[str, Any]:
+    """`workbench import`: the import's verdict document, tracked unless `track` is False."""
+    trials = read_all(fmt, paths, opts)
+    record = import_record(fmt, paths, opts, name)
+    record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
+    arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+    doc = _verdict(record["name"], arms, tests)
+    result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
+              "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
+    if track:
+        tracker = Tracker()
+        result["tracking"] = log_import(
+            tracker, record, list(paths), _trial_logs(trials, arms), doc
+        ) | {"tracking_uri": tracker.config.tracking_uri}
+    return result
+
+
+def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> dict[str, Any]:
+    """`workbench compare NAME`: a tracked import's source files read again, with its format
+    and options, and compared with `tests` (e.g. --rescore, the range test)."""
+    tracker = Tracker()
+    with download_dir() as tmp:
+        record, files = read_import(tracker, name, Path(tmp))
+        opts = ReadOptions(**record["options"])
+        trials = read_all(record["format"], files, opts)
+        arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+    doc = _verdict(name, arms, tests)
+    return {"import": name, "import_id": record["import_id"], "format": record["format"],
+            "files": record["files"], "tools": record.get("tools", []), **doc,
+            "tracking": {"run_id": record["run_id"], "reused": True,
+                         "tracking_uri": tracker.config.tracking_uri}}  # fmt: skip
+
+
+def _verdict(name: str, arms: Arms, tests: Tests) -> dict[str, Any]:
+    return verdict(
+        name, arms, comparisons=tests.comparisons, correction=tests.correction,
+        across=tests.across, n_resamples=tests.n_resamples,
+    )  # fmt: skip
+
+
+def _trial_logs(trials: Sequence[ImportedTrial], arms: Arms) -> list[dict[str, Any]]:
+    """What each trial's child run shows: params, metrics (on the compared rows) and every
+    row as imported."""
+    scored = {(r.task, r.model, r.variant): r for r in arms.records}
+    out = []
+    for t in trials:
+        rec = scored[(t.task or NO_TASK, t.model, t.variant)]
+        params = {"task": rec.task, "model": t.model, "variant": t.variant, "tool": t.tool,
+                  "tool_version": t.tool_version, "source_file": str(t.source_file),
+                  "source_metric": t.metric, "metric": rec.metric}  # fmt: skip
+        metrics = {"score": rec.score, "n": rec.n, "n_imported": len(t.rows),
+                   "n_left_out": len(t.rows) - rec.n}  # fmt: skip
+        rows = [{"row": r.row_id, "epoch": r.epoch, "status": r.status, "correct": r.correct,
+                 "prediction": r.prediction, "answer": r.answer, **dict(r.extra)}
+                for r in t.rows]  # fmt: skip
+        out.append({"params": params, "metrics": metrics, "status": rec.status, "rows": rows})
+    return out
