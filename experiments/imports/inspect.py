@@ -9,6 +9,7 @@ is ever scored as wrong. inspect-ai is the optional extra ``interop``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +28,7 @@ TOOL = "inspect_ai"
 LOG_VERSIONS = (1, 2)  # the log formats inspect_ai 0.3 writes; a newer one is refused
 TOOL_SERIES = "0.3"  # inspect_ai releases whose logs this reader was built and tested on
 SUFFIXES = (".eval", ".json")
+_NEWER_FORMAT = re.compile(r"Unable to read version (\d+) of log format")  # inspect_ai's words
 # inspect_ai's score letters (inspect_ai.scorer CORRECT, INCORRECT, PARTIAL, NOANSWER)
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
@@ -88,6 +90,8 @@ def _read_log(path: Path) -> Any:
         return read_eval_log(str(path))
     except Exception as e:  # inspect_ai raises zip, JSON, pydantic and its own errors
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        if (newer := _NEWER_FORMAT.search(first)) is not None:
+            raise ImportInputError(_unsupported_format(path, int(newer[1]), None)) from None
         raise ImportInputError(
             f"{path}: not a readable inspect_ai eval log ({type(e).__name__}: {first[:160]}); "
             "a truncated file (rerun, or take the log inspect_ai wrote whole), or another "
@@ -100,12 +104,7 @@ def _check_version(path: Path, log: Any) -> str | None:
     reader does not know, and a log of a run that never finished writing."""
     tool_version = (log.eval.packages or {}).get("inspect_ai")
     if log.version not in LOG_VERSIONS:
-        raise ImportInputError(
-            f"{path}: inspect_ai log format {log.version} (written by inspect_ai "
-            f"{tool_version or 'unknown'}) is not supported; this reader reads formats "
-            f"{', '.join(map(str, LOG_VERSIONS))} (inspect_ai {TOOL_SERIES}.x): convert the log "
-            "with that release (`inspect log convert`) or export rows as jsonl"
-        )
+        raise ImportInputError(_unsupported_format(path, log.version, tool_version))
     if tool_version is not None and not _in_series(str(tool_version)):
         raise ImportInputError(
             f"{path}: written by inspect_ai {tool_version}; this reader supports inspect_ai "
@@ -117,6 +116,15 @@ def _check_version(path: Path, log: Any) -> str | None:
             "wait for it to finish, or rerun it"
         )
     return None if tool_version is None else str(tool_version)
+
+
+def _unsupported_format(path: Path, version: int, tool_version: str | None) -> str:
+    return (
+        f"{path}: inspect_ai log format {version} (written by inspect_ai "
+        f"{tool_version or 'unknown'}) is not supported; this reader reads formats "
+        f"{', '.join(map(str, LOG_VERSIONS))} (inspect_ai {TOOL_SERIES}.x): convert the log "
+        "with that release (`inspect log convert`) or export its rows as jsonl"
+    )
 
 
 def _in_series(version: str) -> bool:
