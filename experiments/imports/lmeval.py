@@ -39,7 +39,10 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
                 f"{path}: no results file {results_path.name} beside it (it names the task's "
                 "model and lm-eval version); import the samples where lm-eval wrote them"
             )
-        results = _results(results_path)
+        try:
+            results = _results(results_path)
+        except ImportInputError as e:  # name the file given, then the one at fault
+            raise ImportInputError(f"{path}: its results file {e}") from None
         return _task_trials(path, results, m["task"], opts)
     if (m := _RESULTS.match(path.name)) is not None:
         results = _results(path)
