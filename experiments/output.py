@@ -541,18 +541,19 @@ def import_summary(result: dict[str, Any]) -> str:
     ]
     lines += _left_out_lines(result.get("left_out") or [])
     lines += [f"note: {n}" for n in result.get("notes") or []]
-    if any(r["metric"] == "accuracy" for r in result["comparisons"]):
-        lines.append(
-            "note: metric 'accuracy' here is the share of rows the source tool scored correct "
-            "(its own scoring); --rescore scores generations with the official LegalBench metric"
-        )
     lines.append(comparison_table(result["comparisons"], of="import"))
     lines += [f"pairing: {n}" for n in result.get("pairing") or []]
     lines.append(across_table(result["across_tasks"]))
     lines.append(sensitivity_section(result.get("sensitivity")))
     tr = result.get("tracking")
     if tr:
-        how = "already tracked, not logged again" if tr.get("reused") else "tracked"
+        how = (
+            "read back from"
+            if tr.get("read_back")
+            else "already tracked, not logged again"
+            if tr.get("reused")
+            else "tracked"
+        )
         where = f", experiment {tr['experiment']}" if tr.get("experiment") else ""
         lines.append(f"MLflow: {how}: parent run {tr['run_id']}{where} ({tr['tracking_uri']})")
         lines.append(f"again, with other tests: workbench compare {result['import']} --help")
