@@ -61,7 +61,22 @@ def to_records(
                 rec, note = _by_correctness(t, task, rows)
             records.append(rec)
             notes += [note] if note else []
+        if not official and task in known_tasks:
+            notes.append(_not_official(task, model, arms))
     return Arms(tuple(records), tuple(left), tuple(notes))
+
+
+def _not_official(task: str, model: str, arms: Sequence[ImportedTrial]) -> str:
+    """Says that a LegalBench task's arms are compared on the source's scoring, not the
+    task's official metric, and whether --rescore could use the official one."""
+    source = sorted({t.metric or "correct" for t in arms})
+    official = metrics.official_metric(task)
+    have = all(r.prediction is not None and r.answer is not None for t in arms for r in t.rows)
+    how = "--rescore scores the generations with it" if have else "no generations to rescore"
+    return (
+        f"{task} ({model}): compared on the source's scoring ({', '.join(source)}), not "
+        f"LegalBench's official {official}; {how}"
+    )
 
 
 def _check_arms(trials: Sequence[ImportedTrial]) -> None:

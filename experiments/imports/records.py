@@ -4,6 +4,7 @@ errors, and the one error type a bad input raises (`ImportInputError`: exit 2, o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,3 +94,30 @@ def check_rows(path: Path, rows: tuple[ImportedRow, ...], what: str) -> None:
                 f"{path}: row {row.key!r} of {what} has no score and no prediction with its "
                 "answer; give `correct`, or `prediction` and `answer`, or a failure status"
             )
+
+
+def _release(text: str) -> tuple[int, ...] | None:
+    """The release numbers of a version string ('0.3.46.dev2' -> (0, 3, 46)), or None."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def check_version(
+    path: Path, tool: str, found: str | None, lowest: str, below: str | None = None
+) -> None:
+    """Refuse a file written by a `tool` version outside [lowest, below) (or with none, or
+    an unreadable one): its layout may differ from what the reader knows."""
+    have = _release(found) if found else None
+    low, high = _release(lowest), _release(below) if below else None
+    supported = f"{tool} {lowest} or later" + (f", before {below}" if below else "")
+    if have is None:
+        raise ImportInputError(
+            f"{path}: no readable {tool} version in the file ({found!r}); this reader supports "
+            f"{supported}: is it a {tool} file? write it again with a supported version"
+        )
+    assert low is not None
+    if have < low or (high is not None and have >= high):
+        raise ImportInputError(
+            f"{path}: written by {tool} {found}, an unsupported version; this reader supports "
+            f"{supported}: write the file again with a supported version"
+        )

@@ -105,7 +105,7 @@ def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> 
     doc = _verdict(name, arms, tests)
     return {"import": name, "import_id": record["import_id"], "format": record["format"],
             "files": record["files"], "tools": record.get("tools", []), **doc,
-            "tracking": {"run_id": record["run_id"], "reused": True,
+            "tracking": {"run_id": record["run_id"], "read_back": True,
                          "tracking_uri": tracker.config.tracking_uri}}  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from experiments.analysis import sensitivity_report
 from experiments.imports.arms import Arms
+from experiments.imports.pairing import pairing_notes
 from experiments.sweeps.report import compare
 from experiments.sweeps.spec import NamedVariant, SweepSpec
 from experiments.trials.record import TrialRecord
@@ -54,6 +55,7 @@ def verdict(
     records = list(arms.records)
     spec = _spec(name, records, comparisons, correction, across, n_resamples)
     table, across_rows = compare(spec, records, catalog=None)  # type: ignore[arg-type]
+    pairing = pairing_notes(table, records)
     return {
         "import": name,
         "comparisons": table,
@@ -61,6 +63,7 @@ def verdict(
         "sensitivity": _sensitivity(records, n_resamples),
         "left_out": [asdict(x) for x in arms.left_out],
         "notes": list(arms.notes),
+        "pairing": pairing,
         "trials": [
             {"task": r.task, "model": r.model, "variant": r.variant, "metric": r.metric,
              "score": r.score, "n": r.n}

@@ -127,3 +127,11 @@ def test_a_fractional_score_is_refused_not_rounded() -> None:
                       (ImportedRow("1", 0.5), ImportedRow("2", 1.0)))  # fmt: skip
     with pytest.raises(ImportInputError, match=r"score 0\.5"):
         to_records([t, trial("B", [1, 0], ids=["1", "2"])])
+
+
+def test_a_legalbench_task_compared_on_the_source_scoring_says_so() -> None:
+    arms = to_records([trial("A", [1, 0]), trial("B", [0, 0])], known_tasks={"hearsay"})
+    (note,) = arms.notes
+    assert "not LegalBench's official balanced_accuracy" in note
+    assert "no generations to rescore" in note
+    assert to_records([trial("A", [1, 0]), trial("B", [0, 0])]).notes == ()  # not a known task
