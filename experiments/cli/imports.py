@@ -77,6 +77,14 @@ def import_(
     model_from: Annotated[
         str | None, typer.Option("--model-from", help="The field naming each row's model.")
     ] = None,
+    epochs: Annotated[
+        str | None,
+        typer.Option("--epochs", help="inspect: 'reduce' (as the log says) or 'separate'."),
+    ] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option("--scorer", help="inspect: the scorer; lm-eval: the per-sample metric."),
+    ] = None,
     name: Annotated[
         str | None, typer.Option("--name", help="The import's name (default: FORMAT-<id>).")
     ] = None,
@@ -100,7 +108,7 @@ def import_(
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples)
     result = import_results(
-        fmt, paths, ReadOptions(task, variant_from, model_from), tests=tests,
+        fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
         known_tasks=_known_tasks(data_dir, hf, prompts_dir), name=name, track=not no_track,
     )  # fmt: skip
     typer.echo(output.as_json(result) if as_json else output.import_summary(result))

@@ -2,7 +2,7 @@
 (`inspect_ai.log.read_eval_log`): a trial per log, a row per sample, its score the correctness.
 
 Several epochs are reduced as the log says (its ``reductions``: the task's epoch reducer, e.g.
-``mean`` or ``mode``), or kept apart (``epochs="separate"``: each sample id and epoch is a row,
+``mean`` or ``mode``), or kept apart (``--epochs separate``: each sample id and epoch is a row,
 paired by both). Samples the log's dataset lists but the log lacks (a cancelled or failed run)
 are rows with status ``missing``; a sample that errored is a row with status ``error``; neither
 is ever scored as wrong. inspect-ai is the optional extra ``interop``."""
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from experiments.imports.records import (
     OK,
@@ -20,13 +20,13 @@ from experiments.imports.records import (
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    check_version,
 )
 from experiments.imports.source_fields import call_text, named_by
 
-EpochMode = Literal["reduce", "separate"]
 TOOL = "inspect_ai"
 LOG_VERSIONS = (1, 2)  # the log formats inspect_ai 0.3 writes; a newer one is refused
-TOOL_SERIES = "0.3"  # inspect_ai releases whose logs this reader was built and tested on
+RELEASES = ("0.3", "0.4")  # inspect_ai releases [from, before) this reader was built and tested on
 SUFFIXES = (".eval", ".json")
 _NEWER_FORMAT = re.compile(r"Unable to read version (\d+) of log format")  # inspect_ai's words
 # inspect_ai's score letters (inspect_ai.scorer CORRECT, INCORRECT, PARTIAL, NOANSWER)
@@ -34,12 +34,12 @@ _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 
 
-def read_inspect(
-    path: Path, opts: ReadOptions, *, epochs: EpochMode = "reduce", scorer: str | None = None
-) -> list[ImportedTrial]:
-    """One trial from an inspect_ai eval log; `scorer` picks one of several scorers."""
+def read_inspect(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
+    """One trial from an inspect_ai eval log; ``opts.scorer`` picks one of several scorers,
+    ``opts.epochs`` ``"separate"`` keeps the epochs apart."""
+    epochs, scorer = opts.epochs or "reduce", opts.scorer
     if epochs not in ("reduce", "separate"):
-        raise ImportInputError(f"epochs must be 'reduce' or 'separate', not {epochs!r}")
+        raise ImportInputError(f"{path}: --epochs {epochs}: give 'reduce' or 'separate'")
     log = _read_log(path)
     version = _check_version(path, log)
     name = _scorer(path, log, scorer)
@@ -105,11 +105,7 @@ def _check_version(path: Path, log: Any) -> str | None:
     tool_version = (log.eval.packages or {}).get("inspect_ai")
     if log.version not in LOG_VERSIONS:
         raise ImportInputError(_unsupported_format(path, log.version, tool_version))
-    if tool_version is not None and not _in_series(str(tool_version)):
-        raise ImportInputError(
-            f"{path}: written by inspect_ai {tool_version}; this reader supports inspect_ai "
-            f"{TOOL_SERIES}.x logs: export the rows as jsonl (`workbench import jsonl`)"
-        )
+    check_version(path, TOOL, None if tool_version is None else str(tool_version), *RELEASES)
     if log.status == "started":
         raise ImportInputError(
             f"{path}: the eval was still running (status 'started') when this log was written; "
@@ -122,13 +118,9 @@ def _unsupported_format(path: Path, version: int, tool_version: str | None) -> s
     return (
         f"{path}: inspect_ai log format {version} (written by inspect_ai "
         f"{tool_version or 'unknown'}) is not supported; this reader reads formats "
-        f"{', '.join(map(str, LOG_VERSIONS))} (inspect_ai {TOOL_SERIES}.x): convert the log "
+        f"{', '.join(map(str, LOG_VERSIONS))} (inspect_ai {RELEASES[0]}.x): convert the log "
         "with that release (`inspect log convert`) or export its rows as jsonl"
     )
-
-
-def _in_series(version: str) -> bool:
-    return version == TOOL_SERIES or version.startswith(TOOL_SERIES + ".")
 
 
 def _scorer(path: Path, log: Any, wanted: str | None) -> str:
@@ -149,7 +141,7 @@ def _scorer(path: Path, log: Any, wanted: str | None) -> str:
         return str(headline.scorer)
     raise ImportInputError(
         f"{path}: {'no scorer' if not names else 'several scorers: ' + ', '.join(names)}; "
-        + ("score the eval first (`inspect score`)" if not names else "choose one (scorer=NAME)")
+        + ("score the eval first (`inspect score`)" if not names else "choose one (--scorer NAME)")
     )
 
 
@@ -215,7 +207,7 @@ def _reduced_rows(path: Path, log: Any, scorer: str) -> tuple[list[ImportedRow],
     if not reductions:
         raise ImportInputError(
             f"{path}: {log.eval.config.epochs} epochs but no reduced scores for scorer "
-            f"{scorer!r} in the log; import the epochs kept apart (epochs=separate)"
+            f"{scorer!r} in the log; import the epochs kept apart (--epochs separate)"
         )
     reduction = reductions[0]  # the task's first epoch reducer
     reducer = reduction.reducer or "mean"  # inspect_ai's default reducer
@@ -267,7 +259,7 @@ def score_value(path: Path, value: Any, scorer: str, where: str) -> float:
             pass
     raise ImportInputError(
         f"{path}: {where}: scorer {scorer!r} gave {value!r}, not a correctness (C/I/P/N, a "
-        "boolean or a number); choose a scorer with one value per sample (scorer=NAME)"
+        "boolean or a number); choose a scorer with one value per sample (--scorer NAME)"
     )
 
 

@@ -20,11 +20,12 @@ from experiments.imports.records import (
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    check_version,
 )
 from experiments.imports.source_fields import named_by
 
 TOOL = "lm-evaluation-harness"
-TOOL_SERIES = "0.4"  # lm-eval releases whose files this reader was built and tested on
+RELEASES = ("0.4.3", "0.5")  # lm-eval releases [from, before) this reader knows (0.4.13 tested)
 LEGALBENCH_DATASET = "nguha/legalbench"  # lm-eval's legalbench tasks: dataset_name is the task
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d.\-]+)\.jsonl$")
 _RESULTS = re.compile(r"^results_(?P<date>\d{4}-\d{2}-\d{2}T[\d.\-]+)\.json$")
@@ -75,15 +76,8 @@ def _results(path: Path) -> dict[str, Any]:
         raise ImportInputError(
             f"{path}: not an lm-eval results file (no 'configs'); is it another tool's file?"
         )
-    version = data.get("lm_eval_version")
-    if not isinstance(version, str) or not (
-        version == TOOL_SERIES or version.startswith(TOOL_SERIES + ".")
-    ):
-        raise ImportInputError(
-            f"{path}: written by lm-eval {version or '(no lm_eval_version: before 0.4.3?)'}; "
-            f"this reader supports lm-eval {TOOL_SERIES}.x files: rerun with lm-eval "
-            f"{TOOL_SERIES}, or export the rows as jsonl"
-        )
+    version = data.get("lm_eval_version")  # written since lm-eval 0.4.3
+    check_version(path, "lm-eval", version if isinstance(version, str) else None, *RELEASES)
     return data
 
 
@@ -108,7 +102,7 @@ def _task_trials(
     metric: dict[str, str] = {}
     for n, sample in _lines(samples_path):
         name = str(sample.get("filter") or "none")
-        metric.setdefault(name, _metric(samples_path, n, sample, config))
+        metric.setdefault(name, _metric(samples_path, n, sample, config, opts.scorer))
         by_filter.setdefault(name, []).append(_row(samples_path, n, sample, metric[name]))
     if not by_filter:
         raise ImportInputError(f"{samples_path}: no samples; a run cut short? rerun lm-eval")
@@ -169,10 +163,20 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield n, obj
 
 
-def _metric(path: Path, n: int, sample: Mapping[str, Any], config: Mapping[str, Any]) -> str:
-    """The per-sample metric that is the correctness: the task's first listed metric."""
+def _metric(
+    path: Path, n: int, sample: Mapping[str, Any], config: Mapping[str, Any], wanted: str | None
+) -> str:
+    """The per-sample metric that is the correctness: `wanted` (--scorer), else the task's
+    first listed metric."""
     listed = [str(m) for m in sample.get("metrics") or []]
     listed += [str(m.get("metric")) for m in config.get("metric_list") or [] if isinstance(m, dict)]
+    if wanted is not None:
+        if isinstance(sample.get(wanted), int | float):
+            return wanted
+        raise ImportInputError(
+            f"{path}: line {n} has no per-sample metric {wanted!r} (--scorer); its metrics: "
+            f"{', '.join(dict.fromkeys(listed)) or '(none)'}"
+        )
     for name in listed:
         if isinstance(sample.get(name), int | float):
             return name

@@ -65,6 +65,9 @@ class ReadOptions:
     task: str | None = None  # --task: the LegalBench task, when the file does not say
     variant_from: str | None = None  # --variant-from: the field that names the variant
     model_from: str | None = None  # --model-from: the field that names the model
+    # None (the default) is left out of an import's id, so these keep existing ids unchanged
+    epochs: str | None = None  # --epochs: "reduce" (default) or "separate" (inspect)
+    scorer: str | None = None  # --scorer: the score that is the correctness (inspect, lm-eval)
 
 
 Reader = Callable[[Path, ReadOptions], list[ImportedTrial]]

@@ -235,10 +235,27 @@ def test_epochs_reduced_as_the_log_says_or_kept_apart(logs: dict[str, Path]) -> 
         assert wrong_epochs == (1 if _flipped(i) else 0), (i, epochs)
 
 
+@pytest.mark.data
+def test_workbench_import_keeps_epochs_apart_when_asked(
+    logs: dict[str, Path], tmp_path: Path, lb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wb = Workbench(tmp_path, lb_dir, monkeypatch)
+    counts = {}
+    for mode in ("reduce", "separate"):
+        result = wb("import", "inspect", str(logs["stub_epochs"]), "--epochs", mode, "--task",
+                    "hearsay", "--no-track", "--n-resamples", "200", "--json")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        (trial,) = json.loads(result.stdout)["trials"]
+        counts[mode] = trial["n"]
+    assert counts == {"reduce": EPOCH_ROWS - 1, "separate": 3 * (EPOCH_ROWS - 1)}  # row 3 failed
+    bad = wb("import", "inspect", str(logs["stub_epochs"]), "--epochs", "all", "--no-track")
+    assert bad.exit_code == 2 and "--epochs all: give 'reduce' or 'separate'" in bad.stderr
+
+
 def _separate(path: Path) -> ImportedTrial:
     from experiments.imports.inspect import read_inspect
 
-    (trial,) = read_inspect(path, ReadOptions(), epochs="separate")
+    (trial,) = read_inspect(path, ReadOptions(epochs="separate"))
     return trial
 
 
@@ -279,7 +296,10 @@ def test_bad_inspect_files_are_refused_by_name(logs: dict[str, Path], tmp_path: 
         (cut, "not a readable inspect_ai eval log"),
         (cut_json, "not a readable inspect_ai eval log"),
         (newer, "log format 99"),
-        (old_tool, "inspect_ai 0.2.7; this reader supports inspect_ai 0.3.x"),
+        (
+            old_tool,
+            "written by inspect_ai 0.2.7, an unsupported version; this reader supports inspect_ai 0.3 or later, before 0.4",
+        ),
         (other, "another tool's results"),
         (tmp_path / "r.jsonl", "ends in .eval or .json"),
     ]
@@ -292,4 +312,4 @@ def test_bad_inspect_files_are_refused_by_name(logs: dict[str, Path], tmp_path: 
     with pytest.raises(ImportInputError, match="no scorer 'f1'"):
         from experiments.imports.inspect import read_inspect
 
-        read_inspect(logs["stub_a"], ReadOptions(), scorer="f1")
+        read_inspect(logs["stub_a"], ReadOptions(scorer="f1"))

@@ -139,6 +139,10 @@ def test_the_samples_import_with_the_designed_correctness(run: dict[str, Path]) 
             assert row.prediction == row.extra["filtered_resps"][0]
             assert row.extra["metrics"] == {"exact_match": row.correct}
             assert (row.prediction == row.answer) == bool(row.correct)
+    with pytest.raises(
+        ImportInputError, match=r"no per-sample metric .f1. \(--scorer\); its metrics: exact_match"
+    ):
+        read(run["A"], ReadOptions(scorer="f1"))
     (named,) = read(run["A"], ReadOptions(task="hearsay", variant_from="doc_to_text"))
     assert named.variant == "Variant A. {{text}}\nAnswer:" and named.task == "hearsay"
 
