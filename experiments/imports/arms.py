@@ -105,7 +105,9 @@ def _check_tasks(groups: dict[tuple[str, str], list[ImportedTrial]]) -> None:
             continue
         shapes = {task: frozenset(t.variant for t in arms) for task, arms in tasks.items()}
         if len(set(shapes.values())) > 1:
-            (t1, a1), (t2, a2) = list(tasks.items())[:2]
+            t1 = next(iter(shapes))
+            t2 = next(t for t, shape in shapes.items() if shape != shapes[t1])
+            a1, a2 = tasks[t1], tasks[t2]
             raise ImportInputError(
                 f"{a2[0].source_file}: task {t2!r} but {a1[0].source_file} is task {t1!r} "
                 f"(model {model}): one comparison needs one task; if they are the same task "

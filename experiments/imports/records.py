@@ -53,6 +53,9 @@ class ImportedTrial:
     model: str
     metric: str | None  # the source's own metric name, if any
     rows: tuple[ImportedRow, ...]
+    # files besides `source_file` the reader read for this trial (e.g. lm-eval's results
+    # file beside its samples): tracked with the sources, so `workbench compare` finds them
+    companions: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         check_rows(self.source_file, self.rows, f"{self.variant} / {self.model}")

@@ -51,12 +51,28 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def companions(paths: Sequence[Path], trials: Sequence[ImportedTrial]) -> list[Path]:
+    """The files the readers read besides those given, each once, in the order met."""
+    seen = {p.resolve() for p in paths}
+    out = []
+    for c in (c for t in trials for c in t.companions):
+        if c.resolve() not in seen:
+            seen.add(c.resolve())
+            out.append(c)
+    return out
+
+
 def import_record(
-    fmt: str, paths: Sequence[Path], opts: ReadOptions, name: str | None
+    fmt: str,
+    paths: Sequence[Path],
+    opts: ReadOptions,
+    name: str | None,
+    also: Sequence[Path] = (),
 ) -> dict[str, Any]:
-    """What identifies an import: format, files (path and sha256) and options; its name
-    (given, else '<format>-<id prefix>')."""
-    files = [{"path": str(p), "sha256": _sha(p)} for p in paths]
+    """What identifies an import: format, files (path, sha256, and whether given or read
+    beside one: `also`) and options; its name (given, else '<format>-<id prefix>')."""
+    files = [{"path": str(p), "sha256": _sha(p), "role": "given"} for p in paths]
+    files += [{"path": str(p), "sha256": _sha(p), "role": "companion"} for p in also]
     options = {k: v for k, v in asdict(opts).items() if v is not None}
     key = ids.import_id(fmt, [f["sha256"] for f in files], options)
     name = name or f"{fmt}-{key[:12]}"
@@ -79,7 +95,8 @@ def import_results(
 ) -> dict[str, Any]:
     """`workbench import`: the import's verdict document, tracked unless `track` is False."""
     trials = read_all(fmt, paths, opts)
-    record = import_record(fmt, paths, opts, name)
+    also = companions(paths, trials)
+    record = import_record(fmt, paths, opts, name, also)
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
     arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
     doc = _verdict(record["name"], arms, tests)
@@ -88,7 +105,7 @@ def import_results(
     if track:
         tracker = Tracker()
         result["tracking"] = log_import(
-            tracker, record, list(paths), _trial_logs(trials, arms), doc
+            tracker, record, [*paths, *also], _trial_logs(trials, arms), doc
         ) | {"tracking_uri": tracker.config.tracking_uri}
     return result
 

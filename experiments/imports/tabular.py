@@ -37,9 +37,14 @@ def _text(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ImportInputError(f"{path}: no such file; check the path") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        what = "a zip archive (an inspect_ai .eval log? use `workbench import inspect`)"
+        if path.read_bytes()[:2] != b"PK":
+            what = "not UTF-8 text"
+        raise ImportInputError(f"{path}: {what}; give a results file of this format") from None
+    except OSError as e:
         raise ImportInputError(
-            f"{path}: cannot read it as UTF-8 text ({e}); is it a results file of this format?"
+            f"{path}: cannot read it ({e.strerror or e}); check the path and its permissions"
         ) from None
 
 

@@ -5,6 +5,7 @@ comparisons, and a child run per imported trial; read back by `workbench compare
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -118,13 +119,17 @@ def read_import(tracker: Reports, name: str, into: Path) -> tuple[dict[str, Any]
         )
     run_id = str(runs[0].info.run_id)
     record = json.loads(tracker._artifact_text(run_id, IMPORT_RECORD))
-    files = []
-    for n, f in enumerate(record["files"]):
-        local = tracker.client.download_artifacts(
-            run_id, f"{IMPORT_SOURCES}/{n}/{Path(f['path']).name}", str(into / str(n))
-        )
-        files.append(Path(local))
-    return {**record, "run_id": run_id}, files
+    stored = Path(tracker.client.download_artifacts(run_id, IMPORT_SOURCES, str(into)))
+    names = [Path(f["path"]).name for f in record["files"]]
+    flat = len(set(names)) == len(names)  # side by side, as read: a reader finds companions
+    given = []
+    for n, (f, fname) in enumerate(zip(record["files"], names, strict=True)):
+        local = stored / str(n) / fname
+        if flat:
+            local = Path(shutil.move(local, into / fname))
+        if f.get("role", "given") == "given":
+            given.append(Path(local))
+    return {**record, "run_id": run_id}, given
 
 
 def download_dir() -> tempfile.TemporaryDirectory[str]:

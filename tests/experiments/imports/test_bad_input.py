@@ -32,6 +32,11 @@ def _cut(path: Path) -> Path:
     return path
 
 
+def _binary(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 Case = tuple[str, str, Callable[[Path], Path], list[str]]
 CASES: list[Case] = [
     ("unknown format", "jsonx", lambda d: write_jsonl(d / "r.jsonl", GOOD),
@@ -44,6 +49,13 @@ CASES: list[Case] = [
     ("a JSON document given as jsonl", "jsonl",
      lambda d: write_text(d / "r.json", json.dumps(GOOD, indent=1)),
      ["not a JSON object on its own line"]),
+    ("a zip archive given as jsonl", "jsonl",
+     lambda d: _binary(d / "log.eval", b"PK\x03\x04\xff\xfe binary"),
+     ["zip archive", "workbench import inspect"]),
+    ("variants on different tasks, the first two tasks alike", "jsonl",
+     lambda d: write_jsonl(d / "r.jsonl", [*GOOD, *(r | {"task": "abercrombie"} for r in GOOD),
+                                           GOOD[0] | {"task": "rule_qa"}]),
+     ["task 'rule_qa'", "one comparison needs one task"]),
     ("truncated jsonl", "jsonl", lambda d: _cut(write_jsonl(d / "r.jsonl", GOOD)),
      ["cut off", "truncated"]),
     ("truncated csv", "csv", lambda d: _cut(write_csv(d / "r.csv", GOOD)),

@@ -103,3 +103,35 @@ def test_no_track_writes_no_store(
     result = wb("import", "jsonl", str(path), "--no-track", "--n-resamples", "200")
     assert result.exit_code == 0, result.output
     assert "not tracked" in result.stdout and not (root / "mlflow.db").exists()
+
+
+def test_a_companion_file_is_tracked_and_found_again_by_compare(
+    wb: Workbench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that reads a file beside the one given (as lm-eval's results file gives the
+    model of its samples file): the companion is logged and put beside it again on compare."""
+    from experiments.imports import FORMATS, ImportedTrial, ReadOptions
+    from experiments.imports.tabular import read_jsonl
+
+    def read_with_model_file(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
+        side = path.with_name("model.txt")
+        model = side.read_text().strip()
+        trials = read_jsonl(path, ReadOptions(opts.task, opts.variant_from, "model"))
+        return [
+            ImportedTrial(t.source_file, "sidecar", "1.0", t.task, t.variant, model, None,
+                          t.rows, companions=(side,))
+            for t in trials
+        ]  # fmt: skip
+
+    monkeypatch.setitem(FORMATS, "sidecar", read_with_model_file)
+    (tmp_path / "model.txt").write_text("org/model-x\n")
+    path = write_jsonl(tmp_path / "samples.jsonl", lines(VEC))
+    first = wb("import", "sidecar", str(path), "--name", "side", "--n-resamples", R, "--json")
+    assert first.exit_code == 0, first.output
+    doc = json.loads(first.stdout)
+    assert [f["role"] for f in doc["files"]] == ["given", "companion"]
+    assert doc["comparisons"][0]["model"] == "org/model-x"
+    (tmp_path / "model.txt").unlink()  # compare reads the tracked copy, not this folder
+    again = wb("compare", "side", "--n-resamples", R, "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["comparisons"][0]["p_value"] == doc["comparisons"][0]["p_value"]
