@@ -44,7 +44,7 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
             results = _results(results_path)
         except ImportInputError as e:  # name the file given, then the one at fault
             raise ImportInputError(f"{path}: its results file {e}") from None
-        return _task_trials(path, results, m["task"], opts)
+        return _task_trials(path, results, m["task"], opts, results_path)
     if (m := _RESULTS.match(path.name)) is not None:
         results = _results(path)
         trials = []
@@ -55,7 +55,7 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
                     f"{path}: no samples file {samples.name} for task {task!r}; rerun lm-eval "
                     "with --log_samples"
                 )
-            trials += _task_trials(samples, results, task, opts)
+            trials += _task_trials(samples, results, task, opts, path)
         return trials
     raise ImportInputError(
         f"{path}: not an lm-eval output file name (samples_<task>_<date>.jsonl, written by "
@@ -89,9 +89,14 @@ def _tasks(path: Path, results: Mapping[str, Any]) -> list[str]:
 
 
 def _task_trials(
-    samples_path: Path, results: Mapping[str, Any], task: str, opts: ReadOptions
+    samples_path: Path,
+    results: Mapping[str, Any],
+    task: str,
+    opts: ReadOptions,
+    results_path: Path,
 ) -> list[ImportedTrial]:
-    """A trial per filter of `task` (lm-eval logs each doc once per filter)."""
+    """A trial per filter of `task` (lm-eval logs each doc once per filter); both files are
+    its companions (tracked with the sources, whichever of them was given)."""
     config = results["configs"].get(task)
     if not isinstance(config, dict):
         raise ImportInputError(
@@ -118,6 +123,7 @@ def _task_trials(
             model=_model(samples_path, results, config, opts),
             metric=metric[name],
             rows=tuple(rows),
+            companions=(results_path, samples_path),
         )
         for name, rows in by_filter.items()
     ]

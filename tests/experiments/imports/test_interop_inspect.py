@@ -179,6 +179,9 @@ def test_workbench_import_gives_the_analysis_numbers(
     assert (row["a"], row["b"], row["n"]) == ("A", "B", N_ROWS)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
+    again = wb("compare", "inspect-ab", "--n-resamples", str(R), "--json")  # read back from MLflow
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["comparisons"][0]["p_value"] == row["p_value"]
     assert doc["left_out"] == []
     assert any(t.startswith("inspect_ai 0.3.") for t in doc["tools"]), doc["tools"]
     trials = [r for r in wb.runs("inspect-ab") if r.data.tags["workbench.kind"] != "import"]
@@ -211,6 +214,8 @@ def test_pairing_two_inspect_runs_beats_an_unpaired_test(logs: dict[str, Path]) 
         f"two-proportion z-test p = {z_p:.4f}, Fisher exact p = {fisher_p:.4f}"
     )
     assert row["p_value"] < z_p and row["p_value"] < fisher_p
+    assert row["p_unpaired"] == pytest.approx(z_p)  # the import's own pairing note agrees
+    assert any(f"unpaired z-test on the same {N_ROWS} rows" in n for n in doc["pairing"])
 
 
 def test_epochs_reduced_as_the_log_says_or_kept_apart(logs: dict[str, Path]) -> None:

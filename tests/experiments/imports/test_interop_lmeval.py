@@ -163,6 +163,14 @@ def test_workbench_import_gives_the_analysis_numbers(
     assert (row["a"], row["b"], row["n"]) == (TASKS["A"], TASKS["B"], N_ROWS)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
+    again = wb("compare", "lmeval-ab", "--n-resamples", str(R), "--json")  # read back from MLflow
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["comparisons"][0]["p_value"] == row["p_value"]
+    one = wb("import", "lm-eval", str(run["A"]), str(run["B"]), "--task", "hearsay",
+             "--name", "lmeval-samples", "--n-resamples", str(R), "--json")  # fmt: skip
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout)["comparisons"][0]["p_value"] == row["p_value"]
+    assert wb("compare", "lmeval-samples", "--n-resamples", str(R)).exit_code == 0
     rescored = wb("import", "lm-eval", str(run["results"]), "--task", "hearsay", "--rescore",
                   "--no-track", "--n-resamples", str(R), "--json")  # fmt: skip
     assert rescored.exit_code == 0, rescored.output

@@ -76,6 +76,9 @@ def test_workbench_import_gives_the_analysis_numbers(
     assert (row["a"], row["b"], row["n"]) == ("variant-a", "variant-b", N)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
+    again = wb("compare", "pf-ab", "--n-resamples", str(R), "--json")  # read back from MLflow
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["comparisons"][0]["p_value"] == row["p_value"]
 
 
 def test_a_provider_error_is_a_failure_state_not_a_wrong_answer(tmp_path: Path) -> None:
