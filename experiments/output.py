@@ -541,6 +541,14 @@ def import_summary(result: dict[str, Any]) -> str:
     ]
     lines += _left_out_lines(result.get("left_out") or [])
     lines += [f"note: {n}" for n in result.get("notes") or []]
+    models = {t["model"] for t in result["trials"]}
+    if not result["comparisons"] and len(models) > 1 and result.get("between") != "models":
+        lines.append("one variant per model: to compare the models, add --between models")
+    if result.get("between") == "models":
+        lines.append(
+            "between models: A and B are models, and the 'model' column (shown with more than "
+            "one) names the prompt variant they were both given"
+        )
     lines.append(comparison_table(result["comparisons"], of="import"))
     lines += [f"pairing: {n}" for n in result.get("pairing") or []]
     lines.append(across_table(result["across_tasks"]))

@@ -32,6 +32,14 @@ Comparisons = Annotated[
         "test over the k variants).",
     ),
 ]
+Between = Annotated[
+    str,
+    typer.Option(
+        "--between",
+        help="variants (compare the prompts, per model) or models (compare the models, per "
+        "prompt).",
+    ),
+]
 Correction = Annotated[str, typer.Option("--correction", help="holm or bh.")]
 Across = Annotated[
     str, typer.Option("--across-tasks", help="Across-task test: t, wilcoxon or permutation.")
@@ -40,7 +48,12 @@ Resamples = Annotated[int, typer.Option("--n-resamples", min=100, help="Permutat
 
 
 def _tests(
-    rescore: bool, comparisons: str, correction: str, across: str, n_resamples: int
+    rescore: bool,
+    comparisons: str,
+    correction: str,
+    across: str,
+    n_resamples: int,
+    between: str,
 ) -> Tests:
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.imports.run import Tests
@@ -50,11 +63,12 @@ def _tests(
         "--comparisons": (comparisons, ("all_pairs", "best_vs_worst")),
         "--correction": (correction, ("holm", "bh")),
         "--across-tasks": (across, ("t", "wilcoxon", "permutation")),
+        "--between": (between, ("variants", "models")),
     }
     for option, (value, allowed) in checks.items():
         if value not in allowed:
             raise WorkbenchError(f"{option} {value!r}: use one of {', '.join(allowed)}")
-    return Tests(rescore, comparisons, correction, across, n_resamples)
+    return Tests(rescore, comparisons, correction, across, n_resamples, between)
 
 
 def _known_tasks(data_dir: str | None, hf: bool, prompts_dir: str | None) -> tuple[str, ...]:
@@ -90,6 +104,7 @@ def import_(
     ] = None,
     rescore: Rescore = False,
     comparisons: Comparisons = "all_pairs",
+    between: Between = "variants",
     correction: Correction = "holm",
     across_tasks: Across = "t",
     n_resamples: Resamples = 10_000,
@@ -106,7 +121,7 @@ def import_(
     from experiments.imports.records import ReadOptions
     from experiments.imports.run import import_results
 
-    tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples)
+    tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
     result = import_results(
         fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
         known_tasks=_known_tasks(data_dir, hf, prompts_dir), name=name, track=not no_track,
@@ -120,6 +135,7 @@ def compare(
     name: Annotated[str, typer.Argument(help="An import's name (printed by workbench import).")],
     rescore: Rescore = False,
     comparisons: Comparisons = "all_pairs",
+    between: Between = "variants",
     correction: Correction = "holm",
     across_tasks: Across = "t",
     n_resamples: Resamples = 10_000,
@@ -132,7 +148,7 @@ def compare(
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.imports.run import compare_import
 
-    tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples)
+    tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
     result = compare_import(
         name,
         tests=tests,

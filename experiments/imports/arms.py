@@ -61,7 +61,7 @@ def to_records(
                 rec, note = _by_correctness(t, task, rows)
             records.append(rec)
             notes += [note] if note else []
-        if not official and task in known_tasks:
+        if not official and task in known_tasks and len(arms) > 1:
             notes.append(_not_official(task, model, arms))
     return Arms(tuple(records), tuple(left), tuple(notes))
 

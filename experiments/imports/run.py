@@ -4,6 +4,7 @@ again from a tracked import (`workbench compare`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
@@ -29,6 +30,17 @@ class Tests:
     correction: str = "holm"  # or "bh"
     across: str = "t"  # or "wilcoxon", "permutation"
     n_resamples: int = N_RESAMPLES
+    between: str = "variants"  # or "models": the arms are the models, for each variant
+
+
+def _arms(
+    trials: Sequence[ImportedTrial], tests: Tests, known_tasks: Collection[str]
+) -> tuple[list[ImportedTrial], Arms]:
+    """The trials as compared (with `between="models"`, each trial's model is its arm and its
+    variant the group, so the paired tests compare models on each prompt) and their arms."""
+    if tests.between == "models":
+        trials = [dataclasses.replace(t, variant=t.model, model=t.variant) for t in trials]
+    return list(trials), to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
 
 
 def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
@@ -98,14 +110,14 @@ def import_results(
     also = companions(paths, trials)
     record = import_record(fmt, paths, opts, name, also)
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
-    arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+    compared, arms = _arms(trials, tests, known_tasks)
     doc = _verdict(record["name"], arms, tests)
     result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
               "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
     if track:
         tracker = Tracker()
         result["tracking"] = log_import(
-            tracker, record, [*paths, *also], _trial_logs(trials, arms), doc
+            tracker, record, [*paths, *also], _trial_logs(compared, arms, tests.between), doc
         ) | {"tracking_uri": tracker.config.tracking_uri}
     return result
 
@@ -118,7 +130,7 @@ def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> 
         record, files = read_import(tracker, name, Path(tmp))
         opts = ReadOptions(**record["options"])
         trials = read_all(record["format"], files, opts)
-        arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+        _, arms = _arms(trials, tests, known_tasks)
     doc = _verdict(name, arms, tests)
     return {"import": name, "import_id": record["import_id"], "format": record["format"],
             "files": record["files"], "tools": record.get("tools", []), **doc,
@@ -127,20 +139,21 @@ def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> 
 
 
 def _verdict(name: str, arms: Arms, tests: Tests) -> dict[str, Any]:
-    return verdict(
+    return {"between": tests.between} | verdict(
         name, arms, comparisons=tests.comparisons, correction=tests.correction,
         across=tests.across, n_resamples=tests.n_resamples,
     )  # fmt: skip
 
 
-def _trial_logs(trials: Sequence[ImportedTrial], arms: Arms) -> list[dict[str, Any]]:
-    """What each trial's child run shows: params, metrics (on the compared rows) and every
-    row as imported."""
+def _trial_logs(trials: Sequence[ImportedTrial], arms: Arms, between: str) -> list[dict[str, Any]]:
+    """What each trial's child run shows: params (its own model and variant, whichever way
+    it was compared), metrics (on the compared rows) and every row as imported."""
     scored = {(r.task, r.model, r.variant): r for r in arms.records}
     out = []
     for t in trials:
         rec = scored[(t.task or NO_TASK, t.model, t.variant)]
-        params = {"task": rec.task, "model": t.model, "variant": t.variant, "tool": t.tool,
+        model, variant = (t.variant, t.model) if between == "models" else (t.model, t.variant)
+        params = {"task": rec.task, "model": model, "variant": variant, "tool": t.tool,
                   "tool_version": t.tool_version, "source_file": str(t.source_file),
                   "source_metric": t.metric, "metric": rec.metric}  # fmt: skip
         metrics = {"score": rec.score, "n": rec.n, "n_imported": len(t.rows),

@@ -135,3 +135,20 @@ def test_a_companion_file_is_tracked_and_found_again_by_compare(
     again = wb("compare", "side", "--n-resamples", R, "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["comparisons"][0]["p_value"] == doc["comparisons"][0]["p_value"]
+
+
+def test_between_models_pairs_two_models_on_one_prompt(wb: Workbench, tmp_path: Path) -> None:
+    rows = [r | {"variant": "base", "model": {"A": "m-a", "B": "m-b"}[r["variant"]]}
+            for r in lines(VEC)]  # fmt: skip
+    path = write_jsonl(tmp_path / "models.jsonl", rows)
+    plain = wb("import", "jsonl", str(path), "--no-track", "--n-resamples", R, "--json")
+    assert plain.exit_code == 0 and json.loads(plain.stdout)["comparisons"] == []
+    result = wb("import", "jsonl", str(path), "--between", "models", "--name", "models",
+                "--n-resamples", R, "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["comparisons"]
+    res, _ = _expected()
+    assert (row["a"], row["b"], row["model"]) == ("m-a", "m-b", "base")
+    assert row["p_value"] == res.p_value
+    children = [r for r in wb.runs("models") if r.data.tags["workbench.kind"] == "imported_trial"]
+    assert sorted(r.data.params["model"] for r in children) == ["m-a", "m-b"]
