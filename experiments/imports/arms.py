@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from experiments import metrics
 from experiments.analysis.align import row_order
@@ -16,6 +17,7 @@ from promptlib.errors import did_you_mean
 CORRECTNESS = "accuracy"  # the metric of rows scored by their source: the share correct
 NO_TASK = "(no task)"  # the task of trials whose files name none and no --task was given
 AXIS = "variant"  # the one axis of imported arms: their variant names are the source's labels
+SAMPLE = "sample:"  # a row's cluster key with epochs kept apart: its sample id (`sample_clusters`)
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ def to_records(
     notes: list[str] = []
     for (task, model), arms in groups.items():
         keys, gone = _shared_keys(task, model, arms)
+        _check_same_examples(arms, keys)
         left += gone
         official = rescore or any(r.correct is None for t in arms for r in t.rows if r.key in keys)
         for t in arms:
@@ -61,6 +64,8 @@ def to_records(
                 rec, note = _by_correctness(t, task, rows)
             records.append(rec)
             notes += [note] if note else []
+        if not official:  # after each arm's own checks (a fractional score is named first)
+            _check_one_metric(task, model, arms)
         if not official and task in known_tasks and len(arms) > 1:
             notes.append(_not_official(task, model, arms))
     return Arms(tuple(records), tuple(left), tuple(notes))
@@ -144,6 +149,52 @@ def _shared_keys(
     return keys, gone
 
 
+# what says which example a row is, where the source records it: paired rows must agree
+_IDENTITY = ("answer", "target", "doc_hash", "vars")
+
+
+def _identity(row: ImportedRow) -> dict[str, Any]:
+    fields = {"answer": row.answer, **{k: row.extra.get(k) for k in _IDENTITY[1:]}}
+    return {k: v for k, v in fields.items() if v not in (None, "", {}, [])}
+
+
+def _check_same_examples(arms: Sequence[ImportedTrial], keys: set[str]) -> None:
+    """Rows paired by id must be the same example: an id that is a position (lm-eval's
+    doc_id, promptfoo's test index) pairs different examples when two runs read the data in
+    another order, which no test can see; the gold answer (and lm-eval's doc hash, promptfoo's
+    vars) must agree wherever two arms both record it."""
+    first = arms[0]
+    mine = {r.key: _identity(r) for r in first.rows if r.key in keys}
+    for t in arms[1:]:
+        for r in t.rows:
+            if r.key not in mine:
+                continue
+            theirs = _identity(r)
+            field = next(
+                (k for k in mine[r.key] if k in theirs and theirs[k] != mine[r.key][k]), None
+            )
+            if field is not None:
+                raise ImportInputError(
+                    f"{t.source_file}: row {r.key!r} has {field} {theirs[field]!r} but "
+                    f"{mine[r.key][field]!r} in {first.source_file}: the rows paired by id are "
+                    "not the same examples (runs over the data in another order?); import "
+                    "results of the same data, or give each row an id that names its example"
+                )
+
+
+def _check_one_metric(task: str, model: str, arms: Sequence[ImportedTrial]) -> None:
+    """Arms compared on their source's scoring must be scored by one metric (lm-eval's acc
+    in one and exact_match in the other, or two inspect scorers, is no paired comparison)."""
+    metrics_ = {t.metric or "correct": t for t in arms}
+    if len(metrics_) > 1:
+        (m1, t1), (m2, t2) = list(metrics_.items())[:2]
+        raise ImportInputError(
+            f"{t2.source_file}: {t2.variant} is scored by {m2!r} but {t1.variant} "
+            f"({t1.source_file}) by {m1!r} ({task}, {model}): arms must be scored by one "
+            "metric; choose it with --scorer NAME, or --rescore with the official metric"
+        )
+
+
 def _rows_by_key(t: ImportedTrial, keys: set[str]) -> list[ImportedRow]:
     return sorted((r for r in t.rows if r.key in keys), key=lambda r: row_order(r.key))
 
@@ -207,6 +258,15 @@ def _differs(t: ImportedTrial, metric: str, rows: list[ImportedRow]) -> str | No
     )
 
 
+def sample_clusters(rows: Sequence[ImportedRow]) -> list[str | None]:
+    """The cluster key of each row for the tests: with epochs kept apart, the sample id (a
+    sample's epochs are one observation, swapped and resampled together, never n rows);
+    none (each row its own unit) when no row has an epoch."""
+    if all(r.epoch is None for r in rows):
+        return []
+    return [f"{SAMPLE}{r.row_id}" for r in rows]
+
+
 def _record(
     t: ImportedTrial,
     task: str,
@@ -220,5 +280,6 @@ def _record(
     status = TrialStatus.COMPLETE if rows else TrialStatus.FAILED
     return TrialRecord.of(
         t.variant, metric, [r.key for r in rows], answers, gens, score=score, status=status,
-        task=task, model=t.model, correct=correct, axes={AXIS: t.variant},
+        prompt_hashes=sample_clusters(rows), task=task, model=t.model, correct=correct,
+        axes={AXIS: t.variant},
     )  # fmt: skip

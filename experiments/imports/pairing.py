@@ -36,6 +36,13 @@ def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -
         if row.get("status") != "tested" or row.get("metric") != CORRECTNESS or "k" in row:
             continue
         a, b = by[(row["task"], row["model"], row["a"])], by[(row["task"], row["model"], row["b"])]
+        if row.get("n_clusters") is not None and row["n_clusters"] < row["n"]:
+            notes.append(
+                f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: no unpaired z-test: "
+                f"its {row['n']} rows are the epochs of {row['n_clusters']} samples, not "
+                "independent rows (the paired test resamples each sample's epochs together)"
+            )
+            continue
         p = z_test([c is True for c in a.correct], [c is True for c in b.correct])
         row["p_unpaired"], row["unpaired_test"] = p, TEST
         if p is None:

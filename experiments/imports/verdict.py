@@ -17,6 +17,9 @@ from experiments.trials.record import TrialRecord
 from promptlib.variants import PromptVariant
 
 CLUSTER_BY = "rows"  # imported rows carry no prompt hash: each row is its own unit
+# epochs kept apart: the rows' cluster keys are their sample ids (`arms.sample_clusters`),
+# clustered by the comparisons' "prompt" rule, so a sample's epochs move as one unit
+BY_SAMPLE, SAMPLE_LABEL = "prompt", "sample (its epochs together)"
 N_RESAMPLES = 10_000
 
 
@@ -27,6 +30,7 @@ def _spec(
     correction: str,
     across: str,
     n_resamples: int,
+    cluster_by: str = CLUSTER_BY,
 ) -> SweepSpec:
     """The sweep-shaped description of an import the comparison code reads: its variants
     (names only; their prompts were made elsewhere), tasks, models and tests."""
@@ -37,7 +41,7 @@ def _spec(
         models=tuple(dict.fromkeys(r.model for r in records)), split="test", limit=None,
         sample_seed=0, variants=tuple(NamedVariant(v, PromptVariant()) for v in variants),
         comparisons=comparisons, n_resamples=n_resamples, correction=correction,
-        scoring=None, across_tasks=across, cluster_by=CLUSTER_BY,
+        scoring=None, across_tasks=across, cluster_by=cluster_by,
     )  # fmt: skip
 
 
@@ -53,14 +57,19 @@ def verdict(
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
     left out and the scoring notes (JSON-able)."""
     records = list(arms.records)
-    spec = _spec(name, records, comparisons, correction, across, n_resamples)
+    by_sample = any(r.prompt_hashes for r in records)
+    cluster_by = BY_SAMPLE if by_sample else CLUSTER_BY
+    spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
     table, across_rows = compare(spec, records, catalog=None)  # type: ignore[arg-type]
+    for row in table:
+        if by_sample and row.get("clustered_by") == BY_SAMPLE:
+            row["clustered_by"] = SAMPLE_LABEL
     pairing = pairing_notes(table, records)
     return {
         "import": name,
         "comparisons": table,
         "across_tasks": across_rows,
-        "sensitivity": _sensitivity(records, n_resamples),
+        "sensitivity": _sensitivity(records, n_resamples, cluster_by),
         "left_out": [asdict(x) for x in arms.left_out],
         "notes": list(arms.notes),
         "pairing": pairing,
@@ -72,11 +81,11 @@ def verdict(
     }  # fmt: skip
 
 
-def _sensitivity(records: list[TrialRecord], n_resamples: int) -> dict[str, Any]:
+def _sensitivity(records: list[TrialRecord], n_resamples: int, cluster_by: str) -> dict[str, Any]:
     """The prompt-sensitivity report, or why there is none (never a number it cannot back)."""
     if len({r.variant for r in records}) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}
     try:
-        return sensitivity_report(records, n_resamples=n_resamples, cluster_by=CLUSTER_BY)
+        return sensitivity_report(records, n_resamples=n_resamples, cluster_by=cluster_by)
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}

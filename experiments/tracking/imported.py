@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ from promptlib.errors import WorkbenchError
 
 KIND_IMPORT = "import"
 KIND_TRIAL = "imported_trial"
+# when the import's files were last imported under its name (ms since the epoch), set again on
+# reuse: `workbench compare NAME` reads the run imported last, not the one started last
+IMPORTED_AT = "workbench.imported_at"
 
 
 @_store_op("logging the import")
@@ -60,6 +64,7 @@ def log_import(
     ) as (run_id, found):  # fmt: skip
         out["run_id"] = run_id
         if found and tracker.run_status(run_id) == "FINISHED":
+            tracker.client.set_tag(run_id, IMPORTED_AT, str(time.time_ns() // 1_000_000))
             return out | {"reused": True}
         for child in tracker._children(run_id):  # a failed attempt's: logged again below
             tracker.client.delete_run(child.info.run_id)
@@ -71,6 +76,7 @@ def log_import(
         except BaseException:
             tracker.finish(run_id, ok=False)
             raise
+        tracker.client.set_tag(run_id, IMPORTED_AT, str(time.time_ns() // 1_000_000))
         tracker.finish(run_id, ok=True)
     return out
 
@@ -110,14 +116,13 @@ def read_import(tracker: Reports, name: str, into: Path) -> tuple[dict[str, Any]
         [exp.experiment_id],
         filter_string=f"tags.`{KIND}` = '{KIND_IMPORT}' and attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
-        max_results=1,
     )  # fmt: skip
     if not runs:
         raise WorkbenchError(
             f"no finished import named {name!r} in {tracker.config.tracking_uri}; run "
             "`workbench import FORMAT PATH... --name NAME` first (its output names the import)"
         )
-    run_id = str(runs[0].info.run_id)
+    run_id = str(max(runs, key=_imported_at).info.run_id)
     record = json.loads(tracker._artifact_text(run_id, IMPORT_RECORD))
     stored = Path(tracker.client.download_artifacts(run_id, IMPORT_SOURCES, str(into)))
     names = [Path(f["path"]).name for f in record["files"]]
@@ -130,6 +135,12 @@ def read_import(tracker: Reports, name: str, into: Path) -> tuple[dict[str, Any]
         if f.get("role", "given") == "given":
             given.append(Path(local))
     return {**record, "run_id": run_id}, given
+
+
+def _imported_at(run: Any) -> int:
+    """When a run's files were last imported (its start, for runs logged without the tag)."""
+    stamp = run.data.tags.get(IMPORTED_AT, "")
+    return int(stamp) if stamp.isdigit() else int(run.info.start_time or 0)
 
 
 def download_dir() -> tempfile.TemporaryDirectory[str]:

@@ -135,3 +135,47 @@ def test_a_legalbench_task_compared_on_the_source_scoring_says_so() -> None:
     assert "not LegalBench's official balanced_accuracy" in note
     assert "no generations to rescore" in note
     assert to_records([trial("A", [1, 0]), trial("B", [0, 0])]).notes == ()  # not a known task
+
+
+def test_epochs_kept_apart_are_resampled_as_one_sample_not_n_rows() -> None:
+    """3 epochs of each sample (identical here, as at temperature 0) are 30 observations,
+    not 90: the p-value and interval are those of the 30 samples, and no unpaired z-test is
+    given on the epochs as if they were independent rows."""
+    vec = correctness(30, 0.7, 0.45, seed=4)
+
+    def arm(v: str, epochs: int) -> ImportedTrial:
+        rows = tuple(ImportedRow(str(i), float(c), epoch=e if epochs > 1 else None)
+                     for i, c in enumerate(vec[v]) for e in range(1, epochs + 1))  # fmt: skip
+        return ImportedTrial(Path(f"{v}.eval"), "inspect_ai", "0.3.1", "hearsay", v, "m",
+                             "match", rows)  # fmt: skip
+
+    one = verdict("t", to_records([arm("A", 1), arm("B", 1)]), n_resamples=R)
+    three = verdict("t", to_records([arm("A", 3), arm("B", 3)]), n_resamples=R)
+    (r1,), (r3,) = one["comparisons"], three["comparisons"]
+    assert (r3["n"], r3["n_clusters"]) == (90, 30)
+    assert r3["clustered_by"].startswith("sample")
+    assert r3["p_value"] == r1["p_value"]  # not the smaller p of 90 independent rows
+    assert (r3["ci_low"], r3["ci_high"]) == (r1["ci_low"], r1["ci_high"])
+    assert "p_unpaired" not in r3 and "epochs of 30 samples" in three["pairing"][0]
+
+
+def test_arms_scored_by_different_source_metrics_are_refused() -> None:
+    a, b = trial("A", [1, 1, 0], metric="acc"), trial("B", [1, 0, 0], metric="exact_match")
+    with pytest.raises(ImportInputError, match=r"scored by 'exact_match' but A .* by 'acc'"):
+        to_records([a, b])
+
+
+def test_rows_paired_by_id_that_are_other_examples_are_refused() -> None:
+    """A positional id (lm-eval's doc_id, promptfoo's test index) from runs over the data in
+    another order: the same id, another gold answer (or doc hash); never paired."""
+
+    def arm(v: str, answers: list[str], **extra: object) -> ImportedTrial:
+        rows = tuple(ImportedRow(str(i), 1.0, prediction="Yes", answer=a, extra=dict(extra))
+                     for i, a in enumerate(answers))  # fmt: skip
+        return ImportedTrial(Path(f"{v}.jsonl"), "x", None, "hearsay", v, "m", None, rows)
+
+    with pytest.raises(ImportInputError, match=r"row '0' has answer 'No' but 'Yes' in A\.jsonl"):
+        to_records([arm("A", ["Yes", "No"]), arm("B", ["No", "Yes"])])
+    with pytest.raises(ImportInputError, match="doc_hash 'h2' but 'h1'"):
+        to_records([arm("A", ["Yes", "No"], doc_hash="h1"), arm("B", ["Yes", "No"], doc_hash="h2")])
+    assert len(to_records([arm("A", ["Yes", "No"]), arm("B", ["Yes", "No"])]).records) == 2

@@ -152,3 +152,21 @@ def test_between_models_pairs_two_models_on_one_prompt(wb: Workbench, tmp_path: 
     assert row["p_value"] == res.p_value
     children = [r for r in wb.runs("models") if r.data.tags["workbench.kind"] == "imported_trial"]
     assert sorted(r.data.params["model"] for r in children) == ["m-a", "m-b"]
+
+
+def test_compare_reads_the_files_imported_last_under_a_name(wb: Workbench, tmp_path: Path) -> None:
+    """Files A, then changed files B, then A again under one name: the third import reuses
+    A's run, and `workbench compare NAME` must read A (the last imported), not B."""
+    a = write_jsonl(tmp_path / "a.jsonl", lines(VEC))
+    b = write_jsonl(tmp_path / "b.jsonl", lines(correctness(60, 0.5, 0.5, seed=9)))
+    p = {}
+    for path in (a, b, a):
+        out = wb("import", "jsonl", str(path), "--name", "aba", "--n-resamples", R, "--json")
+        assert out.exit_code == 0, out.output
+        p[path.name] = json.loads(out.stdout)["comparisons"][0]["p_value"]
+    assert p["a.jsonl"] != p["b.jsonl"]
+    again = wb("compare", "aba", "--n-resamples", R, "--json")
+    assert again.exit_code == 0, again.output
+    doc = json.loads(again.stdout)
+    assert [f["path"] for f in doc["files"]] == [str(a)]
+    assert doc["comparisons"][0]["p_value"] == p["a.jsonl"]
