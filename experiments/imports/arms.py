@@ -191,7 +191,8 @@ def _check_one_metric(task: str, model: str, arms: Sequence[ImportedTrial]) -> N
         raise ImportInputError(
             f"{t2.source_file}: {t2.variant} is scored by {m2!r} but {t1.variant} "
             f"({t1.source_file}) by {m1!r} ({task}, {model}): arms must be scored by one "
-            "metric; choose it with --scorer NAME, or --rescore with the official metric"
+            "metric; choose it with --scorer NAME (inspect logs of other epoch counts: "
+            "--epochs separate), or --rescore with the official metric"
         )
 
 

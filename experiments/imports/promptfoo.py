@@ -3,7 +3,8 @@ needed): the prompt is the variant, the provider the model, the test the row (it
 the config's tests), and the assertion outcome the correctness.
 
 A result promptfoo could not grade (a provider error: ``failureReason`` 2) is a row with
-status ``error``, never a wrong answer."""
+status ``error``, never a wrong answer; a test without assertions (promptfoo counts it a
+success, with nothing graded) is a row with status ``ungraded``, never a right one."""
 
 from __future__ import annotations
 
@@ -113,12 +114,14 @@ def _row(path: Path, n: int, result: Mapping[str, Any]) -> ImportedRow:
     response = result.get("response") or {}
     output = response.get("output") if isinstance(response, dict) else None
     test = result.get("testCase") or {}
+    # a test without assertions: promptfoo calls it a success (score 1) with nothing graded
+    ungraded = not errored and not test.get("assert") and not result.get("gradingResult")
     return ImportedRow(
         row_id=str(test_idx),
-        correct=None if errored else float(bool(success)),
+        correct=None if errored or ungraded else float(bool(success)),
         prediction=output if isinstance(output, str) else None,
         answer=_answer(test),
-        status="error" if errored else OK,
+        status="error" if errored else "ungraded" if ungraded else OK,
         extra={
             "description": test.get("description"),
             "vars": result.get("vars") or test.get("vars") or {},

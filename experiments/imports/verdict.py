@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from experiments.analysis import sensitivity_report
+from experiments.analysis.align import row_order
 from experiments.imports.arms import Arms
 from experiments.imports.pairing import pairing_notes
 from experiments.sweeps.report import compare
@@ -34,7 +35,9 @@ def _spec(
 ) -> SweepSpec:
     """The sweep-shaped description of an import the comparison code reads: its variants
     (names only; their prompts were made elsewhere), tasks, models and tests."""
-    variants = list(dict.fromkeys(r.variant for r in records))
+    # in name order, not file order: each pair is oriented (A - B) and its interval drawn the
+    # same way whatever the order of the lines or of the files on the command line
+    variants = sorted({r.variant for r in records}, key=row_order)
     return SweepSpec(
         path=f"import {name}", name=name, description="imported results",
         tasks=tuple(dict.fromkeys(r.task for r in records)), requires=(),
@@ -56,7 +59,7 @@ def verdict(
 ) -> dict[str, Any]:
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
     left out and the scoring notes (JSON-able)."""
-    records = list(arms.records)
+    records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `_spec`
     by_sample = any(r.prompt_hashes for r in records)
     cluster_by = BY_SAMPLE if by_sample else CLUSTER_BY
     spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)

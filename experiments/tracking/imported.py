@@ -23,6 +23,7 @@ from experiments.names import (
     experiment_name,
     import_suffix,
 )
+from experiments.secrets import redact
 from experiments.tracking.reports import Reports
 from experiments.tracking.store import _store_op
 from promptlib.errors import WorkbenchError
@@ -101,7 +102,7 @@ def _log_trial(tracker: Reports, exp: str, parent_id: str, t: Mapping[str, Any])
     run_id = tracker._create_run(exp, name, tags, params)
     tracker._log_metrics(run_id, dict(t["metrics"]))
     rows = "".join(json.dumps(r, default=str) + "\n" for r in t["rows"])
-    tracker.client.log_text(run_id, rows, "rows.jsonl")
+    tracker.client.log_text(run_id, redact(rows), "rows.jsonl")  # e.g. a provider's error
     tracker.finish(run_id, ok=True)
 
 

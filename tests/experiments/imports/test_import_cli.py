@@ -170,3 +170,20 @@ def test_compare_reads_the_files_imported_last_under_a_name(wb: Workbench, tmp_p
     doc = json.loads(again.stdout)
     assert [f["path"] for f in doc["files"]] == [str(a)]
     assert doc["comparisons"][0]["p_value"] == p["a.jsonl"]
+
+
+def test_a_key_in_an_imported_row_is_redacted_in_its_trial_run(
+    wb: Workbench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows keep their source's extra fields (a provider's error message, say), which can
+    quote the key: the trial run's rows.jsonl has it redacted, as the workbench's own runs."""
+    key = "sk-imported-0123456789abcdef"
+    monkeypatch.setenv("SOME_PROVIDER_API_KEY", key)
+    rows = [r | {"error": f"401: bad key {key}"} for r in lines(VEC)]
+    path = write_jsonl(tmp_path / "keyed.jsonl", rows)
+    out = wb("import", "jsonl", str(path), "--name", "keyed", "--n-resamples", "200")
+    assert out.exit_code == 0, out.output
+    children = [r for r in wb.runs("keyed") if r.data.tags["workbench.kind"] == "imported_trial"]
+    texts = [(Path(r.info.artifact_uri.removeprefix("file://")) / "rows.jsonl").read_text()
+             for r in children]  # fmt: skip
+    assert texts and all("bad key" in t and key not in t for t in texts)

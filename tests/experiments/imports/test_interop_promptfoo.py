@@ -95,6 +95,22 @@ def test_a_provider_error_is_a_failure_state_not_a_wrong_answer(tmp_path: Path) 
     assert sum(r.correct == 1.0 for r in a.rows) == sum(EXPECTED["variant-a"]) - 1
 
 
+def test_a_test_without_assertions_is_ungraded_not_a_right_answer(tmp_path: Path) -> None:
+    """promptfoo calls a test with no assertions a success (score 1, no grading result): it
+    is a row with status ungraded and no score, not a correct answer (row 1 of variant-a is
+    wrong in the fixture, so counting it right would raise the score)."""
+    data = json.loads(FIXTURE.read_text())
+    for r in data["results"]["results"]:
+        if r["testIdx"] == 1:
+            r["testCase"].pop("assert", None)
+            r |= {"success": True, "score": 1, "failureReason": 0, "gradingResult": None}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    for t in _read(path):
+        row = next(r for r in t.rows if r.row_id == "1")
+        assert (row.status, row.correct) == ("ungraded", None)
+
+
 def test_bad_promptfoo_files_are_refused_by_name(tmp_path: Path) -> None:
     text = FIXTURE.read_text()
     data = json.loads(text)
