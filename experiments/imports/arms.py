@@ -142,6 +142,13 @@ def _shared_keys(
         else:
             keys.add(key)
     if len(arms) > 1 and not keys:
+        unscored = [x for x in gone if x.reason.startswith("no score")]
+        if unscored:  # the ids are shared; no shared row has a score in every arm
+            raise ImportInputError(
+                f"{arms[0].source_file}: no row of {task} ({model}) has a score in every arm "
+                f"(row {unscored[0].row}: {unscored[0].reason}); a status other than "
+                f"{OK!r} marks a failure state: give status {OK!r} (or none) to scored rows"
+            )
         raise ImportInputError(
             f"{arms[0].source_file}: its rows share no id with {arms[1].source_file} "
             f"({task}, {model}); paired tests need the same row ids in every arm"

@@ -195,3 +195,15 @@ def test_the_order_of_lines_and_files_changes_no_number() -> None:
 
     for comparisons in ("all_pairs", "best_vs_worst"):
         assert run("ABC", comparisons) == run("CBA", comparisons) == run("BCA", comparisons)
+
+
+def test_rows_with_shared_ids_but_no_score_are_not_called_unshared() -> None:
+    """Every row in a failure state (a CSV whose status column says "OK", not "ok"): the
+    error says no row has a score, not that the arms share no id."""
+
+    def arm(v: str) -> ImportedTrial:
+        rows = tuple(ImportedRow(str(i), None, status="OK") for i in range(3))
+        return ImportedTrial(Path(f"{v}.csv"), "csv", None, "hearsay", v, "m", None, rows)
+
+    with pytest.raises(ImportInputError, match=r"no row of hearsay \(m\) has a score .*\(OK\)"):
+        to_records([arm("A"), arm("B")])
