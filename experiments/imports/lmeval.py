@@ -23,6 +23,7 @@ from experiments.imports.records import (
     check_version,
 )
 from experiments.imports.source_fields import named_by
+from experiments.secrets import redact
 
 TOOL = "lm-evaluation-harness"
 RELEASES = ("0.4.3", "0.5")  # lm-eval releases [from, before) this reader knows (0.4.13 tested)
@@ -255,4 +256,5 @@ def _model(
     if isinstance(name, str) and name.strip():
         return name.strip()
     run = results.get("config") or {}
-    return f"{run.get('model', 'unknown')}({run.get('model_args', '')})"
+    # model_args can carry a key (api_key=...): redacted before it names anything
+    return redact(f"{run.get('model', 'unknown')}({run.get('model_args', '')})")

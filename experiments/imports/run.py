@@ -17,6 +17,7 @@ from experiments.imports.formats import reader
 from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
+from experiments.secrets import secret_in
 from experiments.tracking import Tracker
 from experiments.tracking.imported import download_dir, log_import, read_import
 
@@ -57,6 +58,18 @@ def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[Importe
             raise ImportInputError(f"{path}: no trials in it; is it a {fmt} results file?")
         trials += found
     return trials
+
+
+def refuse_secrets(paths: Sequence[Path]) -> None:
+    """Source files are stored in MLflow byte for byte (compare reads them back), so a file
+    holding an API key (say in lm-eval's model_args) is refused, never copied there."""
+    for path in paths:
+        found = secret_in(path.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            raise ImportInputError(
+                f"{path}: holds the value of {found}; its source files are stored in MLflow as "
+                "they are, so remove the key from the file (or import with --no-track)"
+            )
 
 
 def _sha(path: Path) -> str:
@@ -108,6 +121,8 @@ def import_results(
     """`workbench import`: the import's verdict document, tracked unless `track` is False."""
     trials = read_all(fmt, paths, opts)
     also = companions(paths, trials)
+    if track:
+        refuse_secrets([*paths, *also])
     record = import_record(fmt, paths, opts, name, also)
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
     compared, arms = _arms(trials, tests, known_tasks)

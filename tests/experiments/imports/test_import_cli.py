@@ -172,18 +172,21 @@ def test_compare_reads_the_files_imported_last_under_a_name(wb: Workbench, tmp_p
     assert doc["comparisons"][0]["p_value"] == p["a.jsonl"]
 
 
-def test_a_key_in_an_imported_row_is_redacted_in_its_trial_run(
+def test_a_file_holding_a_key_is_refused_before_anything_is_stored(
     wb: Workbench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows keep their source's extra fields (a provider's error message, say), which can
-    quote the key: the trial run's rows.jsonl has it redacted, as the workbench's own runs."""
+    """Source files go to MLflow byte for byte (compare reads them back), so a file quoting
+    the key (a provider's error message in a row, lm-eval's model_args) is refused with the
+    variable's name, never stored; --no-track reads it without storing anything."""
     key = "sk-imported-0123456789abcdef"
     monkeypatch.setenv("SOME_PROVIDER_API_KEY", key)
     rows = [r | {"error": f"401: bad key {key}"} for r in lines(VEC)]
     path = write_jsonl(tmp_path / "keyed.jsonl", rows)
     out = wb("import", "jsonl", str(path), "--name", "keyed", "--n-resamples", "200")
-    assert out.exit_code == 0, out.output
-    children = [r for r in wb.runs("keyed") if r.data.tags["workbench.kind"] == "imported_trial"]
-    texts = [(Path(r.info.artifact_uri.removeprefix("file://")) / "rows.jsonl").read_text()
-             for r in children]  # fmt: skip
-    assert texts and all("bad key" in t and key not in t for t in texts)
+    assert out.exit_code == 2, out.output
+    assert "keyed.jsonl" in out.output and "SOME_PROVIDER_API_KEY" in out.output
+    assert key not in out.output
+    assert wb.runs("keyed") == []
+    untracked = wb("import", "jsonl", str(path), "--no-track", "--n-resamples", "200")
+    assert untracked.exit_code == 0, untracked.output
+    assert key not in untracked.output
