@@ -21,7 +21,7 @@ $(VENV)/.setup-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,local,server,ray]'
+	$(BIN)/pip install --quiet -e '.[dev,local,server,ray,interop]'
 	touch $@
 
 setup: $(VENV)/.setup-local

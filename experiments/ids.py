@@ -7,8 +7,8 @@ on purpose (their `json.dumps` settings, how much of the digest is kept): unifyi
 would change every id one of them ever stored.
 
 Recipes (`json.dumps` settings; hex digits kept):
-- `canonical_sha256` (trial id, rows fingerprint, cache key, variant id): sorted keys, compact
-  separators, non-ASCII kept; 64.
+- `canonical_sha256` (trial id, rows fingerprint, cache key, variant id, import id): sorted
+  keys, compact separators, non-ASCII kept; 64.
 - `spec_id`: sorted keys, compact separators, non-ASCII escaped, `default=str`; 64.
 - `sweep_id`: sorted keys only (default separators, non-ASCII escaped); 64.
 - `study_key`: all defaults (a list: its order is the key); 64.
@@ -52,6 +52,12 @@ def canonical_sha256(obj: Any) -> str:
 def trial_id(identity: Mapping[str, Any]) -> str:
     """A trial's id from its identity (`trials.spec.ResolvedTrial.identity`)."""
     return canonical_sha256(identity)
+
+
+def import_id(fmt: str, file_shas: Sequence[str], options: Mapping[str, Any]) -> str:
+    """An import's id (`workbench import`): its format, its files' contents (sha256 each, in
+    the order given) and its reading options; the same files read the same way are one import."""
+    return canonical_sha256({"format": fmt, "files": list(file_shas), "options": dict(options)})
 
 
 def rows_fingerprint(rows: Sequence[Mapping[str, str]]) -> str:

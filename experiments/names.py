@@ -45,6 +45,10 @@ STUDY_NAME = "workbench.study_name"  # a study's parent run: the study's name
 # marked `reviewed: true`: their paths, '; '-joined (absent once every file is reviewed)
 UNREVIEWED = "workbench.unreviewed"
 GENERATION_KIND = "workbench.generation_kind"  # a `workbench variants generate` run's --kind
+IMPORT_ID = "workbench.import_id"  # a `workbench import` parent run: `ids.import_id`
+IMPORT_NAME = "workbench.import"  # ... and the import's name (its experiment's suffix)
+IMPORT_RECORD = "import.json"  # the import's format, options and source files, on its parent
+IMPORT_SOURCES = "sources"  # the artifact folder of the source files (one subfolder per file)
 
 
 # ---- metric, param and prompt names ------------------------------------------------------------
@@ -112,6 +116,11 @@ def generate_suffix(task: str) -> str:
     """The experiment suffix of a task's text generations (`workbench variants generate`):
     'generate/<task>'."""
     return f"generate/{task}"
+
+
+def import_suffix(import_name: str) -> str:
+    """The experiment suffix of an import of results made elsewhere: 'import/<name>'."""
+    return f"import/{import_name}"
 
 
 def study_suffix(study_name: str) -> str:

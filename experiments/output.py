@@ -111,13 +111,16 @@ def _invalid_by_arm(trials: Sequence[dict[str, Any]] | None) -> dict[tuple[Any, 
 
 
 def comparison_table(
-    table: list[dict[str, Any]], trials: Sequence[dict[str, Any]] | None = None
+    table: list[dict[str, Any]],
+    trials: Sequence[dict[str, Any]] | None = None,
+    of: str = "sweep",
 ) -> str:
     """The comparisons of a sweep, one line each, and a footnote saying how p was computed.
 
     `trials` (per-trial rows with model, task, variant and invalid_rate) adds the columns
     'inv A' / 'inv B': the share of each arm's rows whose output is not a valid label
-    ('-' when unknown, e.g. a task without a label set).
+    ('-' when unknown, e.g. a task without a label set). `of` names what the comparisons
+    belong to ("sweep", or "import": its metric may be the source tool's own scoring).
     """
     if not table:
         return "no comparisons (nothing to compare)"
@@ -139,7 +142,7 @@ def comparison_table(
     if not tested:
         out.append("no comparison was tested: every one involves an incomplete trial")
         return "\n".join(out)
-    out.append(_comparison_footnote(tested, show_invalid))
+    out.append(_comparison_footnote(tested, show_invalid, of))
     return "\n".join(out)
 
 
@@ -175,11 +178,16 @@ def _comparison_rows(
     return out
 
 
-def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool) -> str:
+def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: str) -> str:
     """How the tested comparisons were computed: metric, units, test, interval, MDE, correction."""
     first = tested[0]
     metrics = sorted({r["metric"] for r in tested})
-    parts = [f"metric: each task's official metric ({', '.join(metrics)}), diff = A - B"]
+    what = (
+        "each task's official metric"
+        if of == "sweep"
+        else "the official metric, or 'accuracy': the share of rows the source tool scored correct"
+    )
+    parts = [f"metric: {what} ({', '.join(metrics)}), diff = A - B"]
     parts.append(
         "n: rows; clus: clusters of rows given the same prompt (or by the sweep's cluster_by), "
         "the units the tests swap and resample"
@@ -213,7 +221,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool) -> st
             "where its validation measured the true power off 0.80 +- 0.05: see mde_note)"
         )
     parts.append(
-        f"p corr: {first.get('correction', 'Holm')} across this sweep's {len(tested)} "
+        f"p corr: {first.get('correction', 'Holm')} across this {of}'s {len(tested)} "
         "tested comparisons"
     )
     return ". ".join(parts) + "."
@@ -518,3 +526,59 @@ def unreviewed_warning(path: str) -> str:
         "set reviewed: true in the file; until then runs using it are tagged "
         "workbench.unreviewed"
     )
+
+
+# ---- imports (`workbench import`, `workbench compare`) -----------------------------------------
+def _left_out_lines(left_out: Sequence[dict[str, Any]], shown: int = 10) -> list[str]:
+    """The rows left out of the comparisons, grouped by (task, model) and reason."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for x in left_out:
+        groups.setdefault((x["task"], x["model"], x["reason"]), []).append(x["row"])
+    lines = []
+    for (task, model, reason), rows in groups.items():
+        more = f" and {len(rows) - shown} more" if len(rows) > shown else ""
+        lines.append(
+            f"left out of {task} ({model}): {len(rows)} row(s) {reason}, not scored as wrong: "
+            f"{', '.join(rows[:shown])}{more}"
+        )
+    return lines
+
+
+def import_summary(result: dict[str, Any]) -> str:
+    """`workbench import` and `workbench compare`: what was read, the rows left out, the
+    scoring notes, the comparison and across-task tables, sensitivity, where it is tracked."""
+    files = result["files"]
+    tools = f" ({', '.join(result['tools'])})" if result.get("tools") else ""
+    lines = [
+        f"import {result['import']}: {len(result['trials'])} trial(s) from {len(files)} "
+        f"{result['format']} file(s){tools}"
+    ]
+    lines += _left_out_lines(result.get("left_out") or [])
+    lines += [f"note: {n}" for n in result.get("notes") or []]
+    models = {t["model"] for t in result["trials"]}
+    if not result["comparisons"] and len(models) > 1 and result.get("between") != "models":
+        lines.append("one variant per model: to compare the models, add --between models")
+    if result.get("between") == "models":
+        lines.append(
+            "between models: A and B are models, and the 'model' column (shown with more than "
+            "one) names the prompt variant they were both given"
+        )
+    lines.append(comparison_table(result["comparisons"], of="import"))
+    lines += [f"pairing: {n}" for n in result.get("pairing") or []]
+    lines.append(across_table(result["across_tasks"]))
+    lines.append(sensitivity_section(result.get("sensitivity")))
+    tr = result.get("tracking")
+    if tr:
+        how = (
+            "read back from"
+            if tr.get("read_back")
+            else "already tracked, not logged again"
+            if tr.get("reused")
+            else "tracked"
+        )
+        where = f", experiment {tr['experiment']}" if tr.get("experiment") else ""
+        lines.append(f"MLflow: {how}: parent run {tr['run_id']}{where} ({tr['tracking_uri']})")
+        lines.append(f"again, with other tests: workbench compare {result['import']} --help")
+    else:
+        lines.append("MLflow: not tracked (--no-track)")
+    return "\n".join(lines)

@@ -145,6 +145,18 @@ def _replace_all(pattern: re.Pattern[str], replacement: str, text: str) -> str:
     return pattern.sub(lambda _match: replacement, text)
 
 
+def secret_in(text: str) -> str | None:
+    """What `redact` would call a certain secret in `text` (a secret environment variable's
+    name, or "an sk- key"), else None: for files kept byte for byte, which cannot be
+    redacted and so must be refused."""
+    for name, value in _secrets():
+        if len(value) >= _ANYWHERE_LENGTH and value in text:
+            return name
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text):
+            return name
+    return "an sk- key" if _SK_KEY.search(text) else None
+
+
 def redact(text: str) -> str:
     """`text` with secret environment values, sk- keys, URL passwords and the values of
     secret-named parameters hidden."""

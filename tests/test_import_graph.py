@@ -200,6 +200,7 @@ LAYERS = (
     ("tracking",),
     ("generate",),
     ("sweeps", "optimize"),
+    ("imports",),  # other tools' results read into trials, compared as a sweep's are
     ("testing",),
     ("cli",),
     ("experiments",),  # experiments/__init__.py, the package face

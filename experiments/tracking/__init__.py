@@ -3,7 +3,7 @@
 The only package that imports mlflow. Modules: `store` (mlflow.yaml, the client, locks, store
 errors), `base` + one mixin per job composing `tracker.Tracker`
 (`parents`, `trial_runs`, `single_runs`, `reports`, `registry`), `grades` (a graded CSV into a
-trial), `ui` (`workbench ui`).
+trial), `imported` (`workbench import`'s runs), `ui` (`workbench ui`).
 """
 
 from experiments.tracking.grades import import_grades

@@ -1,0 +1,55 @@
+"""What pairing buys: beside each paired test on 0/1 correctness, the p-value the unpaired
+two-proportion z-test gives on the very same rows (the test lm-evaluation-harness's comparison
+uses, #3831). A note for the reader, never the verdict: the verdict is the paired test's."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from experiments.imports.arms import CORRECTNESS
+from experiments.trials.record import TrialRecord
+
+TEST = "unpaired two-proportion z-test (pooled), two-sided"
+
+
+def z_test(a: Sequence[bool], b: Sequence[bool]) -> float | None:
+    """Two-sided p of the pooled two-proportion z-test of share(a) = share(b); None when it
+    is undefined (no rows, or every row right or every row wrong in both arms)."""
+    n_a, n_b = len(a), len(b)
+    if not n_a or not n_b:
+        return None
+    pooled = (sum(a) + sum(b)) / (n_a + n_b)
+    var = pooled * (1 - pooled) * (1 / n_a + 1 / n_b)
+    if var <= 0:
+        return None
+    z = (sum(a) / n_a - sum(b) / n_b) / math.sqrt(var)
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -> list[str]:
+    """For each tested pair on correctness: both p-values (adds `p_unpaired` to its row)."""
+    by = {(r.task, r.model, r.variant): r for r in records}
+    notes = []
+    for row in table:
+        if row.get("status") != "tested" or row.get("metric") != CORRECTNESS or "k" in row:
+            continue
+        a, b = by[(row["task"], row["model"], row["a"])], by[(row["task"], row["model"], row["b"])]
+        if row.get("n_clusters") is not None and row["n_clusters"] < row["n"]:
+            notes.append(
+                f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: no unpaired z-test: "
+                f"its {row['n']} rows are the epochs of {row['n_clusters']} samples, not "
+                "independent rows (the paired test resamples each sample's epochs together)"
+            )
+            continue
+        p = z_test([c is True for c in a.correct], [c is True for c in b.correct])
+        row["p_unpaired"], row["unpaired_test"] = p, TEST
+        if p is None:
+            continue
+        notes.append(
+            f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: paired p = "
+            f"{row['p_value']:.4f}; unpaired z-test on the same {row['n']} rows p = {p:.4f} "
+            "(ignores that the rows are shared; the paired p is the verdict)"
+        )
+    return notes

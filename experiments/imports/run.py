@@ -1,0 +1,180 @@
+"""An import from files to verdict: read every file, check and pair the arms, compute the
+statistics, and only then track it (so a bad input writes nothing); and the same verdict
+again from a tracked import (`workbench compare`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments import ids
+from experiments.imports.arms import NO_TASK, Arms, to_records
+from experiments.imports.formats import reader
+from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
+from experiments.imports.verdict import N_RESAMPLES, verdict
+from experiments.names import check_name
+from experiments.secrets import secret_in
+from experiments.tracking import Tracker
+from experiments.tracking.imported import download_dir, log_import, read_import
+
+
+@dataclass(frozen=True)
+class Tests:
+    """How an import is compared: the sweep's own choices, same names and defaults."""
+
+    rescore: bool = False
+    comparisons: str = "all_pairs"  # or "best_vs_worst" (the range test over k variants)
+    correction: str = "holm"  # or "bh"
+    across: str = "t"  # or "wilcoxon", "permutation"
+    n_resamples: int = N_RESAMPLES
+    between: str = "variants"  # or "models": the arms are the models, for each variant
+
+
+def _arms(
+    trials: Sequence[ImportedTrial], tests: Tests, known_tasks: Collection[str]
+) -> tuple[list[ImportedTrial], Arms]:
+    """The trials as compared (with `between="models"`, each trial's model is its arm and its
+    variant the group, so the paired tests compare models on each prompt) and their arms."""
+    if tests.between == "models":
+        trials = [dataclasses.replace(t, variant=t.model, model=t.variant) for t in trials]
+    return list(trials), to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+
+
+def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
+    """Every file's trials, in the order given; a file with none is an error."""
+    read = reader(fmt, ", ".join(map(str, paths)))
+    if not paths:
+        raise ImportInputError(f"workbench import {fmt}: no files given; name one or more")
+    trials: list[ImportedTrial] = []
+    for path in paths:
+        if not path.is_file():
+            raise ImportInputError(f"{path}: no such file; check the path")
+        found = read(path, opts)
+        if not found:
+            raise ImportInputError(f"{path}: no trials in it; is it a {fmt} results file?")
+        trials += found
+    return trials
+
+
+def refuse_secrets(paths: Sequence[Path]) -> None:
+    """Source files are stored in MLflow byte for byte (compare reads them back), so a file
+    holding an API key (say in lm-eval's model_args) is refused, never copied there."""
+    for path in paths:
+        found = secret_in(path.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            raise ImportInputError(
+                f"{path}: holds the value of {found}; its source files are stored in MLflow as "
+                "they are, so remove the key from the file (or import with --no-track)"
+            )
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def companions(paths: Sequence[Path], trials: Sequence[ImportedTrial]) -> list[Path]:
+    """The files the readers read besides those given, each once, in the order met."""
+    seen = {p.resolve() for p in paths}
+    out = []
+    for c in (c for t in trials for c in t.companions):
+        if c.resolve() not in seen:
+            seen.add(c.resolve())
+            out.append(c)
+    return out
+
+
+def import_record(
+    fmt: str,
+    paths: Sequence[Path],
+    opts: ReadOptions,
+    name: str | None,
+    also: Sequence[Path] = (),
+) -> dict[str, Any]:
+    """What identifies an import: format, files (path, sha256, and whether given or read
+    beside one: `also`) and options; its name (given, else '<format>-<id prefix>')."""
+    files = [{"path": str(p), "sha256": _sha(p), "role": "given"} for p in paths]
+    files += [{"path": str(p), "sha256": _sha(p), "role": "companion"} for p in also]
+    options = {k: v for k, v in asdict(opts).items() if v is not None}
+    key = ids.import_id(fmt, [f["sha256"] for f in files], options)
+    name = name or f"{fmt}-{key[:12]}"
+    if not check_name(name):
+        raise ImportInputError(
+            f"--name {name!r}: use letters, digits, '_', '-' or '.' (at most 100 characters)"
+        )
+    return {"name": name, "import_id": key, "format": fmt, "options": options, "files": files}
+
+
+def import_results(
+    fmt: str,
+    paths: Sequence[Path],
+    opts: ReadOptions,
+    *,
+    tests: Tests,
+    known_tasks: Collection[str],
+    name: str | None = None,
+    track: bool = True,
+) -> dict[str, Any]:
+    """`workbench import`: the import's verdict document, tracked unless `track` is False."""
+    trials = read_all(fmt, paths, opts)
+    also = companions(paths, trials)
+    if track:
+        refuse_secrets([*paths, *also])
+    record = import_record(fmt, paths, opts, name, also)
+    record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
+    compared, arms = _arms(trials, tests, known_tasks)
+    doc = _verdict(record["name"], arms, tests)
+    result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
+              "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
+    if track:
+        tracker = Tracker()
+        result["tracking"] = log_import(
+            tracker, record, [*paths, *also], _trial_logs(compared, arms, tests.between), doc
+        ) | {"tracking_uri": tracker.config.tracking_uri}
+    return result
+
+
+def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> dict[str, Any]:
+    """`workbench compare NAME`: a tracked import's source files read again, with its format
+    and options, and compared with `tests` (e.g. --rescore, the range test)."""
+    tracker = Tracker()
+    with download_dir() as tmp:
+        record, files = read_import(tracker, name, Path(tmp))
+        opts = ReadOptions(**record["options"])
+        trials = read_all(record["format"], files, opts)
+        _, arms = _arms(trials, tests, known_tasks)
+    doc = _verdict(name, arms, tests)
+    return {"import": name, "import_id": record["import_id"], "format": record["format"],
+            "files": record["files"], "tools": record.get("tools", []), **doc,
+            "tracking": {"run_id": record["run_id"], "read_back": True,
+                         "tracking_uri": tracker.config.tracking_uri}}  # fmt: skip
+
+
+def _verdict(name: str, arms: Arms, tests: Tests) -> dict[str, Any]:
+    return {"between": tests.between} | verdict(
+        name, arms, comparisons=tests.comparisons, correction=tests.correction,
+        across=tests.across, n_resamples=tests.n_resamples,
+    )  # fmt: skip
+
+
+def _trial_logs(trials: Sequence[ImportedTrial], arms: Arms, between: str) -> list[dict[str, Any]]:
+    """What each trial's child run shows: params (its own model and variant, whichever way
+    it was compared), metrics (on the compared rows) and every row as imported."""
+    scored = {(r.task, r.model, r.variant): r for r in arms.records}
+    out = []
+    for t in trials:
+        rec = scored[(t.task or NO_TASK, t.model, t.variant)]
+        model, variant = (t.variant, t.model) if between == "models" else (t.model, t.variant)
+        params = {"task": rec.task, "model": model, "variant": variant, "tool": t.tool,
+                  "tool_version": t.tool_version, "source_file": str(t.source_file),
+                  "source_metric": t.metric, "metric": rec.metric}  # fmt: skip
+        metrics = {"score": rec.score, "n": rec.n, "n_imported": len(t.rows),
+                   "n_left_out": len(t.rows) - rec.n}  # fmt: skip
+        rows = [{"row": r.row_id, "epoch": r.epoch, "status": r.status, "correct": r.correct,
+                 "prediction": r.prediction, "answer": r.answer, **dict(r.extra)}
+                for r in t.rows]  # fmt: skip
+        out.append({"params": params, "metrics": metrics, "status": rec.status, "rows": rows})
+    return out
