@@ -110,7 +110,7 @@ def sweep(
     if dry_run:
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
         items, skipped = dry_run_items(
-            catalog, planned, trial_plan(spec, planned, models), setup.lm
+            catalog, planned, trial_plan(spec, planned, models), setup.lm, spec
         )
         notes = note_items(planned)
         typer.echo(
