@@ -26,6 +26,7 @@ from experiments.sweeps.plan import (
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
 from experiments.sweeps.sequential import (
+    MemoryCache,
     SequentialRun,
     check_metrics,
     order_trials,
@@ -102,6 +103,7 @@ def run_sweep(
         if texts:
             mark_unreviewed(tracker, parent.run_id, unchecked)
         if spec.sequential is not None:
+            cache = cache if cache is not None else MemoryCache()  # `MemoryCache`: why
             seq = run_sequential(
                 spec.sequential, spec.comparisons, plan, resolved,
                 lms=lms, catalog=catalog, cache=cache, progress=progress,

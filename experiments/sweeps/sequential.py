@@ -33,6 +33,7 @@ from experiments.analysis.sequential import (
     PairedSequence,
     row_order,
 )
+from experiments.llm.types import Completion
 from experiments.metrics import score
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.design import SequentialDesign
@@ -42,6 +43,22 @@ from experiments.trials.record import Prediction
 from experiments.trials.run import run_trial
 from experiments.trials.spec import ResolvedTrial
 from promptlib.tasks import Catalog
+
+
+class MemoryCache:
+    """A sweep-long response cache in memory, for a sequential sweep run without one
+    (``--no-cache``): its trials are logged after the loop from the loop's answers, never
+    by calling the model for those rows a second time."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Completion] = {}
+
+    def get(self, key: str) -> Completion | None:
+        return self._items.get(key)
+
+    def put(self, key: str, completion: Completion) -> None:
+        if completion.error is None and completion.text is not None:  # as ResponseCache
+            self._items[key] = completion
 
 
 @dataclass

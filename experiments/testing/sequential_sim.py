@@ -12,7 +12,7 @@ YAML spec, planning (paired rows), the design's row order, rendering, the runner
 LegalBench scoring, and the sequence or the elimination (`experiments.sweeps.sequential`).
 Only MLflow logging is left out (it adds nothing to the numbers and a second per run).
 `task_dir` writes a LegalBench-layout copy of a binary task with a set class balance
-(80/20 for the balanced-accuracy size check).
+(80/20 for the balanced-accuracy size check), one row per distinct text.
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ class SetAccuracyLM:
 
 
 def task_dir(dst: Path, source: Path, task: str, n: int, minority: float, seed: int = 0) -> Path:
-    """A LegalBench-layout folder under `dst` holding `task` with `n` test rows whose answers
-    are ``Yes`` on a `minority` share (the rows' texts are the task's own; the simulated model
-    reads only the answers). Returns the folder to point a `Catalog` at."""
+    """A LegalBench-layout folder under `dst` holding `task` with `n` test rows of distinct
+    texts whose answers are ``Yes`` on a `minority` share (the texts are the task's own; the
+    simulated model reads only the answers). Returns the folder to point a `Catalog` at."""
     import numpy as np
 
     src = source / "tasks" / task
@@ -100,9 +100,12 @@ def task_dir(dst: Path, source: Path, task: str, n: int, minority: float, seed: 
         shutil.rmtree(out)
     shutil.copytree(src, out)
     with (src / "test.tsv").open(newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+        read = list(csv.DictReader(f, delimiter="\t"))
+    # one row per text: a repeated text is the same prompt, answered once (a cache hit), so
+    # a simulation's rows would not be independent draws
+    rows = list({r["text"]: r for r in reversed(read)}.values())[::-1]
     if len(rows) < n:
-        raise ValueError(f"{task} has {len(rows)} test rows, fewer than {n}")
+        raise ValueError(f"{task} has {len(rows)} test rows of distinct texts, fewer than {n}")
     rows = rows[:n]
     yes = set(np.random.default_rng(seed).permutation(n)[: round(n * minority)].tolist())
     for i, row in enumerate(rows):
