@@ -317,7 +317,8 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
         f"design: sequential, looks after every {first['batch']} rows; sequence: "
         f"{first['sequence']}; interval: anytime-valid at level {first['alpha']:.4g} per "
         f"comparison (family {first['family_alpha']}, Bonferroni over {len(rows)}), of A - B "
-        f"in the task's metric over its planned rows; A, B: the best and worst variant for "
+        "in the task's metric (excluding 0 holds its level exactly when A's and B's replies "
+        "are exchangeable on every row); A, B: the best and worst variant for "
         f"best_vs_worst/all_pairs (successive elimination){delta}. rows: on both arms at the "
         "stop; scores on those rows. No p-values: a fixed-design test on rows chosen by "
         "stopping would not hold its level."
@@ -440,7 +441,9 @@ def optimize_report(r: dict[str, Any]) -> str:
         + (" !" if h.get("ci_note") else ""),
         f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]"
         + (" !" if b.get("ci_note") else ""),
-        f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})",
+        f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})"
+        if r.get("p_value") is not None
+        else f"best vs base on held-out:  {r['test']}",
     ]
     # a flagged interval (degenerate, or of unknown coverage) is never shown without its sign
     lines += [

@@ -203,6 +203,17 @@ def optimize(
         typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
     ] = None,
     scoring: ScoringOpt = Scoring.generate,
+    verdict: Annotated[
+        str,
+        typer.Option(
+            "--verdict",
+            help="fixed (every held-out row, permutation test) or sequential (rows in batches "
+            "until an anytime-valid interval of best - base decides).",
+        ),
+    ] = "fixed",
+    verdict_batch: Annotated[
+        int, typer.Option("--verdict-batch", min=1, help="Rows per look of --verdict sequential.")
+    ] = 10,
     space: Annotated[
         str,
         typer.Option(
@@ -273,6 +284,8 @@ def optimize(
         scoring=SCORINGS[scoring],
         space=space,
         instruction_files=tuple(instruction_file or ()),
+        heldout_design=verdict,
+        heldout_batch=verdict_batch,
     )
     for path in [f.label for f in cfg.files if f.reviewed is False]:
         typer.echo(output.unreviewed_warning(path), err=True)

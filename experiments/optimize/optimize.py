@@ -191,6 +191,7 @@ def _optimize(
         prompt_registry=report["prompt_registry"],
         pruner=cfg.pruner if cfg.method == "optuna" else None,
         search_model_calls=found.calls,
+        sequential=report.get("sequential"),
     )
 
 
