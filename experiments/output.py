@@ -449,6 +449,14 @@ def optimize_report(r: dict[str, Any]) -> str:
     lines += [
         f"! {arm} CI: {x['ci_note']}" for arm, x in (("best", h), ("base", b)) if x.get("ci_note")
     ]
+    if r.get("cost"):
+        c = r["cost"]
+        share = "" if c.get("share_of_grid") is None else f" ({c['share_of_grid']:.0%})"
+        lines.append(
+            f"model calls: {c['model_calls']} made now (search {c['search_calls']}, verdict "
+            f"{c['verdict_calls']}) of the full grid's {c['grid_calls']}{share}: every trial "
+            "on every dev row, both prompts on every judged held-out row"
+        )
     if r.get("prompt_registry"):
         lines.append(f"registered: {r['prompt_registry']}")
     lines += [f"note: {n}" for n in r.get("search_notes") or []]

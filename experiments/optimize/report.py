@@ -34,6 +34,9 @@ class OptimizeReport:
     n_reused: int = 0  # proposals answered from a trial that had evaluated the same prompt
     n_invalid: int = 0  # proposals of levels no LegalBench prompt combines (not evaluated)
     sequential: dict[str, Any] | None = None  # the sequential held-out verdict, when asked
+    # model calls made against the full grid's: every trial on every dev row, both prompts
+    # on every judged held-out row (`experiments.optimize.optimize._cost`)
+    cost: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

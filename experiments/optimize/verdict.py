@@ -48,11 +48,13 @@ def _verdict(
         allowed &= {r["index"] for r in evaluation_rows(bound, task, cfg.split)[0]}
     judged = tuple(i for i in judged if i in allowed)
     seq: dict[str, Any] | None = None
+    planned = len(judged)
     if cfg.heldout_design == "sequential":  # rows in batches until the verdict is clear
         cache = cache if cache is not None else MemoryCache()  # the arms' rows, once each
         seq, judged = _sequential(cfg, catalog, lm, best_variant, judged, rows, cache)
     best_res = _evaluate(cfg, catalog, lm, best_variant, judged, cache)
     base_res = _evaluate(cfg, catalog, lm, PromptVariant(), judged, cache)
+    calls = (seq or {}).get("model_calls", 0) + best_res.model_calls + base_res.model_calls
     failed = [(name, r) for name, r in (("best", best_res), ("base", base_res)) if not r.complete]
     if failed:
         what = "; ".join(f"{name} prompt: {r.failure_reason()}" for name, r in failed)
@@ -66,6 +68,8 @@ def _verdict(
         "dev_score": dev_score,
         **_compare(cfg, best_res, base_res, split, dev_score, len(dev)),
     }
+    # the verdict's model calls against the fixed design's (both prompts on every judged row)
+    payload["verdict_calls"] = {"model_calls": calls, "grid_calls": 2 * planned}
     if seq is not None:  # the sequence's verdict replaces the fixed test's p-value
         payload.update(
             p_value=None, test=seq["test"], sequential=seq,
@@ -116,11 +120,12 @@ def _sequential(
     metric = full[0].metric
     seq = PairedSequence(metric, [r["answer"] for r in full[0].rows], alpha=0.05)
     hits: list[list[bool]] = [[], []]
-    n, look = 0, None
+    n, look, calls = 0, None, 0
     while n < len(ordered) and (look is None or look.decision == "continue"):
         hi = min(n + cfg.heldout_batch, len(ordered))
         for arm, rt in enumerate(full):
             res = run_trial(rt.window(n, hi), catalog, lm, cache=cache)
+            calls += res.model_calls
             if not res.complete:
                 raise IncompleteEvaluation(
                     f"held-out evaluation incomplete ({res.failure_reason()}); no verdict is "
@@ -135,7 +140,7 @@ def _sequential(
         "design": "sequential", "sequence": SEQUENCE, "metric": metric, "alpha": 0.05,
         "batch": cfg.heldout_batch, "looks": [lk.n_rows for lk in seq.looks], "n": look.n_rows,
         "planned": len(ordered), "decision": look.decision, "estimate": look.estimate,
-        "ci_low": look.lower, "ci_high": look.upper,
+        "ci_low": look.lower, "ci_high": look.upper, "model_calls": calls,
         "test": f"sequential ({SEQUENCE}), best - base, {metric}, anytime-valid 95% interval "
         f"[{look.lower:+.3f}, {look.upper:+.3f}] after {look.n_rows} of {len(ordered)} rows "
         f"({len(seq.looks)} looks): {look.decision}",

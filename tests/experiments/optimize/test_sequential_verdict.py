@@ -71,6 +71,19 @@ def test_the_sequential_verdict_stops_once_the_interval_excludes_zero(
     assert len(lm.prompts) - before - report.search_model_calls == 2 * seq["n"]
     text = optimize_report(report.to_dict())
     assert "sequential" in text and "p = " not in text
+    # cost: the calls made against the full grid's, printed and on the study's parent run
+    cost = report.cost
+    assert cost is not None and cost["verdict_calls"] == 2 * seq["n"]
+    assert cost["grid_calls"] == report.n_trials * report.n_dev + 2 * held
+    assert cost["model_calls"] == report.search_model_calls + 2 * seq["n"] < cost["grid_calls"]
+    assert f"of the full grid's {cost['grid_calls']}" in text
+    tracker = Tracker(load_config(cfg_file))
+    exp = tracker.client.get_experiment_by_name(f"t/optimize/{report.study}")
+    parents = [
+        r for r in tracker.client.search_runs([exp.experiment_id])
+        if r.data.metrics.get("cost.grid_calls") == cost["grid_calls"]
+    ]  # fmt: skip
+    assert parents and parents[0].data.metrics["cost.model_calls"] == cost["model_calls"]
 
 
 def test_a_bad_verdict_design_is_refused() -> None:
