@@ -258,3 +258,38 @@ def test_an_f1_task_is_refused_before_any_call(catalog: Catalog, tmp_path: Path)
     assert str(spec_path) in text and "ssla_plaintiff" in text and "design: fixed" in text
     tracker = _tracker(tmp_path)
     assert tracker.client.get_experiment_by_name("seq/f1") is None  # nothing was logged
+
+
+@pytest.mark.data
+def test_dry_run_gives_upper_bounds_for_a_sequential_design(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    from experiments.llm.gateway import LiteLLMModel
+    from experiments.output import dry_run
+    from experiments.sweeps.plan import dry_run_items, plan_tasks, trial_plan
+
+    text = (
+        "name: d\ntasks: [cuad_audit_rights]\nlimit: 100\nfixed: {demos: none}\n"
+        "axes: {register: [technical, plain], format: [base, claude]}\n"
+        "comparisons: [['register=technical,format=base', 'register=plain,format=base']]\n"
+    )
+    seq = load_spec(write(tmp_path, text + "design: sequential\nsequential: {max_rows: 30}\n"))
+    fixed = load_spec(write(tmp_path, text, "fixed.yaml"))
+    for spec in (seq, fixed):
+        planned = plan_tasks(spec, catalog)
+        items, _ = dry_run_items(
+            catalog, planned, trial_plan(spec, planned, ("openai/x",)),
+            lambda m: LiteLLMModel(m), spec,
+        )  # fmt: skip
+        if spec is seq:
+            # only the two named variants run; each at most the budget's 30 rows
+            assert [it["variant"] for it in items] == [
+                "register=technical,format=base",
+                "register=plain,format=base",
+            ]
+            assert all(it["n"] == 30 and it["bound"] == "upper" for it in items)
+            assert all(it["grid_n"] == len(planned[0].rows) > 30 for it in items)
+            assert "upper bounds, 60 calls at most" in dry_run(items, [])
+        else:
+            assert len(items) == 4 and all("bound" not in it for it in items)
+            assert f"fixed design: {4 * len(planned[0].rows)} calls" in dry_run(items, [])
