@@ -213,10 +213,11 @@ def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     n, running = 0, list(pairs)
     while running and n < cap:
         hi = min(n + design.batch, cap)
-        failed = group.advance(list(dict.fromkeys(x for p in running for x in p)), hi)
+        group.advance(list(dict.fromkeys(x for p in running for x in p)), hi)
         for p in list(running):
-            if failed:
-                stopped[p] = failed
+            failed = [arms[x].failed for x in p if arms[x].failed]
+            if failed:  # this pair stops; pairs of arms that answered go on
+                stopped[p] = f"incomplete: {failed[0]}"
                 running.remove(p)
                 continue
             look = seqs[p].update(arms[p[0]].correct[n:hi], arms[p[1]].correct[n:hi])

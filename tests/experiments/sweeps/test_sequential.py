@@ -124,12 +124,14 @@ def _tracker(root: Path) -> Any:
     )
 
 
-def _sweep(root: Path, spec_path: Path, catalog: Catalog, stub: StubOpenAI) -> dict[str, Any]:
+def _sweep(
+    root: Path, spec_path: Path, catalog: Catalog, stub: StubOpenAI, retries: int = 4
+) -> dict[str, Any]:
     from experiments.llm.cache import ResponseCache
     from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.driver import run_sweep
 
-    lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+    lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1, max_retries=retries)
     return run_sweep(
         load_spec(spec_path), catalog, models=(lm.name,), tracker=_tracker(root),
         lm_factory=lambda _name: lm, cache=ResponseCache(root / "cache"),
@@ -240,6 +242,32 @@ def test_adaptive_best_of_k_spends_rows_on_the_variants_in_contention(
     grid = result["cost"]["grid_calls"]
     assert len(sent) + result["cost"]["cache_hits"] == sum(row["rows_per_arm"].values())
     assert len(sent) == result["cost"]["model_calls"] <= 0.5 * grid
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_failed_row_stops_its_comparison_without_a_verdict_and_a_rerun_resumes(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    spec_path = write(tmp_path, SEQ.format(name="fails", limit=100, more=", max_rows: 40"))
+    model = _reply(spec_path, catalog, {}, seed=2)
+    prepared = prepare(spec_path, catalog)
+    # one row of the second batch fails every time it is sent
+    doomed = prepared.resolved[0].compiled.render(prepared.resolved[0].rows[14])
+    with StubOpenAI(reply_fn=model.reply, fail_fn=lambda p: p == doomed) as stub:
+        first = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
+        row = first["sequential"][0]
+        assert first["status"] == "incomplete" and row["decision"] is None
+        assert row["status"].startswith("incomplete: 1 of 10 rows failed")
+        assert row["looks"] == [10]  # no look on the batch with the failed row
+        assert [t["n_errors"] for t in first["incomplete"]] == [1]
+        stub.fail_fn = None
+        stub.requests.clear()
+        second = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
+    resent = _sent(stub)
+    assert second["status"] == "complete" and second["sequential"][0]["decision"] is not None
+    assert doomed in resent and len(resent) == second["cost"]["model_calls"]
+    assert second["cost"]["cache_hits"] >= 20  # the first batches came from the cache
 
 
 @pytest.mark.data
