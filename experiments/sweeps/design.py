@@ -39,8 +39,9 @@ class SequentialDesign:
 
 
 def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> SequentialDesign | str:
-    """The spec's sequential design, None-free: a `SequentialDesign`, or the error message
-    (`experiments.sweeps.spec` raises it as a `SpecError`); "fixed" for the fixed design."""
+    """The spec's design: a `SequentialDesign`, "fixed" for the fixed design, or else the
+    error message, naming the file and field (`experiments.sweeps.spec` raises it as a
+    `SpecError`; this module stays below the spec's)."""
     design = doc.get("design", "fixed")
     raw = doc.get("sequential")
     if design not in DESIGNS:
