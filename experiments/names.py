@@ -101,6 +101,24 @@ def p_value_names(row: dict[str, Any]) -> tuple[str, str]:
     return key, key.replace("p_value.", "p_value_corrected.", 1)
 
 
+# a sweep's cost on its parent run (experiments.sweeps.cost): cost.<field>
+COST_FIELDS = ("model_calls", "cache_hits", "rows_evaluated", "grid_calls", "share_of_grid",
+               "tokens_in", "tokens_out", "cost_usd")  # fmt: skip
+# a sequential comparison's numbers on its sweep's parent run
+SEQUENTIAL_MEASURES = ("n", "estimate", "ci_low", "ci_high", "n_looks")
+
+
+def cost_metric_name(field_name: str) -> str:
+    """A sweep's cost metric, e.g. ``cost.model_calls``."""
+    return f"cost.{field_name}"
+
+
+def sequential_metric_name(row: dict[str, Any], measure: str) -> str:
+    """A sequential comparison's full metric name (`metric_key` makes it an MLflow name):
+    ``sequential.<task>.<model>.<a>_vs_<b>.<measure>``, like the p-values' names."""
+    return f"sequential.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}.{measure}"
+
+
 # ---- experiment names --------------------------------------------------------------------------
 def experiment_name(prefix: str, suffix: str) -> str:
     """An MLflow experiment's name: '<prefix>/<suffix>' (prefix from mlflow.yaml)."""

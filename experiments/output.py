@@ -259,8 +259,13 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
     ]
     lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
     lines += note_lines(result.get("notes") or [])
-    lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
-    lines.append(across_table(result["across_tasks"]))
+    if result.get("sequential") is not None:
+        lines.append(sequential_table(result["sequential"]))
+    else:
+        lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
+        lines.append(across_table(result["across_tasks"]))
+    if result.get("cost"):
+        lines.append(cost_line(result["cost"]))
     sens = result.get("sensitivity") or {}
     if sens.get("per_task") or sens.get("error"):
         lines.append(
@@ -276,6 +281,60 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
         f"http://127.0.0.1:5000{where}"
     )
     return "\n".join(lines)
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    """What a sweep cost: model calls made now against the full grid's, tokens and price."""
+    price = "unknown" if cost.get("cost_usd") is None else f"${cost['cost_usd']:.4f}"
+    share = cost.get("share_of_grid")
+    of_grid = "" if share is None else f" ({share:.0%} of the grid)"
+    return (
+        f"cost ({cost['design']} design): {cost['model_calls']} model calls made now, "
+        f"{cost['cache_hits']} rows from the cache or MLflow; {cost['rows_evaluated']} rows "
+        f"evaluated of the full grid's {cost['grid_calls']}{of_grid}; tokens "
+        f"{cost['tokens_in']} in, {cost['tokens_out']} out; cost {price}"
+    )
+
+
+def sequential_table(rows: list[dict[str, Any]]) -> str:
+    """A sequential sweep's comparisons: the decision, the rows at the stop and the interval
+    reached, the looks, and the arms eliminated (when, on how many rows)."""
+    if not rows:
+        return "no sequential comparisons (nothing to compare)"
+    arm = max([24, *(len(str(r[k])) for r in rows for k in ("a", "b"))])
+    out = [
+        f"{'model':<18} {'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
+        f"{'diff':>7} {'interval':>17} {'rows':>5} {'budget':>6} {'looks':>5}  decision"
+    ]
+    for r in rows:
+        ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
+        decided = r["decision"] if r.get("decision") else f"none ({r['status']})"
+        if r.get("decision") == "best" and r.get("best_identified") is False:
+            tied = ", ".join(map(str, r.get("in_contention") or ()))
+            decided = f"A beats B; the best is not identified (still in contention: {tied})"
+        out.append(
+            f"{str(r['model'])[:18]:<18} {r['task'][:28]:<28} {r['a']!s:<{arm}} {r['b']!s:<{arm}} "
+            f"{_f(r.get('score_a'), '.3f'):>8} {_f(r.get('score_b'), '.3f'):>8} "
+            f"{_f(r.get('estimate'), '+.3f'):>7} {ci:>17} {r['n']:>5} {r['budget']:>6} "
+            f"{len(r.get('looks') or ()):>5}  {decided}"
+        )
+        out += [
+            f"    eliminated {e['variant']} after {e['rows']} rows (by {e['by']})"
+            for e in r.get("eliminated") or ()
+        ]
+    first = rows[0]
+    delta = f"; equivalent: the interval inside +-{first['delta']}" if first.get("delta") else ""
+    out.append(
+        f"design: sequential, looks after every {first['batch']} rows; sequence: "
+        f"{first['sequence']}; interval: anytime-valid at level {first['alpha']:.4g} per "
+        f"comparison (family {first['family_alpha']}, Bonferroni over {len(rows)}), of A - B "
+        "in the task's metric (excluding 0 holds its level exactly when A's and B's replies "
+        "are exchangeable on every row); A, B: the best and worst variant for "
+        f"best_vs_worst/all_pairs (successive elimination){delta}. rows: on both arms at the "
+        "stop; scores on those rows. No p-values: a fixed-design test on rows chosen by "
+        "stopping would not hold its level."
+    )
+    return "\n".join(out)
 
 
 def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:
@@ -345,6 +404,16 @@ def dry_run(
         + ("" if not batch else " at batch prices" if known else " (batch price unknown)")
         + "; no model was called"
     )
+    if any(it.get("bound") == "upper" for it in items):
+        grid = sum(it.get("grid_n", it["n"]) for it in items)
+        lines.append(
+            f"sequential design: these are upper bounds, {sum(it['n'] for it in items)} calls "
+            f"at most (the budget) of these variants' full grid of {grid}; a comparison stops "
+            "as soon as it is decided, so the calls depend on the true differences (README: "
+            "'When to use which design' gives the rows measured at 0.5x, 1x and 2x the MDE)"
+        )
+    else:
+        lines.append(f"fixed design: {sum(it['n'] for it in items)} calls (the full grid)")
     lines += [f"skipped {s['task']}: {s['reason']}" for s in skipped]
     lines += note_lines(notes or [])
     return "\n".join(lines)
@@ -385,12 +454,22 @@ def optimize_report(r: dict[str, Any]) -> str:
         + (" !" if h.get("ci_note") else ""),
         f"held-out, base prompt:     {f(b['score'])}  95% CI [{f(b['ci_low'])}, {f(b['ci_high'])}]"
         + (" !" if b.get("ci_note") else ""),
-        f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})",
+        f"best vs base on held-out:  p = {r['p_value']:.4f}  ({r['test']})"
+        if r.get("p_value") is not None
+        else f"best vs base on held-out:  {r['test']}",
     ]
     # a flagged interval (degenerate, or of unknown coverage) is never shown without its sign
     lines += [
         f"! {arm} CI: {x['ci_note']}" for arm, x in (("best", h), ("base", b)) if x.get("ci_note")
     ]
+    if r.get("cost"):
+        c = r["cost"]
+        share = "" if c.get("share_of_grid") is None else f" ({c['share_of_grid']:.0%})"
+        lines.append(
+            f"model calls: {c['model_calls']} made now (search {c['search_calls']}, verdict "
+            f"{c['verdict_calls']}) of the full grid's {c['grid_calls']}{share}: every trial "
+            "on every dev row, both prompts on every judged held-out row"
+        )
     if r.get("prompt_registry"):
         lines.append(f"registered: {r['prompt_registry']}")
     lines += [f"note: {n}" for n in r.get("search_notes") or []]

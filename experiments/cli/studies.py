@@ -119,6 +119,12 @@ def sweep(
     catalog = setup.catalog()
     models = (model,) if model else spec.models
     only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
+    if batch and spec.sequential is not None:
+        raise typer.BadParameter(
+            f"{spec_path}: design: sequential decides after each batch of rows, which a "
+            "provider batch (hours) cannot serve; drop --batch, or use design: fixed with it",
+            param_hint="--batch",
+        )
 
     if dry_run:
         if batch:
@@ -129,7 +135,7 @@ def sweep(
                 check_batchable(m, setup.api_base)
         planned = plan_tasks(spec, catalog, only=only, limit=limit)
         items, skipped = dry_run_items(
-            catalog, planned, trial_plan(spec, planned, models), setup.lm, batch=batch
+            catalog, planned, trial_plan(spec, planned, models), setup.lm, spec, batch=batch
         )
         notes = note_items(planned)
         typer.echo(
@@ -244,6 +250,17 @@ def optimize(
         typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
     ] = None,
     scoring: ScoringOpt = Scoring.generate,
+    verdict: Annotated[
+        str,
+        typer.Option(
+            "--verdict",
+            help="fixed (every held-out row, permutation test) or sequential (rows in batches "
+            "until an anytime-valid interval of best - base decides).",
+        ),
+    ] = "fixed",
+    verdict_batch: Annotated[
+        int, typer.Option("--verdict-batch", min=1, help="Rows per look of --verdict sequential.")
+    ] = 10,
     space: Annotated[
         str,
         typer.Option(
@@ -314,6 +331,8 @@ def optimize(
         scoring=SCORINGS[scoring],
         space=space,
         instruction_files=tuple(instruction_file or ()),
+        heldout_design=verdict,
+        heldout_batch=verdict_batch,
     )
     for path in [f.label for f in cfg.files if f.reviewed is False]:
         typer.echo(output.unreviewed_warning(path), err=True)

@@ -60,12 +60,22 @@ class OptimizeConfig:
     # `--instruction-file`: each file an `instruction_file` level (a study of its own)
     instruction_files: tuple[str, ...] = ()
     files: tuple[InstructionFile, ...] = field(init=False, repr=False, default=())
+    # the held-out verdict: fixed (every judged row, permutation test) or sequential (rows in
+    # batches of `heldout_batch` until an anytime-valid interval decides; issue 22)
+    heldout_design: str = "fixed"
+    heldout_batch: int = 10
 
     def __post_init__(self) -> None:
         if self.study_name is not None:  # refused before a model or store is opened
             check_study_name(self.study_name)
         if self.space not in ("base", "extended"):  # `space.SPACES`; refused before any store
             raise WorkbenchError(f"--space must be base or extended, not {self.space!r}")
+        if self.heldout_design not in ("fixed", "sequential"):
+            raise WorkbenchError(
+                f"--verdict must be fixed or sequential, not {self.heldout_design!r}"
+            )
+        if self.heldout_batch < 1:
+            raise WorkbenchError(f"--verdict-batch must be at least 1, not {self.heldout_batch}")
         if self.instruction_files and self.method != "optuna":
             raise WorkbenchError("--instruction-file is searched by --method optuna only")
         # read now: a missing or malformed file is refused before any store or model call

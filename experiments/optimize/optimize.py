@@ -191,7 +191,32 @@ def _optimize(
         prompt_registry=report["prompt_registry"],
         pruner=cfg.pruner if cfg.method == "optuna" else None,
         search_model_calls=found.calls,
+        sequential=report.get("sequential"),
+        cost=_cost(cfg, found, report, len(dev), tracker, parent),
     )
+
+
+def _cost(
+    cfg: OptimizeConfig,
+    found: _Found,
+    report: dict[str, Any],
+    n_dev: int,
+    tracker: Any,
+    parent: str,
+) -> dict[str, Any]:
+    """This invocation's model calls (search and verdict) against the full grid's: every
+    trial on every dev row (no pruning) and both prompts on every judged held-out row;
+    printed and logged on the study's parent run (``cost.*``)."""
+    verdict = report.get("verdict_calls") or {}
+    grid = found.n_trials * n_dev + int(verdict.get("grid_calls", 0))
+    made = found.calls + int(verdict.get("model_calls", 0))
+    cost = {
+        "design": cfg.heldout_design, "model_calls": made, "grid_calls": grid,
+        "search_calls": found.calls, "verdict_calls": verdict.get("model_calls", 0),
+        "share_of_grid": round(made / grid, 4) if grid else None,
+    }  # fmt: skip
+    tracker.log_cost(parent, cost, [])  # a store error is one line (`_store_op`)
+    return cost
 
 
 @dataclass

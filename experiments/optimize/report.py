@@ -23,7 +23,7 @@ class OptimizeReport:
     dev_score: float | None
     heldout: dict[str, Any]
     base_heldout: dict[str, Any]
-    p_value: float
+    p_value: float | None  # None under the sequential verdict (`sequential` says it)
     test: str
     heldout_indices: list[str]
     n_dev: int
@@ -33,6 +33,10 @@ class OptimizeReport:
     search_model_calls: int = 0  # model calls of this invocation's search (cache hits apart)
     n_reused: int = 0  # proposals answered from a trial that had evaluated the same prompt
     n_invalid: int = 0  # proposals of levels no LegalBench prompt combines (not evaluated)
+    sequential: dict[str, Any] | None = None  # the sequential held-out verdict, when asked
+    # model calls made against the full grid's: every trial on every dev row, both prompts
+    # on every judged held-out row (`experiments.optimize.optimize._cost`)
+    cost: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -6,12 +6,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from experiments.analysis import compare
+from experiments.analysis.sequential import SEQUENCE, PairedSequence, row_order
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import DevHeldout
 from experiments.optimize.errors import IncompleteEvaluation
 from experiments.trials.record import TrialRecord
 from experiments.trials.run import TrialResult, run_trial
-from experiments.trials.spec import TrialSpec, select_rows
+from experiments.trials.spec import ResolvedTrial, TrialSpec, resolve_trial, select_rows
 from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog, Task
@@ -46,8 +47,14 @@ def _verdict(
         bound = compile_prompt(v, task, cfg.split).variant
         allowed &= {r["index"] for r in evaluation_rows(bound, task, cfg.split)[0]}
     judged = tuple(i for i in judged if i in allowed)
+    seq: dict[str, Any] | None = None
+    planned = len(judged)
+    if cfg.heldout_design == "sequential":  # rows in batches until the verdict is clear
+        cache = cache if cache is not None else MemoryCache()  # the arms' rows, once each
+        seq, judged = _sequential(cfg, catalog, lm, best_variant, judged, rows, cache)
     best_res = _evaluate(cfg, catalog, lm, best_variant, judged, cache)
     base_res = _evaluate(cfg, catalog, lm, PromptVariant(), judged, cache)
+    calls = (seq or {}).get("model_calls", 0) + best_res.model_calls + base_res.model_calls
     failed = [(name, r) for name, r in (("best", best_res), ("base", base_res)) if not r.complete]
     if failed:
         what = "; ".join(f"{name} prompt: {r.failure_reason()}" for name, r in failed)
@@ -61,11 +68,97 @@ def _verdict(
         "dev_score": dev_score,
         **_compare(cfg, best_res, base_res, split, dev_score, len(dev)),
     }
+    # the verdict's model calls against the fixed design's (both prompts on every judged row)
+    payload["verdict_calls"] = {"model_calls": calls, "grid_calls": 2 * planned}
+    if seq is not None:  # the sequence's verdict replaces the fixed test's p-value
+        payload.update(
+            p_value=None, test=seq["test"], sequential=seq,
+            heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "n": len(judged)},
+            base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None},
+        )  # fmt: skip
     compiled = compile_prompt(best_variant, task, cfg.split)
     version = tracker.register_best(cfg.task, best_variant.label, compiled, "best")
     tracker.log_study_summary(parent, payload)
     payload["prompt_registry"] = f"prompts:/{version.name}@best" if version is not None else None
     return payload
+
+
+class MemoryCache:
+    """The sequential verdict's answers in memory when the run has no response cache: each
+    row is sent once, in the loop, and the arms' final trials are read back from here."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        return self._items.get(key)
+
+    def put(self, key: str, completion: Any) -> None:
+        if completion.error is None and completion.text is not None:
+            self._items[key] = completion
+
+
+def _sequential(
+    cfg: OptimizeConfig,
+    catalog: Catalog,
+    lm: Any,
+    best_variant: PromptVariant,
+    judged: tuple[str, ...],
+    rows: dict[str, dict[str, str]],
+    cache: Any,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Best vs base on held-out, sequentially: the judged rows in a seeded order stratified by
+    class (`row_order`), `cfg.heldout_batch` at a time on both prompts through the runner and
+    cache, until the anytime-valid interval of best - base excludes 0 or the rows run out.
+
+    Returns the verdict and the rows it used (those the arms' trials are then scored on).
+    A failed row refuses the verdict, as the fixed design does (`IncompleteEvaluation`).
+    """
+    order = row_order(
+        [rows[i]["answer"] for i in judged], cfg.split_seed, [rows[i]["index"] for i in judged]
+    )
+    ordered = tuple(judged[k] for k in order)
+    full = [_resolve(cfg, catalog, lm, v, ordered) for v in (best_variant, PromptVariant())]
+    metric = full[0].metric
+    seq = PairedSequence(metric, [r["answer"] for r in full[0].rows], alpha=0.05)
+    hits: list[list[bool]] = [[], []]
+    n, look, calls = 0, None, 0
+    while n < len(ordered) and (look is None or look.decision == "continue"):
+        hi = min(n + cfg.heldout_batch, len(ordered))
+        for arm, rt in enumerate(full):
+            res = run_trial(rt.window(n, hi), catalog, lm, cache=cache)
+            calls += res.model_calls
+            if not res.complete:
+                raise IncompleteEvaluation(
+                    f"held-out evaluation incomplete ({res.failure_reason()}); no verdict is "
+                    "given on partial data. Rerun the same command: answered rows come from "
+                    "the cache"
+                )
+            hits[arm] += [bool(p.correct) for p in res.predictions]
+        look = seq.update(hits[0][n:hi], hits[1][n:hi])
+        n = hi
+    assert look is not None
+    verdict = {
+        "design": "sequential", "sequence": SEQUENCE, "metric": metric, "alpha": 0.05,
+        "batch": cfg.heldout_batch, "looks": [lk.n_rows for lk in seq.looks], "n": look.n_rows,
+        "planned": len(ordered), "decision": look.decision, "estimate": look.estimate,
+        "ci_low": look.lower, "ci_high": look.upper, "model_calls": calls,
+        "test": f"sequential ({SEQUENCE}), best - base, {metric}, anytime-valid 95% interval "
+        f"[{look.lower:+.3f}, {look.upper:+.3f}] after {look.n_rows} of {len(ordered)} rows "
+        f"({len(seq.looks)} looks): {look.decision}",
+    }  # fmt: skip
+    return verdict, ordered[: look.n_rows]
+
+
+def _resolve(
+    cfg: OptimizeConfig, catalog: Catalog, lm: Any, variant: PromptVariant, rows: tuple[str, ...]
+) -> ResolvedTrial:
+    """The held-out trial of `variant` on `rows`, in their order (no model call)."""
+    spec = TrialSpec(
+        task=cfg.task, variant=variant, model=cfg.model, split=cfg.split,
+        scoring=cfg.scoring, rows=rows,
+    )  # fmt: skip
+    return resolve_trial(spec, catalog, lm)
 
 
 def _evaluate(

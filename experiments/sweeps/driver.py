@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.generate.review import files_in_sweep, unreviewed
+from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import (
@@ -23,6 +25,15 @@ from experiments.sweeps.plan import (
     trial_plan,
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
+from experiments.sweeps.sequential import (
+    MemoryCache,
+    SequentialRun,
+    check_metrics,
+    order_trials,
+    run_sequential,
+    sequential_params,
+    sequential_rows,
+)
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import log_sensitivity, store_errors
 from experiments.tracking.generations import mark_unreviewed
@@ -33,6 +44,11 @@ from promptlib.tasks import Catalog
 
 if TYPE_CHECKING:
     from experiments.tracking import Tracker
+
+SEQUENTIAL_NO_SENSITIVITY = (
+    "sequential design: each arm stops on its own rows, so no sensitivity analysis (run the "
+    "fixed design for it)"
+)
 
 
 def run_sweep(
@@ -74,6 +90,9 @@ def run_sweep(
     planned, plan = _plan(spec, catalog, models, only, limit)
     lms = {m: lm_factory(m) for m in models}  # cheap: a local model loads on first call
     resolved = [resolve_trial(t.spec, catalog, lms[t.model]) for t in plan]
+    if spec.sequential is not None:  # the rows in the design's order, cut at its budget
+        resolved = order_trials(spec.sequential, resolved)
+        check_metrics(spec.path, resolved)  # an F1 task is refused before any call
     sid = _sweep_id(spec, models, planned, limit, lms, resolved)
     if before_trials is not None:  # ids are taken: the models it gives keep their identity
         lms, cache = before_trials(catalog, resolved, lms, cache)
@@ -83,6 +102,7 @@ def run_sweep(
     executor.start([lms[m] for m in models], cache)
     parent = ParentRun.open(tracker, spec.name, sid, _params(spec, models, planned, limit))
     trials = SweepTrials(spec, catalog, plan, resolved, lms, parent, progress)
+    seq: SequentialRun | None = None
     try:
         # generated texts are never used silently: the parent names the unreviewed ones (and
         # loses the tag once they are all `reviewed: true`)
@@ -90,11 +110,26 @@ def run_sweep(
         unchecked = unreviewed(texts)
         if texts:
             mark_unreviewed(tracker, parent.run_id, unchecked)
+        if spec.sequential is not None:
+            cache = cache if cache is not None else MemoryCache()  # `MemoryCache`: why
+            seq = run_sequential(
+                spec.sequential, spec.comparisons, plan, resolved,
+                lms=lms, catalog=catalog, cache=cache, progress=progress,
+            )  # fmt: skip
+            if seq.cost.model_calls:  # it changed the sweep (a FINISHED one stays so else)
+                parent.touch()
+            # each arm's trial on the rows it ended on, logged like any trial (every row
+            # is in the response cache now)
+            trials = SweepTrials(spec, catalog, seq.plan, seq.resolved, lms, parent, progress)
         trials.run(executor, cache)
         ordered = trials.ordered()
         if progress:
-            progress(len(plan), len(plan), "comparisons")
-        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned)
+            progress(len(trials.plan), len(trials.plan), "comparisons")
+        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, seq)
+        cost = _cost(spec, plan, trials, seq)
+        if parent.running:  # this invocation changed the sweep: log what it cost
+            with store_errors(tracker.config, "logging the sweep's cost"):
+                tracker.log_cost(parent.run_id, cost, doc.get("sequential") or [])
         ok = not doc["incomplete"]
     except BaseException:
         trials.release()
@@ -105,7 +140,28 @@ def run_sweep(
     return {
         **_summary(spec, sid, parent, trials, planned, ordered, doc, written),
         "unreviewed": unchecked,
+        "cost": cost,
     }
+
+
+def _cost(
+    spec: SweepSpec, plan: list[PlannedTrial], trials: SweepTrials, seq: SequentialRun | None
+) -> dict[str, Any]:
+    """What this invocation cost against the full grid (`experiments.sweeps.cost`).
+
+    Fixed: the trials run now (calls and cache hits) plus the rows of those read back from
+    MLflow. Sequential: the loop's rows; the logging pass adds only the calls it made (a
+    failed row tried again), its cache hits being the loop's rows once more.
+    """
+    grid = sum(len(t.planned.rows) for t in plan)
+    if seq is None:
+        total = Cost(cache_hits=trials.resumed_rows)
+        total.merge(trials.cost)
+        return total.summary(grid, "fixed")
+    total = Cost()
+    total.merge(seq.cost)
+    total.merge(dataclasses.replace(trials.cost, cache_hits=0))
+    return total.summary(grid, "sequential")
 
 
 def _plan(
@@ -158,6 +214,8 @@ def _params(
         "n_resamples": spec.n_resamples,
         "correction": spec.correction,
         "variants": ";".join(v.name for v in spec.variants),
+        # only a sequential sweep has these: a fixed sweep's params are as they were
+        **(sequential_params(spec.sequential) if spec.sequential is not None else {}),
     }
 
 
@@ -215,6 +273,8 @@ class SweepTrials:
     outcomes: dict[int, TrialRecord] = field(default_factory=dict)
     held: dict[int, contextlib.ExitStack] = field(default_factory=dict)  # claims handed out
     rebuilt: list[str] = field(default_factory=list)  # FINISHED runs that lost predictions
+    cost: Cost = field(default_factory=Cost)  # what the trials run now sent (and hits)
+    resumed_rows: int = 0  # rows of the trials read back from MLflow, not run
 
     def run(self, executor: Executor, cache: Any) -> None:
         """Run every trial not yet done; the first pass skips trials a peer is running, the
@@ -251,6 +311,7 @@ class SweepTrials:
                     preds = tracker.stored_predictions(run_id)
                     if preds is not None:
                         stack.close()
+                        self.resumed_rows += len(rt.rows)
                         self.outcomes[i] = _outcome(
                             t,
                             rt,
@@ -292,6 +353,7 @@ class SweepTrials:
                     False,
                 )
                 return
+            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.cost)
             task = self.catalog.task(t.planned.task)
             doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
             with store_errors(tracker.config, doing):
@@ -334,28 +396,37 @@ def _report(
     parent: ParentRun,
     reports_dir: Path | None,
     planned: list[PlannedTask],
+    seq: SequentialRun | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Compare the outcomes, write reports/<sweep>/ and log the comparisons on the parent.
 
     Returns the comparisons document and the figure files written. What the plan skipped
     (tasks, and variants a task cannot run) is in the document as ``skipped`` when any was.
+    A sequential sweep's comparisons are its sequences' (``sequential``); its arms end on
+    different rows, so it has no fixed-design tests, sensitivity analysis or figures.
     """
     gone = skipped_variants(planned)
-    table, across = compare(spec, ordered, catalog, gone)
-    figures = _figures(spec, ordered, table, catalog)
     incomplete = [
         {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
          "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}
         for o in ordered if not o.status.ok
     ]  # fmt: skip
-    sens, sens_figures = _sensitivity(spec, ordered, catalog, gone)
+    if seq is None:
+        table, across = compare(spec, ordered, catalog, gone)
+        figures = _figures(spec, ordered, table, catalog)
+        sens, sens_figures = _sensitivity(spec, ordered, catalog, gone)
+    else:
+        table, across, figures, sens_figures = [], [], {}, {}
+        sens = {"per_task": [], "notes": [SEQUENTIAL_NO_SENSITIVITY]}
     written: list[str] = []
-    doc = {
+    doc: dict[str, Any] = {
         "comparisons": table,
         "across_tasks": across,
         "incomplete": incomplete,
         "sensitivity": sens,
     }
+    if seq is not None:
+        doc["sequential"] = sequential_rows(seq)
     if skipped_items(planned):  # absent otherwise: an unchanged sweep's document is unchanged
         doc["skipped"] = skipped_items(planned)
     tracker = parent.tracker
@@ -407,6 +478,7 @@ def _summary(
         "comparisons": doc["comparisons"],
         "across_tasks": doc["across_tasks"],
         "sensitivity": doc["sensitivity"],
+        **({"sequential": doc["sequential"]} if "sequential" in doc else {}),
         "figures": written,
         "rebuilt": trials.rebuilt,
         "experiment": f"{parent.tracker.config.experiment_prefix}/{spec.name}",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from experiments import ids
+from experiments.analysis.sequential import row_order
 from experiments.llm.backends import is_local
 from experiments.llm.batch import batch_cost
 from experiments.llm.gateway import estimate_cost
@@ -256,33 +257,54 @@ def dry_run_items(
     planned: Any,
     trials: Any,
     lm_factory: Callable[[str], Any],
+    spec: SweepSpec | None = None,
     *,
     batch: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The planned trials with prompt-token and cost estimates (no model call); with `batch`
-    the cost is at the provider's batch prices (``price: batch``; None where unknown)."""
+    the cost is at the provider's batch prices (``price: batch``; None where unknown).
+
+    Under a sequential `spec` each trial's rows are its ordered rows cut at the budget
+    (``max_rows``) and its estimates an upper bound (``bound: "upper"``): the rows a
+    sequential comparison uses depend on the true difference, unknown before the calls; a
+    variant no listed pair names is left out (it is not evaluated).
+    """
     items = []
     lms = {t.model: lm_factory(t.model) for t in trials}
+    design = spec.sequential if spec is not None else None
     for t in trials:
         pt, nv, model = t.planned, t.variant, t.model
+        if design is not None and not _is_arm(spec, nv.name):
+            continue
         task = catalog.task(pt.task)
         resolved = resolve_trial(t.spec, catalog, lms[model])
-        chars = sum(len(resolved.compiled.render(r)) for r in resolved.rows)
+        rows = resolved.rows
+        if design is not None:  # the rows in the design's order, cut at the budget
+            order = row_order([r["answer"] for r in rows], design.seed, [r["index"] for r in rows])
+            rows = [rows[i] for i in order][: design.max_rows or len(order)]
+        chars = sum(len(resolved.compiled.render(r)) for r in rows)
         tokens = chars // 4
-        out_tokens = len(pt.rows) * decoding_for(task.spec, "chat").max_tokens
-        items.append(
-            {
-                "trial_id": resolved.id,
-                "task": pt.task,
-                "variant": nv.name,
-                "model": model,
-                "n": len(pt.rows),
-                "prompt_tokens_est": tokens,
-                "cost_est": cost_estimate(model, tokens, out_tokens, batch=batch),
-                **({"price": "batch"} if batch else {}),
-            }
-        )
+        out_tokens = len(rows) * decoding_for(task.spec, "chat").max_tokens
+        item = {
+            "trial_id": resolved.id,
+            "task": pt.task,
+            "variant": nv.name,
+            "model": model,
+            "n": len(rows),
+            "prompt_tokens_est": tokens,
+            "cost_est": cost_estimate(model, tokens, out_tokens, batch=batch),
+            **({"price": "batch"} if batch else {}),
+        }
+        if design is not None:  # the trial id is its rows' once the loop stops: none yet
+            item.update(trial_id=None, bound="upper", grid_n=len(pt.rows))
+        items.append(item)
     return items, skipped_items(planned)
+
+
+def _is_arm(spec: Any, variant: str) -> bool:
+    """Whether a sequential sweep evaluates this variant: every one for best_vs_worst and
+    all_pairs, the named ones for listed pairs."""
+    return isinstance(spec.comparisons, str) or any(variant in p for p in spec.comparisons)
 
 
 def cost_estimate(

@@ -43,6 +43,7 @@ from experiments import ids
 from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
+from experiments.sweeps.design import SequentialDesign, check_design
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.formats import canonical_format, draw_formats
@@ -83,6 +84,8 @@ _KEYS = {
     "scoring": str,
     "across_tasks": str,
     "cluster_by": str,
+    "design": str,
+    "sequential": dict,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 SPLITS = ("train", "test")
@@ -133,6 +136,9 @@ class SweepSpec:
     # the units the tests resample: "prompt" (rows a variant gave the same prompt), "rows",
     # or "column:<name>" of the task's data (see experiments.analysis.clusters)
     cluster_by: str = "prompt"
+    # `design: sequential` (experiments.sweeps.design): batches of rows until each comparison
+    # is decided; None is the fixed design (every variant on every row)
+    sequential: SequentialDesign | None = None
 
     @property
     def id(self) -> str:
@@ -156,6 +162,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     comparisons = _comparisons(where, doc.get("comparisons", "all_pairs"), names)
     correction, scoring, across = _check_tests(where, doc, comparisons)
     cluster_by = _cluster_by(where, doc)
+    design = check_design(where, doc, int(doc.get("sample_seed", 0)))
+    if isinstance(design, str) and design != "fixed":
+        raise SpecError(design)
+    sequential = design if isinstance(design, SequentialDesign) else None
     return SweepSpec(
         path=where,
         name=name,
@@ -174,6 +184,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         across_tasks=str(across),
         raw=doc,
         cluster_by=cluster_by,
+        sequential=sequential,
     )
 
 

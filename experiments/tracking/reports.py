@@ -9,15 +9,20 @@ from typing import Any
 
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 from experiments.names import (
+    COST_FIELDS,
     GRADED,
     GRADES_PENDING,
     GRADES_SHA,
     KIND,
     LAST_RUN,
+    SEQUENTIAL_MEASURES,
     TRIAL_ID,
     TRIAL_STATUS,
+    cost_metric_name,
     experiment_name,
+    metric_key,
     p_value_names,
+    sequential_metric_name,
 )
 from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
@@ -80,6 +85,31 @@ class Reports(Parents):
         self._log_metrics(parent_id, metrics)
         for filename, fig in figures.items():
             self.client.log_figure(parent_id, fig, filename)
+
+    @_store_op("logging the sweep's cost")
+    def log_cost(
+        self, parent_id: str, cost: dict[str, Any], sequential: list[dict[str, Any]]
+    ) -> None:
+        """A sweep's cost (``cost.<field>`` metrics, `COST_FIELDS`; the last invocation's
+        calls) and each sequential comparison's numbers (``sequential.<task>.<model>.<a>_vs_
+        <b>.<measure>``: rows at the stop, estimate, interval, looks; its decision as a tag
+        on the same name, since MLflow metrics are numbers)."""
+        metrics: dict[str, Any] = {
+            cost_metric_name(k): cost.get(k) for k in COST_FIELDS if cost.get(k) is not None
+        }
+        tags: dict[str, str] = {}
+        for row in sequential:
+            values = {**row, "n_looks": len(row.get("looks") or ())}
+            for measure in SEQUENTIAL_MEASURES:
+                metrics[sequential_metric_name(row, measure)] = values.get(measure)
+            for gone in row.get("eliminated") or ():  # rows it had when eliminated
+                metrics[sequential_metric_name(row, f"eliminated.{gone['variant']}")] = gone["rows"]
+            tags[metric_key(sequential_metric_name(row, "decision"))] = str(
+                row.get("decision") or row.get("status")
+            )[:5000]
+        self._log_metrics(parent_id, metrics)
+        for key, value in tags.items():
+            self.client.set_tag(parent_id, key, value)
 
     @_store_op("reading the sweep's comparisons")
     def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:

@@ -131,6 +131,27 @@ class ResolvedTrial:
     def id(self) -> str:
         return ids.trial_id(self.identity())
 
+    def prefix(self, n: int) -> ResolvedTrial:
+        """This trial on its first `n` rows, in its order: the trial `resolve_trial` makes of
+        the same spec with ``rows`` those `n` row ids (a new row set, so a new trial id).
+
+        A trial grows by prefixes (issue 22): a prefix is complete for its rows, and the
+        longer one reuses every cached answer of the shorter and adds the rest.
+        """
+        return self.window(0, n)
+
+    def window(self, start: int, stop: int) -> ResolvedTrial:
+        """This trial on its rows ``start:stop`` (a batch of a sequential design), resolved
+        as `resolve_trial` would resolve the same spec with those row ids."""
+        if not 0 <= start < stop <= len(self.rows):
+            raise WorkbenchError(
+                f"task {self.spec.task!r}: rows {start}:{stop} of a trial of "
+                f"{len(self.rows)} rows; ask for a non-empty range within 0:{len(self.rows)}"
+            )
+        rows = self.rows[start:stop]
+        spec = dataclasses.replace(self.spec, rows=tuple(r["index"] for r in rows))
+        return dataclasses.replace(self, spec=spec, rows=rows)
+
 
 def prompt_hash(prompt: str) -> str:
     """A prediction's prompt hash: rows with equal hashes got the same prompt, so they form

@@ -62,6 +62,9 @@ class NoTracker:
     def log_study_summary(self, *args: Any, **kwargs: Any) -> None:
         pass
 
+    def log_cost(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
 
 def _cfg(method: str, **kw: Any) -> OptimizeConfig:
     return OptimizeConfig(**{"task": "hearsay", "model": "scripted/lm", "method": method, **kw})

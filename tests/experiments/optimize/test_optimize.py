@@ -307,6 +307,9 @@ class NoTracker:
     def log_study_summary(self, *args: Any, **kwargs: Any) -> None:
         pass
 
+    def log_cost(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
 
 def _u(*parts: str) -> float:
     digest = hashlib.sha256("\x1f".join(parts).encode()).digest()

@@ -1,0 +1,98 @@
+"""A sweep's sequential design: how rows are added in batches until a comparison is decided.
+
+``design: sequential`` with ``sequential: {batch: 10, delta: 0.02, max_rows: 400, alpha: 0.05,
+seed: 0}`` in a spec (validated in `experiments.sweeps.spec`) applies to every comparison of
+the sweep: listed pairs get a paired confidence sequence each, ``best_vs_worst`` and
+``all_pairs`` adaptive successive elimination (`experiments.analysis.sequential`). The run
+loop is `experiments.sweeps.sequential`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DESIGNS = ("fixed", "sequential")
+SEQUENTIAL_KEYS = ("batch", "delta", "max_rows", "alpha", "seed")
+DEFAULT_BATCH = 10
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class SequentialDesign:
+    """The sequential design's settings: rows per look, the equivalence margin, the budget."""
+
+    batch: int = DEFAULT_BATCH  # rows added to every running arm per look
+    delta: float | None = None  # stop "equivalent" when the interval lies inside +-delta
+    max_rows: int | None = None  # the budget: at most this many rows per arm (None: all)
+    alpha: float = DEFAULT_ALPHA  # family-wise over the sweep's comparisons (Bonferroni)
+    seed: int = 0  # the row order's seed (`row_order`); default: the spec's sample_seed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "delta": self.delta,
+            "max_rows": self.max_rows,
+            "alpha": self.alpha,
+            "seed": self.seed,
+        }
+
+
+def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> SequentialDesign | str:
+    """The spec's design: a `SequentialDesign`, "fixed" for the fixed design, or else the
+    error message, naming the file and field (`experiments.sweeps.spec` raises it as a
+    `SpecError`; this module stays below the spec's)."""
+    design = doc.get("design", "fixed")
+    raw = doc.get("sequential")
+    if design not in DESIGNS:
+        return f"{where}: design must be fixed or sequential, not {design!r}"
+    if design == "fixed":
+        if raw is not None:
+            return f"{where}: field 'sequential' needs design: sequential (or remove it)"
+        return "fixed"
+    raw = dict(raw or {})
+    for key in raw:
+        if key not in SEQUENTIAL_KEYS:
+            return f"{where}: sequential: unknown key {key!r} (keys: {', '.join(SEQUENTIAL_KEYS)})"
+    if "cluster_by" in doc:
+        return (
+            f"{where}: cluster_by is for the fixed design's tests; a sequential design's "
+            "interval is over the planned rows drawn in random order: remove cluster_by"
+        )
+    problem = _check_values(where, raw)
+    if problem:
+        return problem
+    delta = raw.get("delta")
+    return SequentialDesign(
+        batch=int(raw.get("batch", DEFAULT_BATCH)),
+        delta=None if delta is None else float(delta),
+        max_rows=raw.get("max_rows"),
+        alpha=float(raw.get("alpha", DEFAULT_ALPHA)),
+        seed=int(raw.get("seed", sample_seed)),
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_values(where: str, raw: dict[str, Any]) -> str | None:
+    """The first bad value of a `sequential:` mapping, as an error message, or None."""
+    for key, low in (("batch", 1), ("max_rows", 1), ("seed", 0)):
+        value = raw.get(key)
+        if value is not None and not (_is_int(value) and value >= low):
+            return f"{where}: sequential.{key} must be an integer >= {low}, not {value!r}"
+    delta = raw.get("delta")
+    if delta is not None and not (_is_number(delta) and 0 < delta < 1):
+        return (
+            f"{where}: sequential.delta must be a number between 0 and 1 (a difference in the "
+            f"task's metric), not {delta!r}"
+        )
+    alpha = raw.get("alpha", DEFAULT_ALPHA)
+    if not (_is_number(alpha) and 0 < alpha <= 0.5):
+        return f"{where}: sequential.alpha must be a number in (0, 0.5], not {alpha!r}"
+    return None
