@@ -296,6 +296,7 @@ def _elimination_row(
     verdict = dict(el.verdict()) if looks else {}
     decision = verdict.get("decision", "undecided")
     best, worst = verdict.get("best"), verdict.get("worst")
+    rows = int(verdict.get("n_rows", n))
     return {
         "a": best,
         "b": worst,
@@ -311,13 +312,15 @@ def _elimination_row(
         "planned": len(group.answers),
         "k": len(arms),
         "looks": looks,
-        "n": verdict.get("n_rows", n),
+        "n": rows,
         "decision": None if why else decision,
         "estimate": verdict.get("estimate"),
         "ci_low": verdict.get("lower"),
         "ci_high": verdict.get("upper"),
-        "score_a": _score(arms[best], len(arms[best].preds)) if best in arms else None,
-        "score_b": _score(arms[worst], len(arms[worst].preds)) if worst in arms else None,
+        # both on the rows the best-vs-worst interval is over (`n`), as the table says: the
+        # best arm may have gone on after the worst was eliminated
+        "score_a": _score(arms[best], rows) if best in arms else None,
+        "score_b": _score(arms[worst], rows) if worst in arms else None,
         "eliminated": [{"variant": a, "rows": r, "by": by} for a, r, by in el.eliminated],
         # "best" holds for best vs worst; A is the best arm only when it alone is left
         "best_identified": verdict.get("best_identified", False),
