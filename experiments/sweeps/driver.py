@@ -411,6 +411,10 @@ def _report(
          "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}
         for o in ordered if not o.status.ok
     ]  # fmt: skip
+    if seq is not None:  # a row failed in the loop: its comparisons stopped, even when the
+        # logging pass then answered it (the rerun resumes the loop from the cache)
+        listed = {t["trial_id"] for t in incomplete}
+        incomplete += [t for t in seq.failed if t["trial_id"] not in listed]
     if seq is None:
         table, across = compare(spec, ordered, catalog, gone)
         figures = _figures(spec, ordered, table, catalog)

@@ -39,7 +39,7 @@ from experiments.sweeps.cost import Cost
 from experiments.sweeps.design import SequentialDesign
 from experiments.sweeps.plan import PlannedTrial
 from experiments.sweeps.spec import SpecError
-from experiments.trials.record import Prediction
+from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import run_trial
 from experiments.trials.spec import ResolvedTrial
 from promptlib.tasks import Catalog
@@ -356,6 +356,9 @@ class SequentialRun:
     groups: list[GroupOutcome]
     cost: Cost
     grid_calls: int  # every planned variant on every planned row (the fixed design's calls)
+    # the arms a failed row stopped in the loop, as the sweep's incomplete trials: the
+    # logging pass may answer that row, but the comparisons stopped without a verdict
+    failed: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_sequential(
@@ -394,7 +397,19 @@ def run_sequential(
                 final_plan.append(arm.trial)
                 final_resolved.append(arm.full.prefix(len(arm.preds)))
     grid = sum(len(t.planned.rows) for t in plan)
-    return SequentialRun(final_plan, final_resolved, outcomes, cost, grid)
+    failed = [_failed(arm) for arms in groups.values() for arm in arms.values() if arm.failed]
+    return SequentialRun(final_plan, final_resolved, outcomes, cost, grid, failed)
+
+
+def _failed(arm: Arm) -> dict[str, Any]:
+    """An arm a failed row stopped, as an incomplete trial of the sweep's report."""
+    errors = sum(p.error is not None for p in arm.preds)
+    return {
+        "task": arm.trial.planned.task, "model": arm.trial.model, "variant": arm.name,
+        "trial_id": arm.full.prefix(len(arm.preds)).id,
+        "status": str(TrialStatus.of(len(arm.preds), errors)), "n_errors": errors,
+        "n": len(arm.preds),
+    }  # fmt: skip
 
 
 def _progress(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,7 +15,11 @@ from experiments.metrics import official_metric, score
 from experiments.sweeps import sequential as seqmod
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.design import SequentialDesign
+from experiments.testing.sequential_sim import prepare
+from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.record import Prediction
+from promptlib import Catalog
+from tests.experiments.sweeps.test_sequential import SEQ, _reply, _sweep, write
 
 N = 400
 ANSWERS = ["Yes" if i % 2 else "No" for i in range(N)]
@@ -75,3 +80,33 @@ def test_best_vs_worst_scores_are_on_the_rows_of_the_interval(
     assert row["rows_per_arm"][a] > n == row["rows_per_arm"][b]  # the case probed
     assert row["score_a"] == pytest.approx(_score_on(hits[a], n))
     assert row["score_b"] == pytest.approx(_score_on(hits[b], n))
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_row_failing_once_in_the_loop_leaves_the_sweep_incomplete(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transient failure stops the comparison in the loop; the logging pass then answers
+    the row, but the comparison has no verdict: the sweep must not say it is complete."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
+    spec_path = write(tmp_path, SEQ.format(name="once", limit=100, more=", max_rows: 40"))
+    model = _reply(spec_path, catalog, {}, seed=2)
+    resolved = prepare(spec_path, catalog).resolved[0]
+    doomed = resolved.compiled.render(resolved.rows[14])
+    failures: list[str] = []
+
+    def fail_once(prompt: str) -> bool:
+        if prompt == doomed and not failures:
+            failures.append(prompt)
+            return True
+        return False
+
+    with StubOpenAI(reply_fn=model.reply, fail_fn=fail_once) as stub:
+        first = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
+        row = first["sequential"][0]
+        assert failures and row["decision"] is None and row["status"].startswith("incomplete")
+        assert first["status"] == "incomplete" and len(first["incomplete"]) == 1
+        assert first["incomplete"][0]["n_errors"] == 1
+        second = _sweep(tmp_path, spec_path, catalog, stub, retries=0)  # resumes the loop
+    assert second["status"] == "complete" and second["sequential"][0]["decision"] is not None
