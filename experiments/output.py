@@ -358,7 +358,10 @@ def sweep_report(
 ) -> str:
     """`workbench report`: a sweep's tables again, from its MLflow parent run."""
     lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
-    lines.append(comparison_table(doc["comparisons"], trials))
+    if doc.get("sequential") is not None:  # a sequential sweep's comparisons are its sequences'
+        lines.append(sequential_table(doc["sequential"]))
+    else:
+        lines.append(comparison_table(doc["comparisons"], trials))
     lines.append(across_table(doc.get("across_tasks") or []))
     lines += [
         f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "

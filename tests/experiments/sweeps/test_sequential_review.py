@@ -110,3 +110,19 @@ def test_a_row_failing_once_in_the_loop_leaves_the_sweep_incomplete(
         assert first["incomplete"][0]["n_errors"] == 1
         second = _sweep(tmp_path, spec_path, catalog, stub, retries=0)  # resumes the loop
     assert second["status"] == "complete" and second["sequential"][0]["decision"] is not None
+
+
+def test_workbench_report_shows_a_sequential_sweeps_comparisons() -> None:
+    """`workbench report` of a sequential sweep printed "no comparisons (nothing to
+    compare)": its decided comparisons are in the document's ``sequential`` rows."""
+    from experiments.output import sweep_report
+
+    row = {"model": "m", "task": "t", "a": "v1", "b": "v2", "score_a": 0.9, "score_b": 0.6,
+           "estimate": 0.3, "ci_low": 0.1, "ci_high": 0.5, "n": 200, "budget": 1000,
+           "looks": [10, 20], "decision": "A", "batch": 10, "delta": None, "sequence": "s",
+           "alpha": 0.05, "family_alpha": 0.05, "status": "decided (A) after 200 of 1000 rows"}  # fmt: skip
+    doc = {"comparisons": [], "across_tasks": [], "incomplete": [], "sequential": [row],
+           "sensitivity": {"per_task": [], "notes": ["n"]}}  # fmt: skip
+    text = sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc, [])
+    assert "nothing to compare" not in text
+    assert "[+0.100,+0.500]" in text and "design: sequential" in text
