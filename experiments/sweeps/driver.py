@@ -121,6 +121,9 @@ def run_sweep(
             # each arm's trial on the rows it ended on, logged like any trial (every row
             # is in the response cache now)
             trials = SweepTrials(spec, catalog, seq.plan, seq.resolved, lms, parent, progress)
+            # in this process, from the loop's cache: a Ray worker (another cache folder or
+            # none) would send the rows again and log answers the sequences never saw
+            executor = LocalExecutor()
         trials.run(executor, cache)
         ordered = trials.ordered()
         if progress:

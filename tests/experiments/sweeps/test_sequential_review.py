@@ -15,9 +15,11 @@ from experiments.metrics import official_metric, score
 from experiments.sweeps import sequential as seqmod
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.design import SequentialDesign
+from experiments.sweeps.spec import load_spec
 from experiments.testing.sequential_sim import prepare
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.record import Prediction
+from experiments.trials.run import run_trial
 from promptlib import Catalog
 from tests.experiments.sweeps.test_sequential import SEQ, _reply, _sweep, write
 
@@ -126,3 +128,49 @@ def test_workbench_report_shows_a_sequential_sweeps_comparisons() -> None:
     text = sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc, [])
     assert "nothing to compare" not in text
     assert "[+0.100,+0.500]" in text and "design: sequential" in text
+
+
+class _RemoteExecutor:
+    """Stands for a Ray executor whose workers have no access to the loop's cache."""
+
+    def __init__(self) -> None:
+        self.jobs = 0
+
+    def start(self, lms: Any, cache: Any) -> None:
+        pass
+
+    def map_trials(self, jobs: Any, catalog: Any, cache: Any) -> Any:
+        for job in jobs:
+            self.jobs += 1
+            yield job, run_trial(job.resolved, catalog, job.lm, cache=None)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_the_arms_trials_are_logged_from_the_loops_answers_whatever_the_executor(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `--executor ray` the logging pass ran on workers without the loop's cache: every
+    row was sent again (twice the calls) and the logged answers were not the sequences'."""
+    from experiments.llm.cache import ResponseCache
+    from experiments.llm.gateway import LiteLLMModel
+    from experiments.sweeps.driver import run_sweep
+    from tests.experiments.sweeps.test_sequential import _tracker
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
+    spec_path = write(tmp_path, SEQ.format(name="ray", limit=100, more=", max_rows: 20"))
+    model = _reply(spec_path, catalog, {}, seed=2)
+    remote = _RemoteExecutor()
+    with StubOpenAI(reply_fn=model.reply) as stub:
+        lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1, max_retries=0)
+        result = run_sweep(
+            load_spec(spec_path), catalog, models=(lm.name,), tracker=_tracker(tmp_path),
+            lm_factory=lambda _name: lm, cache=ResponseCache(tmp_path / "cache"),
+            reports_dir=tmp_path / "reports", executor=remote,
+        )  # fmt: skip
+        sent = len(stub.requests)
+    assert result["status"] == "complete" and remote.jobs == 0
+    assert sent == result["cost"]["model_calls"] <= 40
