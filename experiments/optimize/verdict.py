@@ -73,8 +73,10 @@ def _verdict(
     if seq is not None:  # the sequence's verdict replaces the fixed test's p-value
         payload.update(
             p_value=None, test=seq["test"], sequential=seq,
-            heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "n": len(judged)},
-            base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None},
+            heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "ci_note": None,
+                     "n": len(judged)},
+            base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None,
+                          "ci_note": None},  # no interval shown: no note on it
         )  # fmt: skip
     compiled = compile_prompt(best_variant, task, cfg.split)
     version = tracker.register_best(cfg.task, best_variant.label, compiled, "best")

@@ -17,6 +17,7 @@ from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import (
     PlannedTask,
     PlannedTrial,
+    is_arm,
     note_items,
     plan_tasks,
     skipped_items,
@@ -156,7 +157,9 @@ def _cost(
     MLflow. Sequential: the loop's rows; the logging pass adds only the calls it made (a
     failed row tried again), its cache hits being the loop's rows once more.
     """
-    grid = sum(len(t.planned.rows) for t in plan)
+    # the grid: every planned trial; under a sequential design only the variants it runs
+    # (those a listed pair names), as the dry run counts them
+    grid = sum(len(t.planned.rows) for t in plan if seq is None or is_arm(spec, t.variant.name))
     if seq is None:
         total = Cost(cache_hits=trials.resumed_rows)
         total.merge(trials.cost)

@@ -274,7 +274,7 @@ def dry_run_items(
     design = spec.sequential if spec is not None else None
     for t in trials:
         pt, nv, model = t.planned, t.variant, t.model
-        if design is not None and not _is_arm(spec, nv.name):
+        if design is not None and not is_arm(spec, nv.name):
             continue
         task = catalog.task(pt.task)
         resolved = resolve_trial(t.spec, catalog, lms[model])
@@ -301,7 +301,7 @@ def dry_run_items(
     return items, skipped_items(planned)
 
 
-def _is_arm(spec: Any, variant: str) -> bool:
+def is_arm(spec: Any, variant: str) -> bool:
     """Whether a sequential sweep evaluates this variant: every one for best_vs_worst and
     all_pairs, the named ones for listed pairs."""
     return isinstance(spec.comparisons, str) or any(variant in p for p in spec.comparisons)

@@ -342,7 +342,10 @@ def _score(arm: Arm, n: int) -> float | None:
 
 def _status(decision: str, n: int, budget: int) -> str:
     if decision == "undecided":
-        return f"undecided: the budget of {budget} rows ran out (the interval reached is shown)"
+        return (
+            f"undecided after {budget} rows (the budget or the planned rows ran out; the "
+            "interval reached is shown)"
+        )
     return f"decided ({decision}) after {n} of {budget} rows"
 
 
