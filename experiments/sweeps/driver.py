@@ -357,7 +357,7 @@ class SweepTrials:
                     False,
                 )
                 return
-            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.cost)
+            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
             task = self.catalog.task(t.planned.task)
             doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
             with store_errors(tracker.config, doing):
