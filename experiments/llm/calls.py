@@ -306,11 +306,13 @@ def _routing_session() -> Any:
 
 
 _ROUTING: list[Any] = []  # [client, transport], made on first use
+_ROUTING_LOCK = threading.Lock()  # a sweep's worker threads may make the first use at once
 
 
 def _route_through_attempts(litellm: Any) -> None:
-    if not _ROUTING:
-        _ROUTING.extend(_routing_session())
+    with _ROUTING_LOCK:
+        if not _ROUTING:
+            _ROUTING.extend(_routing_session())
     client, router = _ROUTING
     if litellm.client_session is not client:
         litellm.client_session = client  # the OpenAI client's http_client (openai/, vLLM)

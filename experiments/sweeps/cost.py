@@ -23,18 +23,23 @@ class Cost:
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float | None = None  # USD; None: no call had a known price
+    unpriced: bool = False  # a call of unknown price was made: the total is unknown
 
     def add(self, calls: int, hits: int, preds: Sequence[Prediction], cost: float | None) -> None:
-        """A run's calls, hits and price; tokens of the rows it sent (not the cached ones)."""
+        """A run's calls, hits and the price of its calls (`TrialResult.spent`, not the
+        cached rows'); tokens of the rows it sent (not the cached ones)."""
         self.model_calls += calls
         self.cache_hits += hits
         self.tokens_in += sum(p.tokens_in for p in preds if not p.cache_hit)
         self.tokens_out += sum(p.tokens_out for p in preds if not p.cache_hit)
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
+        elif calls:
+            self.unpriced = True
 
     def merge(self, other: Cost) -> None:
         self.add(other.model_calls, other.cache_hits, (), other.cost)
+        self.unpriced |= other.unpriced
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
 
@@ -50,5 +55,5 @@ class Cost:
             "share_of_grid": round(evaluated / grid_calls, 4) if grid_calls else None,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
-            "cost_usd": self.cost,
+            "cost_usd": None if self.unpriced else self.cost,
         }

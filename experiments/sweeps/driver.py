@@ -82,8 +82,9 @@ def run_sweep(
     outcomes, compare and report, end the parent.
 
     `before_trials(catalog, resolved, lms, cache)`, if given, runs once the trials are
-    resolved and before anything is logged, and returns the models and cache the trials run
-    on (``--batch``: `experiments.sweeps.batching.SweepBatches` answers the uncached calls by
+    resolved and before anything is logged, on the trials not FINISHED in the store (those
+    are read back, not run), and returns the models and cache the trials run on
+    (``--batch``: `experiments.sweeps.batching.SweepBatches` answers the uncached calls by
     batch first).
     """
 
@@ -96,7 +97,10 @@ def run_sweep(
         check_metrics(spec.path, resolved)  # an F1 task is refused before any call
     sid = _sweep_id(spec, models, planned, limit, lms, resolved)
     if before_trials is not None:  # ids are taken: the models it gives keep their identity
-        lms, cache = before_trials(catalog, resolved, lms, cache)
+        # trials a rerun reads back from MLflow make no call: none is sent for them (--batch)
+        done = tracker.finished_in_sweep(spec.name, sid)
+        todo = [rt for rt in resolved if rt.id not in done]
+        lms, cache = before_trials(catalog, todo, lms, cache)
     executor = executor or LocalExecutor()
     # Before anything is logged: a cluster that cannot start the workers, or workers whose
     # local model is not this machine's, stop the sweep with no parent run written.
@@ -359,7 +363,7 @@ class SweepTrials:
                     False,
                 )
                 return
-            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.cost)
+            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
             task = self.catalog.task(t.planned.task)
             doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
             with store_errors(tracker.config, doing):

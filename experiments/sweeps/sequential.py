@@ -83,7 +83,7 @@ class Arm:
         if upto <= start or self.failed:
             return
         result = run_trial(self.full.window(start, upto), catalog, lm, cache=cache)
-        cost.add(result.model_calls, result.cache_hits, result.predictions, result.cost)
+        cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
         self.preds += result.predictions
         if not result.complete:
             self.failed = result.failure_reason()

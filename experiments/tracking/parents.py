@@ -196,6 +196,22 @@ class Parents(TrackerBase):
             )
         )
 
+    @_store_op("listing the sweep's finished trials")
+    def finished_in_sweep(self, sweep_name: str, sweep_id: str) -> set[str]:
+        """The trial ids with a FINISHED run under this sweep id's parent (the one
+        `parent_run` finds), read only: nothing is created. What a rerun reads back."""
+        name = experiment_name(self.config.experiment_prefix, sweep_name)
+        exp = self.client.get_experiment_by_name(name)
+        if exp is None:
+            return set()
+        found = self.client.search_runs(
+            [exp.experiment_id],
+            filter_string=f"tags.`{SWEEP_ID}` = '{sweep_id}' and tags.`{KIND}` = 'sweep'",
+            order_by=["attributes.start_time ASC"],
+            max_results=1,
+        )
+        return set(self.finished_trials(str(found[0].info.run_id))) if found else set()
+
     @_store_op("listing the sweep's trial runs")
     def finished_trials(self, parent_id: str) -> dict[str, str]:
         """trial id -> run id of the FINISHED child runs (other runs are left alone here)."""

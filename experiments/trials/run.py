@@ -57,6 +57,10 @@ class TrialResult:
     decoding: dict[str, Any] = field(default_factory=dict)
     unretryable: list[str] = field(default_factory=list)
     """Rows whose error the same prompt meets every time (longer than the model's context)."""
+    spent: float | None = None
+    """USD of the calls this run made (cache hits and failed calls excluded; 0 when it made
+    none; None when one has no known price): what a sweep's cost line adds up. `cost` also
+    prices the rows read from the cache."""
 
     @property
     def rerun_helps(self) -> bool:
@@ -165,6 +169,9 @@ def run_trial(
     on_answered = score(spec.task, gens, answers, spec.definition) if answered and scored else None
     report = class_report(gens, answers, labels) if (labels and answered) else None
     costs = [c.cost for c in completions if c.cost is not None]
+    made = [c for c, h in zip(completions, hits, strict=True) if not h and c.error is None]
+    # a call of unknown price makes the total unknown: a partial sum would read as the price
+    spent = None if any(c.cost is None for c in made) else float(sum(c.cost or 0.0 for c in made))
     status = TrialStatus.of(len(preds), len(preds) - len(answered))
     return TrialResult(
         spec=spec,
@@ -179,6 +186,7 @@ def run_trial(
         cache_hits=sum(hits),
         wall_time=time.perf_counter() - start,
         cost=sum(costs) if costs else None,
+        spent=spent,
         excluded_rows=resolved.excluded,
         lm_identity=resolved.lm_identity,
         decoding=resolved.decoding,

@@ -359,3 +359,34 @@ def test_local_identity_pins_the_weights_and_context(
         get_model("local/smollm2").cache_identity()
     served = get_model("openai/x", api_base="http://h/v1").cache_identity()
     assert "weights_sha256" not in served and "n_ctx" not in served
+
+
+def test_the_first_litellm_use_from_many_threads_builds_one_routing_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # review finding: a --no-cache sweep's 8 workers made the first use at once, each built
+    # a session, and the sweep died with "too many values to unpack"
+    import threading
+    import types
+
+    from experiments.llm import calls
+
+    monkeypatch.setattr(calls, "_ROUTING", [])
+    fake = types.SimpleNamespace(client_session=None, sync_transport=None)
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def first_use() -> None:
+        barrier.wait()
+        try:
+            calls._route_through_attempts(fake)
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(calls._ROUTING) == 2
+    assert fake.client_session is calls._ROUTING[0]

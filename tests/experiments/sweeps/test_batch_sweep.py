@@ -226,3 +226,24 @@ def test_log_likelihood_scoring_through_batches_is_refused(lb_dir: Path, tmp_pat
     assert len(errors) == 1 and "log-likelihood scoring has no batch path" in errors[0], r.stderr
     assert "Traceback" not in r.stderr
     assert stub.requests == [] and not stub.batches.counts
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_batch_rerun_of_a_finished_sweep_sends_nothing_for_the_trials_it_reads_back(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    # review finding: the trials read back from MLflow were batched (paid) when the cache
+    # lacked their answers, and the cost line said 0 model calls, cost unknown
+    spec = spec_file(tmp_path)
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        env = env_for(tmp_path / "run", lb_dir, stub)
+        first = run_cli(["sweep", str(spec), *ARGS, "--no-cache"], env, tmp_path)
+        assert first.returncode == 0, first.stderr[-3000:]
+        again = run_cli(["sweep", str(spec), *ARGS, "--batch", "--batch-poll", "0.05"], env,
+                        tmp_path)  # fmt: skip
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert not stub.batches.counts, dict(stub.batches.counts)  # nothing uploaded or paid
+        assert len(stub.requests) == 2 * LIMIT  # the first run's calls only
+        cost = json.loads(again.stdout)["cost"]
+        assert (cost["model_calls"], cost["cache_hits"]) == (0, 2 * LIMIT)

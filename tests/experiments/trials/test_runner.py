@@ -410,3 +410,20 @@ def test_labels_only_the_task_states_are_part_of_the_trial_id(catalog: Catalog) 
     )
     assert not catalog.task("hearsay").spec.stated_only
     assert "labels" not in hearsay.identity()
+
+
+class PricedLM(ScriptedLM):
+    def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        done = super().complete(prompt, decoding)
+        return dataclasses.replace(done, cost=0.001)
+
+
+def test_spent_prices_the_calls_made_not_the_cached_rows(catalog: Catalog, tmp_path: Path) -> None:
+    # review finding: a sweep answered from the cache said "0 model calls ... cost $X"
+    spec = TrialSpec(task="hearsay", variant=parse_spec("base"), model="scripted/lm", limit=10)
+    cache = ResponseCache(tmp_path / "cache")
+    first = run_trial(spec, catalog, PricedLM(), cache=cache)
+    assert first.spent == first.cost == pytest.approx(0.01)
+    again = run_trial(spec, catalog, PricedLM(), cache=cache)
+    assert again.model_calls == 0 and again.spent == 0.0
+    assert again.cost == pytest.approx(0.01)  # the trial's answers keep their price
