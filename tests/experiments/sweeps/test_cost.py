@@ -25,3 +25,21 @@ def test_runs_that_made_no_call_add_nothing() -> None:
     total.add(0, 4, (), 0.0)  # all from the cache: `TrialResult.spent` is 0
     total.add(0, 4, (), None)  # read back from MLflow
     assert total.summary(12, "fixed")["cost_usd"] == pytest.approx(0.25)
+
+
+def test_a_sequential_grid_counts_only_the_variants_it_runs() -> None:
+    """Review finding: with 4 variants and one listed pair, a sequential run that used every
+    row printed "50% of the grid" (the grid counted variants it never runs); the dry run
+    counted only the pair's. Both now count the same grid."""
+    from types import SimpleNamespace as NS
+
+    from experiments.sweeps.driver import _cost
+
+    spec = NS(comparisons=(("a", "b"),))
+    plan = [NS(planned=NS(rows=[{}] * 100), variant=NS(name=n)) for n in "abcd"]
+    used = Cost()
+    used.add(200, 0, (), 0.0)
+    summary = _cost(spec, plan, NS(cost=Cost(), resumed_rows=0), NS(cost=used))  # type: ignore[arg-type]
+    assert summary["grid_calls"] == 200 and summary["share_of_grid"] == 1.0
+    fixed = _cost(spec, plan, NS(cost=used, resumed_rows=0), None)  # type: ignore[arg-type]
+    assert fixed["grid_calls"] == 400
