@@ -39,7 +39,10 @@ BATCH_PROVIDERS = ("openai",)
 """Model prefixes `--batch` supports: litellm 1.110's OpenAI-format files + batches path
 (Anthropic message batches are not in its ``create_batch``)."""
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
-TERMINAL = ("completed", "expired", "cancelled", "failed")
+PROVIDER_FAILED = "failed"
+"""OpenAI's word for a failed batch or request count: the provider's vocabulary, not a
+`TrialStatus` (a row a failed batch did not answer is a failed row by its error)."""
+TERMINAL = ("completed", "expired", "cancelled", PROVIDER_FAILED)
 MAX_REQUESTS = 50_000  # OpenAI's limit of requests in one batch
 MAX_POLL_ERRORS = 10  # consecutive failed polls before giving up (the batch stays recorded)
 
@@ -158,7 +161,7 @@ def _unanswered(batch_id: str, status: str, errors: Any) -> str:
         return f"batch {batch_id} expired before this request ran; rerun to submit it again"
     if status == "cancelled":
         return f"batch {batch_id} was cancelled before this request ran; rerun to submit it again"
-    if status == "failed":
+    if status == PROVIDER_FAILED:
         return f"batch {batch_id} failed ({redact(str(errors))[:300]}); rerun to submit it again"
     return f"batch {batch_id} {status} without a result for this request; rerun to submit it again"
 
@@ -306,7 +309,7 @@ class BatchClient:
     def _report(self, record: BatchRecord, batch: Any) -> None:
         """One line when a batch's status or progress changes."""
         counts = _field(batch, "request_counts")
-        done = int(_field(counts, "completed") or 0) + int(_field(counts, "failed") or 0)
+        done = int(_field(counts, "completed") or 0) + int(_field(counts, PROVIDER_FAILED) or 0)
         state = (str(batch.status), done)
         if self._seen.get(str(record.batch_id)) != state:
             self._seen[str(record.batch_id)] = state

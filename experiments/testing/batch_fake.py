@@ -43,7 +43,8 @@ Reply = tuple[int, bytes, str]
 """(HTTP status, body, content type)."""
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
-ENDINGS = ("completed", "expired", "failed")
+PROVIDER_FAILED = "failed"  # OpenAI's batch status, not a TrialStatus
+ENDINGS = ("completed", "expired", PROVIDER_FAILED)
 
 
 @dataclass
@@ -234,7 +235,7 @@ class FakeBatches:
         """End `batch` as `status`, answering its first `done` requests (None: all)."""
         batch.status = status
         batch.ended_at[status] = int(time.time())
-        if status == "failed":
+        if status == PROVIDER_FAILED:
             failure = {"code": "fake_failure", "message": "the fake was told to fail", "line": None}
             batch.errors = {"object": "list", "data": [failure]}
             return
