@@ -53,7 +53,12 @@ def _runner(hits: dict[str, list[bool]]) -> Any:
             gen = r["answer"] if ok else ("No" if r["answer"] == "Yes" else "Yes")
             preds.append(Prediction(r["index"], "h", r["answer"], gen, gen, ok))
         return SimpleNamespace(
-            model_calls=len(preds), cache_hits=0, predictions=preds, cost=None, complete=True
+            model_calls=len(preds),
+            cache_hits=0,
+            predictions=preds,
+            cost=None,
+            spent=None,
+            complete=True,
         )
 
     return run_trial
