@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 DESIGNS = ("fixed", "sequential")
-SEQUENTIAL_KEYS = ("batch", "delta", "max_rows", "alpha", "seed")
+SEQUENTIAL_KEYS = ("batch", "delta", "max_rows", "alpha", "seed", "method")
+# anytime: the betting confidence sequence, valid at any look; group: the group-sequential
+# test over the planned looks (every `batch` rows up to the budget), O'Brien-Fleming spending
+METHODS = ("anytime", "group")
 DEFAULT_BATCH = 10
 DEFAULT_ALPHA = 0.05
 
@@ -27,15 +30,19 @@ class SequentialDesign:
     max_rows: int | None = None  # the budget: at most this many rows per arm (None: all)
     alpha: float = DEFAULT_ALPHA  # family-wise over the sweep's comparisons (Bonferroni)
     seed: int = 0  # the row order's seed (`row_order`); default: the spec's sample_seed
+    method: str = "anytime"  # "anytime" (betting CS) or "group" (planned looks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "batch": self.batch,
             "delta": self.delta,
             "max_rows": self.max_rows,
             "alpha": self.alpha,
             "seed": self.seed,
         }
+        if self.method != "anytime":  # the default adds nothing: earlier sweep ids stay
+            out["method"] = self.method
+        return out
 
 
 def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> SequentialDesign | str:
@@ -56,8 +63,9 @@ def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> Sequentia
             return f"{where}: sequential: unknown key {key!r} (keys: {', '.join(SEQUENTIAL_KEYS)})"
     if "cluster_by" in doc:
         return (
-            f"{where}: cluster_by is for the fixed design's tests; a sequential design's "
-            "interval is over the planned rows drawn in random order: remove cluster_by"
+            f"{where}: cluster_by is for the fixed design's tests; a sequential design always "
+            "clusters rows given the same prompt (repeated texts) and bets on whole clusters: "
+            "remove cluster_by"
         )
     problem = _check_values(where, raw)
     if problem:
@@ -69,6 +77,7 @@ def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> Sequentia
         max_rows=raw.get("max_rows"),
         alpha=float(raw.get("alpha", DEFAULT_ALPHA)),
         seed=int(raw.get("seed", sample_seed)),
+        method=str(raw.get("method", "anytime")),
     )
 
 
@@ -91,6 +100,12 @@ def _check_values(where: str, raw: dict[str, Any]) -> str | None:
         return (
             f"{where}: sequential.delta must be a number between 0 and 1 (a difference in the "
             f"task's metric), not {delta!r}"
+        )
+    method = raw.get("method", "anytime")
+    if method not in METHODS:
+        return (
+            f"{where}: sequential.method must be anytime (valid at any look) or group (the "
+            f"planned looks, O'Brien-Fleming spending: more power), not {method!r}"
         )
     alpha = raw.get("alpha", DEFAULT_ALPHA)
     if not (_is_number(alpha) and 0 < alpha <= 0.5):

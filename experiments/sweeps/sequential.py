@@ -26,11 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.analysis.clusters import by_prompts
 from experiments.analysis.sequential import (
+    GROUP_TEST,
     SEQUENCE,
     Elimination,
     NotSequential,
     PairedSequence,
+    Planned,
+    planned_looks,
     row_order,
 )
 from experiments.llm.types import Completion
@@ -41,7 +45,7 @@ from experiments.sweeps.plan import PlannedTrial
 from experiments.sweeps.spec import SpecError
 from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import run_trial
-from experiments.trials.spec import ResolvedTrial
+from experiments.trials.spec import ResolvedTrial, prompt_hash
 from promptlib.tasks import Catalog
 
 
@@ -99,20 +103,48 @@ class GroupOutcome:
     comparisons: list[dict[str, Any]]
 
 
+def task_clusters(resolved: Sequence[ResolvedTrial]) -> dict[str, dict[str, int]]:
+    """Per task, each row's cluster: rows linked when any of the task's trials gave them the
+    same rendered prompt, or when their input columns are equal (the fixed design's
+    `by_prompts` rule, applied before any call: identical prompts get identical answers, so
+    such rows are one unit of the sequence, never several)."""
+    hashes: dict[str, dict[str, list[str]]] = {}
+    for rt in resolved:
+        per_row = hashes.setdefault(rt.spec.task, {})
+        for r in rt.rows:
+            keys = per_row.setdefault(r["index"], [])
+            if not keys:  # the row's own input columns, once per task
+                inputs = {k: v for k, v in r.items() if k not in ("index", "answer")}
+                keys.append(prompt_hash(repr(sorted(inputs.items()))))
+            keys.append(prompt_hash(rt.compiled.render(r)))
+    out: dict[str, dict[str, int]] = {}
+    for task, per_row in hashes.items():
+        indices = sorted(per_row)
+        width = max(len(v) for v in per_row.values())
+        columns = [[(per_row[i] + [""] * width)[j] for i in indices] for j in range(width)]
+        ids = by_prompts(columns).ids
+        out[task] = {i: int(c) for i, c in zip(indices, ids, strict=True)}
+    return out
+
+
 def order_trials(
     design: SequentialDesign, resolved: Sequence[ResolvedTrial]
 ) -> list[ResolvedTrial]:
     """Each planned trial on its task's rows in the design's order (all of them: the
     sequences are over the planned rows; the budget only stops the loop early).
 
-    The order depends on the rows' answers and the seed only, so every arm of a task gets
-    the same order (its rows stay paired) in every process.
+    The order depends on the rows' answers, their clusters (`task_clusters`: a cluster's
+    rows are evaluated together, as one unit) and the seed only, so every arm of a task
+    gets the same order (its rows stay paired) in every process.
     """
+    clusters = task_clusters(resolved)
     out = []
     for rt in resolved:
+        cid = clusters[rt.spec.task]
         order = row_order(
-            [r["answer"] for r in rt.rows], design.seed, [r["index"] for r in rt.rows]
-        )
+            [r["answer"] for r in rt.rows], design.seed, [r["index"] for r in rt.rows],
+            [cid[r["index"]] for r in rt.rows],
+        )  # fmt: skip
         rows = [rt.rows[i] for i in order]
         spec = dataclasses.replace(rt.spec, rows=tuple(r["index"] for r in rows))
         out.append(dataclasses.replace(rt, spec=spec, rows=rows))
@@ -156,7 +188,32 @@ class Group:
     lm: Any
     cache: Any
     cost: Cost
+    clusters: dict[str, int] = field(default_factory=dict)  # row index -> cluster
     progress: Callable[[str], None] | None = None
+
+    @property
+    def cluster_ids(self) -> list[int] | None:
+        """The planned rows' clusters, in the design's order (None: rows are their own)."""
+        rows = next(iter(self.arms.values())).full.rows
+        if not self.clusters:
+            return None
+        return [self.clusters[r["index"]] for r in rows]
+
+    @property
+    def plan(self) -> Planned | None:
+        """The group-sequential design's planned looks, or None (the anytime sequence)."""
+        if self.design.method != "group":
+            return None
+        return Planned(planned_looks(self.design.batch, self.cap), seed=self.design.seed)
+
+    def clustering(self, n: int) -> dict[str, Any]:
+        """The report's words on the units: clusters among the first `n` rows."""
+        ids = self.cluster_ids
+        n_clusters = len(set(ids[:n])) if ids is not None else n
+        return {
+            "clustered_by": "prompt" if ids is not None else "rows",
+            "n_clusters": n_clusters,
+        }
 
     @property
     def answers(self) -> list[str]:
@@ -208,7 +265,14 @@ def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     ends the looks early."""
     design, arms, cap = group.design, group.arms, group.cap
     seqs = {
-        p: PairedSequence(group.metric, group.answers, alpha=group.alpha, delta=design.delta)
+        p: PairedSequence(
+            group.metric,
+            group.answers,
+            alpha=group.alpha,
+            delta=design.delta,
+            clusters=group.cluster_ids,
+            plan=group.plan,
+        )
         for p in pairs
     }
     stopped: dict[tuple[str, str], str] = {}  # pair -> why it stopped without a decision
@@ -246,7 +310,8 @@ def _pair_row(
         "b": b,
         "design": "sequential",
         "comparison": "pair",
-        "sequence": SEQUENCE,
+        "method": design.method,
+        "sequence": _sequence(design),
         "metric": group.metric,
         "alpha": group.alpha,
         "family_alpha": design.alpha,
@@ -260,10 +325,16 @@ def _pair_row(
         "estimate": last.estimate if last is not None else None,
         "ci_low": last.lower if last is not None else None,
         "ci_high": last.upper if last is not None else None,
+        **group.clustering(n),
         "score_a": _score(group.arms[a], n),
         "score_b": _score(group.arms[b], n),
         "status": why or _status(decision, n, group.cap),
     }
+
+
+def _sequence(design: SequentialDesign) -> str:
+    """The sequence's or the test's name, as the report states it."""
+    return GROUP_TEST if design.method == "group" else SEQUENCE
 
 
 def _eliminate(group: Group, keyword: str) -> list[dict[str, Any]]:
@@ -271,7 +342,10 @@ def _eliminate(group: Group, keyword: str) -> list[dict[str, Any]]:
     arms, cap = group.arms, group.cap
     if len(arms) < 2:
         return []
-    el = Elimination(group.metric, group.answers, list(arms), alpha=group.alpha)
+    el = Elimination(
+        group.metric, group.answers, list(arms), alpha=group.alpha,
+        clusters=group.cluster_ids, plan=group.plan,
+    )  # fmt: skip
     n, looks = 0, []
     why: str | None = None
     while len(el.active) > 1 and n < cap:
@@ -302,7 +376,8 @@ def _elimination_row(
         "b": worst,
         "design": "sequential",
         "comparison": keyword,
-        "sequence": SEQUENCE,
+        "method": group.design.method,
+        "sequence": _sequence(group.design),
         "metric": group.metric,
         "alpha": group.alpha,
         "family_alpha": group.design.alpha,
@@ -317,6 +392,7 @@ def _elimination_row(
         "estimate": verdict.get("estimate"),
         "ci_low": verdict.get("lower"),
         "ci_high": verdict.get("upper"),
+        **group.clustering(rows),
         # both on the rows the best-vs-worst interval is over (`n`), as the table says: the
         # best arm may have gone on after the worst was eliminated
         "score_a": _score(arms[best], rows) if best in arms else None,
@@ -388,10 +464,11 @@ def run_sequential(
             arms = groups.setdefault((t.model, t.planned.task), {})
             arms[t.variant.name] = Arm(t.variant.name, t, rt)
     alpha = design.alpha / max(1, n_comparisons(comparisons, [list(g) for g in groups.values()]))
+    clusters = task_clusters(resolved)
     cost, outcomes = Cost(), []
     for i, ((model, task), arms) in enumerate(groups.items()):
         say = _progress(progress, i, len(groups), f"{task} · {model}")
-        group = Group(design, arms, alpha, catalog, lms[model], cache, cost, say)
+        group = Group(design, arms, alpha, catalog, lms[model], cache, cost, clusters[task], say)
         outcomes.append(run_group(group, comparisons))
     final_plan, final_resolved = [], []
     for arms in groups.values():
@@ -442,6 +519,6 @@ def sequential_params(design: SequentialDesign) -> dict[str, Any]:
     """The parent run's params of a sequential sweep (a fixed sweep has none of these)."""
     return {
         "design": "sequential",
-        "sequence": SEQUENCE,
+        "sequence": _sequence(design),
         **{f"sequential.{k}": v for k, v in design.to_dict().items()},
     }

@@ -54,11 +54,15 @@ How the sequence works (`betting`)
 
 from experiments.analysis.sequential.betting import GRID, NotSequential, strata
 from experiments.analysis.sequential.elimination import Elimination, EliminationCore
+from experiments.analysis.sequential.group import GroupCore, normal_boundaries, obf_spent
 from experiments.analysis.sequential.order import row_order
 from experiments.analysis.sequential.paired import (
+    METHODS,
     Look,
     Outcomes,
     PairedSequence,
+    Planned,
+    planned_looks,
     simulate_paired,
 )
 
@@ -66,16 +70,28 @@ SEQUENCE = (
     "betting confidence sequence (Waudby-Smith & Ramdas 2023, aGRAPA bets) on block means "
     "of the metric's weighted row terms, anytime-valid at every look"
 )
+GROUP_TEST = (
+    "group-sequential permutation test at the planned looks (swaps of A and B per cluster, "
+    "Lan-DeMets O'Brien-Fleming alpha spending; interval: repeated confidence interval, "
+    "normal theory)"
+)
 
 __all__ = [
     "GRID",
+    "GROUP_TEST",
+    "METHODS",
     "SEQUENCE",
     "Elimination",
     "EliminationCore",
+    "GroupCore",
     "Look",
     "NotSequential",
     "Outcomes",
     "PairedSequence",
+    "Planned",
+    "normal_boundaries",
+    "obf_spent",
+    "planned_looks",
     "row_order",
     "simulate_paired",
     "strata",

@@ -66,14 +66,35 @@ def strata(metric: str, answers: Sequence[str]) -> tuple[IntArray, FloatArray]:
     return np.asarray(cls, dtype=np.intp), weights.astype(np.float64)
 
 
-def block_ends(cls: IntArray, n_strata: int) -> BoolArray:
-    """Where each block ends: a block is the shortest run of rows, in order, that holds every
-    stratum; the rows after the last such run join the last block."""
+def unit_ends(clusters: Sequence[int] | IntArray | None, n: int) -> BoolArray:
+    """Where each unit (a cluster's rows, together in the order; or a row) ends. Raises when
+    a cluster's rows are not together (order them with `row_order(..., clusters=...)`)."""
+    if clusters is None:
+        return np.ones(n, dtype=bool)
+    ids = np.asarray(clusters)
+    if len(ids) != n:
+        raise WorkbenchError(f"{len(ids)} cluster ids for {n} planned rows; give one per row")
+    ends = np.ones(n, dtype=bool)
+    ends[:-1] = ids[1:] != ids[:-1]
+    runs = ids[ends]
+    if len(np.unique(runs)) != len(runs):
+        raise WorkbenchError(
+            "a cluster's rows are not together in the planned order: a sequential design "
+            "bets on whole clusters; order the rows with row_order(..., clusters=...)"
+        )
+    return ends
+
+
+def block_ends(cls: IntArray, n_strata: int, units: BoolArray | None = None) -> BoolArray:
+    """Where each block ends: a block is the shortest run of whole units (clusters of
+    repeated texts, or rows), in order, that holds every stratum; the rows after the last
+    such run join the last block. A block never splits a cluster, so under the permutation
+    null (A's and B's replies exchangeable per cluster) the blocks' signs are independent."""
     ends = np.zeros(len(cls), dtype=bool)
     seen: set[int] = set()
     for i, c in enumerate(cls):
         seen.add(int(c))
-        if len(seen) == n_strata:
+        if len(seen) == n_strata and (units is None or units[i]):
             ends[i] = True
             seen = set()
     if seen and ends.any():
@@ -139,13 +160,20 @@ class Betting:
 class Core:
     """S paired comparisons over the same planned rows, in order (vectorised)."""
 
-    def __init__(self, metric: str, answers: Sequence[str], alpha: float, n_seq: int) -> None:
+    def __init__(
+        self,
+        metric: str,
+        answers: Sequence[str],
+        alpha: float,
+        n_seq: int,
+        clusters: Sequence[int] | IntArray | None = None,
+    ) -> None:
         if not 0.0 < alpha < 1.0:
             raise WorkbenchError(f"alpha must lie strictly between 0 and 1, not {alpha}")
         self.cls, self.weights = strata(metric, answers)
         self.n_planned = len(self.cls)
         k = len(self.weights)
-        self.ends = block_ends(self.cls, k)
+        self.ends = block_ends(self.cls, k, unit_ends(clusters, self.n_planned))
         self.cs = Betting(n_seq, alpha)
         self.sum_d = np.zeros((n_seq, k))
         self.seen = np.zeros((n_seq, k))

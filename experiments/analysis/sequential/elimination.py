@@ -22,7 +22,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.analysis.sequential.betting import BoolArray, Core, FloatArray
+from experiments.analysis.sequential.betting import BoolArray, Core, FloatArray, IntArray
+from experiments.analysis.sequential.group import GroupCore
+from experiments.analysis.sequential.paired import Planned
 from promptlib.errors import WorkbenchError
 
 Until = Literal["best", "range"]
@@ -39,6 +41,8 @@ class EliminationCore:
         alpha: float,
         n_seq: int,
         until: Until = "best",
+        clusters: Sequence[int] | IntArray | None = None,
+        plan: Planned | None = None,
     ) -> None:
         if k < 2:
             raise WorkbenchError(f"best-of-k needs at least two arms, not {k}")
@@ -47,9 +51,22 @@ class EliminationCore:
         self.k, self.n_planned, self.alpha, self.until = k, len(answers), alpha, until
         self.pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
         level = alpha / len(self.pairs)
-        self.cores = {p: Core(metric, answers, level, n_seq) for p in self.pairs}
+        self.cores: dict[tuple[int, int], Core | GroupCore] = {}
+        for p in self.pairs:
+            if plan is None:
+                self.cores[p] = Core(metric, answers, level, n_seq, clusters)
+            else:
+                self.cores[p] = GroupCore(
+                    metric, answers, plan.looks, level, n_seq, clusters=clusters,
+                    n_paths=plan.n_paths, seed=plan.seed,
+                )  # fmt: skip
+        # the last row a look is planned at: every planned row, or the group design's budget
+        self.n_last = self.n_planned if plan is None else plan.looks[-1]
         shape = (n_seq, k, k)
         self.est, self.lo, self.hi = np.zeros(shape), np.full(shape, -1.0), np.full(shape, 1.0)
+        # +1 where arm i beats arm j at level alpha / pairs (the pair's test rejected), -1
+        # where j beats i: the anytime interval excluding 0, or the group design's test
+        self.sgn = np.zeros(shape, dtype=np.int64)
         self.active = np.ones((n_seq, k), dtype=bool)
         self.rows = np.zeros((n_seq, k), dtype=np.int64)
         self.hits = np.zeros((n_seq, k), dtype=np.int64)
@@ -62,7 +79,7 @@ class EliminationCore:
         eliminated yet) and rows left."""
         n_active = self.active.sum(axis=1)
         left = n_active > 1 if self.until == "best" else n_active == self.k
-        live: BoolArray = left & (self.rows.max(axis=1) < self.n_planned)
+        live: BoolArray = left & (self.rows.max(axis=1) < self.n_last)
         return live
 
     def update(self, hits: NDArray[np.bool_]) -> None:
@@ -75,8 +92,14 @@ class EliminationCore:
             d = hits[:, i, :].astype(np.int64) - hits[:, j, :].astype(np.int64)
             core = self.cores[(i, j)]
             core.add(d, both)
-            est, lo, hi = core.look()
+            if isinstance(core, GroupCore):
+                est, lo, hi = core.look(both)
+                sign = core.sign
+            else:
+                est, lo, hi = core.look()
+                sign = (lo > 0.0).astype(np.int64) - (hi < 0.0).astype(np.int64)
             self._store(i, j, both, est, lo, hi)
+            self.sgn[both, i, j], self.sgn[both, j, i] = sign[both], -sign[both]
         on = live[:, None] & self.active
         self.rows += on * hits.shape[2]
         self.hits += on * hits.sum(axis=2)
@@ -90,7 +113,7 @@ class EliminationCore:
 
     def _eliminate(self, live: BoolArray) -> None:
         """Drop each active arm that some active arm beats (lo[other, arm] > 0)."""
-        beats = (self.lo > 0.0) & self.active[:, :, None] & self.active[:, None, :]
+        beats = (self.sgn > 0) & self.active[:, :, None] & self.active[:, None, :]
         beaten = beats.any(axis=1) & live[:, None]
         everyone = beaten.sum(axis=1) == self.active.sum(axis=1)
         if np.any(everyone):  # cannot happen while the intervals hold; keep the top scorer
@@ -102,20 +125,30 @@ class EliminationCore:
         self.active &= ~beaten
 
     def best_vs_worst(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-        """Per sequence, the pair the statement is about. Where some pair's interval excludes
-        0: best = the active arm with the highest lower bound over another arm, worst = that
-        arm. Else best = the active arm with most hits (all active arms saw the same rows),
-        worst = the arm it leads by most on their common rows. Any choice keeps the level:
-        every pair's interval holds at once."""
+        """Per sequence, the pair the statement is about. Where some pair's test rejected
+        (for the anytime sequence: its interval excludes 0): best = the active arm with the
+        highest lower bound over an arm it beats, worst = that arm. Else best = the active
+        arm with most hits (all active arms saw the same rows), worst = the arm it leads by
+        most on their common rows. Any choice keeps the level: every pair's test holds at
+        once."""
         s = np.arange(self.active.shape[0])
         eye = np.eye(self.k, dtype=bool)[None]
-        margin = np.where(self.active[:, :, None] & ~eye, self.lo, -np.inf).max(axis=2)
+        wins = self.sgn > 0
+        margin = np.where(self.active[:, :, None] & ~eye & wins, self.lo, -np.inf).max(axis=2)
         by_hits = np.argmax(np.where(self.active, self.hits, -1), axis=1)
-        best = np.where(margin.max(axis=1) > 0.0, np.argmax(margin, axis=1), by_hits)
-        lo = np.where(eye[0][best], -np.inf, self.lo[s, best, :])
+        decided = np.isfinite(margin).any(axis=1)
+        best = np.where(decided, np.argmax(margin, axis=1), by_hits)
+        won = wins[s, best, :] & ~eye[0][best]
+        lo = np.where(won, self.lo[s, best, :], -np.inf)
         lead = np.where(eye[0][best], -np.inf, self.est[s, best, :])
-        worst = np.where(lo.max(axis=1) > 0.0, np.argmax(lo, axis=1), np.argmax(lead, axis=1))
+        worst = np.where(won.any(axis=1), np.argmax(lo, axis=1), np.argmax(lead, axis=1))
         return best, worst
+
+    def beats(self, i: NDArray[np.intp], j: NDArray[np.intp]) -> BoolArray:
+        """Per sequence, whether arm i[s] beat arm j[s] (the pair's test rejected)."""
+        s = np.arange(self.active.shape[0])
+        out: BoolArray = self.sgn[s, i, j] > 0
+        return out
 
 
 class Elimination:
@@ -129,11 +162,15 @@ class Elimination:
         *,
         alpha: float = 0.05,
         until: Until = "best",
+        clusters: Sequence[int] | IntArray | None = None,
+        plan: Planned | None = None,
     ) -> None:
         if len(set(arms)) != len(arms) or len(arms) < 2:
             raise WorkbenchError(f"best-of-k needs at least two distinct arms, not {list(arms)}")
         self.metric, self.alpha, self.arms = metric, alpha, tuple(arms)
-        self._core = EliminationCore(metric, answers, len(arms), alpha, 1, until)
+        self._core = EliminationCore(
+            metric, answers, len(arms), alpha, 1, until, clusters=clusters, plan=plan
+        )
         self.n_planned = len(answers)
 
     @property
@@ -201,7 +238,7 @@ class Elimination:
             "estimate": float(core.est[0, best_i, worst_i]),
             "lower": lower,
             "upper": upper,
-            "decision": "best" if lower > 0.0 else "undecided",
+            "decision": "best" if bool(core.sgn[0, best_i, worst_i] > 0) else "undecided",
             "best_identified": len(self.active) == 1,
             "in_contention": list(self.active),
             "eliminated": self.eliminated,

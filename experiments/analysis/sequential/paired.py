@@ -9,11 +9,31 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.analysis.sequential.betting import BoolArray, Core, FloatArray
+from experiments.analysis.sequential.betting import BoolArray, Core, FloatArray, IntArray
+from experiments.analysis.sequential.group import N_PATHS, GroupCore
 from promptlib.errors import WorkbenchError
 
 Decision = Literal["A", "B", "equivalent", "continue", "undecided"]
 CODES: tuple[Decision, ...] = ("continue", "A", "B", "equivalent", "undecided")
+Method = Literal["anytime", "group"]
+METHODS: tuple[Method, ...] = ("anytime", "group")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A group-sequential plan: the looks (rows seen on both arms at each), the null paths
+    and their seed (`group.GroupCore`)."""
+
+    looks: tuple[int, ...]
+    n_paths: int = N_PATHS
+    seed: int = 0
+
+
+def planned_looks(batch: int, cap: int) -> tuple[int, ...]:
+    """Looks after every `batch` rows up to the budget `cap` (the last one at `cap`)."""
+    if batch < 1 or cap < 1:
+        raise WorkbenchError(f"batch and budget must be >= 1, not {batch} and {cap}")
+    return tuple(sorted({*range(batch, cap, batch), cap}))
 
 
 @dataclass(frozen=True)
@@ -36,6 +56,18 @@ def decide(
         code = np.where((lower >= -delta) & (upper <= delta), 3, code)
     code = np.where(upper < 0.0, 2, code)
     return np.where(lower > 0.0, 1, code)
+
+
+def decide_group(
+    sign: NDArray[np.int64], equivalent: BoolArray | None, done: BoolArray
+) -> NDArray[np.int64]:
+    """Decision codes of the group-sequential test: its permutation test rejected (A or B),
+    the two one-sided tests said equivalent, the last planned look, or go on."""
+    code = np.where(done, 4, 0)
+    if equivalent is not None:
+        code = np.where(equivalent, 3, code)
+    code = np.where(sign < 0, 2, code)
+    return np.where(sign > 0, 1, code)
 
 
 def check_delta(delta: float | None) -> None:
@@ -63,15 +95,30 @@ class PairedSequence:
         *,
         alpha: float = 0.05,
         delta: float | None = None,
+        clusters: Sequence[int] | IntArray | None = None,
+        plan: Planned | None = None,
     ) -> None:
         """answers: the official answers of ALL planned rows, in row_order (the finite
         population: N = len(answers)); metric: the official metric name as
-        experiments/metrics.py names it. Raises NotSequential for non-linear metrics."""
+        experiments/metrics.py names it; clusters: a cluster id per row (repeated texts,
+        together in the order), so whole clusters are the units; plan: the group-sequential
+        design's looks (None: the anytime-valid sequence). Raises NotSequential for
+        non-linear metrics."""
         check_delta(delta)
         self.metric = metric
         self.alpha = alpha
         self.delta = delta
-        self._core = Core(metric, answers, alpha, 1)
+        self.plan = plan
+        self._core: Core | GroupCore
+        if plan is None:
+            self._core = Core(metric, answers, alpha, 1, clusters)
+            self._last = len(answers)
+        else:
+            self._core = GroupCore(
+                metric, answers, plan.looks, alpha, 1, clusters=clusters,
+                n_paths=plan.n_paths, seed=plan.seed,
+            )  # fmt: skip
+            self._last = self._core.looks[-1]
         self.n_planned = self._core.n_planned
         self.looks: list[Look] = []
 
@@ -94,16 +141,21 @@ class PairedSequence:
                 f"({self.looks[-1].decision}); start a new one to look again"
             )
         d = differences(a_correct, b_correct)
-        if self.n_rows + len(d) > self.n_planned:
+        if self.n_rows + len(d) > self._last:
             raise WorkbenchError(
                 f"{self.n_rows} rows seen and {len(d)} more given, but only "
-                f"{self.n_planned} were planned"
+                f"{self._last} were planned"
             )
         if len(d):
             self._core.add(d[None, :])
-        est, lo, hi = self._core.look()
-        done = np.array([self.n_rows >= self.n_planned])
-        code = int(decide(lo, hi, done, self.delta)[0])
+        done = np.array([self.n_rows >= self._last])
+        if isinstance(self._core, GroupCore):
+            est, lo, hi = self._core.look()
+            equivalent = self._core.equivalent(est, self.delta) if self.delta is not None else None
+            code = int(decide_group(self._core.sign, equivalent, done)[0])
+        else:
+            est, lo, hi = self._core.look()
+            code = int(decide(lo, hi, done, self.delta)[0])
         look = Look(self.n_rows, float(est[0]), float(lo[0]), float(hi[0]), CODES[code])
         self.looks.append(look)
         return look
@@ -129,21 +181,41 @@ def simulate_paired(
     batch: int = 10,
     alpha: float = 0.05,
     delta: float | None = None,
+    clusters: Sequence[int] | IntArray | None = None,
+    method: Method = "anytime",
+    cap: int | None = None,
+    n_paths: int = N_PATHS,
+    seed: int = 0,
 ) -> Outcomes:
     """S comparisons (rows of the (S, N) hit arrays, columns in row order) run to their stop,
-    looking after every `batch` rows: the same sequence as `PairedSequence`, vectorised."""
+    looking after every `batch` rows up to `cap` (default: every row): the same sequence
+    as `PairedSequence`, vectorised (`method` "group": the group-sequential test over those
+    planned looks)."""
     check_delta(delta)
     d = a_correct.astype(np.int64) - b_correct.astype(np.int64)
     n_seq, n = d.shape
-    core = Core(metric, answers, alpha, n_seq)
+    cap = n if cap is None else min(cap, n)
+    core: Core | GroupCore
+    if method == "group":
+        looks = planned_looks(batch, cap)
+        core = GroupCore(
+            metric, answers, looks, alpha, n_seq, clusters=clusters, n_paths=n_paths, seed=seed
+        )
+    else:
+        core = Core(metric, answers, alpha, n_seq, clusters)
     code = np.zeros(n_seq, dtype=np.int64)
     out = [np.zeros(n_seq) for _ in range(3)]
     rows = np.zeros(n_seq, dtype=np.int64)
-    for start in range(0, n, batch):
+    for start in range(0, cap, batch):
         live = code == 0
-        core.add(d[:, start : start + batch], live)
-        est, lo, hi = core.look()
-        new = decide(lo, hi, core.pos >= n, delta)
+        core.add(d[:, start : min(start + batch, cap)], live)
+        if isinstance(core, GroupCore):
+            est, lo, hi = core.look(live)
+            eq = core.equivalent(est, delta) if delta is not None else None
+            new = decide_group(core.sign, eq, core.pos >= cap)
+        else:
+            est, lo, hi = core.look()
+            new = decide(lo, hi, core.pos >= cap, delta)
         for arr, val in zip(out, (est, lo, hi), strict=True):
             arr[live] = val[live]
         rows[live] = core.pos[live]
