@@ -22,9 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+from experiments import ids
+
+if TYPE_CHECKING:
+    from experiments.trials.spec import ResolvedTrial
 
 ClusterIds = NDArray[np.intp]
 
@@ -117,16 +123,16 @@ def union(first: Clustering, second: Clustering) -> Clustering:
     if first.n_rows != second.n_rows:
         raise ValueError("both clusterings must cover the same rows")
     parent = list(range(first.n_rows))
-    for ids in (first.ids, second.ids):
+    for found in (first.ids, second.ids):
         leader: dict[int, int] = {}
-        for i, c in enumerate(ids.tolist()):
+        for i, c in enumerate(found.tolist()):
             j = leader.setdefault(c, i)
             ri, rj = _find(parent, i), _find(parent, j)
             if ri != rj:
                 parent[max(ri, rj)] = min(ri, rj)
-    ids = factorize([_find(parent, i) for i in range(first.n_rows)])
+    merged = factorize([_find(parent, i) for i in range(first.n_rows)])
     unlinked = first.unlinked if second.how == "rows" else second.unlinked
-    return Clustering(ids, f"{first.how}+{second.how}", unlinked)
+    return Clustering(merged, f"{first.how}+{second.how}", unlinked)
 
 
 def singletons(n: int) -> Clustering:
@@ -184,3 +190,25 @@ def for_rows(
         raise ValueError(f"clustering by {cluster_by} needs the column's values")
     by_col = by_column([column.get(i, "") for i in indices], cluster_by[7:])
     return union(by_col, prompts)
+
+
+def task_clusters(resolved: Sequence[ResolvedTrial]) -> dict[str, dict[str, int]]:
+    """Per task, each row's cluster: rows linked when any of the task's trials gave them the
+    same rendered prompt, or when their input columns are equal (the fixed design's
+    `by_prompts` rule, applied before any call: identical prompts get identical answers, so
+    such rows are one unit of a sequential design, never several)."""
+    columns: dict[str, list[dict[str, str]]] = {}
+    for rt in resolved:
+        per_task = columns.setdefault(rt.spec.task, [{}])
+        inputs = per_task[0]
+        for r in rt.rows:
+            if r["index"] not in inputs:  # the row's own input columns
+                fields = sorted((k, v) for k, v in r.items() if k not in ("index", "answer"))
+                inputs[r["index"]] = ids.prompt_hash(repr(fields))
+        per_task.append({r["index"]: ids.prompt_hash(rt.compiled.render(r)) for r in rt.rows})
+    out: dict[str, dict[str, int]] = {}
+    for task, per_task in columns.items():
+        indices = sorted(per_task[0])
+        found = by_prompts([[col.get(i, "") for i in indices] for col in per_task])
+        out[task] = {i: int(c) for i, c in zip(indices, found.ids, strict=True)}
+    return out

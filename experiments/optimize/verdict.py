@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from experiments.analysis import compare
+from experiments.analysis.clusters import task_clusters
 from experiments.analysis.sequential import SEQUENCE, PairedSequence, row_order
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import DevHeldout
@@ -116,13 +117,19 @@ def _sequential(
     Returns the verdict and the rows it used (those the arms' trials are then scored on).
     A failed row refuses the verdict, as the fixed design does (`IncompleteEvaluation`).
     """
+    # rows given the same prompt (repeated texts) are one unit: together in the order, and
+    # one bet of the sequence (`task_clusters`, as a sweep's sequential design)
+    unordered = [_resolve(cfg, catalog, lm, v, judged) for v in (best_variant, PromptVariant())]
+    cid = task_clusters(unordered)[cfg.task]
     order = row_order(
-        [rows[i]["answer"] for i in judged], cfg.split_seed, [rows[i]["index"] for i in judged]
-    )
+        [rows[i]["answer"] for i in judged], cfg.split_seed, [rows[i]["index"] for i in judged],
+        [cid[rows[i]["index"]] for i in judged],
+    )  # fmt: skip
     ordered = tuple(judged[k] for k in order)
     full = [_resolve(cfg, catalog, lm, v, ordered) for v in (best_variant, PromptVariant())]
     metric = full[0].metric
-    seq = PairedSequence(metric, [r["answer"] for r in full[0].rows], alpha=0.05)
+    clusters = [cid[r["index"]] for r in full[0].rows]
+    seq = PairedSequence(metric, [r["answer"] for r in full[0].rows], alpha=0.05, clusters=clusters)
     hits: list[list[bool]] = [[], []]
     n, look, calls = 0, None, 0
     while n < len(ordered) and (look is None or look.decision == "continue"):
@@ -145,9 +152,11 @@ def _sequential(
         "batch": cfg.heldout_batch, "looks": [lk.n_rows for lk in seq.looks], "n": look.n_rows,
         "planned": len(ordered), "decision": look.decision, "estimate": look.estimate,
         "ci_low": look.lower, "ci_high": look.upper, "model_calls": calls,
+        "clustered_by": "prompt", "n_clusters": len(set(clusters[: look.n_rows])),
         "test": f"sequential ({SEQUENCE}), best - base, {metric}, anytime-valid 95% interval "
         f"[{look.lower:+.3f}, {look.upper:+.3f}] after {look.n_rows} of {len(ordered)} rows "
-        f"({len(seq.looks)} looks): {look.decision}",
+        f"({len(set(clusters[: look.n_rows]))} clusters of rows given the same prompt, bet on "
+        f"as units; {len(seq.looks)} looks): {look.decision}",
     }  # fmt: skip
     return verdict, ordered[: look.n_rows]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from experiments import ids
+from experiments.analysis.clusters import task_clusters
 from experiments.analysis.sequential import row_order
 from experiments.llm.backends import is_local
 from experiments.llm.batch import batch_cost
@@ -272,15 +273,21 @@ def dry_run_items(
     items = []
     lms = {t.model: lm_factory(t.model) for t in trials}
     design = spec.sequential if spec is not None else None
-    for t in trials:
+    every = [resolve_trial(t.spec, catalog, lms[t.model]) for t in trials]
+    # the clusters of the sweep's own order (`sequential.order_trials`): over every trial
+    clusters = task_clusters(every) if design is not None else {}
+    for t, resolved in zip(trials, every, strict=True):
         pt, nv, model = t.planned, t.variant, t.model
         if design is not None and not is_arm(spec, nv.name):
             continue
         task = catalog.task(pt.task)
-        resolved = resolve_trial(t.spec, catalog, lms[model])
         rows = resolved.rows
-        if design is not None:  # the rows in the design's order, cut at the budget
-            order = row_order([r["answer"] for r in rows], design.seed, [r["index"] for r in rows])
+        if design is not None:  # the rows in the design's order (clusters together), cut
+            cid = clusters[pt.task]
+            order = row_order(
+                [r["answer"] for r in rows], design.seed, [r["index"] for r in rows],
+                [cid[r["index"]] for r in rows],
+            )  # fmt: skip
             rows = [rows[i] for i in order][: design.max_rows or len(order)]
         chars = sum(len(resolved.compiled.render(r)) for r in rows)
         tokens = chars // 4

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.analysis.clusters import by_prompts
+from experiments.analysis.clusters import task_clusters
 from experiments.analysis.sequential import (
     GROUP_TEST,
     SEQUENCE,
@@ -45,7 +45,7 @@ from experiments.sweeps.plan import PlannedTrial
 from experiments.sweeps.spec import SpecError
 from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import run_trial
-from experiments.trials.spec import ResolvedTrial, prompt_hash
+from experiments.trials.spec import ResolvedTrial
 from promptlib.tasks import Catalog
 
 
@@ -101,30 +101,6 @@ class GroupOutcome:
     task: str
     rows_per_arm: dict[str, int]
     comparisons: list[dict[str, Any]]
-
-
-def task_clusters(resolved: Sequence[ResolvedTrial]) -> dict[str, dict[str, int]]:
-    """Per task, each row's cluster: rows linked when any of the task's trials gave them the
-    same rendered prompt, or when their input columns are equal (the fixed design's
-    `by_prompts` rule, applied before any call: identical prompts get identical answers, so
-    such rows are one unit of the sequence, never several)."""
-    hashes: dict[str, dict[str, list[str]]] = {}
-    for rt in resolved:
-        per_row = hashes.setdefault(rt.spec.task, {})
-        for r in rt.rows:
-            keys = per_row.setdefault(r["index"], [])
-            if not keys:  # the row's own input columns, once per task
-                inputs = {k: v for k, v in r.items() if k not in ("index", "answer")}
-                keys.append(prompt_hash(repr(sorted(inputs.items()))))
-            keys.append(prompt_hash(rt.compiled.render(r)))
-    out: dict[str, dict[str, int]] = {}
-    for task, per_row in hashes.items():
-        indices = sorted(per_row)
-        width = max(len(v) for v in per_row.values())
-        columns = [[(per_row[i] + [""] * width)[j] for i in indices] for j in range(width)]
-        ids = by_prompts(columns).ids
-        out[task] = {i: int(c) for i, c in zip(indices, ids, strict=True)}
-    return out
 
 
 def order_trials(
