@@ -304,7 +304,8 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
     arm = max([24, *(len(str(r[k])) for r in rows for k in ("a", "b"))])
     out = [
         f"{'model':<18} {'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
-        f"{'diff':>7} {'interval':>17} {'rows':>5} {'budget':>6} {'looks':>5}  decision"
+        f"{'diff':>7} {'interval':>17} {'rows':>5} {'clus':>5} {'budget':>6} {'looks':>5}  "
+        "decision"
     ]
     for r in rows:
         ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
@@ -315,7 +316,8 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
         out.append(
             f"{str(r['model'])[:18]:<18} {r['task'][:28]:<28} {r['a']!s:<{arm}} {r['b']!s:<{arm}} "
             f"{_f(r.get('score_a'), '.3f'):>8} {_f(r.get('score_b'), '.3f'):>8} "
-            f"{_f(r.get('estimate'), '+.3f'):>7} {ci:>17} {r['n']:>5} {r['budget']:>6} "
+            f"{_f(r.get('estimate'), '+.3f'):>7} {ci:>17} {r['n']:>5} "
+            f"{_f(r.get('n_clusters'), 'd'):>5} {r['budget']:>6} "
             f"{len(r.get('looks') or ()):>5}  {decided}"
         )
         out += [
@@ -323,18 +325,45 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
             for e in r.get("eliminated") or ()
         ]
     first = rows[0]
+    out.append(_sequential_legend(first, len(rows)))
+    return "\n".join(out)
+
+
+def _sequential_legend(first: dict[str, Any], n: int) -> str:
+    """The sequential table's note: the design, the test, the units, the level."""
+    units = (
+        "rows given the same prompt (repeated texts) are one cluster, evaluated together and "
+        "counted once (clus)"
+        if first.get("clustered_by") == "prompt"
+        else "rows are the units"
+    )
+    level = (
+        f"level {first['alpha']:.4g} per comparison (family {first['family_alpha']}, "
+        f"Bonferroni over {n})"
+    )
+    if first.get("method") == "group":
+        delta = (
+            f"; equivalent: two one-sided tests at the looks, inside +-{first['delta']}"
+            if first.get("delta")
+            else ""
+        )
+        return (
+            f"design: sequential, group-sequential, planned looks every {first['batch']} rows "
+            f"up to the budget; test: {first['sequence']}, A - B in the task's metric, {level}; "
+            f"decisions A/B exact under exchangeable replies of A and B per cluster; {units}; "
+            "A, B: the best and worst variant for best_vs_worst/all_pairs (successive "
+            f"elimination){delta}. rows: on both arms at the stop; scores on those rows."
+        )
     delta = f"; equivalent: the interval inside +-{first['delta']}" if first.get("delta") else ""
-    out.append(
+    return (
         f"design: sequential, looks after every {first['batch']} rows; sequence: "
-        f"{first['sequence']}; interval: anytime-valid at level {first['alpha']:.4g} per "
-        f"comparison (family {first['family_alpha']}, Bonferroni over {len(rows)}), of A - B "
+        f"{first['sequence']}; interval: anytime-valid at {level}, of A - B "
         "in the task's metric (excluding 0 holds its level exactly when A's and B's replies "
-        "are exchangeable on every row); A, B: the best and worst variant for "
+        f"are exchangeable on every cluster); {units}; A, B: the best and worst variant for "
         f"best_vs_worst/all_pairs (successive elimination){delta}. rows: on both arms at the "
         "stop; scores on those rows. No p-values: a fixed-design test on rows chosen by "
         "stopping would not hold its level."
     )
-    return "\n".join(out)
 
 
 def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:

@@ -248,6 +248,7 @@ def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
             delta=design.delta,
             clusters=group.cluster_ids,
             plan=group.plan,
+            budget=cap,
         )
         for p in pairs
     }
@@ -320,7 +321,7 @@ def _eliminate(group: Group, keyword: str) -> list[dict[str, Any]]:
         return []
     el = Elimination(
         group.metric, group.answers, list(arms), alpha=group.alpha,
-        clusters=group.cluster_ids, plan=group.plan,
+        clusters=group.cluster_ids, plan=group.plan, budget=cap,
     )  # fmt: skip
     n, looks = 0, []
     why: str | None = None

@@ -106,7 +106,8 @@ def block_ends(cls: IntArray, n_strata: int, units: BoolArray | None = None) -> 
 class Betting:
     """The betting CS (aGRAPA bets) of the mean of observations in [0, 1], S at once."""
 
-    def __init__(self, n_seq: int, alpha: float) -> None:
+    def __init__(self, n_seq: int, alpha: float, horizon: int | None = None) -> None:
+        self.horizon = horizon  # observations up to the budget, when known: caps the bets
         self.m = np.linspace(0.0, 1.0, GRID)
         self.log_level = float(np.log(1.0 / alpha))
         self.n = np.zeros(n_seq)
@@ -130,6 +131,9 @@ class Betting:
         var_prev = (0.25 + self.sum_sq) / t
         gap = ((0.5 + self.sum_x) / t)[:, None] - self.m[None, :]
         lam = np.clip(gap / (var_prev[:, None] + gap**2), -self.cap_down, self.cap_up)
+        if self.horizon is not None:  # tuned to the budget: no larger than the fixed-n bet
+            tuned = np.sqrt(2.0 * self.log_level / (np.maximum(var_prev, 1e-3) * self.horizon))
+            lam = np.sign(lam) * np.minimum(np.abs(lam), tuned[:, None])
         lam *= mask[:, None]
         self.log_k += np.log1p(lam * (x[:, None] - self.m[None, :]))
         n_new = np.where(mask, t, self.n)
@@ -167,6 +171,7 @@ class Core:
         alpha: float,
         n_seq: int,
         clusters: Sequence[int] | IntArray | None = None,
+        budget: int | None = None,
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise WorkbenchError(f"alpha must lie strictly between 0 and 1, not {alpha}")
@@ -174,7 +179,11 @@ class Core:
         self.n_planned = len(self.cls)
         k = len(self.weights)
         self.ends = block_ends(self.cls, k, unit_ends(clusters, self.n_planned))
-        self.cs = Betting(n_seq, alpha)
+        # the bets are tuned to the blocks the budget can complete (every planned row when
+        # no budget is given): a bet no larger than the fixed-horizon one keeps power at
+        # effects near the fixed design's MDE (validity does not depend on it)
+        cap = self.n_planned if budget is None else min(budget, self.n_planned)
+        self.cs = Betting(n_seq, alpha, max(1, int(self.ends[:cap].sum())))
         self.sum_d = np.zeros((n_seq, k))
         self.seen = np.zeros((n_seq, k))
         self.block_d = np.zeros((n_seq, k))

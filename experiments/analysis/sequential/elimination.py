@@ -43,6 +43,7 @@ class EliminationCore:
         until: Until = "best",
         clusters: Sequence[int] | IntArray | None = None,
         plan: Planned | None = None,
+        budget: int | None = None,
     ) -> None:
         if k < 2:
             raise WorkbenchError(f"best-of-k needs at least two arms, not {k}")
@@ -54,7 +55,7 @@ class EliminationCore:
         self.cores: dict[tuple[int, int], Core | GroupCore] = {}
         for p in self.pairs:
             if plan is None:
-                self.cores[p] = Core(metric, answers, level, n_seq, clusters)
+                self.cores[p] = Core(metric, answers, level, n_seq, clusters, budget)
             else:
                 self.cores[p] = GroupCore(
                     metric, answers, plan.looks, level, n_seq, clusters=clusters,
@@ -164,12 +165,21 @@ class Elimination:
         until: Until = "best",
         clusters: Sequence[int] | IntArray | None = None,
         plan: Planned | None = None,
+        budget: int | None = None,
     ) -> None:
         if len(set(arms)) != len(arms) or len(arms) < 2:
             raise WorkbenchError(f"best-of-k needs at least two distinct arms, not {list(arms)}")
         self.metric, self.alpha, self.arms = metric, alpha, tuple(arms)
         self._core = EliminationCore(
-            metric, answers, len(arms), alpha, 1, until, clusters=clusters, plan=plan
+            metric,
+            answers,
+            len(arms),
+            alpha,
+            1,
+            until,
+            clusters=clusters,
+            plan=plan,
+            budget=budget,
         )
         self.n_planned = len(answers)
 

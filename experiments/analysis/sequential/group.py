@@ -139,6 +139,17 @@ def normal_boundaries(fractions: Sequence[float], alpha: float, sides: int = 2) 
     return np.asarray(_boundaries(t, float(alpha), sides))
 
 
+@lru_cache(maxsize=8)
+def _signs(seed: int, n_paths: int, n_clusters: int) -> NDArray[np.float64]:
+    """The null paths' signs per cluster, from the seed alone (shared, read-only: the pairs
+    of one elimination may share them; each pair's test is exact on its own)."""
+    rng = np.random.default_rng([seed, 29])
+    drawn = rng.integers(0, 2, size=(n_paths, n_clusters), dtype=np.int8) * 2 - 1
+    out = np.ascontiguousarray(drawn.T, dtype=np.float64)  # (clusters, paths): rows by cluster
+    out.setflags(write=False)
+    return out
+
+
 class GroupCore:
     """S group-sequential comparisons over the same planned rows and looks (vectorised)."""
 
@@ -174,8 +185,7 @@ class GroupCore:
         n_cl = int(self.cid.max()) + 1
         k = len(self.weights)
         # R sign patterns per cluster, drawn from the seed alone (never from the data)
-        rng = np.random.default_rng([seed, 29])
-        self.signs = rng.integers(0, 2, size=(n_paths, n_cl), dtype=np.int8) * 2 - 1
+        self.signs = _signs(seed, n_paths, n_cl)
         self.paths = np.zeros((n_seq, n_paths, k))  # each null path's per-class sums
         self.obs = np.zeros((n_seq, k))  # the observed per-class sums of d
         self.cl_sum = np.zeros((n_seq, n_cl, k))  # per cluster and class: sum of d
@@ -207,11 +217,11 @@ class GroupCore:
         rows = np.arange(start, start + b)
         cls, cid = self.cls[rows], self.cid[rows]
         dd = d[on].astype(np.float64)
-        signs = self.signs[:, cid].astype(np.float64)  # (R, b)
+        signs = self.signs[cid]  # (b, R)
         for c in np.unique(cls):
             m = cls == c
             part = dd[:, m]  # (S_on, b_c)
-            self.paths[on, :, c] += part @ signs[:, m].T
+            self.paths[on, :, c] += part @ signs[m]
             self.obs[on, c] += part.sum(axis=1)
             np.add.at(self.cl_sum, (np.flatnonzero(on)[:, None], cid[m][None, :], c), part)
         # class counts and cluster counts are shared: count them once per row position

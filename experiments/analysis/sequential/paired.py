@@ -97,13 +97,14 @@ class PairedSequence:
         delta: float | None = None,
         clusters: Sequence[int] | IntArray | None = None,
         plan: Planned | None = None,
+        budget: int | None = None,
     ) -> None:
         """answers: the official answers of ALL planned rows, in row_order (the finite
         population: N = len(answers)); metric: the official metric name as
         experiments/metrics.py names it; clusters: a cluster id per row (repeated texts,
         together in the order), so whole clusters are the units; plan: the group-sequential
-        design's looks (None: the anytime-valid sequence). Raises NotSequential for
-        non-linear metrics."""
+        design's looks (None: the anytime-valid sequence, its bets tuned to the `budget`
+        rows, default every planned row). Raises NotSequential for non-linear metrics."""
         check_delta(delta)
         self.metric = metric
         self.alpha = alpha
@@ -111,7 +112,7 @@ class PairedSequence:
         self.plan = plan
         self._core: Core | GroupCore
         if plan is None:
-            self._core = Core(metric, answers, alpha, 1, clusters)
+            self._core = Core(metric, answers, alpha, 1, clusters, budget)
             self._last = len(answers)
         else:
             self._core = GroupCore(
@@ -202,7 +203,7 @@ def simulate_paired(
             metric, answers, looks, alpha, n_seq, clusters=clusters, n_paths=n_paths, seed=seed
         )
     else:
-        core = Core(metric, answers, alpha, n_seq, clusters)
+        core = Core(metric, answers, alpha, n_seq, clusters, cap)
     code = np.zeros(n_seq, dtype=np.int64)
     out = [np.zeros(n_seq) for _ in range(3)]
     rows = np.zeros(n_seq, dtype=np.int64)
