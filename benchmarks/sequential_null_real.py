@@ -73,9 +73,7 @@ def rows_as_units() -> Iterator[None]:
 def prepared(template: str, task: str, method: str, alpha: float, cap: int, batch: int,
              catalog: Catalog, folder: Path) -> Prepared:  # fmt: skip
     path = folder / f"{task}-{method}-{alpha}-{hash(template) & 0xFFFF}.yaml"
-    path.write_text(
-        template.format(task=task, method=method, alpha=alpha, cap=cap, batch=batch)
-    )
+    path.write_text(template.format(task=task, method=method, alpha=alpha, cap=cap, batch=batch))
     return prepare(path, catalog)
 
 
@@ -130,7 +128,7 @@ def main() -> None:
                             rows = run_case(prep, catalog, n, args.seed)
                         r = rate(rows, decided, alpha)
                         print(f"{task:<18} {method:<8} {name:<22} {label:<8} {r['sims']:>5} "
-                              f"{r['rate']:>7.4f} {r['se']:>6.4f} {str(r['ok']):>7} "
+                              f"{r['rate']:>7.4f} {r['se']:>6.4f} {r['ok']!s:>7} "
                               f"{r['mean_rows']:>6.0f}", flush=True)  # fmt: skip
     print(f"wall time: {time.time() - t0:.0f} s")
 

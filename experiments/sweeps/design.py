@@ -15,7 +15,7 @@ from typing import Any
 DESIGNS = ("fixed", "sequential")
 SEQUENTIAL_KEYS = ("batch", "delta", "max_rows", "alpha", "seed", "method")
 # anytime: the betting confidence sequence, valid at any look; group: the group-sequential
-# test over the planned looks (every `batch` rows up to the budget), O'Brien-Fleming spending
+# test over the planned looks (every `batch` rows up to the budget), alpha spent as alpha t^2.5
 METHODS = ("anytime", "group")
 DEFAULT_BATCH = 10
 DEFAULT_ALPHA = 0.05
@@ -105,7 +105,7 @@ def _check_values(where: str, raw: dict[str, Any]) -> str | None:
     if method not in METHODS:
         return (
             f"{where}: sequential.method must be anytime (valid at any look) or group (the "
-            f"planned looks, O'Brien-Fleming spending: more power), not {method!r}"
+            f"planned looks, alpha spent as alpha t^2.5: more power), not {method!r}"
         )
     alpha = raw.get("alpha", DEFAULT_ALPHA)
     if not (_is_number(alpha) and 0 < alpha <= 0.5):

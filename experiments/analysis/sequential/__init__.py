@@ -72,8 +72,8 @@ SEQUENCE = (
 )
 GROUP_TEST = (
     "group-sequential permutation test at the planned looks (swaps of A and B per cluster, "
-    "Lan-DeMets O'Brien-Fleming alpha spending; interval: repeated confidence interval, "
-    "normal theory)"
+    "alpha spent as alpha t^2.5, close to O'Brien-Fleming; interval: repeated confidence "
+    "interval, normal theory)"
 )
 
 __all__ = [

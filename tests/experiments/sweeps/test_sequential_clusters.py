@@ -47,7 +47,7 @@ def test_repeated_texts_are_evaluated_together_and_counted_once(
     assert row["clustered_by"] == "prompt"
     n = row["n"]
     assert row["n_clusters"] == len(set(texts[:n])) < n
-    assert row["method"] == "group" and "O'Brien-Fleming" in row["sequence"]
+    assert row["method"] == "group" and "t^2.5" in row["sequence"]
 
 
 @pytest.mark.data
