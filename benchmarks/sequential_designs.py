@@ -115,7 +115,7 @@ def fixed(cell: Cell, effect: float, sims: int, seed: int) -> float:
 
 def sequential(
     cell: Cell, effect: float, sims: int, seed: int, method: str, paths: int,
-    delta: float | None = None, chunk: int = 250,
+    delta: float | None = None, chunk: int = 100,
 ) -> dict[str, float]:  # fmt: skip
     answers = answers_of(cell, seed)
     a, b = draw(np.random.default_rng(seed + 1), cell.n, sims, effect)
@@ -142,8 +142,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=1000)
     ap.add_argument("--fixed-sims", type=int, default=500)
-    ap.add_argument("--paths", type=int, default=4000, help="group design's null paths")
-    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--paths", type=int, default=10_000, help="group design null paths")
+    ap.add_argument("--seed", type=int, default=4242)
     ap.add_argument("--cells", action="append", default=None, help="cell names (default all)")
     args = ap.parse_args()
     t0 = time.time()
