@@ -115,11 +115,6 @@ class Units:
     note: str | None
     keys: tuple[Mapping[str, str | None], ...]
 
-    @property
-    def independent(self) -> bool:
-        """No prompt identity: rows (or samples) are tested as independent units."""
-        return self.label in (ROWS, SAMPLES)
-
 
 def units(
     task: str,
