@@ -55,14 +55,15 @@ def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -
 
 
 def _units(row: dict[str, Any]) -> str:
-    """Why rows are not independent: a sample's epochs, or rows given one prompt."""
+    """Why rows are not independent: a sample's epochs only (no prompt identity), or rows
+    given one prompt (by the source's identity or the task's texts, epochs with them)."""
     n, c, how = row["n"], row["n_clusters"], str(row.get("clustered_by") or "")
-    if how.startswith("sample"):
+    if how.startswith("sample (its epochs"):
         return (
             f"its {n} rows are the epochs of {c} samples, not independent rows (the paired "
             "test resamples each sample's epochs together)"
         )
     return (
-        f"its {n} rows are {c} clusters of rows given the same prompt (by {how}), not "
-        "independent rows (the paired test swaps and resamples each cluster whole)"
+        f"its {n} rows are {c} clusters of rows given one prompt ({how}), not independent "
+        "rows (the paired test swaps and resamples each cluster whole)"
     )

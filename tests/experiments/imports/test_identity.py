@@ -79,7 +79,8 @@ def test_rows_given_one_prompt_are_one_unit_with_the_p_of_their_clusters() -> No
     assert row["p_value"] != expected_p(vec, None)  # what rows as units gave
     assert doc["clustering"] == [{"task": "t", "model": "m", "clustered_by":
                                   "prompt hash (lm-eval)", "note": None}]  # fmt: skip
-    assert "clusters of rows given the same prompt (by prompt hash (lm-eval))" in doc["pairing"][0]
+    pairing = doc["pairing"][0]
+    assert "60 rows are 30 clusters of rows given one prompt (prompt hash (lm-eval))" in pairing
 
 
 def test_rows_linked_under_any_arm_are_one_cluster() -> None:
@@ -101,6 +102,7 @@ def test_a_samples_epochs_and_its_same_prompt_samples_move_together() -> None:
     doc = verdict("t", to_records(trials), n_resamples=R)
     row = one(doc)
     assert (row["n"], row["n_clusters"]) == (30, 9)
+    assert "30 rows are 9 clusters of rows given one prompt" in doc["pairing"][0]
     assert row["clustered_by"] == "sample input (inspect); a sample's epochs together"
     base = [0, 0, *range(1, 9)]
     assert row["p_value"] == expected_p(
