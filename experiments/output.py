@@ -188,10 +188,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         else "the official metric, or 'accuracy': the share of rows the source tool scored correct"
     )
     parts = [f"metric: {what} ({', '.join(metrics)}), diff = A - B"]
-    parts.append(
-        "n: rows; clus: clusters of rows given the same prompt (or by the sweep's cluster_by), "
-        "the units the tests swap and resample"
-    )
+    parts.append(_units_footnote(tested, of))
     if show_invalid:
         parts.append("inv: share of the arm's rows whose output is not a valid label")
     if "k" in first:
@@ -225,6 +222,27 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         "tested comparisons"
     )
     return ". ".join(parts) + "."
+
+
+def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
+    """What `n` and `clus` count; for an import, which clustering each comparison used (the
+    source's prompt identity, the task's texts, or rows tested as independent units)."""
+    if of == "sweep":
+        return (
+            "n: rows; clus: clusters of rows given the same prompt (or by the sweep's "
+            "cluster_by), the units the tests swap and resample"
+        )
+    by: dict[str, list[str]] = {}
+    for r in tested:
+        where = f"{r['task']} ({r['model']})"
+        how = str(r.get("clustered_by") or "rows")
+        if where not in by.setdefault(how, []):
+            by[how].append(where)
+    if len(by) == 1:
+        how = next(iter(by))
+        return f"n: rows; clus: the units the tests swap and resample, clustered by {how}"
+    each = "; ".join(f"{how}: {', '.join(where)}" for how, where in by.items())
+    return f"n: rows; clus: the units the tests swap and resample, clustered by {each}"
 
 
 def across_table(across: list[dict[str, Any]]) -> str:

@@ -14,6 +14,7 @@ from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, fri
 from experiments.settings import NO_TRACK_ENV
 
 if TYPE_CHECKING:
+    from experiments.imports.identity import TaskTexts
     from experiments.imports.run import Tests
 
 Rescore = Annotated[
@@ -71,8 +72,16 @@ def _tests(
     return Tests(rescore, comparisons, correction, across, n_resamples, between)
 
 
-def _known_tasks(data_dir: str | None, hf: bool, prompts_dir: str | None) -> tuple[str, ...]:
-    return tuple(_catalog(data_dir, hf, prompts_dir).names())
+def _tasks(
+    data_dir: str | None, hf: bool, prompts_dir: str | None
+) -> tuple[tuple[str, ...], TaskTexts]:
+    """The LegalBench tasks' names and their test rows' texts (read when a task is compared):
+    an import's rows are clustered by them where the source gives no prompt identity."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.imports.identity import catalog_texts
+
+    catalog = _catalog(data_dir, hf, prompts_dir)
+    return tuple(catalog.names()), catalog_texts(catalog)
 
 
 @app.command("import")
@@ -122,9 +131,10 @@ def import_(
     from experiments.imports.run import import_results
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
+    known, texts = _tasks(data_dir, hf, prompts_dir)
     result = import_results(
         fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
-        known_tasks=_known_tasks(data_dir, hf, prompts_dir), name=name, track=not no_track,
+        known_tasks=known, name=name, track=not no_track, texts=texts,
     )  # fmt: skip
     typer.echo(output.as_json(result) if as_json else output.import_summary(result))
 
@@ -149,9 +159,6 @@ def compare(
     from experiments.imports.run import compare_import
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
-    result = compare_import(
-        name,
-        tests=tests,
-        known_tasks=_known_tasks(data_dir, hf, prompts_dir),
-    )
+    known, texts = _tasks(data_dir, hf, prompts_dir)
+    result = compare_import(name, tests=tests, known_tasks=known, texts=texts)
     typer.echo(output.as_json(result) if as_json else output.import_summary(result))

@@ -4,12 +4,13 @@ arms only, or failed in one, are listed and left out, never scored as wrong."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from experiments import metrics
 from experiments.analysis.align import row_order
+from experiments.imports.identity import TaskTexts, Units, units
 from experiments.imports.records import OK, ImportedRow, ImportedTrial, ImportInputError
 from experiments.trials.record import TrialRecord, TrialStatus
 from promptlib.errors import did_you_mean
@@ -17,7 +18,6 @@ from promptlib.errors import did_you_mean
 CORRECTNESS = "accuracy"  # the metric of rows scored by their source: the share correct
 NO_TASK = "(no task)"  # the task of trials whose files name none and no --task was given
 AXIS = "variant"  # the one axis of imported arms: their variant names are the source's labels
-SAMPLE = "sample:"  # a row's cluster key with epochs kept apart: its sample id (`sample_clusters`)
 
 
 @dataclass(frozen=True)
@@ -32,17 +32,27 @@ class LeftOut:
 
 @dataclass(frozen=True)
 class Arms:
-    """The records to compare, the rows left out, and notes on how they were scored."""
+    """The records to compare, the rows left out, notes on how they were scored, and how
+    each (task, model)'s rows are clustered (their records' `prompt_hashes` are the keys)."""
 
     records: tuple[TrialRecord, ...]
     left_out: tuple[LeftOut, ...]
     notes: tuple[str, ...]
+    units: Mapping[tuple[str, str], Units] = field(default_factory=dict)
 
 
 def to_records(
-    trials: Sequence[ImportedTrial], *, rescore: bool = False, known_tasks: Collection[str] = ()
+    trials: Sequence[ImportedTrial],
+    *,
+    rescore: bool = False,
+    known_tasks: Collection[str] = (),
+    texts: TaskTexts | None = None,
 ) -> Arms:
-    """The trials as records; every check that can refuse runs before any record is made."""
+    """The trials as records; every check that can refuse runs before any record is made.
+
+    Each row's cluster key (`experiments.imports.identity`) is the source's prompt identity,
+    else its text where the task is a LegalBench task (`texts`: its test rows by index) and the
+    row ids are the task's indices, else none (rows tested as independent, said so)."""
     _check_arms(trials)
     groups: dict[tuple[str, str], list[ImportedTrial]] = {}
     for t in trials:
@@ -51,24 +61,28 @@ def to_records(
     records: list[TrialRecord] = []
     left: list[LeftOut] = []
     notes: list[str] = []
+    clustered: dict[tuple[str, str], Units] = {}
     for (task, model), arms in groups.items():
         keys, gone = _shared_keys(task, model, arms)
         _check_same_examples(arms, keys)
         left += gone
+        how = clustered[(task, model)] = units(task, model, arms, keys, texts)
         official = rescore or any(r.correct is None for t in arms for r in t.rows if r.key in keys)
-        for t in arms:
+        for t, cluster_keys in zip(arms, how.keys, strict=True):
             rows = _rows_by_key(t, keys)
+            hashes = [cluster_keys[r.key] for r in rows]
             if official:
-                rec, note = _official(t, task, rows, known_tasks, rescore)
+                rec, note = _official(t, task, rows, hashes, known_tasks, rescore)
             else:
-                rec, note = _by_correctness(t, task, rows)
+                rec, note = _by_correctness(t, task, rows, hashes)
             records.append(rec)
             notes += [note] if note else []
         if not official:  # after each arm's own checks (a fractional score is named first)
             _check_one_metric(task, model, arms)
         if not official and task in known_tasks and len(arms) > 1:
             notes.append(_not_official(task, model, arms))
-    return Arms(tuple(records), tuple(left), tuple(notes))
+        notes += [how.note] if how.note and len(arms) > 1 else []
+    return Arms(tuple(records), tuple(left), tuple(notes), clustered)
 
 
 def _not_official(task: str, model: str, arms: Sequence[ImportedTrial]) -> str:
@@ -208,7 +222,7 @@ def _rows_by_key(t: ImportedTrial, keys: set[str]) -> list[ImportedRow]:
 
 
 def _by_correctness(
-    t: ImportedTrial, task: str, rows: list[ImportedRow]
+    t: ImportedTrial, task: str, rows: list[ImportedRow], hashes: list[str | None]
 ) -> tuple[TrialRecord, str | None]:
     """Rows scored by their source (0/1 each): the metric is the share correct."""
     bad = next((r for r in rows if r.correct not in (0.0, 1.0)), None)
@@ -220,13 +234,14 @@ def _by_correctness(
     correct = [r.correct == 1.0 for r in rows]
     score = sum(correct) / len(correct) if correct else None
     return _record(t, task, CORRECTNESS, score, rows, ["1"] * len(rows),
-                   ["1" if c else "0" for c in correct], correct), None  # fmt: skip
+                   ["1" if c else "0" for c in correct], correct, hashes), None  # fmt: skip
 
 
 def _official(
     t: ImportedTrial,
     task: str,
     rows: list[ImportedRow],
+    hashes: list[str | None],
     known_tasks: Collection[str],
     rescore: bool,
 ) -> tuple[TrialRecord, str | None]:
@@ -248,7 +263,8 @@ def _official(
     gens = [str(r.prediction) for r in rows]
     answers = [str(r.answer) for r in rows]
     score = metrics.score(task, gens, answers) if rows else None
-    return _record(t, task, metric, score, rows, answers, gens, None), _differs(t, metric, rows)
+    record = _record(t, task, metric, score, rows, answers, gens, None, hashes)
+    return record, _differs(t, metric, rows)
 
 
 def _differs(t: ImportedTrial, metric: str, rows: list[ImportedRow]) -> str | None:
@@ -266,15 +282,6 @@ def _differs(t: ImportedTrial, metric: str, rows: list[ImportedRow]) -> str | No
     )
 
 
-def sample_clusters(rows: Sequence[ImportedRow]) -> list[str | None]:
-    """The cluster key of each row for the tests: with epochs kept apart, the sample id (a
-    sample's epochs are one observation, swapped and resampled together, never n rows);
-    none (each row its own unit) when no row has an epoch."""
-    if all(r.epoch is None for r in rows):
-        return []
-    return [f"{SAMPLE}{r.row_id}" for r in rows]
-
-
 def _record(
     t: ImportedTrial,
     task: str,
@@ -284,10 +291,13 @@ def _record(
     answers: list[str],
     gens: list[str],
     correct: list[bool] | None,
+    hashes: list[str | None],
 ) -> TrialRecord:
+    """A trial's record; `hashes` are its rows' cluster keys (`identity.units`), kept as the
+    prompt hashes the comparisons cluster by (none where no row has one)."""
     status = TrialStatus.COMPLETE if rows else TrialStatus.FAILED
     return TrialRecord.of(
         t.variant, metric, [r.key for r in rows], answers, gens, score=score, status=status,
-        prompt_hashes=sample_clusters(rows), task=task, model=t.model, correct=correct,
+        prompt_hashes=hashes if any(hashes) else [], task=task, model=t.model, correct=correct,
         axes={AXIS: t.variant},
     )  # fmt: skip

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from experiments.imports.identity import digest
 from experiments.imports.records import (
     OK,
     ImportedRow,
@@ -193,6 +194,7 @@ def _sample_row(path: Path, sample: Any, scorer: str, epoch: int | None) -> Impo
         epoch=epoch,
         status=status,
         extra=extra,
+        prompt=sample_input(sample),
     )
 
 
@@ -228,6 +230,7 @@ def _reduced_rows(path: Path, log: Any, scorer: str) -> tuple[list[ImportedRow],
                 prediction=predictions[0] if len(set(predictions)) == 1 else None,
                 answer=_target(epochs[0].target) if epochs else None,
                 extra={"reducer": reducer, "epochs": len(epochs), "predictions": predictions},
+                prompt=sample_input(epochs[0]) if epochs else None,
             )
         )
     listed = [str(i) for i in log.eval.dataset.sample_ids or []] or list(by_sample)
@@ -261,6 +264,31 @@ def score_value(path: Path, value: Any, scorer: str, where: str) -> float:
         f"{path}: {where}: scorer {scorer!r} gave {value!r}, not a correctness (C/I/P/N, a "
         "boolean or a number); choose a scorer with one value per sample (--scorer NAME)"
     )
+
+
+def sample_input(sample: Any) -> str | None:
+    """The sample's input as a prompt identity: a hash of its text, or of its messages' roles
+    and contents (not their ids, which inspect_ai draws afresh for every message); a log's
+    samples share its solver, so samples with the same input got the same prompt."""
+    given = getattr(sample, "input", None)
+    if isinstance(given, str):
+        return digest(given)
+    if not isinstance(given, list) or not given:
+        return None
+    messages = []
+    for m in given:
+        content = getattr(m, "content", None)
+        if not isinstance(content, str):
+            content = [_plain(part) for part in content or []]
+        messages.append({"role": getattr(m, "role", None), "content": content})
+    return digest(messages)
+
+
+def _plain(part: Any) -> Any:
+    """A content part (text, image, ...) as plain data, without its empty fields."""
+    dump = getattr(part, "model_dump", None)
+    data = dump(mode="json", exclude_none=True) if dump is not None else part
+    return data if isinstance(data, dict | str | int | float | list) else str(data)
 
 
 def _completion(sample: Any) -> str | None:

@@ -204,6 +204,7 @@ def _row(path: Path, n: int, sample: Mapping[str, Any], metric: str) -> Imported
     filtered = sample.get("filtered_resps")
     prediction = filtered[0] if isinstance(filtered, list) and filtered else filtered
     target = sample.get("target")
+    prompt = sample.get("prompt_hash")  # lm-eval's hash of the prompt it sent (its context)
     return ImportedRow(
         row_id=str(sample["doc_id"]),
         correct=float(value),
@@ -218,6 +219,7 @@ def _row(path: Path, n: int, sample: Mapping[str, Any], metric: str) -> Imported
             "doc_hash": sample.get("doc_hash"),
             "prompt_hash": sample.get("prompt_hash"),
         },
+        prompt=prompt if isinstance(prompt, str) and prompt.strip() else None,
     )
 
 

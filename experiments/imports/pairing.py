@@ -39,8 +39,7 @@ def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -
         if row.get("n_clusters") is not None and row["n_clusters"] < row["n"]:
             notes.append(
                 f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: no unpaired z-test: "
-                f"its {row['n']} rows are the epochs of {row['n_clusters']} samples, not "
-                "independent rows (the paired test resamples each sample's epochs together)"
+                + _units(row)
             )
             continue
         p = z_test([c is True for c in a.correct], [c is True for c in b.correct])
@@ -53,3 +52,18 @@ def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -
             "(ignores that the rows are shared; the paired p is the verdict)"
         )
     return notes
+
+
+def _units(row: dict[str, Any]) -> str:
+    """Why rows are not independent: a sample's epochs only (no prompt identity), or rows
+    given one prompt (by the source's identity or the task's texts, epochs with them)."""
+    n, c, how = row["n"], row["n_clusters"], str(row.get("clustered_by") or "")
+    if how.startswith("sample (its epochs"):
+        return (
+            f"its {n} rows are the epochs of {c} samples, not independent rows (the paired "
+            "test resamples each sample's epochs together)"
+        )
+    return (
+        f"its {n} rows are {c} clusters of rows given one prompt ({how}), not independent "
+        "rows (the paired test swaps and resamples each cluster whole)"
+    )

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from experiments.imports.identity import digest
 from experiments.imports.records import (
     OK,
     ImportedRow,
@@ -116,6 +117,7 @@ def _row(path: Path, n: int, result: Mapping[str, Any]) -> ImportedRow:
     test = result.get("testCase") or {}
     # a test without assertions: promptfoo calls it a success (score 1) with nothing graded
     ungraded = not errored and not test.get("assert") and not result.get("gradingResult")
+    variables = result.get("vars") or test.get("vars") or {}
     return ImportedRow(
         row_id=str(test_idx),
         correct=None if errored or ungraded else float(bool(success)),
@@ -124,10 +126,13 @@ def _row(path: Path, n: int, result: Mapping[str, Any]) -> ImportedRow:
         status="error" if errored else "ungraded" if ungraded else OK,
         extra={
             "description": test.get("description"),
-            "vars": result.get("vars") or test.get("vars") or {},
+            "vars": variables,
             "score": result.get("score"),
             "error": result.get("error"),
         },
+        # a prompt's tests differ by their vars only: the same vars, the same prompt (no vars
+        # at all is no identity: such tests differ by what the file does not say)
+        prompt=digest(variables) if isinstance(variables, dict) and variables else None,
     )
 
 

@@ -34,6 +34,10 @@ class ImportedRow:
     epoch: int | None = None  # several epochs kept apart: each (row_id, epoch) is a row
     status: str = OK  # or the name of a failure state ("error", "cancelled", ...)
     extra: Mapping[str, Any] = field(default_factory=dict)  # per-sample metrics etc.
+    # the source's identity of the prompt the row was given (lm-eval's prompt_hash, a hash of
+    # inspect's sample input or of promptfoo's test vars): rows with the same one got the
+    # same prompt, so they are one unit of the tests (`experiments.imports.identity`)
+    prompt: str | None = None
 
     @property
     def key(self) -> str:

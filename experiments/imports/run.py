@@ -14,6 +14,7 @@ from typing import Any
 from experiments import ids
 from experiments.imports.arms import NO_TASK, Arms, to_records
 from experiments.imports.formats import reader
+from experiments.imports.identity import TaskTexts
 from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
@@ -35,13 +36,17 @@ class Tests:
 
 
 def _arms(
-    trials: Sequence[ImportedTrial], tests: Tests, known_tasks: Collection[str]
+    trials: Sequence[ImportedTrial],
+    tests: Tests,
+    known_tasks: Collection[str],
+    texts: TaskTexts | None = None,
 ) -> tuple[list[ImportedTrial], Arms]:
     """The trials as compared (with `between="models"`, each trial's model is its arm and its
     variant the group, so the paired tests compare models on each prompt) and their arms."""
     if tests.between == "models":
         trials = [dataclasses.replace(t, variant=t.model, model=t.variant) for t in trials]
-    return list(trials), to_records(trials, rescore=tests.rescore, known_tasks=known_tasks)
+    arms = to_records(trials, rescore=tests.rescore, known_tasks=known_tasks, texts=texts)
+    return list(trials), arms
 
 
 def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
@@ -117,15 +122,18 @@ def import_results(
     known_tasks: Collection[str],
     name: str | None = None,
     track: bool = True,
+    texts: TaskTexts | None = None,
 ) -> dict[str, Any]:
-    """`workbench import`: the import's verdict document, tracked unless `track` is False."""
+    """`workbench import`: the import's verdict document, tracked unless `track` is False.
+    `texts` (`identity.catalog_texts`) gives the LegalBench tasks' test rows, whose repeated
+    texts are one unit of the tests where the source gives no prompt identity."""
     trials = read_all(fmt, paths, opts)
     also = companions(paths, trials)
     if track:
         refuse_secrets([*paths, *also])
     record = import_record(fmt, paths, opts, name, also)
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
-    compared, arms = _arms(trials, tests, known_tasks)
+    compared, arms = _arms(trials, tests, known_tasks, texts)
     doc = _verdict(record["name"], arms, tests)
     result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
               "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
@@ -137,7 +145,9 @@ def import_results(
     return result
 
 
-def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> dict[str, Any]:
+def compare_import(
+    name: str, *, tests: Tests, known_tasks: Collection[str], texts: TaskTexts | None = None
+) -> dict[str, Any]:
     """`workbench compare NAME`: a tracked import's source files read again, with its format
     and options, and compared with `tests` (e.g. --rescore, the range test)."""
     tracker = Tracker()
@@ -145,7 +155,7 @@ def compare_import(name: str, *, tests: Tests, known_tasks: Collection[str]) -> 
         record, files = read_import(tracker, name, Path(tmp))
         opts = ReadOptions(**record["options"])
         trials = read_all(record["format"], files, opts)
-        _, arms = _arms(trials, tests, known_tasks)
+        _, arms = _arms(trials, tests, known_tasks, texts)
     doc = _verdict(name, arms, tests)
     return {"import": name, "import_id": record["import_id"], "format": record["format"],
             "files": record["files"], "tools": record.get("tools", []), **doc,

@@ -11,16 +11,17 @@ from typing import Any
 from experiments.analysis import sensitivity_report
 from experiments.analysis.align import row_order
 from experiments.imports.arms import Arms
+from experiments.imports.identity import Units
 from experiments.imports.pairing import pairing_notes
 from experiments.sweeps.report import compare
 from experiments.sweeps.spec import NamedVariant, SweepSpec
 from experiments.trials.record import TrialRecord
 from promptlib.variants import PromptVariant
 
-CLUSTER_BY = "rows"  # imported rows carry no prompt hash: each row is its own unit
-# epochs kept apart: the rows' cluster keys are their sample ids (`arms.sample_clusters`),
-# clustered by the comparisons' "prompt" rule, so a sample's epochs move as one unit
-BY_SAMPLE, SAMPLE_LABEL = "prompt", "sample (its epochs together)"
+# the rows' cluster keys (`experiments.imports.identity`: the source's prompt identity, the task's
+# texts, a sample's epochs) are their records' prompt hashes, clustered by the comparisons'
+# "prompt" rule (rows linked under any arm are one unit); no key anywhere: every row a unit
+BY_KEY, CLUSTER_BY = "prompt", "rows"
 N_RESAMPLES = 10_000
 
 
@@ -60,21 +61,28 @@ def verdict(
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
     left out and the scoring notes (JSON-able)."""
     records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `_spec`
-    by_sample = any(r.prompt_hashes for r in records)
-    cluster_by = BY_SAMPLE if by_sample else CLUSTER_BY
+    cluster_by = cluster_rule(records)
     spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
     table, across_rows = compare(spec, records, catalog=None)  # type: ignore[arg-type]
     for row in table:
-        if by_sample and row.get("clustered_by") == BY_SAMPLE:
-            row["clustered_by"] = SAMPLE_LABEL
+        _label(row, arms.units.get((row["task"], row["model"])))
     pairing = pairing_notes(table, records)
+    sensitivity = _sensitivity(records, n_resamples, cluster_by)
+    for row in sensitivity.get("per_task", []):
+        how = arms.units.get((row.get("task"), row.get("model")))
+        if how is not None and "clustering" in row:
+            row["clustering"] = how.label
     return {
         "import": name,
         "comparisons": table,
         "across_tasks": across_rows,
-        "sensitivity": _sensitivity(records, n_resamples, cluster_by),
+        "sensitivity": sensitivity,
         "left_out": [asdict(x) for x in arms.left_out],
         "notes": list(arms.notes),
+        "clustering": [
+            {"task": task, "model": model, "clustered_by": how.label, "note": how.note}
+            for (task, model), how in arms.units.items()
+        ],
         "pairing": pairing,
         "trials": [
             {"task": r.task, "model": r.model, "variant": r.variant, "metric": r.metric,
@@ -82,6 +90,21 @@ def verdict(
             for r in records
         ],
     }  # fmt: skip
+
+
+def cluster_rule(records: Sequence[TrialRecord]) -> str:
+    """The comparisons' `cluster_by` for imported records: by their cluster keys (the
+    records' prompt hashes, `experiments.imports.identity`) when any row has one, else rows."""
+    return BY_KEY if any(r.prompt_hashes for r in records) else CLUSTER_BY
+
+
+def _label(row: dict[str, Any], how: Units | None) -> None:
+    """A tested comparison says how its rows were clustered (`clustered_by`: the source's
+    prompt identity, the task's texts, or rows tested as independent units) and, where rows
+    are independent for want of a key, why (`cluster_note`)."""
+    if how is None or row.get("clustered_by") is None:
+        return
+    row["clustered_by"], row["cluster_note"] = how.label, how.note
 
 
 def _sensitivity(records: list[TrialRecord], n_resamples: int, cluster_by: str) -> dict[str, Any]:

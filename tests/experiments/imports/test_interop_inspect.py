@@ -177,6 +177,8 @@ def test_workbench_import_gives_the_analysis_numbers(
     (row,) = doc["comparisons"]
     res, ci = _direct(CORRECT["A"], CORRECT["B"])
     assert (row["a"], row["b"], row["n"]) == ("A", "B", N_ROWS)
+    # each sample's input is its prompt identity (every input differs here)
+    assert (row["clustered_by"], row["n_clusters"]) == ("sample input (inspect)", N_ROWS)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
     again = wb("compare", "inspect-ab", "--n-resamples", str(R), "--json")  # read back from MLflow

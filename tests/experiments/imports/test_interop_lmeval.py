@@ -161,6 +161,8 @@ def test_workbench_import_gives_the_analysis_numbers(
     res = paired_permutation_test(y, pa, pb, metric="accuracy", n_resamples=R, seed=0)
     ci = metric_interval(y, pa, pb, metric="accuracy", seed=0)
     assert (row["a"], row["b"], row["n"]) == (TASKS["A"], TASKS["B"], N_ROWS)
+    # lm-eval's per-sample prompt_hash is the rows' prompt identity (every prompt differs)
+    assert (row["clustered_by"], row["n_clusters"]) == ("prompt hash (lm-eval)", N_ROWS)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
     again = wb("compare", "lmeval-ab", "--n-resamples", str(R), "--json")  # read back from MLflow

@@ -74,6 +74,8 @@ def test_workbench_import_gives_the_analysis_numbers(
     res = paired_permutation_test(y, pa, pb, metric="accuracy", n_resamples=R, seed=0)
     ci = metric_interval(y, pa, pb, metric="accuracy", seed=0)
     assert (row["a"], row["b"], row["n"]) == ("variant-a", "variant-b", N)
+    # each test's vars are its prompt identity (every test asks its own question)
+    assert (row["clustered_by"], row["n_clusters"]) == ("test vars (promptfoo)", N)
     assert row["statistic"] == pytest.approx(res.statistic)
     assert (row["p_value"], row["ci_low"], row["ci_high"]) == (res.p_value, ci.low, ci.high)
     again = wb("compare", "pf-ab", "--n-resamples", str(R), "--json")  # read back from MLflow
