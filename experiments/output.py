@@ -350,8 +350,8 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
 def _sequential_legend(first: dict[str, Any], n: int) -> str:
     """The sequential table's note: the design, the test, the units, the level."""
     units = (
-        "rows given the same prompt (repeated texts) are one cluster, evaluated together and "
-        "counted once (clus)"
+        "rows given the same prompt (repeated texts) are one cluster (clus), evaluated "
+        "together and swapped or bet on as one; the metric still counts every row"
         if first.get("clustered_by") == "prompt"
         else "rows are the units"
     )
@@ -361,16 +361,20 @@ def _sequential_legend(first: dict[str, Any], n: int) -> str:
     )
     if first.get("method") == "group":
         delta = (
-            f"; equivalent: two one-sided tests at the looks, inside +-{first['delta']}"
+            f"; equivalent: two one-sided tests at the looks, inside +-{first['delta']} (its "
+            "interval is the one-sided bounds')"
             if first.get("delta")
             else ""
         )
         return (
             f"design: sequential, group-sequential, planned looks every {first['batch']} rows "
             f"up to the budget; test: {first['sequence']}, A - B in the task's metric, {level}; "
-            f"decisions A/B exact under exchangeable replies of A and B per cluster; {units}; "
-            "A, B: the best and worst variant for best_vs_worst/all_pairs (successive "
-            f"elimination){delta}. rows: on both arms at the stop; scores on those rows."
+            f"decisions A/B exact under exchangeable replies of A and B per cluster; interval: "
+            f"repeated confidence interval at {1 - first['alpha']:.4g}, normal theory, "
+            "approximate, and it may disagree with the decision near 0 (the decision is the "
+            f"permutation test's); {units}; A, B: the best and worst variant for "
+            f"best_vs_worst/all_pairs (successive elimination){delta}. rows: on both arms at "
+            "the stop; scores on those rows."
         )
     delta = f"; equivalent: the interval inside +-{first['delta']}" if first.get("delta") else ""
     return (

@@ -85,6 +85,38 @@ def unit_ends(clusters: Sequence[int] | IntArray | None, n: int) -> BoolArray:
     return ends
 
 
+def cluster_weights(
+    cls: IntArray, k: int, clusters: Sequence[int] | IntArray | None
+) -> tuple[FloatArray, FloatArray, float]:
+    """Per row, its weight in a block's class mean and whether it opens its cluster's rows of
+    its class; and the bound of the block statistic. A block's class-c term is the mean over
+    its clusters of (the cluster's class-c rows / the class's mean rows per cluster) x their
+    mean difference: over a random cluster its expectation is the class's row-level recall
+    difference, so a repeated text counts as many rows as it has, as the metric counts it
+    (a plain mean over the block's rows would weight a block of many copies like one of a
+    single text). Every term lies within +-bound = the largest such size ratio; rows are
+    their own clusters: weights 1, bound 1, the row means."""
+    n = len(cls)
+    if clusters is None:
+        return np.ones(n), np.ones(n), 1.0
+    ids = np.asarray(clusters)
+    first = np.zeros(n)
+    sizes: dict[tuple[int, int], int] = {}
+    for i in range(n):
+        key = (int(ids[i]), int(cls[i]))
+        if key not in sizes:
+            first[i] = 1.0
+        sizes[key] = sizes.get(key, 0) + 1
+    rows = np.bincount(cls, minlength=k).astype(np.float64)
+    groups = np.zeros(k)
+    for _, c in sizes:
+        groups[c] += 1.0
+    mean_size = np.divide(rows, groups, out=np.ones(k), where=groups > 0)
+    scale = 1.0 / mean_size[cls]
+    bound = max(size / mean_size[c] for (_, c), size in sizes.items())
+    return scale, first, float(max(bound, 1.0))
+
+
 def block_ends(cls: IntArray, n_strata: int, units: BoolArray | None = None) -> BoolArray:
     """Where each block ends: a block is the shortest run of whole units (clusters of
     repeated texts, or rows), in order, that holds every stratum; the rows after the last
@@ -178,7 +210,9 @@ class Core:
         self.cls, self.weights = strata(metric, answers)
         self.n_planned = len(self.cls)
         k = len(self.weights)
-        self.ends = block_ends(self.cls, k, unit_ends(clusters, self.n_planned))
+        units = unit_ends(clusters, self.n_planned)
+        self.ends = block_ends(self.cls, k, units)
+        self.scale, self.first, self.bound = cluster_weights(self.cls, k, clusters)
         # the bets are tuned to the blocks the budget can complete (every planned row when
         # no budget is given): a bet no larger than the fixed-horizon one keeps power at
         # effects near the fixed design's MDE (validity does not depend on it)
@@ -206,12 +240,12 @@ class Core:
                 m = on & (c == s_idx)
                 self.sum_d[m, s_idx] += d[m, j]
                 self.seen[m, s_idx] += 1
-                self.block_d[m, s_idx] += d[m, j]
-                self.block_n[m, s_idx] += 1
+                self.block_d[m, s_idx] += d[m, j] * self.scale[rows[m]]
+                self.block_n[m, s_idx] += self.first[rows[m]]
             end = on & self.ends[rows]
             if np.any(end):
                 means = self.block_d / np.maximum(self.block_n, 1.0)
-                self.cs.add((means @ self.weights + 1.0) / 2.0, end)
+                self.cs.add((means @ self.weights / self.bound + 1.0) / 2.0, end)
                 self.block_d[end] = 0.0
                 self.block_n[end] = 0.0
         self.pos = np.where(on, self.pos + b, self.pos)
@@ -219,6 +253,8 @@ class Core:
     def look(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(estimate, lower, upper) of metric(A) - metric(B) for every sequence."""
         lo, hi = self.cs.look()
+        lo = np.maximum(lo * self.bound, -1.0)
+        hi = np.minimum(hi * self.bound, 1.0)
         seen = self.seen > 0
         means = np.divide(self.sum_d, self.seen, out=np.zeros_like(self.sum_d), where=seen)
         # A class not seen yet has no estimate (not 0): the seen classes' weights are

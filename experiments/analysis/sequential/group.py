@@ -30,7 +30,8 @@ The test (`GroupCore`): a permutation test at each planned look with alpha spend
   information fractions (`normal_boundaries`, recursive numerical integration, checked in
   the tests against published Lan-DeMets O'Brien-Fleming boundaries, `family="obf"`) and
   se_k the stratified, cluster-robust standard error of S_k (every cluster's weighted deviations
-  summed before squaring) plus two pseudo-rows (+1 and -1) per class, so a run of
+  summed before squaring) plus two pseudo-rows (+1 and -1) per class, each the size of a
+  mean cluster, so a run of
   concordant rows does not give a zero-width interval. Approximate (normal theory); its
   coverage is measured by benchmarks/sequential_designs.py. The decisions A and B come from
   the permutation test, not from the interval.
@@ -318,9 +319,20 @@ class GroupCore:
         totals = dev @ w  # (S, C)
         n_cl = int(np.count_nonzero(self.cl_n.sum(axis=1)))
         factor = n_cl / (n_cl - 1) if n_cl > 1 else 1.0
-        var = factor * (totals**2).sum(axis=1) + 2.0 * float((w**2 * (self.seen > 0)).sum())
+        # two pseudo-rows per class, each as large as a mean cluster (rows per cluster seen):
+        # row-sized ones would shrink against clusters of repeated texts (review finding)
+        per_cluster = float(self.seen.sum()) / max(n_cl, 1)
+        pseudo = 2.0 * per_cluster * float((w**2 * (self.seen > 0)).sum())
+        var = factor * (totals**2).sum(axis=1) + pseudo
         out: FloatArray = np.sqrt(var)
         return out
+
+    def one_sided_interval(self, est: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The interval of the two one-sided tests at this look, est +- b1_k se_k (what an
+        'equivalent' verdict rests on; call right after `look`)."""
+        k = np.maximum(self.n_looked - 1, 0)
+        half = self.z1[k] * self.se()
+        return np.maximum(est - half, -1.0), np.minimum(est + half, 1.0)
 
     def equivalent(self, est: FloatArray, delta: float) -> BoolArray:
         """Two one-sided tests at this look: the one-sided boundary's interval inside

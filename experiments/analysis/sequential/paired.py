@@ -154,6 +154,8 @@ class PairedSequence:
             est, lo, hi = self._core.look()
             equivalent = self._core.equivalent(est, self.delta) if self.delta is not None else None
             code = int(decide_group(self._core.sign, equivalent, done)[0])
+            if CODES[code] == "equivalent":  # show the interval the two one-sided tests used
+                lo, hi = self._core.one_sided_interval(est)
         else:
             est, lo, hi = self._core.look()
             code = int(decide(lo, hi, done, self.delta)[0])
@@ -214,6 +216,8 @@ def simulate_paired(
             est, lo, hi = core.look(live)
             eq = core.equivalent(est, delta) if delta is not None else None
             new = decide_group(core.sign, eq, core.pos >= cap)
+            lo1, hi1 = core.one_sided_interval(est)
+            lo, hi = np.where(new == 3, lo1, lo), np.where(new == 3, hi1, hi)
         else:
             est, lo, hi = core.look()
             new = decide(lo, hi, core.pos >= cap, delta)
