@@ -22,7 +22,9 @@ class ("all") or sits in the minority class only ("minority"). With clusters, te
 difficulty and the answers, and every row of a text gets its text's answer.
 
 The "+-" printed is binomial over tests; it ignores that one sample's fresh draws share its
-MDE (the cell's real standard error is about 0.02 with 80 samples x 10 draws).
+MDE (the cell's real standard error is about 0.02 with 80 samples x 10 draws). "flagged" is
+the share of the cell's MDEs that say `unreliable` (outside `power.VALIDATED` or where the
+grid measured a miss): a cell off 0.80 +- 0.05 should read 100% there.
 
 `--tune` is how power.py's internal targets were chosen: on cells that are not in the grid
 (`tuning_cells`, seed 777), the mean true power at the MDE for several internal targets,
@@ -31,6 +33,10 @@ from a power curve of the real test measured at 14 true differences.
     .venv/bin/python benchmarks/power.py --quick          # a few cells, ~1 min
     .venv/bin/python benchmarks/power.py --n 20 --minority 0.1 --samples 80 --no-old
     .venv/bin/python benchmarks/power.py                  # the whole grid (split it by --n)
+    .venv/bin/python benchmarks/power.py --n 400,1000,2000 --samples 80 --no-old --seed 20261229
+    .venv/bin/python benchmarks/power.py --n 100,200,400,1000 --minority 0.05 --no-old ...
+    .venv/bin/python benchmarks/power.py --clusters --samples 80 --no-old --seed 20261229
+    .venv/bin/python benchmarks/power.py --offgrid --samples 80 --no-old --seed 20261229
     .venv/bin/python benchmarks/power.py --tune --samples 50
     .venv/bin/python benchmarks/power.py --tune-small --samples 40   # n < 30, ~8 min
 """
@@ -57,6 +63,10 @@ RECALLS: dict[str, tuple[float, float]] = {  # (minority, majority) mean recall
     "0.5/0.9": (0.5, 0.9),
     "0.7/0.7": (0.7, 0.7),
     "0.95/0.8": (0.95, 0.8),
+    # off-grid checks (--offgrid)
+    "0.9/0.9": (0.9, 0.9),
+    "0.6/0.6": (0.6, 0.6),
+    "0.95/0.95": (0.95, 0.95),
     # the tuning cells' recalls (--tune), not used by the validation grid
     "0.6/0.85": (0.6, 0.85),
     "0.8/0.8": (0.8, 0.8),
@@ -182,6 +192,7 @@ class Result:
     old_rejections: int
     old_mean_mde: float
     seconds: float
+    flagged: int = 0  # samples whose MDE says `unreliable` (outside the validated region)
 
     @property
     def rate(self) -> float:
@@ -227,7 +238,7 @@ def run_cell(
     t0 = time.perf_counter()
     rng = np.random.default_rng([seed, cell.n, round(cell.minority * 100), cell.repeat])
     model = Model(cell, rng)
-    none = unreachable = tests = rejections = old_tests = old_rejections = 0
+    none = unreachable = tests = rejections = old_tests = old_rejections = flagged = 0
     mdes: list[float] = []
     olds: list[float] = []
     minority_label = "no"
@@ -249,6 +260,7 @@ def run_cell(
             none += 1
         else:
             mdes.append(value)
+            flagged += m.unreliable
             t, h, ok = _rejects(model, rng, value, fresh, s)
             unreachable += not ok
             tests, rejections = tests + t, rejections + h
@@ -260,16 +272,18 @@ def run_cell(
     return Result(
         cell, samples, none, unreachable, tests, rejections,
         float(np.mean(mdes)) if mdes else math.nan, old_tests, old_rejections,
-        float(np.mean(olds)) if olds else math.nan, time.perf_counter() - t0,
+        float(np.mean(olds)) if olds else math.nan, time.perf_counter() - t0, flagged,
     )  # fmt: skip
 
 
-def grid(ns: Sequence[int]) -> list[Cell]:
+def grid(ns: Sequence[int], shares: Sequence[float] = (0.1, 0.2, 0.5)) -> list[Cell]:
     """The grid: every n x minority share with the effect in all classes at three
-    (recalls, arms) settings, and with the effect in the minority class only."""
+    (recalls, arms) settings, and with the effect in the minority class only. The validation
+    grid is n in {20, 40, 50, 100, 200} x shares {0.1, 0.2, 0.5}; other n and shares (e.g.
+    `--n 400,1000`, `--minority 0.05`) are the off-grid checks of `power.VALIDATED`."""
     cells = []
     for n in ns:
-        for minority in (0.1, 0.2, 0.5):
+        for minority in shares:
             cells.append(Cell(n, minority, "0.5/0.9", 0.0))
             cells.append(Cell(n, minority, "0.95/0.8", SHARED))
             cells.append(Cell(n, minority, "0.7/0.7", SHARED))
@@ -290,6 +304,36 @@ def cluster_cells() -> list[Cell]:
         Cell(40, 0.2, "0.95/0.8", SHARED, repeat=4),
         Cell(200, 0.2, "0.7/0.7", 0.0, metric="accuracy"),
     ]
+
+
+def offgrid_cells() -> list[Cell]:
+    """Checks off the validation grid (issue 29): recalls 0.9 / 0.9 (both classes near the
+    ceiling, not a grid setting) at grid n and shares, accuracy instead of balanced accuracy,
+    and the review's cells (n = 40 with 4 minority rows, n = 100 with 5) at other recalls.
+    Larger n and smaller shares: `--n 400,1000`, `--minority 0.05`; clusters: `--clusters`."""
+    cells = []
+    for n in (40, 100, 200):
+        for minority in (0.1, 0.2, 0.5):
+            cells.append(Cell(n, minority, "0.9/0.9", SHARED))
+            cells.append(Cell(n, minority, "0.9/0.9", 0.0))
+    for n in (40, 100, 400):
+        for minority in (0.1, 0.5):
+            cells.append(Cell(n, minority, "0.7/0.7", SHARED, metric="accuracy"))
+            cells.append(Cell(n, minority, "0.5/0.9", 0.0, metric="accuracy"))
+    cells += [
+        Cell(40, 0.1, "0.7/0.7", 0.0),
+        Cell(40, 0.1, "0.6/0.6", 0.0),
+        Cell(40, 0.1, "0.95/0.95", SHARED),
+        Cell(100, 0.05, "0.7/0.7", 0.0),
+        Cell(100, 0.05, "0.95/0.95", SHARED),
+        # clusters of 1-6 and 1-10 rows (LegalBench's test splits repeat a text 1-6 times)
+        Cell(100, 0.2, "0.7/0.7", SHARED, repeat=6),
+        Cell(400, 0.1, "0.5/0.9", SHARED, repeat=6),
+        Cell(700, 0.5, "0.95/0.8", SHARED, repeat=6),
+        Cell(200, 0.2, "0.7/0.7", 0.0, repeat=10),
+        Cell(50, 0.5, "0.5/0.9", 0.0, repeat=10),
+    ]
+    return cells
 
 
 QUICK = [
@@ -399,16 +443,17 @@ def tune_cell(
 def header() -> str:
     return (
         f"{'cell':66s} {'samples':>7} {'None':>5} {'tests':>6} {'MDE':>6} "
-        f"{'power at MDE':>16} {'ok':>3}   {'old MDE':>7} {'old power':>9}"
+        f"{'power at MDE':>16} {'ok':>3} {'flagged':>7}   {'old MDE':>7} {'old power':>9}"
     )
 
 
 def line(r: Result) -> str:
     ok = "yes" if r.tests and abs(r.rate - TARGET) <= 0.05 else ("-" if not r.tests else "NO")
     unreach = f" ({r.unreachable} unreachable)" if r.unreachable else ""
+    flagged = r.flagged / max(r.samples - r.none, 1)  # of the samples with an MDE
     return (
         f"{r.cell.label():66s} {r.samples:>7} {r.none:>5} {r.tests:>6} {r.mean_mde:>6.3f} "
-        f"{r.rate:>7.3f} +-{r.half_width():.3f} {ok:>3}   {r.old_mean_mde:>7.3f} "
+        f"{r.rate:>7.3f} +-{r.half_width():.3f} {ok:>3} {flagged:>7.0%}   {r.old_mean_mde:>7.3f} "
         f"{r.old_rate:>9.3f}{unreach}  [{r.seconds:.0f}s]"
     )
 
@@ -426,6 +471,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--fresh", type=int, default=10, help="real tests per MDE")
     ap.add_argument(
         "--clusters", action="store_true", help="only the clustered, accuracy and A-only cells"
+    )
+    ap.add_argument(
+        "--offgrid", action="store_true", help="checks off the grid (issue 29: recalls, metric)"
     )
     ap.add_argument("--no-old", action="store_true", help="skip the old normal-approx MDE")
     ap.add_argument("--seed", type=int, default=20261202, help="validation seed (tuning: 777)")
@@ -447,9 +495,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         cells, samples, fresh = QUICK, 100, 3
     elif args.clusters:
         cells, samples, fresh = cluster_cells(), args.samples, args.fresh
+    elif args.offgrid:
+        cells, samples, fresh = offgrid_cells(), args.samples, args.fresh
     else:
-        shares = {float(x) for x in args.minority.split(",")}
-        cells = [c for c in grid([int(x) for x in args.n.split(",")]) if c.minority in shares]
+        shares = [float(x) for x in args.minority.split(",")]
+        cells = grid([int(x) for x in args.n.split(",")], shares)
         samples, fresh = args.samples, args.fresh
     print(
         f"power at the MDE80 of experiments.analysis.power, through stats.paired_permutation_test "

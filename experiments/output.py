@@ -512,10 +512,14 @@ def optimize_report(r: dict[str, Any]) -> str:
         if r.get("p_value") is not None
         else f"best vs base on held-out:  {r['test']}",
     ]
+    if h.get("clustered_by") is not None:
+        lines.append(f"held-out units:            {_verdict_units(h)}")
     # a flagged interval (degenerate, or of unknown coverage) is never shown without its sign
     lines += [
         f"! {arm} CI: {x['ci_note']}" for arm, x in (("best", h), ("base", b)) if x.get("ci_note")
     ]
+    if h.get("cluster_note"):
+        lines.append(f"! units: {h['cluster_note']}")
     if r.get("cost"):
         c = r["cost"]
         share = "" if c.get("share_of_grid") is None else f" ({c['share_of_grid']:.0%})"
@@ -528,6 +532,22 @@ def optimize_report(r: dict[str, Any]) -> str:
         lines.append(f"registered: {r['prompt_registry']}")
     lines += [f"note: {n}" for n in r.get("search_notes") or []]
     return "\n".join(lines)
+
+
+def _verdict_units(h: dict[str, Any]) -> str:
+    """What the held-out verdict's test swapped and resampled: clusters of rows given the
+    same prompt (as the sweep table's `clus`), or rows (the sequential verdict)."""
+    n, how = h.get("n"), h.get("clustered_by")
+    if how == "prompt":
+        return (
+            f"{h.get('n_clusters')} clusters of {n} rows (rows either prompt gave the same "
+            "prompt are one cluster, swapped and resampled whole)"
+        )
+    if how == "rows":
+        prompts = h.get("prompt_clusters")
+        held = "" if prompts is None else f"; {prompts} distinct prompts among them"
+        return f"{n} rows, each its own unit (not clustered{held})"
+    return f"{h.get('n_clusters')} clusters of {n} rows (by {how})"
 
 
 def _file_won(r: dict[str, Any]) -> str:

@@ -75,7 +75,7 @@ def _verdict(
         payload.update(
             p_value=None, test=seq["test"], sequential=seq,
             heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "ci_note": None,
-                     "n": len(judged)},
+                     "n": len(judged), **_sequential_units(payload["heldout"])},
             base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None,
                           "ci_note": None},  # no interval shown: no note on it
         )  # fmt: skip
@@ -212,10 +212,14 @@ def _compare(
     ci = SimpleNamespace(low=row["ci_a_low"], high=row["ci_a_high"], note=row["ci_a_note"])
     base_ci = SimpleNamespace(low=row["ci_b_low"], high=row["ci_b_high"], note=row["ci_b_note"])
     how = "exact" if row["exact"] else f"{row['n_resamples']} resamples"
+    of = units(row["n_clusters"], row["n"], row["clustered_by"])
     return {
         "heldout": {
             "score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": row["n"],
             "ci_note": ci.note, "n_clusters": row["n_clusters"],
+            # the test's units, as the sweep table's `clus`: rows either prompt gave the same
+            # rendered prompt (its hash) are one cluster, swapped and resampled whole
+            "clustered_by": row["clustered_by"], "cluster_note": row["cluster_note"],
         },
         "base_heldout": {
             "score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high,
@@ -225,13 +229,39 @@ def _compare(
         "statistic": row["statistic"],
         "metric": row["metric"],
         "test": f"{row['test']}, two-sided, {row['metric']}, {how}, "
-        f"{row['n_discordant']} discordant of {row['n_clusters']} clusters ({row['n']} rows)",
+        f"{row['n_discordant']} discordant of {of}",
         "n_dev": n_dev,
         "heldout_indices": list(split.heldout),
         # the rows behind the scores, CI and p-value (held-out, minus --heldout-limit's
         # sample and any row either prompt shows as a demonstration)
         "judged_indices": [p.index for p in best.predictions],
     }  # fmt: skip
+
+
+def units(n_clusters: int | None, n: int | None, clustered_by: str | None) -> str:
+    """The paired test's units in words, as the sweep table's `clus` column counts them."""
+    if n_clusters is None:
+        return f"{n} rows"
+    if clustered_by == "prompt":
+        return f"{n_clusters} clusters of rows given the same prompt ({n} rows)"
+    if clustered_by == "rows":
+        return f"{n} rows, each its own unit"
+    return f"{n_clusters} clusters by {clustered_by} ({n} rows)"
+
+
+def _sequential_units(heldout: dict[str, Any]) -> dict[str, Any]:
+    """The sequential verdict's units: rows. The sequence (as the sweep's sequential design)
+    does not cluster; where rows repeat a prompt, the note says the evidence is overstated."""
+    n, prompts = heldout["n"], heldout["n_clusters"]
+    note = None
+    if prompts is not None and prompts < n:
+        note = (
+            f"these {n} rows hold {prompts} distinct prompts: the sequence takes every row as "
+            "an independent unit (it does not cluster repeated texts, as the fixed verdict's "
+            "test does), which overstates the evidence; --verdict fixed clusters them"
+        )
+    return {"clustered_by": "rows", "n_clusters": n, "prompt_clusters": prompts,
+            "cluster_note": note}  # fmt: skip
 
 
 def _arm(name: str, r: TrialResult) -> TrialRecord:

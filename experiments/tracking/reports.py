@@ -93,7 +93,10 @@ class Reports(Parents):
         """A sweep's cost (``cost.<field>`` metrics, `COST_FIELDS`; the last invocation's
         calls) and each sequential comparison's numbers (``sequential.<task>.<model>.<a>_vs_
         <b>.<measure>``: rows at the stop, estimate, interval, looks; its decision as a tag
-        on the same name, since MLflow metrics are numbers)."""
+        on the same name, since MLflow metrics are numbers). A best-of-k row also gets the
+        tags ``...best_identified`` ("true" / "false") and ``...in_contention`` (the arms
+        not told apart), and its decision tag reads "best (not identified: in contention
+        X, Y)" when more than one arm is left (`sequential_decision`)."""
         metrics: dict[str, Any] = {
             cost_metric_name(k): cost.get(k) for k in COST_FIELDS if cost.get(k) is not None
         }
@@ -104,9 +107,17 @@ class Reports(Parents):
                 metrics[sequential_metric_name(row, measure)] = values.get(measure)
             for gone in row.get("eliminated") or ():  # rows it had when eliminated
                 metrics[sequential_metric_name(row, f"eliminated.{gone['variant']}")] = gone["rows"]
-            tags[metric_key(sequential_metric_name(row, "decision"))] = str(
-                row.get("decision") or row.get("status")
-            )[:5000]
+            tags[metric_key(sequential_metric_name(row, "decision"))] = sequential_decision(row)[
+                :5000
+            ]
+            if "best_identified" in row:  # best-of-k: is A the best arm, or one of several?
+                identified = bool(row.get("best_identified"))
+                tags[metric_key(sequential_metric_name(row, "best_identified"))] = str(
+                    identified
+                ).lower()
+                tags[metric_key(sequential_metric_name(row, "in_contention"))] = ", ".join(
+                    map(str, row.get("in_contention") or ())
+                )[:5000]
         self._log_metrics(parent_id, metrics)
         for key, value in tags.items():
             self.client.set_tag(parent_id, key, value)
@@ -204,6 +215,18 @@ def _score_of(run: Any) -> tuple[float | None, str | None]:
     if tags.get(GRADED) == "false":
         return None, "graded by hand and not graded yet: no score"
     return run.data.metrics.get("score"), None
+
+
+def sequential_decision(row: dict[str, Any]) -> str:
+    """A sequential comparison's decision as its parent run's tag says it: the decision (or
+    why there is none); a best-of-k "best" whose best arm is not identified says so and names
+    the arms still in contention, as the table does (`output.sequential_table`), so the tag
+    never reads as if A were the best arm when it is only one of several."""
+    decision = str(row.get("decision") or row.get("status"))
+    if row.get("decision") == "best" and row.get("best_identified") is False:
+        tied = ", ".join(map(str, row.get("in_contention") or ()))
+        decision = f"best (not identified: in contention {tied})"
+    return decision
 
 
 def comparisons_csv(table: list[dict[str, Any]]) -> str:

@@ -338,3 +338,32 @@ def test_a_best_vs_worst_call_that_leaves_several_arms_does_not_name_the_best() 
     assert "  best\n" not in text
     text = sequential_table([row | {"best_identified": True, "in_contention": ["v1"]}])
     assert "not identified" not in text
+
+
+def test_the_parent_run_says_whether_best_of_k_identified_the_best(tmp_path: Path) -> None:
+    """Issue 29, point 1: the table says when a best-of-k "best" leaves several arms in
+    contention; the parent run's tags (a real local MLflow store) say it too, instead of a
+    bare "best" decision tag: the decision reads "best (not identified: ...)", and the tags
+    best_identified / in_contention name the arms not told apart."""
+    from experiments.names import metric_key, sequential_metric_name
+
+    tracker = _tracker(tmp_path)
+    parent = tracker.parent_run("bok", "b" * 64, {})
+    common = {"model": "openai/stub", "task": "hearsay", "comparison": "best_vs_worst",
+              "n": 200, "estimate": 0.3, "ci_low": 0.1, "ci_high": 0.5, "looks": [10, 20],
+              "decision": "best", "eliminated": [{"variant": "v3", "rows": 20, "by": "v1"}]}  # fmt: skip
+    tied = common | {"a": "v1", "b": "v4", "best_identified": False, "in_contention": ["v1", "v2"]}
+    alone = common | {"a": "v5", "b": "v6", "best_identified": True, "in_contention": ["v5"]}
+    pair = common | {"a": "x", "b": "y", "comparison": "pair", "decision": "A"}
+    tracker.log_cost(parent, {"model_calls": 3}, [tied, alone, pair])
+    tags = tracker.client.get_run(parent).data.tags
+
+    def tag(row: dict[str, Any], measure: str) -> str | None:
+        return tags.get(metric_key(sequential_metric_name(row, measure)))
+
+    assert tag(tied, "decision") == "best (not identified: in contention v1, v2)"
+    assert tag(tied, "best_identified") == "false" and tag(tied, "in_contention") == "v1, v2"
+    assert tag(alone, "decision") == "best" and tag(alone, "best_identified") == "true"
+    assert tag(alone, "in_contention") == "v5"
+    # a listed pair has no best to identify: its decision alone, no best-of-k tags
+    assert tag(pair, "decision") == "A" and tag(pair, "best_identified") is None
