@@ -75,7 +75,7 @@ def _verdict(
         payload.update(
             p_value=None, test=seq["test"], sequential=seq,
             heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "ci_note": None,
-                     "n": len(judged), **_sequential_units(payload["heldout"])},
+                     "n": len(judged), **_sequential_units(payload["heldout"], seq)},
             base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None,
                           "ci_note": None},  # no interval shown: no note on it
         )  # fmt: skip
@@ -249,19 +249,11 @@ def units(n_clusters: int | None, n: int | None, clustered_by: str | None) -> st
     return f"{n_clusters} clusters by {clustered_by} ({n} rows)"
 
 
-def _sequential_units(heldout: dict[str, Any]) -> dict[str, Any]:
-    """The sequential verdict's units: rows. The sequence (as the sweep's sequential design)
-    does not cluster; where rows repeat a prompt, the note says the evidence is overstated."""
-    n, prompts = heldout["n"], heldout["n_clusters"]
-    note = None
-    if prompts is not None and prompts < n:
-        note = (
-            f"these {n} rows hold {prompts} distinct prompts: the sequence takes every row as "
-            "an independent unit (it does not cluster repeated texts, as the fixed verdict's "
-            "test does), which overstates the evidence; --verdict fixed clusters them"
-        )
-    return {"clustered_by": "rows", "n_clusters": n, "prompt_clusters": prompts,
-            "cluster_note": note}  # fmt: skip
+def _sequential_units(heldout: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:
+    """The sequential verdict's units: clusters of rows given the same prompt, as the
+    sequence bet on them (`_sequential`), counted on the rows it used."""
+    return {"clustered_by": seq["clustered_by"], "n_clusters": seq["n_clusters"],
+            "prompt_clusters": heldout["n_clusters"], "cluster_note": None}  # fmt: skip
 
 
 def _arm(name: str, r: TrialResult) -> TrialRecord:

@@ -1,6 +1,6 @@
 """optimize's held-out verdict says what its test swapped (issue 29, point 4): clusters of rows
 given the same prompt with their count, as the sweep table's `clus` column, or, for the
-sequential verdict, rows, with a flag where they repeat a prompt."""
+sequential verdict, the clusters its sequence bet on."""
 
 from __future__ import annotations
 
@@ -73,17 +73,15 @@ def test_the_fixed_verdict_clusters_repeated_texts_and_says_so(
     assert f"held-out units:            {distinct} clusters of 24 rows" in text
 
 
-def test_the_sequential_verdict_says_its_units_are_rows_and_flags_repeats(
-    catalog: Catalog, tmp_path: Path
-) -> None:
+def test_the_sequential_verdict_clusters_repeated_prompts(catalog: Catalog, tmp_path: Path) -> None:
     r = _run(tmp_path, catalog, "sequential")
     h = r["heldout"]
     assert r["sequential"] is not None and r["p_value"] is None
     distinct = len(set(_texts(catalog, r["heldout_indices"])))
     assert h["n"] == 24 and distinct == 12  # one batch of 50: every judged row
-    assert h["clustered_by"] == "rows" and h["n_clusters"] == 24
-    assert h["prompt_clusters"] == distinct
-    assert "hold 12 distinct prompts" in h["cluster_note"]
+    assert h["clustered_by"] == "prompt" and h["n_clusters"] == distinct
+    assert r["sequential"]["n_clusters"] == distinct
+    assert h["cluster_note"] is None
+    assert f"{distinct} clusters of rows given the same prompt" in r["test"]
     text = optimize_report(r)
-    assert "held-out units:            24 rows, each its own unit (not clustered; 12 " in text
-    assert "! units: these 24 rows hold 12 distinct prompts" in text
+    assert f"held-out units:            {distinct} clusters of 24 rows" in text
