@@ -238,10 +238,12 @@ def test_adaptive_best_of_k_spends_rows_on_the_variants_in_contention(
     gone = {e["variant"]: e for e in row["eliminated"]}
     assert len(gone) == 4 and "format=base" not in gone
     assert all(row["rows_per_arm"][v] == e["rows"] for v, e in gone.items())
-    # counted at the stub: every call, each prompt once, at most half the full grid
+    # counted at the stub: every call, each prompt once, well under the full grid (0.53 of
+    # it: the anytime bets are on whole clusters of repeated texts, each weighted by its rows,
+    # so cuad_audit_rights' clusters of up to 3 rows shrink the bets; 0.5 before issue 29)
     grid = result["cost"]["grid_calls"]
     assert len(sent) + result["cost"]["cache_hits"] == sum(row["rows_per_arm"].values())
-    assert len(sent) == result["cost"]["model_calls"] <= 0.5 * grid
+    assert len(sent) == result["cost"]["model_calls"] <= 0.6 * grid
 
 
 @pytest.mark.data
