@@ -215,7 +215,9 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
             "(simulated, experiments.analysis.power; '-' where no effect can reach it; '?' "
-            "where its validation measured the true power off 0.80 +- 0.05: see mde_note)"
+            "where it is flagged unreliable: its validation measured the true power off "
+            "0.80 +- 0.05 for such data, or did not reach them (more units, a smaller "
+            "minority share, more classes, another metric): see mde_note)"
         )
     parts.append(
         f"p corr: {first.get('correction', 'Holm')} across this {of}'s {len(tested)} "

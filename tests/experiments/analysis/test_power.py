@@ -207,3 +207,99 @@ def test_power_at_the_mde_holds_at_n_20_where_it_is_not_flagged() -> None:
     rate = sum(r.rejections for r in results) / tests
     assert tests == 600 and all(r.none == 0 for r in results)
     assert abs(rate - 0.8) <= 0.05, [r.rate for r in results]
+
+
+def _clustered(
+    rng: np.random.Generator, sizes: NDArray[np.int64], n_min: int
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[np.int64]]:
+    """Texts of the given multiplicities, the first `n_min` minority, every row of a text
+    with its text's answers (as at temperature 0)."""
+    y, a, b = _sample(rng, len(sizes), n_min / len(sizes))
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    return y[ids], a[ids], b[ids], ids
+
+
+def test_flagged_wherever_the_validation_did_not_reach() -> None:
+    """Issue 29, point 4: outside `power.VALIDATED` (benchmarks/power.py's grid and its
+    extension) the MDE is `unreliable` and the note says what lies outside and what was
+    measured nearest, or "not validated here"; inside it, it is not flagged. n = 100 with 5
+    minority rows (share 0.05) measured 0.73-0.82 at share 0.05 and was not flagged before."""
+
+    def mde(*args: Any, **kw: Any) -> power.MDE:
+        return power.minimum_detectable_effect(*args, n_sims=300, by_class=False, **kw)
+
+    rng = np.random.default_rng(29)
+    low = mde(*_sample(rng, 100, 0.05))  # 5 minority rows of 100
+    assert low.value is not None and low.unreliable
+    assert "minority class of 5 of 100 units (share 0.050)" in low.note
+    assert "measured 0.73-0.82" in low.note
+    # inside the region: n = 40 with 4 minority rows (share 0.1), n = 100 with 20, rows or
+    # clusters of 1-3 rows of one class, accuracy; none flagged, no note
+    inside = [
+        mde(*_sample(rng, 40, 0.1)),
+        mde(*_sample(rng, 100, 0.2)),
+        mde(*_sample(rng, 120, 0.5), metric="accuracy"),
+    ]
+    y, a, b, ids = _clustered(rng, rng.integers(1, 4, 150), 30)
+    inside.append(mde(y, a, b, clusters=ids))
+    assert inside[-1].n_clusters == 150 < inside[-1].n
+    for m in inside:
+        assert m.value is not None and not m.unreliable and "unreliable" not in m.note
+    # both classes' recall near the ceiling with unbalanced classes: measured short of 0.80
+    # at shares 0.1-0.2 (recalls 0.8-0.95), held at 0.5
+    high = mde(*_sample(rng, 100, 0.1, recall=0.95))
+    assert high.unreliable and "near the ceiling and unbalanced classes" in high.note
+    assert not mde(*_sample(rng, 100, 0.5, recall=0.95)).unreliable
+    # outside, each for its own reason
+    y, a, b = _sample(rng, 100, 0.3)
+    assert "power 0.9 at alpha 0.05: not validated here" in mde(y, a, b, power=0.9).note
+    big = mde(*_sample(rng, 2100, 0.3))
+    assert big.unreliable and "2100 units: not validated here (measured at 20-2000)" in big.note
+    y3 = np.array(["a", "b", "c"] * 40, dtype=object)
+    three = mde(y3, np.roll(y3, 1), y3)
+    assert three.unreliable and "3 answer classes: not validated here" in three.note
+    y, a, b, ids = _clustered(rng, np.array([1] * 60 + [15] * 4), 20)
+    lumpy = mde(y, a, b, clusters=ids)
+    assert lumpy.unreliable and "clusters of 1-15 rows: not validated here" in lumpy.note
+    pairs = np.repeat(np.arange(60), 2)
+    ym = np.array(["Yes", "No"] * 60, dtype=object)
+    mixed = mde(ym, ym, np.roll(ym, 1), clusters=pairs)
+    assert mixed.unreliable and "rows of several answer classes" in mixed.note
+
+
+def test_the_table_marks_an_mde_the_validation_did_not_reach() -> None:
+    """The flag reaches the comparison row (`mde_unreliable`, `mde_note`) and the table's
+    '?', whose footnote says what it means; a row inside the region has neither."""
+    from experiments import output
+    from experiments.analysis import compare
+    from experiments.trials.record import TrialRecord
+
+    fn = stats.metric_fn("balanced_accuracy")
+    lines = {}
+    for n_min in (5, 20):  # of 100 rows: share 0.05 (outside), 0.2 (inside)
+        y, a, b = _sample(np.random.default_rng(5), 100, n_min / 100)
+        idx = [str(i) for i in range(100)]
+        arms = [
+            TrialRecord.of(name, "balanced_accuracy", idx, list(y), list(g), fn(y, g))
+            for name, g in (("A", a), ("B", b))
+        ]
+        row = compare.pair(*arms, n_resamples=500) | {"task": "t", "p_corrected": 1.0}
+        text = output.comparison_table([row])
+        lines[n_min] = (row["mde_unreliable"], "?" in text.splitlines()[1], row["mde_note"])
+    assert lines[5][:2] == (True, True) and "share 0.050" in lines[5][2]
+    assert lines[20][:2] == (False, False) and "unreliable" not in lines[20][2]
+    assert "or did not reach them" in text
+
+
+def test_a_flagged_cell_misses_and_an_extension_cell_holds() -> None:
+    """benchmarks/power.py, reduced (30 samples x 10 fresh draws, seed 29, through the real
+    test): recall 0.95 in both classes at n = 100 with 10 minority rows, where the
+    high-recall cells measured 0.65-0.84: every MDE flagged, and the true power at them
+    0.583 (the flag is not a formality); n = 400 with 80 minority rows, in the extended
+    region (the grid reached n = 200): none flagged, 0.813. Fails if either cell loses its
+    flag status or its reading moves across 0.75."""
+    bench = _bench()
+    high = bench.run_cell(bench.Cell(100, 0.1, "0.95/0.95", bench.SHARED), 30, 10, 29, old=False)
+    assert high.flagged == 30 and high.rate < 0.75, high.rate
+    large = bench.run_cell(bench.Cell(400, 0.2, "0.7/0.7", bench.SHARED), 30, 10, 29, old=False)
+    assert large.flagged == 0 and abs(large.rate - 0.8) <= 0.05, large.rate
