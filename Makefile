@@ -45,9 +45,10 @@ lint: setup-dev
 
 ## test: lint, type-check, then every test (data-, model- and cluster-backed ones included),
 ## three at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers;
-## many tests wait on subprocesses and servers, so 3 workers use 2 cores better than 2)
+## many tests wait on subprocesses and servers, so 3 workers use 2 cores better than 2;
+## a worker that crashes ends the run with its error, not a replacement that may hang)
 test: lint
-	$(BIN)/pytest -n 3 --dist loadfile --durations=25
+	$(BIN)/pytest -n 3 --dist loadfile --max-worker-restart=0 --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,7 @@ fall back to Llama-2's ``[INST]`` format; Gemma's turns are ``<start_of_turn>use
 
 # ---- the embedded model --------------------------------------------------------------------
 _LOCK = threading.Lock()
+_LOADING = threading.Lock()  # one load per name; _LOCK guards llama.cpp calls
 _LOADED: dict[str, Any] = {}
 
 
@@ -141,42 +142,48 @@ def _extra_bufts(on: bool) -> Iterator[None]:
         raw.llama_model_default_params = default
 
 
+def build_local(name: str, **extra: Any) -> Any:
+    """A new llama.cpp model for `name` with load_local's settings and load decision (extra
+    buffer types off where they crash, `cpu.llama_load`); `extra` adds Llama arguments, e.g.
+    ``kv_overrides``. The caller owns it and closes it; load_local keeps one per process."""
+    _default_wait_policy()  # read by OpenMP when llama.cpp loads: the import below
+    try:
+        from llama_cpp import Llama
+    except ImportError as e:
+        raise ModelError("local models need llama-cpp-python: pip install -e '.[local]'") from e
+    if not _LOG_FILTER:
+        _quiet_harmless_llama_log()
+    load = llama_load()
+    with _LOCK, _extra_bufts(load.extra_bufts):
+        llm = Llama(
+            model_path=local_model_path(name),
+            n_ctx=local_n_ctx(),
+            n_threads=os.cpu_count() or 2,
+            seed=0,
+            logits_all=False,
+            chat_format=LOCAL_CHAT_FORMATS.get(name),
+            verbose=False,
+            **extra,
+        )
+    if bool(llm.model_params.use_extra_bufts) != load.extra_bufts:
+        llm.close()  # a llama-cpp-python that no longer takes the amended defaults
+        raise ModelError(
+            f"local/{name}: llama-cpp-python {_llama_version()} loaded the model with "
+            f"extra buffer types {'on' if llm.model_params.use_extra_bufts else 'off'}, "
+            f"not {'on' if load.extra_bufts else 'off'} as decided ({load.reason}); "
+            "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
+            "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
+        )
+    return llm
+
+
 def load_local(name: str) -> Any:
     """The llama.cpp model for `name`, loaded once per process."""
-    with _LOCK:
-        if not _LOADED:
-            atexit.register(_close_local_models)
+    with _LOADING:
         if name not in _LOADED:
-            _default_wait_policy()  # read by OpenMP when llama.cpp loads: the import below
-            try:
-                from llama_cpp import Llama
-            except ImportError as e:
-                raise ModelError(
-                    "local models need llama-cpp-python: pip install -e '.[local]'"
-                ) from e
-            if not _LOG_FILTER:
-                _quiet_harmless_llama_log()
-            load = llama_load()
-            with _extra_bufts(load.extra_bufts):
-                llm = Llama(
-                    model_path=local_model_path(name),
-                    n_ctx=local_n_ctx(),
-                    n_threads=os.cpu_count() or 2,
-                    seed=0,
-                    logits_all=False,
-                    chat_format=LOCAL_CHAT_FORMATS.get(name),
-                    verbose=False,
-                )
-            if bool(llm.model_params.use_extra_bufts) != load.extra_bufts:
-                llm.close()  # a llama-cpp-python that no longer takes the amended defaults
-                raise ModelError(
-                    f"local/{name}: llama-cpp-python {_llama_version()} loaded the model with "
-                    f"extra buffer types {'on' if llm.model_params.use_extra_bufts else 'off'}, "
-                    f"not {'on' if load.extra_bufts else 'off'} as decided ({load.reason}); "
-                    "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
-                    "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
-                )
-            _LOADED[name] = llm
+            if not _LOADED:
+                atexit.register(_close_local_models)
+            _LOADED[name] = build_local(name)
         return _LOADED[name]
 
 

@@ -2,7 +2,8 @@
 
 - Fast: the echo/logprobs parsing and the errors, against the stub server (no model).
 - Real (markers model + slow): llama.cpp's own OpenAI-compatible server
-  (``python -m llama_cpp.server``, the ``server`` extra) on loopback, serving the GGUF of
+  (``python -m llama_cpp.server`` through ``experiments.llm.llama_server``, the ``server``
+  extra) on loopback, serving the GGUF of
   ``local/smollm2`` with its settings, gives the same predictions as ``local/smollm2`` by
   generation, and its misaligned prompt log-probabilities are refused; served with the BOS
   the server assumes, log-likelihood scoring picks the labels local scoring picks.
@@ -363,7 +364,10 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *extra: str) -> Iterator[st
         )
     port = _free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", local_model_path("smollm2")]
+    # llama_cpp.server with load_local's extra-buffer-type decision (the stock server
+    # segfaults on AMX CPUs in its first multi-token decode)
+    cmd = [sys.executable, "-m", "experiments.llm.llama_server"]
+    cmd += ["--model", local_model_path("smollm2")]
     cmd += ["--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port)]
     # the settings of experiments.llm.llama.load_local; logits_all for prompt log-probabilities
     cmd += ["--n_ctx", os.environ.get("WORKBENCH_LOCAL_N_CTX", "4096")]
@@ -405,14 +409,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _bos_smollm2() -> Any:
     """local/smollm2's model as load_local builds it, with BOS_OVERRIDE."""
-    from llama_cpp import Llama
+    from experiments.llm.llama import build_local
 
-    from experiments.llm.llama import local_n_ctx
-
-    return Llama(
-        model_path=local_model_path("smollm2"), n_ctx=local_n_ctx(), seed=0,
-        n_threads=os.cpu_count() or 2, logits_all=False, verbose=False, kv_overrides=BOS_OVERRIDE,
-    )  # fmt: skip
+    return build_local("smollm2", kv_overrides=BOS_OVERRIDE)
 
 
 @pytest.fixture(scope="module")
