@@ -22,7 +22,7 @@ def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(2) from None
-    from experiments.llm.llama import _extra_bufts, llama_load
+    from experiments.llm.llama import _extra_bufts, llama_load  # after the check above
 
     with _extra_bufts(llama_load().extra_bufts):  # every model the server loads
         serve()  # type: ignore[no-untyped-call]

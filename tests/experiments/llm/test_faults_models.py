@@ -91,6 +91,10 @@ def test_a_stall_is_still_retried_and_then_answered() -> None:
     assert out.error is None and out.text == "Yes" and out.attempts == 2
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _sigint_exit_time(
     args: list[str], env: dict[str, str], cwd: Path, stub: StubOpenAI
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -103,6 +107,10 @@ def _sigint_exit_time(
         text=True,
         env=env,
         cwd=cwd,
+        # A test run started in the background of a non-interactive shell (CI scripts,
+        # nohup) ignores SIGINT, and an ignored SIGINT survives exec: the CLI would then
+        # rightly ignore the Ctrl-C this test sends. Give it the terminal's default.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 240  # the CLI's start-up on a busy machine
