@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import sys
 
+from experiments.llm.llama import _extra_bufts, llama_load
+
 
 def main() -> None:
     """Serve until stopped, with the extra buffer types decided as `load_local` decides."""
     try:
-        from llama_cpp.server.__main__ import main as serve
+        from llama_cpp.server.__main__ import main as serve  # the optional server extra
     except ImportError:
         print(
             "error: llama-cpp-python's server is not installed: pip install -e '.[local,server]'",
             file=sys.stderr,
         )
         raise SystemExit(2) from None
-    from experiments.llm.llama import _extra_bufts, llama_load  # after the check above
 
     with _extra_bufts(llama_load().extra_bufts):  # every model the server loads
         serve()  # type: ignore[no-untyped-call]
