@@ -59,6 +59,14 @@ def normalize(text: object, stem: bool = False) -> str:
     return _stemmer()(out) if stem else out
 
 
+def same_label(generation: object, answer: object) -> bool:
+    """Whether a generation names the answer, as LegalBench compares them (normalised exact
+    match). An empty generation never does, even against an empty answer: the workbench
+    refuses those when it reads them, and nothing must ever count as a right answer."""
+    g = normalize(generation)
+    return bool(g) and g == normalize(answer)
+
+
 def balanced_accuracy(generations: Sequence[str], answers: Sequence[str]) -> float:
     """Mean recall over the answer classes, on normalised exact matches.
 
@@ -72,7 +80,7 @@ def balanced_accuracy(generations: Sequence[str], answers: Sequence[str]) -> flo
         raise ValueError("generations and answers differ in length")
     hits: dict[str, list[bool]] = {}
     for t, p in zip(y_true, y_pred, strict=True):
-        hits.setdefault(t, []).append(p == t)
+        hits.setdefault(t, []).append(bool(p) and p == t)  # `same_label`
     return float(np.mean([np.mean(v) for v in hits.values()]))
 
 
@@ -111,16 +119,20 @@ def successor_liability_counts(gen: str, ans: str) -> tuple[int, int, int]:
 
 
 def citation_open(generations: Sequence[str], answers: Sequence[str]) -> float:
-    """Share of generations that contain the normalised case name."""
-    hits = [normalize(a) in normalize(g) for g, a in zip(generations, answers, strict=True)]
+    """Share of generations that contain the normalised case name (an empty one is in none)."""
+    hits = [
+        bool(a) and a in normalize(g)
+        for g, a in zip(generations, (normalize(a) for a in answers), strict=True)
+    ]
     return float(np.mean(hits))
 
 
 def definition_extraction(generations: Sequence[str], answers: Sequence[str]) -> float:
-    """Share of rows where any generated term matches any accepted term after stemming."""
+    """Share of rows where any generated term matches any accepted term after stemming (an
+    empty term, in the answer or the generation, matches nothing)."""
     correct = 0
     for gen, ans in zip(generations, answers, strict=True):
-        accepted = {normalize(a, stem=True) for a in str(ans).split(",")}
+        accepted = {normalize(a, stem=True) for a in str(ans).split(",")} - {""}
         correct += any(normalize(g, stem=True) in accepted for g in str(gen).split(","))
     return correct / len(answers)
 
@@ -131,7 +143,8 @@ def ssla_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
     Each answer name is a hit if it is a substring of a not-yet-used generated name (which is
     then used up), else a miss; after *each* answer name, every generated name still unused
     adds a false positive. That last rule over-counts false positives compared with a
-    textbook F1; it is kept because it is what LegalBench reports.
+    textbook F1; it is kept because it is what LegalBench reports. An empty answer name (in
+    'A,') is in every string: it is a miss, never a hit.
     """
     return _f1_of_rows(ssla_counts, generations, answers)
 
@@ -141,7 +154,7 @@ def ssla_counts(gen: str, ans: str) -> tuple[int, int, int]:
     tp = fp = fn = 0
     gens = [normalize(g) for g in str(gen).split(",")]
     for name in (normalize(a) for a in str(ans).split(",")):
-        j = next((i for i, g in enumerate(gens) if name in g), None)
+        j = next((i for i, g in enumerate(gens) if name and name in g), None)
         if j is None:
             fn += 1
         else:
@@ -226,23 +239,25 @@ class ClassReport:
 def class_report(
     generations: Sequence[str], answers: Sequence[str], labels: Sequence[str]
 ) -> ClassReport:
-    """Exact-match accuracy, recall per answer class, and the share of outputs off-label."""
-    norm_labels = {normalize(label) for label in labels}
+    """Exact-match accuracy, recall per answer class, and the share of outputs off-label
+    (an empty output is always off-label, and never right)."""
+    norm_labels = {normalize(label) for label in labels} - {""}
     pred = [normalize(g) for g in generations]
     true = [normalize(a) for a in answers]
     recall: dict[str, float] = {}
     for label in labels:
         rows = [p for p, t in zip(pred, true, strict=True) if t == normalize(label)]
         if rows:
-            recall[label] = sum(p == normalize(label) for p in rows) / len(rows)
+            recall[label] = sum(bool(p) and p == normalize(label) for p in rows) / len(rows)
     return ClassReport(
-        accuracy=float(np.mean([p == t for p, t in zip(pred, true, strict=True)])),
+        accuracy=float(np.mean([bool(p) and p == t for p, t in zip(pred, true, strict=True)])),
         recall=recall,
         invalid_rate=float(np.mean([p not in norm_labels for p in pred])),
     )
 
 
 def parse_label(generation: str, labels: Sequence[str]) -> str | None:
-    """Map a generation to its label the LegalBench way (normalised exact match), or None."""
+    """Map a generation to its label the LegalBench way (normalised exact match), or None
+    (always for an empty generation)."""
     g = normalize(generation)
-    return next((label for label in labels if normalize(label) == g), None)
+    return next((label for label in labels if g and normalize(label) == g), None)

@@ -12,6 +12,7 @@ import csv
 import itertools
 import os
 import shutil
+import string
 import tarfile
 import tempfile
 from collections import Counter
@@ -19,7 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from promptlib.errors import DataError, UnknownTaskError, WorkbenchError, did_you_mean
+from promptlib.errors import (
+    DataError,
+    UnknownTaskError,
+    WorkbenchError,
+    did_you_mean,
+    first_few,
+)
 from promptlib.progress import progress_bar
 
 SPLITS = ("train", "test")
@@ -158,6 +165,7 @@ def read_tsv(path: Path) -> Table:
     else:
         columns = ("index", *columns)
         rows = [{"index": str(i), **r} for i, r in enumerate(rows)]
+    _refuse_empty_answers(path, rows, lines)
     return Table(path, columns, tuple(rows))
 
 
@@ -193,6 +201,36 @@ def _refuse_repeated_ids(path: Path, rows: list[dict[str, str]], lines: list[int
         f"{path}: {len(repeats)} index value{'s' if len(repeats) > 1 else ''} "
         f"repeat{'' if len(repeats) > 1 else 's'} ({listed}); each row needs its own index: "
         "remove the repeated rows or renumber the index column, then rerun"
+    )
+
+
+_NO_LABEL = str.maketrans("", "", string.punctuation)
+
+
+def is_empty_answer(answer: str) -> bool:
+    """Whether a gold answer is no label: nothing is left of it once LegalBench's metric
+    normalises it (punctuation dropped, whitespace stripped), so an empty reply would match."""
+    return not answer.translate(_NO_LABEL).strip()
+
+
+def _refuse_empty_answers(path: Path, rows: list[dict[str, str]], lines: list[int]) -> None:
+    """Raise a DataError naming the file and the rows whose `answer` is empty.
+
+    An empty gold answer became a label: a model answering nothing was right on those rows,
+    its invalid rate 0.0 and its trial complete. One pass over the answers; the rows are
+    listed only on failure.
+    """
+    pairs = zip(rows, lines, strict=True)
+    empty = [(r["index"], line) for r, line in pairs if is_empty_answer(r["answer"])]
+    if not empty:
+        return
+    n = len(empty)
+    rows_at = first_few([f"{i} (line {line})" for i, line in empty], _SHOWN_REPEATS)
+    raise DataError(
+        f"{path}: {n} row{'s' if n > 1 else ''} of {len(rows)} ha{'ve' if n > 1 else 's'} an "
+        f"empty answer (blank, or only spaces or punctuation): index {rows_at}; an empty gold "
+        "answer is no label, and a model answering nothing would be scored right on it: fill "
+        "in each answer or remove those rows, then rerun"
     )
 
 

@@ -7,7 +7,7 @@ it into a message on stderr and exit code 2, so callers never see a traceback fo
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 class WorkbenchError(Exception):
@@ -46,3 +46,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     if not close:
         return ""
     return " — did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def first_few(items: Sequence[str], shown: int = 3) -> str:
+    """'a, b, c and 7 more' ('a and b', 'a'): the first few of a list a message names."""
+    head = list(items[:shown])
+    more = len(items) - len(head)
+    if more:
+        return ", ".join(head) + f" and {more} more"
+    return ", ".join(head[:-1]) + " and " + head[-1] if len(head) > 1 else "".join(head)

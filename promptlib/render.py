@@ -33,6 +33,7 @@ from functools import cached_property
 from promptlib.demos import bind, demonstrations
 from promptlib.errors import TemplateError, VariantError
 from promptlib.formats import Segment, is_point, layout, template_segments
+from promptlib.gold import refuse_gold_placeholder
 from promptlib.leakage import ContentKey, check_heldout, check_no_leak, content_key
 from promptlib.leakage import heldout_guard as heldout_guard  # its old home; re-exported
 from promptlib.leakage import query_columns as query_columns  # its old home; re-exported
@@ -253,6 +254,9 @@ def compile_prompt(
                 "register_text is a query template and needs at least one {{column}} "
                 f"placeholder (columns of {task.name}: {', '.join(task.spec.columns)})"
             )
+    else:  # a prompt file in the user's own data may name it too
+        where = f"prompt file {task.files.require_prompts() / frame_name}: its query template"
+        refuse_gold_placeholder(query, where)
     if split is not None:
         task.check_columns(query, split, where=source)
 

@@ -384,7 +384,8 @@ class Task:
             # each distinct answer once, in file order: adding one twice changes nothing
             for answer in dict.fromkeys(table.column("answer")):
                 for part in _parts(answer, multi_label):
-                    found.add(part, f"{split}.tsv")
+                    if normalize_label(part):  # 'a,' has no second label: '' is none
+                        found.add(part, f"{split}.tsv")
 
         def stated(where: str, items: list[str], anchor: set[str]) -> None:
             """Add a stated source's labels if they share one with `anchor` (else a note)."""

@@ -37,6 +37,7 @@ from typing import Any, TypeGuard
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
 from promptlib.formats import canonical_format, check_format, is_point
+from promptlib.gold import refuse_gold_placeholder
 from promptlib.verbalizers import LabelMap, check_scheme
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -95,6 +96,10 @@ class PromptVariant:
             raise VariantError("instruction=custom needs instruction_text, and only it does")
         if (self.register == "custom") != (self.register_text is not None):
             raise VariantError("register=custom needs register_text, and only it does")
+        for name in ("instruction_text", "register_text"):  # however the variant was made
+            text = getattr(self, name)
+            if isinstance(text, str):
+                refuse_gold_placeholder(text, name, VariantError)
         if self.instruction in INSTRUCTION_FILES and self.register in REGISTER_FILES:
             raise VariantError(
                 f"no LegalBench prompt combines instruction={self.instruction} with "
@@ -314,6 +319,7 @@ def _read_text_file(path: str, key: str) -> str:
     if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
         raise VariantError(f"{p}: expected a YAML mapping with a string field 'text'")
     text: str = doc["text"]
+    refuse_gold_placeholder(text, f"{key} {p}: its field 'text'", VariantError)
     return text
 
 

@@ -349,9 +349,12 @@ def optimize(
 def _space(cfg: OptimizeConfig, catalog: Catalog) -> dict[str, Any]:
     """The search space `optimize` will search, as printed at its start."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.optimize.space import search_space
+    from experiments.optimize.space import check_space_gold, search_space
 
-    return search_space(catalog.task(cfg.task), cfg.space, cfg.files).to_dict()
+    task = catalog.task(cfg.task)
+    space = search_space(task, cfg.space, cfg.files)
+    check_space_gold(space, task, cfg.split, task.rows(cfg.split))  # refused before it prints
+    return space.to_dict()
 
 
 def _warn_unreviewed(raw: dict[str, object]) -> None:

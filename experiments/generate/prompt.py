@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promptlib.errors import WorkbenchError, did_you_mean
+from promptlib.gold import refuse_gold_placeholder
 from promptlib.tasks import Task
 from promptlib.templates import placeholders
 from promptlib.variants import BASE_FILE
@@ -71,6 +72,9 @@ class TaskBrief:
                 "from; choose a task that has one (workbench tasks)"
             )
         base = task.prompt(BASE_FILE)
+        # a text started from it would keep it: refused before any call, not per candidate
+        where = f"prompt file {task.files.require_prompts() / BASE_FILE}: its query template"
+        refuse_gold_placeholder(base.query, where, GenerateError)
         # no trailing blanks: the prompt then reads as a block in the generated file
         readme = "\n".join(line.rstrip() for line in (task.files.readme() or "").splitlines())
         readme = readme.strip()

@@ -13,6 +13,7 @@ import yaml
 from experiments.files import atomic_write_text
 from experiments.generate.prompt import GenerateError, TaskBrief
 from experiments.secrets import redact
+from promptlib.gold import GOLD_COLUMN, names_gold
 from promptlib.templates import placeholders
 from promptlib.yamlsafe import safe_yaml_load
 
@@ -44,6 +45,13 @@ def refusal(brief: TaskBrief, key: str, text: str) -> str | None:
         return "the reply is empty"
     if redact(text) != text:
         return "the reply holds what looks like a secret (an API key); it is not written"
+    if names_gold(text):  # either kind: every prompt would show the answer it is scored on
+        gold = "{{" + GOLD_COLUMN + "}}"
+        return (
+            f"the text names {gold}, the column holding each row's gold answer: every prompt "
+            "would show the answer it is scored against; generate again or write the file "
+            "by hand"
+        )
     if key != "register_file":
         return None
     have = placeholders(text)

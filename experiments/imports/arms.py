@@ -13,7 +13,8 @@ from experiments.analysis.align import row_order
 from experiments.imports.identity import TaskTexts, Units, units
 from experiments.imports.records import OK, ImportedRow, ImportedTrial, ImportInputError
 from experiments.trials.record import TrialRecord, TrialStatus
-from promptlib.errors import did_you_mean
+from promptlib.data import is_empty_answer
+from promptlib.errors import did_you_mean, first_few
 
 CORRECTNESS = "accuracy"  # the metric of rows scored by their source: the share correct
 NO_TASK = "(no task)"  # the task of trials whose files name none and no --task was given
@@ -258,6 +259,15 @@ def _official(
         raise ImportInputError(
             f"{t.source_file}: {why}: row {lacking.key!r} has no prediction or no answer; "
             "scoring needs both on every row (or drop --rescore to use the source's scores)"
+        )
+    empty = [repr(r.key) for r in rows if is_empty_answer(str(r.answer))]
+    if empty:  # an empty gold answer is no label: an empty prediction would be right on it
+        n = len(empty)
+        raise ImportInputError(
+            f"{t.source_file}: {why}: {n} row{'s' if n > 1 else ''} of {t.variant} / {t.model} "
+            f"ha{'ve' if n > 1 else 's'} an empty answer (blank, or only spaces or punctuation: "
+            f"{first_few(empty)}), which no prediction can be scored against; fill in each "
+            "answer or drop those rows" + ("" if rescore else ", or give `correct`")
         )
     metric = metrics.scorable_metric(task)
     gens = [str(r.prediction) for r in rows]

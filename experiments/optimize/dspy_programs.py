@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from experiments.llm.cache import cache_key
 from experiments.llm.types import LM, Completion, Decoding
-from experiments.metrics import normalize, parse_label
+from experiments.metrics import parse_label, same_label
 from experiments.optimize.errors import IncompleteEvaluation
 from experiments.trials.spec import decoding_for
 from promptlib.errors import LeakageError, WorkbenchError
@@ -296,7 +296,7 @@ def _examples(task: Task, split: str, indices: list[str]) -> tuple[list[Any], in
 
 def _metric(example: Any, prediction: Any, trace: Any = None) -> bool:
     """Per-example exact match after LegalBench's normalisation."""
-    return bool(normalize(getattr(prediction, "answer", "")) == normalize(example.answer))
+    return same_label(getattr(prediction, "answer", ""), example.answer)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from experiments.optimize.space import (
     REUSED_ATTR,
     SearchSpace,
     _not_evaluated,
+    check_space_gold,
     search_space,
     variant_from_params,
 )
@@ -91,6 +92,7 @@ def optimize(
     rows = {r["index"]: r for r in task.rows(cfg.split)}
     heldout_rows = [rows[i] for i in split.heldout]
     refuse_quoted_heldout(cfg.files, task, heldout_rows)  # before any store or model call
+    check_space_gold(space, task, cfg.split, list(rows.values()))  # so is a shown answer
 
     with _signals_interrupt() as guard:
         try:

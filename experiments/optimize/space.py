@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.optimize.instructions import NO_FILE, PARAM, InstructionFile
 from promptlib.errors import WorkbenchError
 from promptlib.formats import draw_formats
+from promptlib.gold import check_gold_not_shown
+from promptlib.render import compile_prompt
 from promptlib.tasks import Task
 from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
 from promptlib.verbalizers import SCHEMES, resolve
@@ -91,6 +94,22 @@ def search_space(
             "and register=default (no LegalBench prompt combines a file with another one)"
         )
     return found
+
+
+def check_space_gold(
+    space: SearchSpace, task: Task, split: str, rows: Sequence[dict[str, str]]
+) -> None:
+    """Every query template the search can propose (one per instruction and register level:
+    the other axes keep the template's slots) checked before any call for a slot showing a
+    row's own gold answer (`promptlib.gold`); a later trial would meet it mid-study."""
+    data = str(task.files.split_path(split))
+    for instruction in space.instruction:
+        for register in space.register:
+            if instruction != "base" and register != "default":
+                continue  # no LegalBench prompt combines them (`invalid`)
+            variant = PromptVariant(instruction=instruction, register=register, demos="none")
+            compiled = compile_prompt(variant, task, split)
+            check_gold_not_shown(task.name, compiled.query, compiled.source, rows, data)
 
 
 def _extend(space: SearchSpace, task: Task) -> None:

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from experiments.metrics import normalize
-from promptlib.errors import WorkbenchError
+from promptlib.data import is_empty_answer
+from promptlib.errors import WorkbenchError, first_few
 
 
 def read_predictions(
@@ -18,7 +19,8 @@ def read_predictions(
     as its digits). null, lists, objects, booleans or other numbers are errors, as are
     answers outside `labels` (compared as LegalBench normalises; for multi-label tasks each
     comma-separated part), bytes that are not UTF-8 and JSON that cannot be parsed; every
-    error names the file and line.
+    error names the file and line. Empty answers (`promptlib.data.is_empty_answer`) are
+    refused together once the file is read, naming the first few lines and how many.
     """
 
     try:
@@ -33,6 +35,7 @@ def read_predictions(
     gens: list[str] = []
     answers: list[str] = []
     lines: list[int] = []
+    empty: list[int] = []  # lines whose answer is empty: refused together, once read
     for n, raw_line in enumerate(raw.splitlines(), 1):
         try:
             line = raw_line.decode("utf-8")
@@ -73,7 +76,9 @@ def read_predictions(
                     f"{path}:{n}: field {key!r} is {kind}, expected a string{hint}"
                 )
             row[key] = value
-        if allowed is not None:
+        if is_empty_answer(row["answer"]):
+            empty.append(n)
+        elif allowed is not None:
             parts = row["answer"].split(",") if multi_label else [row["answer"]]
             outside = [p.strip() for p in parts if normalize(p) not in allowed]
             if outside:
@@ -90,4 +95,13 @@ def read_predictions(
         gens.append(scored if scored is not None else row["generation"])
         answers.append(row["answer"])
         lines.append(n)
+    if empty:
+        n = len(empty)
+        raise WorkbenchError(
+            f"{path}: {n} row{'s' if n > 1 else ''} of {len(answers)} ha{'ve' if n > 1 else 's'} "
+            f"an empty answer (blank, or only spaces or punctuation: line{'s' if n > 1 else ''} "
+            f"{first_few([str(x) for x in empty])}); an empty gold answer is no label, and an "
+            "empty generation would be scored right on it: fill in each answer or remove those "
+            "lines"
+        )
     return gens, answers, lines

@@ -20,7 +20,14 @@ from typing import Any
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.calls import calls_stop_on
 from experiments.llm.types import LM, Completion, Decoding
-from experiments.metrics import METRICS, ClassReport, class_report, normalize, parse_label, score
+from experiments.metrics import (
+    METRICS,
+    ClassReport,
+    class_report,
+    parse_label,
+    same_label,
+    score,
+)
 from experiments.secrets import safe_url
 from experiments.trials.loglik_rows import _loglik
 from experiments.trials.record import NOT_SHOWN, Prediction, TrialStatus
@@ -131,7 +138,7 @@ def _shown_url(url: Any) -> Any:
 
 def _correct(metric: str, generation: str, answer: str) -> bool:
     if metric == "balanced_accuracy":
-        return normalize(generation) == normalize(answer)
+        return same_label(generation, answer)
     return METRICS[metric]([generation], [answer]) == 1.0
 
 

@@ -20,6 +20,7 @@ from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Scoring
 from experiments.metrics import official_metric, scorable_metric
 from promptlib.errors import WorkbenchError
+from promptlib.gold import check_gold_not_shown
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog, TaskSpec
@@ -174,6 +175,9 @@ def resolve_trial(
 ) -> ResolvedTrial:
     """Bind a spec to the data and the model (no model call): the trial's full identity.
 
+    A query template whose slots show an evaluated row's own gold answer is refused here
+    (`promptlib.gold`), so no trial is run that a model could pass by copying.
+
     A task LegalBench grades by hand (rule_qa) fails here, early, unless `hand_graded`: then
     its metric is `MANUAL` and `run_trial` records its generations with no score, for
     `experiments.trials.grading` to export to graders.
@@ -219,6 +223,9 @@ def resolve_trial(
         )
     if not rows:
         raise WorkbenchError(f"task {spec.task!r}: no {spec.split} rows left to evaluate")
+    # before any call, for run, sweep and optimize alike: no slot shows a row's own answer
+    data = str(task.files.split_path(spec.split))
+    check_gold_not_shown(task.name, compiled.query, compiled.source, rows, data)
     if spec.scoring in LOGLIK:
         labels = task.spec.labels
         if not labels:
