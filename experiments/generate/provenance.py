@@ -39,11 +39,12 @@ def clean_reply(reply: str) -> str:
     return "\n".join(lines).strip()
 
 
-def refusal(brief: TaskBrief, key: str, text: str) -> str | None:
-    """Why a candidate text cannot be written, or None when it can."""
+def refusal(brief: TaskBrief, key: str, text: str, redacted: int = 0) -> str | None:
+    """Why a candidate text cannot be written, or None when it can; `redacted`: the secrets
+    the reply held, hidden as ``***`` as it arrived (`Completion.redacted`)."""
     if not text:
         return "the reply is empty"
-    if redact(text) != text:
+    if redacted or redact(text) != text:
         return "the reply holds what looks like a secret (an API key); it is not written"
     if names_gold(text):  # either kind: every prompt would show the answer it is scored on
         gold = "{{" + GOLD_COLUMN + "}}"

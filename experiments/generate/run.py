@@ -174,7 +174,7 @@ def _checked(
         c.reason = f"the generator call failed: {completion.error or 'no text'}"
         return c
     c.text = prov.clean_reply(completion.text)
-    c.reason = prov.refusal(brief, key, c.text)
+    c.reason = prov.refusal(brief, key, c.text, completion.redacted)
     if c.reason is None:
         c.status, c.sha256 = "written", prov.text_sha256(c.text)
     return c

@@ -16,9 +16,9 @@ from experiments.imports.arms import NO_TASK, Arms, to_records
 from experiments.imports.formats import reader
 from experiments.imports.identity import TaskTexts
 from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
+from experiments.imports.secret_scan import Unchecked, check_file
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
-from experiments.secrets import secret_in
 from experiments.tracking import Tracker
 from experiments.tracking.imported import download_dir, log_import, read_import
 
@@ -67,13 +67,25 @@ def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[Importe
 
 def refuse_secrets(paths: Sequence[Path]) -> None:
     """Source files are stored in MLflow byte for byte (compare reads them back), so a file
-    holding an API key (say in lm-eval's model_args) is refused, never copied there."""
+    holding an API key (say in lm-eval's model_args, or in a member of an inspect_ai .eval
+    zip, or JSON-escaped) is refused, never copied there; so is one that cannot be read
+    through to check it (`secret_scan`)."""
     for path in paths:
-        found = secret_in(path.read_text(encoding="utf-8", errors="replace"))
-        if found:
+        try:
+            found = check_file(path)
+        except Unchecked as e:
             raise ImportInputError(
-                f"{path}: holds the value of {found}; its source files are stored in MLflow as "
-                "they are, so remove the key from the file (or import with --no-track)"
+                f"{path}: cannot be checked for API keys: {e}; its source files are stored in "
+                "MLflow as they are, so give a file that opens whole (or import with --no-track)"
+            ) from None
+        except OSError as e:
+            raise ImportInputError(
+                f"{path}: cannot read it ({e.strerror or e}); check the path and its permissions"
+            ) from None
+        if found is not None:
+            raise ImportInputError(
+                f"{path}: holds {found.what} ({found.where}); its source files are stored in "
+                "MLflow as they are, so remove the key from the file (or import with --no-track)"
             )
 
 

@@ -32,7 +32,7 @@ from experiments.llm.batch_ledger import BatchLedger, BatchRecord
 from experiments.llm.cache import ResponseCache
 from experiments.llm.calls import _field, _litellm
 from experiments.llm.gateway import reply_text
-from experiments.llm.types import Completion, Decoding, ModelError, cap_reply
+from experiments.llm.types import Completion, Decoding, ModelError, kept_reply
 from experiments.secrets import redact
 
 BATCH_PROVIDERS = ("openai",)
@@ -142,13 +142,14 @@ def parse_line(model: str, entry: dict[str, Any], batch_id: str = "") -> Complet
     text, problem = reply_text(body)
     if problem is not None or text is None:
         return failed(f"malformed reply in batch output: {problem}")
-    text, truncated = cap_reply(text)
+    text, truncated, redacted = kept_reply(text)
     usage = _field(body, "usage") or {}
     tokens_in = int(_field(usage, "prompt_tokens") or 0)
     tokens_out = int(_field(usage, "completion_tokens") or 0)
     return Completion(
         text=text,
         truncated=truncated,
+        redacted=redacted,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost=batch_cost(model, tokens_in, tokens_out),

@@ -3,7 +3,9 @@
 The key is the sha256 of the model's identity (name, api_base, mode), the full rendered
 prompt and every decoding parameter, so a cached answer is only ever reused for the very
 same call. Storage is `diskcache` (SQLite underneath): safe for concurrent processes, and a
-crash mid-write leaves the previous state, never a torn entry. Errors are never stored.
+crash mid-write leaves the previous state, never a torn entry. Errors are never stored, and a
+reply is stored and read back only with its secrets hidden (`secrets.redact_reply`; the
+gateway hides them as a reply arrives, this catches any other model and older entries).
 
 Faults of the cache itself:
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from experiments import ids
 from experiments.llm.types import Completion, Decoding
+from experiments.secrets import redact_reply
 from experiments.settings import responses_dir
 from promptlib.errors import WorkbenchError
 
@@ -105,13 +108,15 @@ class ResponseCache:
         if value is None:
             return None
         try:
+            text, hidden = redact_reply(str(value["text"]))
             return Completion(
-                text=str(value["text"]),
+                text=text,
                 tokens_in=int(value["tokens_in"]),
                 tokens_out=int(value["tokens_out"]),
                 cost=value.get("cost"),
                 # a reply cut to types.MAX_REPLY_BYTES
                 truncated=str(value["truncated"]) if value.get("truncated") else None,
+                redacted=int(value.get("redacted") or 0) + hidden,
             )
         except (TypeError, KeyError, ValueError, AttributeError) as e:
             self._warn(f"reading entry {key[:12]}…", e)
@@ -120,15 +125,18 @@ class ResponseCache:
     def put(self, key: str, completion: Completion) -> None:
         if completion.error is not None or completion.text is None:
             return  # errors are never cached: a rerun must retry them
+        text, hidden = redact_reply(completion.text)
+        redacted = completion.redacted + hidden
         try:
             self._cache.set(
                 key,
                 {
-                    "text": completion.text,
+                    "text": text,
                     "tokens_in": completion.tokens_in,
                     "tokens_out": completion.tokens_out,
                     "cost": completion.cost,
                     **({"truncated": completion.truncated} if completion.truncated else {}),
+                    **({"redacted": redacted} if redacted else {}),
                 },
             )
         except _store_errors() as e:

@@ -14,7 +14,9 @@ server's Retry-After header. A call that still fails is returned as a `Completio
 prompt would meet again (a prompt longer than the model's context) is not retried.
 Each attempt has a deadline of its own and ends when the run is interrupted
 (`experiments.llm.calls`). A reply is kept up to `MAX_REPLY_BYTES` (`cap_reply`): a server
-that ignores ``max_tokens`` cannot fill the memory, the cache and the stores.
+that ignores ``max_tokens`` cannot fill the memory, the cache and the stores. A reply's
+secrets (a server echoing the ``Authorization`` header, a key) are hidden as ``***`` as it
+arrives (`kept_reply`), so it is scored, cached and recorded without them.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from experiments.llm.types import (
     Decoding,
     Mode,
     ModelError,
-    cap_reply,
+    kept_reply,
 )
 from experiments.llm.weights import local_model_path
 from experiments.secrets import redact as redact
@@ -229,7 +231,7 @@ class LiteLLMModel:
                 attempts=attempts,
             )
         assert text is not None  # reply_text gives text or a problem
-        text, truncated = cap_reply(text)
+        text, truncated, redacted = kept_reply(text)
         usage = getattr(response, "usage", None)
         cost: float | None = None
         if not self.is_local:
@@ -237,6 +239,7 @@ class LiteLLMModel:
         return Completion(
             text=text,
             truncated=truncated,
+            redacted=redacted,
             tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
             tokens_out=_int(getattr(usage, "completion_tokens", 0)),
             cost=cost,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from experiments.secrets import redact_reply
 from promptlib.errors import WorkbenchError
 
 log = logging.getLogger("workbench.models")
@@ -49,6 +50,9 @@ class Completion:
     truncated: str | None = None
     """Set when the reply was longer than `MAX_REPLY_BYTES` and `text` keeps only its start
     (`cap_reply`); says the reply's size and the cap."""
+    redacted: int = 0
+    """How many secrets (a key the server echoed, a bearer token) `text` had, each now
+    ``***`` (`kept_reply`): a reply is recorded only without them."""
 
 
 MAX_REPLY_BYTES = 64 * 1024
@@ -67,6 +71,28 @@ def cap_reply(text: str, limit: int = MAX_REPLY_BYTES) -> tuple[str, str | None]
         return text, None
     kept = data[:limit].decode("utf-8", errors="ignore")  # drops a cut last character
     return kept, f"reply of {len(data)} bytes truncated at {limit} bytes"
+
+
+_REDACT_MARGIN = 4096  # characters past the cap redacted too: a key across the cut goes whole
+
+
+def kept_reply(text: str) -> tuple[str, str | None, int]:
+    """A reply as it is kept, scored and recorded: its secrets hidden
+    (`secrets.redact_reply`), then cut to `MAX_REPLY_BYTES` (`cap_reply`); with the cut's
+    note and how many secrets were hidden. Redacted before the cut, so a key the cut would
+    halve is hidden whole; of a reply far past the cap only the start is searched."""
+    original = text
+    sliced = len(text) > MAX_REPLY_BYTES + _REDACT_MARGIN
+    if sliced:
+        text = text[: MAX_REPLY_BYTES + _REDACT_MARGIN]
+    text, hidden = redact_reply(text)
+    kept, truncated = cap_reply(text)
+    if sliced:  # never the slice's end, where a key may have been halved
+        kept = kept[: len(text) - _REDACT_MARGIN // 2]
+    if truncated is not None or sliced:  # the note gives the reply's own size
+        size = len(original.encode("utf-8"))
+        truncated = f"reply of {size} bytes truncated at {MAX_REPLY_BYTES} bytes"
+    return kept, truncated, hidden
 
 
 class LM(Protocol):

@@ -23,6 +23,8 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
   (``Not Found: /v1?api_key=...``).
 
 `reply_bytes` pads the reply to that many bytes (a server ignoring ``max_tokens``);
+`echo_headers` appends the named request headers to the reply, as ``Name: value`` (a server
+echoing ``Authorization: Bearer <key>`` back);
 `logprob_fn(token, value)` rewrites each echoed log-probability (probabilities sent as
 log-probabilities, a single +50.0).
 
@@ -204,6 +206,7 @@ class StubOpenAI:
         logprob_fn: Callable[[str, float], float] | None = None,
         keep_alive: bool = False,
         context_logprobs: bool = True,
+        echo_headers: tuple[str, ...] = (),
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -226,6 +229,7 @@ class StubOpenAI:
         self.keep_alive = keep_alive  # HTTP/1.1: a connection serves many requests
         # echoed log-probabilities depend on the prompt (`stub_context_shift`), as a model's
         self.context_logprobs = context_logprobs
+        self.echo_headers = echo_headers  # request headers quoted in the reply (their values)
         self.paths: list[str] = []  # each request's path with its query
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -283,12 +287,22 @@ class StubOpenAI:
             return 500, {"error": {"message": "internal error", "type": "server_error"}}
         return 200, self.reply_payload(path, body)
 
-    def reply_payload(self, path: str, body: dict[str, Any], outcome: str = "ok") -> dict[str, Any]:
+    def reply_payload(
+        self,
+        path: str,
+        body: dict[str, Any],
+        outcome: str = "ok",
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """The 200 reply to a completion request `body` sent to `path` under `outcome` (``ok``
         or a malformed-reply outcome): what the HTTP endpoint sends, and what a batch's output
-        file holds for the same request (`experiments.testing.batch_fake`)."""
+        file holds for the same request (`experiments.testing.batch_fake`); the request's
+        `headers` named in `echo_headers` are quoted after the reply."""
         prompt = _prompt(body)
         reply = self.reply_fn(prompt) if self.reply_fn else self.reply
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        for name in self.echo_headers:
+            reply += f" {name}: {lowered.get(name.lower(), '(none)')}"
         if self.reply_bytes is not None and len(reply) < self.reply_bytes:
             reply += "x" * (self.reply_bytes - len(reply.encode()))
         usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
@@ -433,7 +447,9 @@ class StubOpenAI:
                 self._drip = outcome == "drip"
                 if outcome == "not_json":
                     return self._send_raw(200, b"<html>upstream hiccup</html>", "text/html")
-                return self._send(200, stub.reply_payload(self.path, body, outcome))
+                return self._send(
+                    200, stub.reply_payload(self.path, body, outcome, dict(self.headers))
+                )
 
             def _pause_ends_drip(self, seconds: float) -> bool:
                 """Wait `seconds`; True as soon as the stub stops or the client closes the

@@ -64,13 +64,17 @@ class Prediction:
     scored: str | None = None
     """What the metric scored when it is not `generation`: a verbalized reply's official
     label, or `NOT_SHOWN` when it names no shown label (None: the generation itself)."""
+    redacted: int = 0
+    """How many secrets the reply held, each ``***`` in `generation` (`llm.kept_reply`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (predictions.jsonl): `scored` only when set, so the rows of a
-        trial without a verbalizer are stored byte for byte as before it existed."""
+        """The stored form (predictions.jsonl): `scored` and `redacted` only when set, so
+        the rows of a trial without them are stored byte for byte as before they existed."""
         d = dataclasses.asdict(self)
         if d["scored"] is None:
             del d["scored"]
+        if not d["redacted"]:
+            del d["redacted"]
         return d
 
     @property
@@ -367,6 +371,7 @@ def stored_row(d: Mapping[str, Any] | Prediction, rendered: Mapping[str, str]) -
         attempts=d.get("attempts", 0),
         truncated=d.get("truncated"),
         scored=d.get("scored"),
+        redacted=d.get("redacted") or 0,
     )
 
 

@@ -28,7 +28,7 @@ from experiments.metrics import (
     same_label,
     score,
 )
-from experiments.secrets import safe_url
+from experiments.secrets import redact_reply, safe_url
 from experiments.trials.loglik_rows import _loglik
 from experiments.trials.record import NOT_SHOWN, Prediction, TrialStatus
 from experiments.trials.spec import (
@@ -219,7 +219,8 @@ def _predictions(
     Under a verbalizer the reply is mapped back to its official label first
     (`CompiledPrompt.official`), and that label is what the metric scores (`scored`); a reply
     naming no shown label, the official words included, scores as `NOT_SHOWN` (invalid). The
-    generation is kept as the model gave it.
+    generation is kept as the model gave it, but for its secrets: each ``***`` before it is
+    scored or recorded (the gateway and the cache hide them already; this covers any `LM`).
     """
     scored = metric != MANUAL
     labels = compiled.labels
@@ -228,7 +229,7 @@ def _predictions(
     for row, prompt, (comp, hit) in zip(
         rows, prompts, zip(completions, hits, strict=True), strict=True
     ):
-        gen = comp.text
+        gen, hidden = redact_reply(comp.text) if comp.text is not None else (None, 0)
         mapped: str | None = None
         if gen is not None and verbalized:
             parsed = compiled.official(gen)
@@ -254,6 +255,7 @@ def _predictions(
                 attempts=comp.attempts,
                 truncated=comp.truncated,
                 scored=mapped,
+                redacted=comp.redacted + hidden,
             )
         )
     return preds
