@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from experiments.llm import loglik, served
+from experiments.llm.answer_env import settle
 from experiments.llm.backends import DEFAULT_MODEL, backend_for, is_local, local_name
 from experiments.llm.calls import (
     _CONTEXT_WORDS,
@@ -85,6 +86,9 @@ class LiteLLMModel:
         for label, value in (("backoff", backoff), ("max_backoff", max_backoff)):
             if not (_finite(value) and value >= 0):
                 raise ModelError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
+        # litellm's import loads its .env into the environment: every setting read from here
+        # on (the identity's, the calls') is the one the calls use
+        settle()
         self.name = name
         self.api_base = api_base
         self.is_local = is_local(name)
