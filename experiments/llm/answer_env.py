@@ -150,6 +150,10 @@ def provider(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else ""
 
 
+def _prefixes(name: str) -> tuple[str, ...]:
+    return PREFIXES.get(name, (re.sub(r"[^A-Za-z0-9]", "_", name).upper(),))
+
+
 def answer_names(model: str, api_base: str | None = None) -> tuple[str, ...]:
     """Every variable that can decide `model`'s answers, in a fixed order: its provider's
     server (unless `api_base` names it), API version, organisation, region, and litellm's
@@ -157,11 +161,25 @@ def answer_names(model: str, api_base: str | None = None) -> tuple[str, ...]:
     if is_local(model) or not provider(model):
         return ()
     name = provider(model)
-    prefixes = PREFIXES.get(name, (re.sub(r"[^A-Za-z0-9]", "_", name).upper(),))
+    prefixes = _prefixes(name)
     suffixes = OTHER_SUFFIXES if api_base else ANSWER_SUFFIXES
     own = [f"{p}_{s}" for p in prefixes for s in suffixes]
     sdk = () if name in OWN_CLIENTS else OPENAI_SDK
     return tuple(dict.fromkeys([*own, *EXTRA.get(name, ()), *sdk, *LITELLM_SWITCHES]))
+
+
+def env_base(model: str) -> str | None:
+    """The server `model`'s calls go to when no api_base is given, as its provider's
+    variables name it (``OPENAI_BASE_URL``, ...): None when none is set, or when two are set
+    to different URLs (which one wins is the provider code's own order)."""
+    if is_local(model) or not provider(model):
+        return None
+    prefixes = _prefixes(provider(model))
+    settle()
+    found = {
+        os.environ[n] for p in prefixes for s in BASE_SUFFIXES if os.environ.get(n := f"{p}_{s}")
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def all_answer_names() -> frozenset[str]:

@@ -14,6 +14,7 @@ from experiments.llm.answer_env import answer_env
 from experiments.llm.backends import is_local, local_name
 from experiments.llm.cpu import LlamaLoad
 from experiments.llm.served import SERVED_ALIGNMENT_CHECK
+from experiments.llm.served_model import reported
 from experiments.llm.types import LoglikNorm, Mode
 
 
@@ -52,6 +53,15 @@ def env_identity(model: str, api_base: str | None) -> dict[str, Any]:
     return {"env": env} if env else {}
 
 
+def served_identity(model: str, api_base: str | None) -> dict[str, Any]:
+    """``{"served_model": {...}}``: what a served model's server says it serves (its weights'
+    id and root, context length, ...: `served_model.reported`), so a server restarted with
+    other weights under the same URL and name is another model; ``{}`` where the server does
+    not say (the identity is then the one it always was)."""
+    found = reported(model, api_base)
+    return {"served_model": found} if found else {}
+
+
 def node_identity(model: str) -> dict[str, Any]:
     """What this machine decides about `model`'s answers, whoever calls it: a local model's
     weights, context and layout, and the answer-deciding environment (before an api_base
@@ -70,7 +80,8 @@ class Connected(Protocol):
 def lm_identity(lm: Connected) -> dict[str, Any]:
     """What makes an answer this model's (`LiteLLMModel.cache_identity`): name, server and
     mode; the environment that decides its answers (`env_identity`: a server named by
-    OPENAI_BASE_URL, ...); for a local model also its weights and context size, which its
+    OPENAI_BASE_URL, ...) and what a served model's server says it serves
+    (`served_identity`); for a local model also its weights and context size, which its
     name alone does not pin down."""
     identity: dict[str, Any] = {
         "model": lm.name,
@@ -78,6 +89,7 @@ def lm_identity(lm: Connected) -> dict[str, Any]:
         "mode": lm.mode,
     }
     identity.update(env_identity(lm.name, lm.api_base))
+    identity.update(served_identity(lm.name, lm.api_base))
     identity.update(local_identity(lm.name))
     return identity
 
@@ -114,5 +126,7 @@ def loglik_identity(
         identity["api_base"] = base
         identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
     identity.update(env_identity(model, base))
+    if base:
+        identity.update(served_identity(model, base))
     identity.update(local_identity(model))
     return identity

@@ -22,6 +22,9 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
 - ``404``: not found, the body echoing the request's path and query as some servers do
   (``Not Found: /v1?api_key=...``).
 
+``GET /v1/models`` answers with `models` (what the server says it serves, as vLLM and
+llama.cpp's server do) when given, else 404.
+
 `reply_bytes` pads the reply to that many bytes (a server ignoring ``max_tokens``);
 `logprob_fn(token, value)` rewrites each echoed log-probability (probabilities sent as
 log-probabilities, a single +50.0).
@@ -204,6 +207,7 @@ class StubOpenAI:
         logprob_fn: Callable[[str, float], float] | None = None,
         keep_alive: bool = False,
         context_logprobs: bool = True,
+        models: list[dict[str, Any]] | None = None,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -226,6 +230,8 @@ class StubOpenAI:
         self.keep_alive = keep_alive  # HTTP/1.1: a connection serves many requests
         # echoed log-probabilities depend on the prompt (`stub_context_shift`), as a model's
         self.context_logprobs = context_logprobs
+        # GET /v1/models answers {"data": models} (what the server says it serves); None: 404
+        self.models = models
         self.paths: list[str] = []  # each request's path with its query
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -375,6 +381,8 @@ class StubOpenAI:
                         stub.open_connections -= 1
 
             def do_GET(self) -> None:
+                if stub.models is not None and self.path.rstrip("/").endswith("/v1/models"):
+                    return self._send(200, {"object": "list", "data": stub.models})
                 if not stub.batches.handles(self.path):
                     return self._send(404, {"error": {"message": f"Not Found: {self.path}"}})
                 self._send_raw(*stub.batches.handle("GET", self.path, self.headers, b""))

@@ -204,3 +204,87 @@ def test_the_reviewed_list_names_no_answer_variable() -> None:
     assert not [n for n in reviewed if not_answers(n)], "classified twice"
     lines = [x for x in REVIEWED.read_text().splitlines() if x and not x.startswith("#")]
     assert lines == sorted(set(lines)), "one name a line, sorted"
+
+
+# ---- what the server says it serves ------------------------------------------------------------
+LLAMA_A = {
+    "id": "/models/a.gguf",
+    "object": "model",
+    "created": 1,
+    "owned_by": "llamacpp",
+    "meta": {"n_params": 134515008, "n_vocab": 49152, "size": 91832320},
+}
+LLAMA_B = {**LLAMA_A, "id": "/models/b.gguf", "meta": {**LLAMA_A["meta"], "n_params": 7}}
+
+
+def test_what_the_server_serves_is_in_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server restarted with other weights under the same URL and name is another model;
+    what changes on every reply (`created`) is not part of it, and a server that does not
+    say adds nothing."""
+    from experiments.llm import served_model
+    from experiments.llm.gateway import LiteLLMModel
+    from experiments.llm.identity import loglik_identity
+    from experiments.testing.stub_server import StubOpenAI
+
+    _clean(monkeypatch)
+    with StubOpenAI() as stub:  # no /v1/models: 404
+        served_model.forget()
+        lm = LiteLLMModel("openai/m", api_base=stub.url)
+        silent = lm.cache_identity()
+        assert silent == {"model": "openai/m", "api_base": stub.url, "mode": "chat"}
+        stub.models = [LLAMA_A]
+        served_model.forget()
+        a = lm.cache_identity()
+        stub.models = [{**LLAMA_A, "created": 2}]
+        served_model.forget()
+        assert lm.cache_identity() == a
+        assert a["served_model"] == {
+            k: v for k, v in LLAMA_A.items() if k not in ("created", "object")
+        }
+        assert loglik_identity("openai/m", lm)["served_model"] == a["served_model"]
+        stub.models = [LLAMA_B]
+        served_model.forget()
+        assert lm.cache_identity() != a
+        # several models: the one named so, or none
+        stub.models = [LLAMA_A, {**LLAMA_B, "id": "m"}]
+        served_model.forget()
+        assert lm.cache_identity()["served_model"]["id"] == "m"
+        stub.models = [LLAMA_A, LLAMA_B]
+        served_model.forget()
+        assert lm.cache_identity() == silent
+    # a base URL from the environment is asked the same way; a hosted API never is
+    with StubOpenAI(models=[LLAMA_A]) as stub:
+        served_model.forget()
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+        assert LiteLLMModel("openai/m").cache_identity()["served_model"]["id"] == LLAMA_A["id"]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    served_model.forget()
+    assert "served_model" not in LiteLLMModel("openai/gpt-4o-mini").cache_identity()
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_server_restarted_with_other_weights_is_another_trial(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    """Same URL, same model name, other weights (as the server reports them): the second run
+    calls the server and is a trial of its own, not the first one's cached answers."""
+    from experiments.testing.stub_server import StubOpenAI
+
+    env = workbench_env(tmp_path, lb_dir, "srv") | {
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+        "OPENAI_API_KEY": "sk-test",
+    }
+    with StubOpenAI(reply="Yes", models=[LLAMA_A]) as stub:
+        cmd = ["run", "hearsay", "--model", "openai/m", "--api-base", stub.url, "--limit", "4"]
+        cmd += ["--retries", "0", "--json"]
+        first = run_cli(cmd, env, tmp_path)
+        calls_a = stub.counts["ok"]
+        stub.models, stub.reply = [LLAMA_B], "No"
+        second = run_cli(cmd, env, tmp_path)
+    for r in (first, second):
+        assert r.returncode == 0, r.stderr
+    ra, rb = json.loads(first.stdout), json.loads(second.stdout)
+    assert calls_a > 0 and stub.counts["ok"] > calls_a and rb["model_calls"] > 0
+    assert ra["trial_id"] != rb["trial_id"] and rb["mlflow_reused"] is False
+    assert set(_generations(tmp_path, rb["trial_id"])) == {"No"}
