@@ -1,9 +1,10 @@
 """Folders and `WORKBENCH_*` settings read from the environment, in one place.
 
-Below every other experiments module (it imports nothing from `experiments`), so any of them may
-read a setting without an import circle. A reader that refuses a bad value raises the error
-class its caller passes (`error=`): the caller's own (`ModelError`, `ExecutorError`), so the
-exception a user or a test sees does not depend on where the value is read.
+Below every other experiments module but `experiments.bounds` (the ranges of its numbers), so
+any of them may read a setting without an import circle. A reader that refuses a bad value
+raises the error class its caller passes (`error=`): the caller's own (`ModelError`,
+`ExecutorError`), so the exception a user or a test sees does not depend on where the value
+is read.
 
 `promptlib.data.default_source` reads ``WORKBENCH_CACHE_DIR`` with the same default itself
 (promptlib cannot import experiments); a test checks the two defaults are equal.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from experiments import bounds
 from promptlib.errors import WorkbenchError
 
 # ---- folders ----------------------------------------------------------------------------------
@@ -118,6 +120,8 @@ def local_n_ctx(error: type[Exception] = WorkbenchError) -> int:
         n = 0
     if n < 1:
         raise error(f"WORKBENCH_LOCAL_N_CTX must be an integer >= 1, not {raw!r}")
+    if not bounds.LOCAL_N_CTX.contains(n):  # llama.cpp would allocate its KV cache for it
+        raise error(f"WORKBENCH_LOCAL_N_CTX must be {bounds.LOCAL_N_CTX.describe()}, not {raw!r}")
     if n % LOCAL_N_CTX_STEP:
         down = n // LOCAL_N_CTX_STEP * LOCAL_N_CTX_STEP
         up = down + LOCAL_N_CTX_STEP
@@ -148,6 +152,10 @@ def ray_start_timeout(error: type[Exception] = WorkbenchError) -> float:
         value = 0.0
     if not value > 0:
         raise error(f"{RAY_START_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}")
+    if not bounds.RAY_START_TIMEOUT.contains(value):  # inf would wait for ever
+        raise error(
+            f"{RAY_START_TIMEOUT_ENV} must be {bounds.RAY_START_TIMEOUT.describe()}, not {raw!r}"
+        )
     return value
 
 
@@ -158,6 +166,8 @@ def ray_actors(error: type[Exception] = WorkbenchError) -> int | None:
         return None
     if not raw.strip().isdigit() or int(raw) < 1:
         raise error(f"{RAY_ACTORS_ENV} must be an integer >= 1, not {raw!r}")
+    if not bounds.RAY_ACTORS.contains(int(raw)):
+        raise error(f"{RAY_ACTORS_ENV} must be {bounds.RAY_ACTORS.describe()}, not {raw!r}")
     return int(raw)
 
 

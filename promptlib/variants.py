@@ -49,6 +49,10 @@ OFFICIAL_LABELS = "official"  # verbalizer=official: the labels as LegalBench wr
 NO_FILE = "none"  # instruction_file=none / register_file=none: the prompt file's own text
 AS_DRAWN = "drawn"  # order=drawn: the demonstrations in the order they were drawn or written
 _ICL = re.compile(r"icl:(\d+)$")
+MAX_SEED = 2**32 - 1
+"""The largest seed and order (`experiments.bounds.SEED`, which a test keeps equal)."""
+MAX_K = 10_000
+"""The most demonstrations one prompt may ask for (a pool is checked for them besides)."""
 _SIGNED_INT = re.compile(r"[+-]?\d+")
 
 #: Prompt file that supplies each built-in level.
@@ -109,6 +113,8 @@ class PromptVariant:
             if not self.demo_rows or self.k is not None or self.seed is not None:
                 raise VariantError("demos=rows needs explicit demo_rows (and no k or seed)")
         elif self.demos == "sample":
+            if _is_int(self.k) and self.k > MAX_K:
+                raise VariantError(f"demos=k must be an integer from 1 to {MAX_K}, not {self.k}")
             if not _is_int(self.k) or self.k < 1:
                 raise VariantError(
                     f"resampled demos need an integer k >= 1, not {self.k!r} (e.g. "
@@ -116,9 +122,10 @@ class PromptVariant:
                 )
             if self.seed is None:
                 raise VariantError("resampled demos need a seed (e.g. demos=4,seed=0)")
-            if not _is_int(self.seed) or self.seed < 0:
+            if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
                 raise VariantError(
-                    f"seed must be an integer >= 0, not {self.seed!r} (e.g. demos=4,seed=0)"
+                    f"seed must be an integer >= 0 and <= {MAX_SEED}, not {self.seed!r} "
+                    "(e.g. demos=4,seed=0)"
                 )
         elif self.demos in ("base", "none") or _ICL.match(self.demos):
             if self.k is not None or self.seed is not None or self.pool != "train":
@@ -141,9 +148,10 @@ class PromptVariant:
         if self.label_map is not None and self.verbalizer is None:
             raise VariantError("label_map is recorded for a verbalizer only")
         if self.order is not None:
-            if not _is_int(self.order) or self.order < 0:
+            if not _is_int(self.order) or not 0 <= self.order <= MAX_SEED:
                 raise VariantError(
-                    f"order must be an integer >= 0 (a permutation seed), not {self.order!r}"
+                    f"order must be an integer >= 0 and <= {MAX_SEED} (a permutation seed), "
+                    f"not {self.order!r}"
                 )
             if self.demos == "none":
                 raise VariantError(
@@ -388,7 +396,7 @@ def parse_spec(spec: str | None) -> PromptVariant:
             raise VariantError(f"answer_hint must be on or off, not {hint!r}")
         fields["answer_hint"] = hint in ("on", "true")
     if "seed" in kv:
-        fields["seed"] = _int(kv.pop("seed"), "seed", minimum=0)
+        fields["seed"] = _int(kv.pop("seed"), "seed", minimum=0, maximum=MAX_SEED)
     # the unset levels have names, so a sweep axis can list them beside the others
     if "verbalizer" in kv:
         scheme = kv.pop("verbalizer")
@@ -397,18 +405,18 @@ def parse_spec(spec: str | None) -> PromptVariant:
     if "order" in kv:
         order = kv.pop("order")
         if order != AS_DRAWN:
-            fields["order"] = _int(order, f"order (or {AS_DRAWN})", minimum=0)
+            fields["order"] = _int(order, f"order (or {AS_DRAWN})", minimum=0, maximum=MAX_SEED)
     demos = kv.pop("demos", None)
     if demos is not None:
         if _SIGNED_INT.fullmatch(demos):
             fields["demos"] = "sample"
-            fields["k"] = _int(demos, "demos=k", minimum=1)
+            fields["k"] = _int(demos, "demos=k", minimum=1, maximum=MAX_K)
         else:
             fields["demos"] = demos
     return PromptVariant(**fields)
 
 
-def _int(value: str, key: str, minimum: int) -> int:
+def _int(value: str, key: str, minimum: int, maximum: int) -> int:
     try:
         n = int(value)
     except ValueError as e:
@@ -416,6 +424,8 @@ def _int(value: str, key: str, minimum: int) -> int:
     if n < minimum:
         hint = "; use demos=none for zero-shot" if key == "demos=k" else ""
         raise VariantError(f"{key} must be an integer >= {minimum}, got {value!r}{hint}")
+    if n > maximum:
+        raise VariantError(f"{key} must be an integer from {minimum} to {maximum}, got {value!r}")
     return n
 
 

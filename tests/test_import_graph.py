@@ -191,6 +191,7 @@ def test_imports_inside_functions_say_why() -> None:
 # modules of `experiments/` (ids, settings, ...) are one layer each, the root face the top.
 LAYERS = (
     ("promptlib",),
+    ("bounds",),  # the ranges of numbers a user gives, read by settings and up
     ("ids", "settings", "secrets", "files", "metrics"),
     ("names",),
     ("llm",),

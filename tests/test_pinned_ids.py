@@ -212,7 +212,10 @@ def pins() -> dict[str, Any]:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in _CLEAN_ENV:
+    from experiments.llm.answer_env import all_answer_names
+
+    # a variable deciding a model's answers (OPENAI_BASE_URL, ...) is part of its identity
+    for name in (*_CLEAN_ENV, *sorted(all_answer_names())):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
 

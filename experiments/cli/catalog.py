@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import app
 from experiments.cli.options import (
     HF,
@@ -18,6 +18,7 @@ from experiments.cli.options import (
     TaskArg,
     Variant,
     _catalog,
+    bounded,
     friendly,
 )
 
@@ -55,7 +56,7 @@ def render(
     task: TaskArg,
     variant: Variant = "base",
     split: SplitOpt = Split.test,
-    limit: Annotated[int | None, typer.Option("--limit", min=0, help="First N rows.")] = None,
+    limit: Annotated[int | None, bounded("--limit", bounds.FIRST_ROWS, "First N rows.")] = None,
     data_dir: DataDir = None,
     hf: HF = False,
     prompts_dir: PromptsDir = None,

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import app
-from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, friendly
+from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, bounded, friendly
 from experiments.settings import NO_TRACK_ENV
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ Correction = Annotated[str, typer.Option("--correction", help="holm or bh.")]
 Across = Annotated[
     str, typer.Option("--across-tasks", help="Across-task test: t, wilcoxon or permutation.")
 ]
-Resamples = Annotated[int, typer.Option("--n-resamples", min=100, help="Permutations.")]
+Resamples = Annotated[int, bounded("--n-resamples", bounds.N_RESAMPLES, "Permutations.")]
 
 
 def _tests(

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
+from experiments.bounds import Bounds, BoundsError
 from promptlib.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -77,6 +78,38 @@ class Pruner(StrEnum):
     none = "none"
 
 
+# ---- numbers ---------------------------------------------------------------------------------
+class _Bounded:
+    """An option's parser: the number typed, checked against its range (`experiments.bounds`)
+    as it is parsed, before the command runs. Out of range, nan or infinite: one line naming
+    the option and its range, exit 2 (typer's own message is a box without the range)."""
+
+    def __init__(self, option: str, limits: Bounds) -> None:
+        self.option = option
+        self.bounds = limits
+        self.__name__ = option  # typer names a parser's type by it
+
+    def __call__(self, raw: Any) -> Any:
+        try:
+            return self.bounds.parse(raw, self.option)
+        except BoundsError as e:
+            typer.echo(output.command_error(str(e)), err=True)
+            raise typer.Exit(e.exit_code) from None
+
+
+def bounded(option: str, limits: Bounds, help: str, **kwargs: Any) -> Any:
+    """A numeric `typer.Option` whose value is checked against `limits` at parse time; its
+    help says the range. Every numeric option of the CLI is declared with it (a test walks
+    the commands and refuses one that is not)."""
+    return typer.Option(
+        option,
+        parser=_Bounded(option, limits),
+        metavar="INTEGER" if limits.integer else "NUMBER",
+        help=f"{help.rstrip('.')}: {limits.describe()}.",
+        **kwargs,
+    )
+
+
 # ---- options shared by several commands (declared once) --------------------------------------
 DataDir = Annotated[
     str | None,
@@ -112,17 +145,16 @@ ScoringOpt = Annotated[
 ]
 ApiBase = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server URL.")]
 Concurrency = Annotated[
-    int, typer.Option("--concurrency", min=1, help="Parallel calls to remote models.")
+    int, bounded("--concurrency", bounds.CONCURRENCY, "Parallel calls to remote models.")
 ]
-Retries = Annotated[int, typer.Option("--retries", min=0, help="Retries per call.")]
+Retries = Annotated[int, bounded("--retries", bounds.RETRIES, "Retries per call.")]
 Timeout = Annotated[
     float,
-    typer.Option(
+    bounded(
         "--timeout",
-        help=(
-            "Deadline in seconds for each attempt of a call, the whole reply included (not a"
-            " limit per read); each retry (--retries) gets its own; a finite number > 0."
-        ),
+        bounds.TIMEOUT,
+        "Deadline in seconds for each attempt of a call, the whole reply included (not a"
+        " limit per read); each retry (--retries) gets its own.",
     ),
 ]
 Variant = Annotated[

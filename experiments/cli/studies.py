@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from experiments import output, settings
+from experiments import bounds, output, settings
 from experiments.cli.app import app
 from experiments.cli.options import (
     CONCURRENCY,
@@ -31,6 +31,7 @@ from experiments.cli.options import (
     Setup,
     TaskArg,
     Timeout,
+    bounded,
     friendly,
 )
 from experiments.llm.backends import DEFAULT_MODEL
@@ -55,7 +56,7 @@ def sweep(
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows per task."),
+        bounded("--limit", bounds.LIMIT, "Evaluate a seeded sample of N rows per task."),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List trials and estimates; call no model.")
@@ -92,7 +93,7 @@ def sweep(
     ] = False,
     batch_poll: Annotated[
         float,
-        typer.Option("--batch-poll", min=0.01, help="Seconds between polls of a batch."),
+        bounded("--batch-poll", bounds.BATCH_POLL, "Seconds between polls of a batch."),
     ] = 30.0,
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests.
@@ -212,7 +213,7 @@ def _batches(batch: bool, poll: float, executor: str, setup: Setup, models: Any)
 def optimize(
     task: TaskArg,
     model: ModelOpt = DEFAULT_MODEL,
-    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials for this worker.")] = 8,
+    trials: Annotated[int, bounded("--trials", bounds.TRIALS, "Trials for this worker.")] = 8,
     method: Annotated[Method, typer.Option("--method", help="Search method.")] = Method.optuna,
     storage: Annotated[
         str | None,
@@ -232,22 +233,22 @@ def optimize(
             "median (running score vs the median of earlier trials) or none.",
         ),
     ] = Pruner.wilcoxon,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Sampler / DSPy seed.")] = 0,
+    seed: Annotated[int, bounded("--seed", bounds.SEED, "Sampler / DSPy seed.")] = 0,
     split_seed: Annotated[
-        int, typer.Option("--split-seed", min=0, help="Seed of the dev/held-out split.")
+        int, bounded("--split-seed", bounds.SEED, "Seed of the dev/held-out split.")
     ] = 0,
-    heldout: Annotated[
-        float, typer.Option("--heldout", min=0.05, max=0.95, help="Held-out fraction.")
-    ] = 0.5,
+    heldout: Annotated[float, bounded("--heldout", bounds.HELDOUT, "Held-out fraction.")] = 0.5,
     dev_limit: Annotated[
         int | None,
-        typer.Option(
-            "--dev-limit", min=2, help="Search on a stratified seeded sample of N dev rows."
+        bounded(
+            "--dev-limit", bounds.SPLIT_LIMIT, "Search on a stratified seeded sample of N dev rows."
         ),
     ] = None,
     heldout_limit: Annotated[
         int | None,
-        typer.Option("--heldout-limit", min=2, help="Judge on a seeded sample of N held-out rows."),
+        bounded(
+            "--heldout-limit", bounds.SPLIT_LIMIT, "Judge on a seeded sample of N held-out rows."
+        ),
     ] = None,
     scoring: ScoringOpt = Scoring.generate,
     verdict: Annotated[
@@ -259,7 +260,8 @@ def optimize(
         ),
     ] = "fixed",
     verdict_batch: Annotated[
-        int, typer.Option("--verdict-batch", min=1, help="Rows per look of --verdict sequential.")
+        int,
+        bounded("--verdict-batch", bounds.VERDICT_BATCH, "Rows per look of --verdict sequential."),
     ] = 10,
     space: Annotated[
         str,

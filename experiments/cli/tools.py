@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import app, grade_app
-from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, friendly
+from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, bounded, friendly
 from experiments.settings import NO_TRACK_ENV
 
 
@@ -69,9 +69,7 @@ def doctor() -> None:
 @app.command()
 @friendly
 def ui(
-    port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, help="Port for the MLflow UI.")
-    ] = 5000,
+    port: Annotated[int, bounded("--port", bounds.PORT, "Port for the MLflow UI.")] = 5000,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""

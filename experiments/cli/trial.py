@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import app
 from experiments.cli.options import (
     CONCURRENCY,
@@ -35,6 +35,7 @@ from experiments.cli.options import (
     Timeout,
     Variant,
     _catalog,
+    bounded,
     friendly,
 )
 from experiments.cli.single import SingleRequest, run_single
@@ -60,9 +61,9 @@ def run(
     ] = None,
     split: SplitOpt = Split.test,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Evaluate a seeded sample of N rows.")
+        int | None, bounded("--limit", bounds.LIMIT, "Evaluate a seeded sample of N rows.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the --limit sample.")] = 0,
+    seed: Annotated[int, bounded("--seed", bounds.SEED, "Seed of the --limit sample.")] = 0,
     scoring: ScoringOpt = Scoring.generate,
     mode: Annotated[
         Mode | None, typer.Option("--mode", help="chat or completion (default by provider).")

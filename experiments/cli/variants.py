@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import app
 from experiments.cli.options import (
     CONCURRENCY,
@@ -26,6 +26,7 @@ from experiments.cli.options import (
     Setup,
     TaskArg,
     Timeout,
+    bounded,
     friendly,
 )
 from experiments.settings import NO_TRACK_ENV
@@ -52,7 +53,7 @@ def generate(
     generator: Annotated[
         str, typer.Option("--generator", help="litellm model that writes the text, or local/...")
     ],
-    n: Annotated[int, typer.Option("--n", min=1, max=20, help="Candidates to generate.")] = 1,
+    n: Annotated[int, bounded("--n", bounds.CANDIDATES, "Candidates to generate.")] = 1,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -64,10 +65,10 @@ def generate(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing -o file.")] = False,
     temperature: Annotated[
-        float, typer.Option("--temperature", min=0.0, max=2.0, help="Generator temperature.")
+        float, bounded("--temperature", bounds.GENERATOR_TEMPERATURE, "Generator temperature.")
     ] = 0.7,
     max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=16, max=4096, help="Most tokens per text.")
+        int, bounded("--max-tokens", bounds.GENERATOR_MAX_TOKENS, "Most tokens per text.")
     ] = 400,
     mode: Annotated[
         Mode | None, typer.Option("--mode", help="chat or completion (default by provider).")

@@ -479,10 +479,6 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _count(value: Any, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
 def _field(obj: Any, name: str) -> Any:
     """An attribute of a litellm object, or a key of a plain dict."""
     if isinstance(obj, dict):

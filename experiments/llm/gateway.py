@@ -25,12 +25,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from experiments import bounds
 from experiments.llm import loglik, served
+from experiments.llm.answer_env import settle
 from experiments.llm.backends import DEFAULT_MODEL, backend_for, is_local, local_name
 from experiments.llm.calls import (
     _CONTEXT_WORDS,
     CallInterrupted,
-    _count,
     _field,
     _finite,
     _litellm,
@@ -78,15 +79,18 @@ class LiteLLMModel:
                 f"model {name!r} has no provider prefix; use e.g. openai/gpt-4o-mini, "
                 f"anthropic/claude-3-5-haiku-latest, ollama/llama3, or {DEFAULT_MODEL}"
             )
-        if not (_finite(timeout) and timeout > 0):
-            raise ModelError(f"timeout must be a finite number of seconds > 0, not {timeout!r}")
-        if not _count(max_retries, 0):
-            raise ModelError(f"max_retries must be an integer >= 0, not {max_retries!r}")
-        if concurrency is not None and not _count(concurrency, 1):
-            raise ModelError(f"concurrency must be an integer >= 1, not {concurrency!r}")
+        # the ranges of --timeout, --retries and --concurrency (`experiments.bounds`): a
+        # timeout of 1e308 s overflowed the socket's, and every call failed as a retried 500
+        bounds.TIMEOUT.check(timeout, "timeout", ModelError)
+        bounds.RETRIES.check(max_retries, "max_retries", ModelError)
+        if concurrency is not None:
+            bounds.CONCURRENCY.check(concurrency, "concurrency", ModelError)
         for label, value in (("backoff", backoff), ("max_backoff", max_backoff)):
             if not (_finite(value) and value >= 0):
                 raise ModelError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
+        # litellm's import loads its .env into the environment: every setting read from here
+        # on (the identity's, the calls') is the one the calls use
+        settle()
         self.name = name
         self.api_base = api_base
         self.is_local = is_local(name)

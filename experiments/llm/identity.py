@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from experiments.llm import llama, weights
+from experiments.llm.answer_env import answer_env
 from experiments.llm.backends import is_local, local_name
 from experiments.llm.cpu import LlamaLoad
 from experiments.llm.served import SERVED_ALIGNMENT_CHECK
+from experiments.llm.served_model import reported
 from experiments.llm.types import LoglikNorm, Mode
 
 
@@ -42,6 +44,31 @@ LOCAL_IDENTITY_KEYS = frozenset({"weights_sha256", "n_ctx", "llama_extra_bufts"}
 of one identity against another compares all of them, not only the keys one side has."""
 
 
+def env_identity(model: str, api_base: str | None) -> dict[str, Any]:
+    """``{"env": {...}}``: the variables set that decide a served or hosted model's answers
+    (`answer_env.answer_env`: its server when `api_base` does not name it, API version,
+    organisation, region, litellm's switches), never a key; ``{}`` when none is set, so an
+    identity made without them is the one it always was."""
+    env = answer_env(model, api_base)
+    return {"env": env} if env else {}
+
+
+def served_identity(model: str, api_base: str | None) -> dict[str, Any]:
+    """``{"served_model": {...}}``: what a served model's server says it serves (its weights'
+    id and root, context length, ...: `served_model.reported`), so a server restarted with
+    other weights under the same URL and name is another model; ``{}`` where the server does
+    not say (the identity is then the one it always was)."""
+    found = reported(model, api_base)
+    return {"served_model": found} if found else {}
+
+
+def node_identity(model: str) -> dict[str, Any]:
+    """What this machine decides about `model`'s answers, whoever calls it: a local model's
+    weights, context and layout, and the answer-deciding environment (before an api_base
+    names the server). A Ray worker's must equal the driver's."""
+    return {**local_identity(model), **env_identity(model, None)}
+
+
 class Connected(Protocol):
     """The slice of a gateway model its identity is read from."""
 
@@ -52,13 +79,17 @@ class Connected(Protocol):
 
 def lm_identity(lm: Connected) -> dict[str, Any]:
     """What makes an answer this model's (`LiteLLMModel.cache_identity`): name, server and
-    mode; for a local model also its weights and context size, which its name alone does not
-    pin down."""
+    mode; the environment that decides its answers (`env_identity`: a server named by
+    OPENAI_BASE_URL, ...) and what a served model's server says it serves
+    (`served_identity`); for a local model also its weights and context size, which its
+    name alone does not pin down."""
     identity: dict[str, Any] = {
         "model": lm.name,
         "api_base": lm.api_base,
         "mode": lm.mode,
     }
+    identity.update(env_identity(lm.name, lm.api_base))
+    identity.update(served_identity(lm.name, lm.api_base))
     identity.update(local_identity(lm.name))
     return identity
 
@@ -83,8 +114,9 @@ def loglik_identity(
 
     A served model's server is part of it, with the alignment check its sums passed: trials
     and sums made under the older one-token check are others (a sweep must not resume one as
-    done: it may have let a shifted server's rows through). A local model adds its weights,
-    context size and load layout (`local_identity`)."""
+    done: it may have let a shifted server's rows through), and the environment that decides
+    its answers (`env_identity`). A local model adds its weights, context size and load
+    layout (`local_identity`)."""
     identity: dict[str, Any] = {"model": model, "mode": "loglik"}
     if how is not None:
         identity["loglik"] = how
@@ -93,5 +125,8 @@ def loglik_identity(
     if base:  # a served model's sums come from its server (and its tokenizer)
         identity["api_base"] = base
         identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
+    identity.update(env_identity(model, base))
+    if base:
+        identity.update(served_identity(model, base))
     identity.update(local_identity(model))
     return identity

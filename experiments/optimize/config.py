@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from experiments import bounds
 from experiments.llm.types import Scoring
 from experiments.names import check_name
 from experiments.optimize.instructions import InstructionFile, read_instruction_files
@@ -74,8 +75,19 @@ class OptimizeConfig:
             raise WorkbenchError(
                 f"--verdict must be fixed or sequential, not {self.heldout_design!r}"
             )
-        if self.heldout_batch < 1:
-            raise WorkbenchError(f"--verdict-batch must be at least 1, not {self.heldout_batch}")
+        for option, value, limits in (
+            ("--trials", self.n_trials, bounds.TRIALS),
+            ("--seed", self.seed, bounds.SEED),
+            ("--split-seed", self.split_seed, bounds.SEED),
+            ("--heldout", self.heldout_fraction, bounds.HELDOUT),
+            ("--dev-limit", self.dev_limit, bounds.SPLIT_LIMIT),
+            ("--heldout-limit", self.heldout_limit, bounds.SPLIT_LIMIT),
+            ("--n-resamples", self.n_resamples, bounds.N_RESAMPLES),
+            ("--verdict-batch", self.heldout_batch, bounds.VERDICT_BATCH),
+            ("chunks", self.chunks, bounds.VERDICT_BATCH),
+        ):  # the CLI checked its options as it parsed them; a caller of the API gets the same
+            if value is not None:
+                limits.check(value, option, WorkbenchError)
         if self.instruction_files and self.method != "optuna":
             raise WorkbenchError("--instruction-file is searched by --method optuna only")
         # read now: a missing or malformed file is refused before any store or model call

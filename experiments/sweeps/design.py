@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from experiments import bounds
+
 DESIGNS = ("fixed", "sequential")
 SEQUENTIAL_KEYS = ("batch", "delta", "max_rows", "alpha", "seed", "method")
 # anytime: the betting confidence sequence, valid at any look; group: the group-sequential
@@ -81,26 +83,20 @@ def check_design(where: str, doc: dict[str, Any], sample_seed: int) -> Sequentia
     )
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+_LIMITS = (
+    ("batch", bounds.SEQUENTIAL_BATCH, ""),
+    ("max_rows", bounds.SEQUENTIAL_MAX_ROWS, ""),
+    ("seed", bounds.SEED, ""),
+    ("delta", bounds.SEQUENTIAL_DELTA, " (a difference in the task's metric)"),
+)
 
 
 def _check_values(where: str, raw: dict[str, Any]) -> str | None:
     """The first bad value of a `sequential:` mapping, as an error message, or None."""
-    for key, low in (("batch", 1), ("max_rows", 1), ("seed", 0)):
+    for key, limits, what in _LIMITS:
         value = raw.get(key)
-        if value is not None and not (_is_int(value) and value >= low):
-            return f"{where}: sequential.{key} must be an integer >= {low}, not {value!r}"
-    delta = raw.get("delta")
-    if delta is not None and not (_is_number(delta) and 0 < delta < 1):
-        return (
-            f"{where}: sequential.delta must be a number between 0 and 1 (a difference in the "
-            f"task's metric), not {delta!r}"
-        )
+        if value is not None and not limits.contains(value):
+            return f"{where}: sequential.{key} must be {limits.describe()}{what}, not {value!r}"
     method = raw.get("method", "anytime")
     if method not in METHODS:
         return (
@@ -108,6 +104,8 @@ def _check_values(where: str, raw: dict[str, Any]) -> str | None:
             f"planned looks, alpha spent as alpha t^2.5: more power), not {method!r}"
         )
     alpha = raw.get("alpha", DEFAULT_ALPHA)
-    if not (_is_number(alpha) and 0 < alpha <= 0.5):
-        return f"{where}: sequential.alpha must be a number in (0, 0.5], not {alpha!r}"
+    if not bounds.SEQUENTIAL_ALPHA.contains(alpha):
+        return (
+            f"{where}: sequential.alpha must be {bounds.SEQUENTIAL_ALPHA.describe()}, not {alpha!r}"
+        )
     return None

@@ -37,9 +37,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from experiments import settings
 from experiments.llm import llama
+from experiments.llm.answer_env import all_answer_names
 from experiments.llm.backends import is_local, local_name
 from experiments.llm.cache import ResponseCache
-from experiments.llm.identity import LOCAL_IDENTITY_KEYS, local_identity
+from experiments.llm.identity import (
+    LOCAL_IDENTITY_KEYS,
+    env_identity,
+    local_identity,
+    node_identity,
+)
 from experiments.trials.run import run_trial
 from promptlib.errors import WorkbenchError
 
@@ -167,7 +173,7 @@ class TrialWorker:
         self.use_cache = use_cache
         self.cache_dir = cache_dir
         self._cache: ResponseCache | None = None
-        self.identity = {m: local_identity(m) for m in models}
+        self.identity = {m: node_identity(m) for m in models}
 
     def hello(self) -> dict[str, Any]:
         """Who this replica is: process, node, model identities and cache folder."""
@@ -188,6 +194,9 @@ class TrialWorker:
         keys = set(mine) | (LOCAL_IDENTITY_KEYS & set(job.resolved.lm_identity))
         mine = {k: mine.get(k) for k in keys}
         theirs = {k: job.resolved.lm_identity.get(k) for k in keys}
+        # the environment that decides the model's answers (a server named by OPENAI_BASE_URL)
+        mine["env"] = env_identity(job.lm.name, getattr(job.lm, "api_base", None)).get("env")
+        theirs["env"] = job.resolved.lm_identity.get("env")
         if mine != theirs:
             raise ExecutorError(identity_mismatch(job.lm.name, socket.gethostname(), mine, theirs))
         if self.use_cache and self._cache is None:
@@ -210,7 +219,8 @@ def identity_mismatch(model: str, node: str, worker: dict[str, Any], driver: dic
     return (
         f"the Ray worker on {node} has another {model} than this machine ({diff}): its "
         "results would be logged under this machine's identity. Install the same package "
-        "versions and set the same WORKBENCH_LOCAL_N_CTX on every node (and, where some CPUs "
+        "versions and set the same WORKBENCH_LOCAL_N_CTX and the same variables naming a "
+        "model's server (OPENAI_BASE_URL, ...) on every node (and, where some CPUs "
         "have AMX and others not, WORKBENCH_LLAMA_EXTRA_BUFTS=off here: it is forwarded), "
         "or run with "
         "--executor local"
@@ -281,7 +291,10 @@ class RayExecutor:
         self.start_timeout = _start_timeout()
         self._started = False
         self._signals: dict[int, Any] = {}
-        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        # and the variables that decide a model's answers (OPENAI_BASE_URL, ...): the workers
+        # call the server this machine's identity names
+        forwarded = (*FORWARDED_ENV, *sorted(all_answer_names()))
+        env = {k: os.environ[k] for k in forwarded if k in os.environ}
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {
                 "runtime_env": {"env_vars": env},
@@ -324,8 +337,7 @@ class RayExecutor:
         self._cache = worker_cache_dir(cache)
         expected = {}
         for lm in lms:
-            identity = lm.cache_identity()
-            expected[lm.name] = {k: identity.get(k) for k in local_identity(lm.name)}
+            expected[lm.name] = node_identity(lm.name)
         self._spawn()
         for info in self.workers:
             for name, want in expected.items():

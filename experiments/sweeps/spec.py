@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments import ids
+from experiments import bounds, ids
 from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
@@ -89,7 +89,6 @@ _KEYS = {
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 SPLITS = ("train", "test")
-MIN_RESAMPLES = 100
 
 
 class SpecError(WorkbenchError):
@@ -234,15 +233,15 @@ def _check_sample(where: str, doc: dict[str, Any]) -> tuple[Any, Any]:
     if split not in SPLITS:
         raise SpecError(f"{where}: split must be train or test, not {split!r}")
     n_resamples = doc.get("n_resamples", 1000)
-    if n_resamples < MIN_RESAMPLES:
-        raise SpecError(
-            f"{where}: n_resamples must be at least {MIN_RESAMPLES}, not {n_resamples} "
-            "(a Monte Carlo p-value is never below 1/(R+1); the paper used 1000)"
-        )
-    if doc.get("limit") is not None and doc["limit"] < 1:
-        raise SpecError(f"{where}: limit must be at least 1, not {doc['limit']}")
-    if doc.get("sample_seed", 0) < 0:
-        raise SpecError(f"{where}: sample_seed must be >= 0, not {doc['sample_seed']}")
+    bounds.N_RESAMPLES.check(
+        n_resamples,
+        f"{where}: n_resamples",
+        SpecError,
+        why="a Monte Carlo p-value is never below 1/(R+1); the paper used 1000",
+    )
+    if doc.get("limit") is not None:
+        bounds.LIMIT.check(doc["limit"], f"{where}: limit", SpecError)
+    bounds.SEED.check(doc.get("sample_seed", 0), f"{where}: sample_seed", SpecError)
     return split, n_resamples
 
 
@@ -281,11 +280,8 @@ def _drawn_formats(where: str, raw: dict[str, Any]) -> list[str]:
             "{draw: K, seed: S, with: [base, ...]})"
         )
     k, seed, listed = raw.get("draw"), raw.get("seed", 0), raw.get("with") or []
-    for name, value, low in (("draw", k, 1), ("seed", seed, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise SpecError(
-                f"{where}: axes.format.{name} must be an integer >= {low}, not {value!r}"
-            )
+    for name, value, limits in (("draw", k, bounds.FORMAT_DRAW), ("seed", seed, bounds.SEED)):
+        limits.check(value, f"{where}: axes.format.{name}", SpecError)
     if not isinstance(listed, list):
         raise SpecError(f"{where}: axes.format.with must be a list of format levels")
     assert isinstance(k, int) and isinstance(seed, int)

@@ -22,6 +22,9 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
 - ``404``: not found, the body echoing the request's path and query as some servers do
   (``Not Found: /v1?api_key=...``).
 
+``GET /v1/models`` answers with `models` (what the server says it serves, as vLLM and
+llama.cpp's server do) when given, else 404.
+
 `reply_bytes` pads the reply to that many bytes (a server ignoring ``max_tokens``);
 `echo_headers` appends the named request headers to the reply, as ``Name: value`` (a server
 echoing ``Authorization: Bearer <key>`` back);
@@ -207,6 +210,7 @@ class StubOpenAI:
         keep_alive: bool = False,
         context_logprobs: bool = True,
         echo_headers: tuple[str, ...] = (),
+        models: list[dict[str, Any]] | None = None,
     ) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
@@ -230,6 +234,8 @@ class StubOpenAI:
         # echoed log-probabilities depend on the prompt (`stub_context_shift`), as a model's
         self.context_logprobs = context_logprobs
         self.echo_headers = echo_headers  # request headers quoted in the reply (their values)
+        # GET /v1/models answers {"data": models} (what the server says it serves); None: 404
+        self.models = models
         self.paths: list[str] = []  # each request's path with its query
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -389,6 +395,8 @@ class StubOpenAI:
                         stub.open_connections -= 1
 
             def do_GET(self) -> None:
+                if stub.models is not None and self.path.rstrip("/").endswith("/v1/models"):
+                    return self._send(200, {"object": "list", "data": stub.models})
                 if not stub.batches.handles(self.path):
                     return self._send(404, {"error": {"message": f"Not Found: {self.path}"}})
                 self._send_raw(*stub.batches.handle("GET", self.path, self.headers, b""))

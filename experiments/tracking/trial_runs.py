@@ -183,6 +183,7 @@ def _trial_params(
         "task": spec.task,
         "model": spec.model,
         "api_base": safe_url(result.lm_identity.get("api_base") or "none"),
+        **_env_param(result.lm_identity.get("env")),
         "mode": result.lm_identity.get("mode"),
         "split": spec.split,
         "limit": _param(spec.limit),
@@ -201,6 +202,13 @@ def _trial_params(
         "decoding": json.dumps(result.decoding, sort_keys=True)[:500],
         **(extra_params or {}),
     }
+
+
+def _env_param(env: Any) -> dict[str, Any]:
+    """The environment that decided the answers (``OPENAI_BASE_URL``, ...) as a param, only
+    when any was set: a run without has the params it always had. Its URLs are shown without
+    passwords already (`experiments.llm.answer_env`)."""
+    return {"env": json.dumps(env, sort_keys=True)[:500]} if env else {}
 
 
 def _later_axes(v: PromptVariant) -> dict[str, Any]:

@@ -102,6 +102,8 @@ class TrialResult:
             "task": self.spec.task,
             "model": self.spec.model,
             "api_base": _shown_url(self.lm_identity.get("api_base")),
+            # the environment that decided the answers (OPENAI_BASE_URL, ...), when any
+            **({"env": self.lm_identity["env"]} if self.lm_identity.get("env") else {}),
             "mode": self.lm_identity.get("mode"),
             "variant": self.spec.variant.label,
             "variant_id": self.variant_id,

@@ -159,6 +159,10 @@ def _start_timeout() -> float:  # experiments/sweeps/executors.py:254-264 `_star
         value = 0.0
     if not value > 0:
         raise ExecutorError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}")
+    if not value <= 86_400:  # issue 30: every number has bounds (inf waited for ever)
+        raise ExecutorError(
+            f"{START_TIMEOUT_ENV} must be a number of seconds > 0 and <= 86400, not {raw!r}"
+        )
     return value
 
 
@@ -170,10 +174,12 @@ def _actors_from_env() -> int | None:  # experiments/sweeps/executors.py:475-481
         return None
     if not raw.strip().isdigit() or int(raw) < 1:
         raise ExecutorError(f"{ACTORS_ENV} must be an integer >= 1, not {raw!r}")
+    if int(raw) > 4096:  # issue 30: every number has bounds
+        raise ExecutorError(f"{ACTORS_ENV} must be an integer from 1 to 4096, not {raw!r}")
     return int(raw)
 
 
-RAY = [None, "", "0", "1", "3", " 2 ", "-1", "1.5", "x", "nan", "inf", "1e3"]
+RAY = [None, "", "0", "1", "3", " 2 ", "-1", "1.5", "x", "nan", "inf", "1e3", "1e9", "99999"]
 
 
 @pytest.mark.parametrize("value", RAY)

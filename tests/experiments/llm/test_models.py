@@ -256,9 +256,12 @@ def test_huge_retry_after_is_capped_by_max_backoff() -> None:
 
 
 # ---- constructor checks --------------------------------------------------------------------
-@pytest.mark.parametrize("timeout", [0, -1, 0.0, math.nan, math.inf, -math.inf, True, "10"])
+@pytest.mark.parametrize(
+    "timeout", [0, -1, 0.0, math.nan, math.inf, -math.inf, True, "10", 1e308, 86_400.5]
+)
 def test_timeout_must_be_a_finite_positive_number(timeout: object) -> None:
-    with pytest.raises(ModelError, match="timeout must be a finite number of seconds > 0"):
+    """1e308 s overflowed the socket's timeout: every call failed as a retried 500 (issue 30)."""
+    with pytest.raises(ModelError, match="timeout must be a number of seconds > 0 and <= 86400"):
         get_model("openai/stub", timeout=timeout)
     assert issubclass(ModelError, WorkbenchError)
 
@@ -266,10 +269,10 @@ def test_timeout_must_be_a_finite_positive_number(timeout: object) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"max_retries": -1}, "max_retries must be an integer >= 0"),
-        ({"max_retries": 1.5}, "max_retries must be an integer >= 0"),
-        ({"concurrency": 0}, "concurrency must be an integer >= 1"),
-        ({"concurrency": -4}, "concurrency must be an integer >= 1"),
+        ({"max_retries": -1}, "max_retries must be an integer from 0 to 100"),
+        ({"max_retries": 1.5}, "max_retries must be an integer from 0 to 100"),
+        ({"concurrency": 0}, "concurrency must be an integer from 1 to 256"),
+        ({"concurrency": -4}, "concurrency must be an integer from 1 to 256"),
         ({"backoff": -0.1}, "backoff must be a finite number"),
         ({"max_backoff": math.nan}, "max_backoff must be a finite number"),
     ],

@@ -89,5 +89,5 @@ def test_the_sequential_verdict_stops_once_the_interval_excludes_zero(
 def test_a_bad_verdict_design_is_refused() -> None:
     with pytest.raises(WorkbenchError, match="--verdict must be fixed or sequential"):
         OptimizeConfig(task="hearsay", model="m", heldout_design="adaptive")
-    with pytest.raises(WorkbenchError, match="--verdict-batch must be at least 1"):
+    with pytest.raises(WorkbenchError, match="--verdict-batch must be an integer from 1 to 100000"):
         OptimizeConfig(task="hearsay", model="m", heldout_batch=0)

@@ -53,8 +53,8 @@ def test_a_drawn_format_axis_expands_to_the_drawn_points(tmp_path: Path) -> None
     assert formats == sorted(["base", *draw_formats(3, 0)])
     assert len(spec.variants) == 4 * 2 * 2
     for bad, message in (
-        ("{draw: 0}", "axes.format.draw must be an integer >= 1"),
-        ("{draw: 2, seed: -1}", "axes.format.seed must be an integer >= 0"),
+        ("{draw: 0}", "axes.format.draw must be an integer from 1 to 10000"),
+        ("{draw: 2, seed: -1}", "axes.format.seed must be an integer from 0 to 4294967295"),
         ("{draw: 2, k: 1}", "unknown key 'k'"),
     ):
         path.write_text(SPEC.replace("{draw: 3, seed: 0, with: [base]}", bad))
