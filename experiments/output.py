@@ -96,6 +96,11 @@ def trial_summary(s: dict[str, Any]) -> str:
     if s.get("mlflow_run_id"):
         again = "; this trial was tracked before" if s.get("mlflow_reused") else ""
         lines.append(f"MLflow run  {s['mlflow_run_id']}   ({s.get('mlflow_experiment')}{again})")
+    elif s.get("mlflow_kept_run_id"):
+        lines.append(
+            f"MLflow run  {s['mlflow_kept_run_id']}   ({s.get('mlflow_experiment')}; the finished "
+            "trial's, unchanged: this rerun was not logged)"
+        )
     return "\n".join(lines)
 
 
@@ -610,8 +615,11 @@ def run_untracked_error(out_dir: str, error: str) -> str:
     )
 
 
-def run_incomplete_error(status: str, reason: str, predictions: str, rerun_helps: bool) -> str:
-    """stderr line of `workbench run` for a trial with failed rows."""
+def run_incomplete_error(
+    status: str, reason: str, predictions: str, rerun_helps: bool, kept: Sequence[str] = ()
+) -> str:
+    """stderr line of `workbench run` for a trial with failed rows; `kept`: what of an
+    earlier, better result this rerun left as it was (`run_kept_notes`), in the same line."""
     # an error the same prompt meets every time (longer than the context) gets its fix,
     # not the advice to run again
     then = (
@@ -619,7 +627,23 @@ def run_incomplete_error(status: str, reason: str, predictions: str, rerun_helps
         if rerun_helps
         else "The same prompts fail the same way every time: see the fix in the error."
     )
-    return f"error: trial {status}: {reason}; see 'error' in {predictions}. It has no score. {then}"
+    also = "".join(f" {k[:1].upper()}{k[1:]}." for k in kept)
+    return (
+        f"error: trial {status}: {reason}; see 'error' in {predictions}. It has no score.{also} "
+        f"{then}"
+    )
+
+
+def run_kept_notes(summary: dict[str, Any]) -> list[str]:
+    """What an unfinished `workbench run` left as it was: the saved trial on disk, and the
+    trial's FINISHED MLflow run (the rerun was not logged beside it)."""
+    kept = [summary[k] for k in ("grades_kept", "trial_kept") if summary.get(k)]
+    if summary.get("mlflow_kept_run_id"):
+        kept.append(
+            f"its FINISHED MLflow run {summary['mlflow_kept_run_id']} stays the trial's record "
+            "(this rerun was not logged)"
+        )
+    return kept
 
 
 def command_error(message: str) -> str:

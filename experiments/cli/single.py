@@ -142,9 +142,8 @@ def run_single(
     # on disk before tracking: a store failure loses nothing (hand grades carried over, a
     # complete trial never replaced by an unfinished rerun)
     out_dir, summary = save_keeping_grades(result)
-    for key in ("grades_dropped", "grades_kept", "trial_kept"):
-        if summary.get(key):
-            note(output.run_note(summary[key]))
+    if summary.get("grades_dropped"):
+        note(output.run_note(summary["grades_dropped"]))
     summary["predictions"] = str(out_dir / "predictions.jsonl")
     track_error = None
     if tracking is not None:
@@ -153,15 +152,23 @@ def run_single(
         )
     if texts:
         summary["unreviewed"] = unchecked
-        if tracking is not None and track_error is None:
+        if tracking is not None and track_error is None and "mlflow_run_id" in summary:
             track_error = tracking.mark(summary["mlflow_run_id"], unchecked)
     text = output.as_json(summary) if request.as_json else output.trial_summary(summary)
+    # an unfinished rerun of a better result is one line: what failed and what was kept
+    kept = output.run_kept_notes(summary)
     if track_error is not None:
+        for line in kept:
+            note(output.run_note(line))
         error = output.run_untracked_error(str(out_dir), str(track_error))
         return SingleOutcome(text, error, track_error.exit_code, summary, result)
     if not result.complete:
         error = output.run_incomplete_error(
-            result.status, result.failure_reason(), summary["predictions"], result.rerun_helps
+            result.status,
+            result.failure_reason(),
+            summary["predictions"],
+            result.rerun_helps,
+            kept,
         )
         return SingleOutcome(text, error, 1, summary, result)
     return SingleOutcome(text, None, 0, summary, result)

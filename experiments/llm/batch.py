@@ -8,11 +8,13 @@ batches is all cache hits. Every submission is recorded before and after the bat
 created (`batch_ledger`): a client killed while polling resumes polling the same batch.
 
 A request the batch did not answer (the batch expired, was cancelled or failed, or the
-request failed) comes back as a `Completion` with its error and ``retryable``: the row's
-failure state, never an answer; a rerun submits it again. Costs are at the provider's batch
-prices where litellm knows them (``input_cost_per_token_batches``), else None ("batch price
-unknown"), never the direct price. API keys come from the environment only (litellm's own
-lookup); errors are redacted (`experiments.secrets.redact`).
+request failed, or its line in the result files cannot be read: `batch_results`) comes back
+as a `Completion` with its error and ``retryable``: the row's failure state, never an answer;
+the batch's good lines are still answers, and a rerun submits only the failed rows again.
+Costs are at the provider's batch prices where litellm knows them
+(``input_cost_per_token_batches``), else None ("batch price unknown"), never the direct
+price. API keys come from the environment only (litellm's own lookup); errors are redacted
+(`experiments.secrets.redact`).
 
 Only providers whose batch path litellm implements the OpenAI way are accepted
 (`BATCH_PROVIDERS`); a local or served model, or log-likelihood scoring, is refused.
@@ -29,22 +31,20 @@ from typing import Any
 from experiments.files import dir_lock
 from experiments.llm.backends import backend_for
 from experiments.llm.batch_ledger import BatchLedger, BatchRecord
+from experiments.llm.batch_results import PROVIDER_FAILED, ResultFile, collect
 from experiments.llm.cache import ResponseCache
 from experiments.llm.calls import _field, _litellm
-from experiments.llm.gateway import reply_text
-from experiments.llm.types import Completion, Decoding, ModelError, kept_reply
+from experiments.llm.types import Completion, Decoding, ModelError
 from experiments.secrets import redact
 
 BATCH_PROVIDERS = ("openai",)
 """Model prefixes `--batch` supports: litellm 1.110's OpenAI-format files + batches path
 (Anthropic message batches are not in its ``create_batch``)."""
 ENDPOINTS = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
-PROVIDER_FAILED = "failed"
-"""OpenAI's word for a failed batch or request count: the provider's vocabulary, not a
-`TrialStatus` (a row a failed batch did not answer is a failed row by its error)."""
 TERMINAL = ("completed", "expired", "cancelled", PROVIDER_FAILED)
 MAX_REQUESTS = 50_000  # OpenAI's limit of requests in one batch
 MAX_POLL_ERRORS = 10  # consecutive failed polls before giving up (the batch stays recorded)
+GONE = (404, 410)  # a result file's download status that no retry will change
 
 
 class BatchError(ModelError):
@@ -115,56 +115,6 @@ def request_line(model: str, request: BatchRequest) -> dict[str, Any]:
     else:
         body["messages"] = [{"role": "user", "content": request.prompt}]
     return {"custom_id": request.key, "method": "POST", "url": ENDPOINTS[d.mode], "body": body}
-
-
-def failed(reason: str) -> Completion:
-    """A request the batch did not answer: the row's failure state; a rerun retries it."""
-    return Completion(None, error=reason[:500], retryable=True)
-
-
-_NOT_RUN = {"batch_expired": "expired", "batch_cancelled": "cancelled"}  # error-file codes
-
-
-def parse_line(model: str, entry: dict[str, Any], batch_id: str = "") -> Completion:
-    """One output- or error-file line as the request's answer, or its failure."""
-    response = entry.get("response") or {}
-    error = entry.get("error")
-    status = response.get("status_code")
-    if error or status != 200:
-        detail = error or (response.get("body") or {}).get("error") or {}
-        message = detail.get("message") if isinstance(detail, dict) else str(detail)
-        code = detail.get("code") if isinstance(detail, dict) else None
-        if code in _NOT_RUN:
-            return failed(_unanswered(batch_id, _NOT_RUN[code], None))
-        what = " ".join(str(x) for x in (status, code) if x)
-        return failed(f"batch request failed ({what or 'error'}): {redact(str(message))}")
-    body = response.get("body")
-    text, problem = reply_text(body)
-    if problem is not None or text is None:
-        return failed(f"malformed reply in batch output: {problem}")
-    text, truncated, redacted = kept_reply(text)
-    usage = _field(body, "usage") or {}
-    tokens_in = int(_field(usage, "prompt_tokens") or 0)
-    tokens_out = int(_field(usage, "completion_tokens") or 0)
-    return Completion(
-        text=text,
-        truncated=truncated,
-        redacted=redacted,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        cost=batch_cost(model, tokens_in, tokens_out),
-    )
-
-
-def _unanswered(batch_id: str, status: str, errors: Any) -> str:
-    """Why a request of an ended batch has no line in its output or error file."""
-    if status == "expired":
-        return f"batch {batch_id} expired before this request ran; rerun to submit it again"
-    if status == "cancelled":
-        return f"batch {batch_id} was cancelled before this request ran; rerun to submit it again"
-    if status == PROVIDER_FAILED:
-        return f"batch {batch_id} failed ({redact(str(errors))[:300]}); rerun to submit it again"
-    return f"batch {batch_id} {status} without a result for this request; rerun to submit it again"
 
 
 Log = Callable[[str], None]
@@ -322,41 +272,46 @@ class BatchClient:
     def _collect(
         self, record: BatchRecord, batch: Any, cache: ResponseCache
     ) -> dict[str, Completion]:
-        """An ended batch's answers (into the cache) and failures, one per recorded key."""
-        keys = set(record.keys)
-        got: dict[str, Completion] = {}
-        for file_id in (_field(batch, "output_file_id"), _field(batch, "error_file_id")):
-            if not file_id:
-                continue
-            for entry in self._entries(str(file_id)):
-                key = entry.get("custom_id")
-                if key in keys:
-                    got[str(key)] = parse_line(self.model, entry, str(record.batch_id))
-        why = _unanswered(str(record.batch_id), str(batch.status), _field(batch, "errors"))
-        for key in record.keys:
-            got.setdefault(key, failed(why))
+        """An ended batch's answers (into the cache) and failures, one per recorded key: a
+        line that cannot be read fails its request, never the collection (`batch_results`)."""
+        files = [
+            self._download(kind, str(file_id))
+            for kind, file_id in (
+                ("output", _field(batch, "output_file_id")),
+                ("error", _field(batch, "error_file_id")),
+            )
+            if file_id
+        ]
+        got, notes = collect(
+            record.keys,
+            files,
+            batch_id=str(record.batch_id),
+            status=str(batch.status),
+            errors=_field(batch, "errors"),
+            cost=lambda tokens_in, tokens_out: batch_cost(self.model, tokens_in, tokens_out),
+        )
         for key, completion in got.items():
             cache.put(key, completion)  # errors are never cached
         answered = sum(c.error is None for c in got.values())
+        unread = f"; could not read {len(notes)}: {'; '.join(notes[:3])}" if notes else ""
         self.log(
             f"batch {record.batch_id} {batch.status}: {answered} of {len(record.keys)} "
             "requests answered"
             + ("" if answered == len(record.keys) else "; the rest are row failures")
+            + unread[:1000]
         )
         return got
 
-    def _entries(self, file_id: str) -> list[dict[str, Any]]:
-        content = self._call("file_content", file_id=file_id)
-        data = getattr(content, "content", content)
-        entries = []
-        for line in bytes(data).splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a torn line: its request stays unanswered (a row failure)
-            if isinstance(entry, dict):
-                entries.append(entry)
-        return entries
+    def _download(self, kind: str, file_id: str) -> ResultFile:
+        """A result file's bytes; a file the provider no longer has (404, 410) is None, its
+        rows failures; any other error is a failed poll, retried (the answers are paid for)."""
+        try:
+            content = self._call("file_content", file_id=file_id)
+        except Exception as e:
+            if getattr(e, "status_code", None) in GONE:
+                return ResultFile(kind, file_id, None, _why(e))
+            raise
+        return ResultFile(kind, file_id, bytes(getattr(content, "content", content)))
 
 
 def _why(error: BaseException) -> str:

@@ -41,6 +41,7 @@ from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import ResolvedTrial, resolve_trial
+from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
 if TYPE_CHECKING:
@@ -50,6 +51,24 @@ SEQUENTIAL_NO_SENSITIVITY = (
     "sequential design: each arm stops on its own rows, so no sensitivity analysis (run the "
     "fixed design for it)"
 )
+
+
+class FinishedSweepKept(WorkbenchError):
+    """A rerun of a FINISHED sweep ended with failed rows: nothing of it was logged or
+    written, the finished sweep stands as it was (exit 1, as for incomplete trials)."""
+
+    exit_code = 1
+
+    def __init__(self, name: str, incomplete: list[dict[str, Any]]) -> None:
+        first = incomplete[0]
+        listed = f"{first['task']} · {first['variant']} · {first['model']}"
+        more = f" and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
+        super().__init__(
+            f"this rerun of sweep {name!r} is incomplete ({len(incomplete)} trial(s) with failed "
+            f"rows: {listed}{more}) and was not logged: the finished sweep is unchanged (its "
+            "parent run stays FINISHED with its trial runs and comparisons, and its reports "
+            "are as they were). Run the same command again to retry"
+        )
 
 
 def run_sweep(
@@ -72,7 +91,9 @@ def run_sweep(
     Each trial is claimed before it runs (see `Tracker.claim`): one already FINISHED is read
     back; one a peer process is running is left for later and waited for at the end. An
     incomplete trial's run ends FAILED and its comparisons get no p-value; the parent ends
-    FINISHED only when every trial is complete.
+    FINISHED only when every trial is complete. A rerun never demotes a FINISHED sweep: one
+    whose rows fail (a sequential sweep's loop run again without a cache, a lost trial run
+    rebuilt) logs and writes nothing and raises `FinishedSweepKept`.
 
     `executor` (default: `LocalExecutor`, in this process) computes the claimed trials; this
     function alone claims, logs to MLflow and compares, whatever the executor. A trial the
@@ -121,6 +142,8 @@ def run_sweep(
                 spec.sequential, spec.comparisons, plan, resolved,
                 lms=lms, catalog=catalog, cache=cache, progress=progress,
             )  # fmt: skip
+            if seq.failed and parent.finished:  # never demoted: nothing was logged yet
+                raise FinishedSweepKept(spec.name, seq.failed)
             if seq.cost.model_calls:  # it changed the sweep (a FINISHED one stays so else)
                 parent.touch()
             # each arm's trial on the rows it ended on, logged like any trial (every row
@@ -131,6 +154,10 @@ def run_sweep(
             executor = LocalExecutor()
         trials.run(executor, cache)
         ordered = trials.ordered()
+        failed = [o for o in ordered if not o.status.ok]
+        if failed and parent.finished:  # no incomplete trial was logged (`record`)
+            parent.keep()
+            raise FinishedSweepKept(spec.name, [_incomplete_item(o) for o in failed])
         if progress:
             progress(len(trials.plan), len(trials.plan), "comparisons")
         doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, seq)
@@ -240,6 +267,7 @@ class ParentRun:
     tracker: Tracker
     run_id: str
     running: bool
+    finished: bool = False  # FINISHED when this process found it: never demoted
 
     @classmethod
     def open(cls, tracker: Tracker, name: str, sid: str, params: dict[str, Any]) -> ParentRun:
@@ -248,7 +276,7 @@ class ParentRun:
         running = tracker.run_status(run_id) != "FINISHED"
         if running:
             tracker.mark_running(run_id)
-        return cls(tracker, run_id, running)
+        return cls(tracker, run_id, running, finished=not running)
 
     def touch(self) -> None:
         """Mark the parent RUNNING before this process first changes it."""
@@ -261,6 +289,13 @@ class ParentRun:
         if self.running:
             with store_errors(self.tracker.config, "ending the sweep's parent run"):
                 self.tracker.finish(self.run_id, ok)
+
+    def keep(self) -> None:
+        """A FINISHED parent's rerun failed: end it FINISHED again if this process marked it
+        RUNNING (it logged only complete trials: every trial still has its FINISHED run)."""
+        if self.running and self.finished:
+            self.end(True)
+            self.running = False
 
     def abandon(self) -> None:
         """On an error, end a parent this process marked RUNNING as FAILED, if the store lets."""
@@ -283,6 +318,8 @@ class SweepTrials:
     outcomes: dict[int, TrialRecord] = field(default_factory=dict)
     held: dict[int, contextlib.ExitStack] = field(default_factory=dict)  # claims handed out
     rebuilt: list[str] = field(default_factory=list)  # FINISHED runs that lost predictions
+    # trial -> its FINISHED run that lost its predictions: replaced only by a complete rerun
+    replacing: dict[int, str] = field(default_factory=dict)
     cost: Cost = field(default_factory=Cost)  # what the trials run now sent (and hits)
     resumed_rows: int = 0  # rows of the trials read back from MLflow, not run
 
@@ -334,11 +371,9 @@ class SweepTrials:
                         )
                         continue
                     # Its artifacts were deleted: rerun it (answers from the response cache)
-                    # and log it again, still under this trial's claim.
-                    self.parent.touch()
-                    tracker.discard_run(run_id)
-                    self.rebuilt.append(rt.id)
-                self.parent.touch()
+                    # and log it again, still under this trial's claim; the old run goes only
+                    # once a complete one replaces it (`record`).
+                    self.replacing[i] = run_id
             except BaseException:
                 stack.close()
                 raise
@@ -350,6 +385,7 @@ class SweepTrials:
         i = job.key
         t, rt = self.plan[i], self.resolved[i]
         tracker, spec = self.parent.tracker, self.spec
+        old = self.replacing.pop(i, None)
         try:
             if isinstance(result, TrialLost):  # no run logged: the rerun resumes it
                 self.outcomes[i] = _outcome(
@@ -364,6 +400,14 @@ class SweepTrials:
                 )
                 return
             self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
+            if not result.complete and (old is not None or self.parent.finished):
+                # a rerun never demotes a finished result: its FINISHED run stays the record
+                self.outcomes[i] = _outcome(
+                    t, rt, old or "", result.predictions, result.status, result.metric,
+                    result.score, False,
+                )  # fmt: skip
+                return
+            self.parent.touch()  # before this process first changes the sweep
             task = self.catalog.task(t.planned.task)
             doing = f"logging trial {t.planned.task} · {t.variant.name} · {t.model}"
             with store_errors(tracker.config, doing):
@@ -376,6 +420,9 @@ class SweepTrials:
                     {"sweep": spec.name},
                     source=str(task.files.split_path(spec.split)),
                 )
+            if old is not None:  # the complete rerun replaces the run that lost its files
+                tracker.discard_run(old)
+                self.rebuilt.append(rt.id)
             self.outcomes[i] = _outcome(
                 t,
                 rt,
@@ -416,11 +463,7 @@ def _report(
     different rows, so it has no fixed-design tests, sensitivity analysis or figures.
     """
     gone = skipped_variants(planned)
-    incomplete = [
-        {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
-         "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}
-        for o in ordered if not o.status.ok
-    ]  # fmt: skip
+    incomplete = [_incomplete_item(o) for o in ordered if not o.status.ok]
     if seq is not None:  # a row failed in the loop: its comparisons stopped, even when the
         # logging pass then answered it (the rerun resumes the loop from the cache)
         listed = {t["trial_id"] for t in incomplete}
@@ -465,6 +508,12 @@ def _report(
         for fig in {**figures, **sens_figures}.values():
             plt.close(fig)
     return doc, written
+
+
+def _incomplete_item(o: TrialRecord) -> dict[str, Any]:
+    """An incomplete trial as the sweep's document lists it."""
+    return {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
+            "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}  # fmt: skip
 
 
 def _summary(

@@ -18,7 +18,10 @@ poll-driven clock, so tests are deterministic): ``completed`` (`ending`), ``expi
 the first `partial` requests ran; the rest are in the error file as ``batch_expired``) or
 ``failed`` (nothing ran). A cancelled batch is ``cancelling`` until its next retrieve, then
 ``cancelled`` with its first `partial` requests answered. A request the stub's ``fail_fn``
-marks fails with a 500 in the error file (a partly failed batch). `counts` counts every
+marks fails with a 500 in the error file (a partly failed batch). `rewrite` (kind ``output``
+or ``error``, the file's bytes) -> bytes or None damages what a provider might return: a
+malformed, truncated or empty file, or None for a file whose id the batch gives but whose
+content is gone (404). `counts` counts every
 endpoint call (``file_upload``, ``batch_create``, ``batch_retrieve``, ...) and ``request``
 (each request line answered).
 """
@@ -120,6 +123,7 @@ class FakeBatches:
         self.polls_to_finish = 1  # retrieves of a running batch before it ends
         self.ending = "completed"  # how a batch that is not cancelled ends: ENDINGS
         self.partial = 0  # requests answered by an expired or cancelled batch
+        self.rewrite: Callable[[str, bytes], bytes | None] | None = None  # see the module
         self.counts: Counter[str] = Counter()
         self.files: dict[str, _File] = {}
         self.batches: dict[str, _Batch] = {}
@@ -263,6 +267,9 @@ class FakeBatches:
         if not entries:
             return None  # as OpenAI: no file for no lines
         data = "".join(json.dumps(e) + "\n" for e in entries).encode()
-        made = _File(self._new_id("file"), f"{batch.id}_{kind}.jsonl", f"batch_{kind}", data)
-        self.files[made.id] = made
-        return made.id
+        kept = data if self.rewrite is None else self.rewrite(kind, data)
+        file_id = self._new_id("file")
+        if kept is not None:  # None: the batch names a file that is gone
+            made = _File(file_id, f"{batch.id}_{kind}.jsonl", f"batch_{kind}", kept)
+            self.files[made.id] = made
+        return file_id

@@ -1,6 +1,7 @@
 """`workbench run` runs: at most one FINISHED run per trial, reused when it shows the trial's
-predictions and hand grades, the grades put on it, and the cached rerun that reads a SQLite
-store without opening MLflow."""
+predictions and hand grades and never joined by a FAILED one (an incomplete rerun of a
+finished trial is not logged), the grades put on it, and the cached rerun that reads a
+SQLite store without opening MLflow."""
 
 from __future__ import annotations
 
@@ -69,10 +70,11 @@ class SingleRuns(TrialRuns):
         result and the grades saved with it; otherwise the result is logged as a new run
         (with the saved grades, if they grade these generations) and the stale runs are
         deleted, as are unfinished or FAILED ones (a rerun after failed rows, a killed
-        process). An incomplete result never replaces a FINISHED run: it is logged FAILED
-        beside it. The same lock file as sweeps' claims serialises two processes running one
-        trial. Store failures raise `TrackingError`; the caller has saved the trial on disk
-        before.
+        process). An incomplete result of a trial that has a FINISHED run is not logged at
+        all: that run stays the trial's one record (`mlflow_kept_run_id`, no FAILED run
+        beside it); without one it is logged FAILED. The same lock file as sweeps' claims
+        serialises two processes running one trial. Store failures raise `TrackingError`;
+        the caller has saved the trial on disk before.
         """
 
         grades, want = _wanted_tags(result)
@@ -87,6 +89,13 @@ class SingleRuns(TrialRuns):
                 ]
                 if result.complete and same:
                     run_id, reused = str(same[0].info.run_id), True
+                elif finished and not result.complete:
+                    # a rerun never demotes a finished trial nor clutters it: nothing logged
+                    kept = str(finished[-1].info.run_id)
+                    for run in runs:
+                        if run.info.status != "FINISHED":  # leftovers of killed or old runs
+                            self.client.delete_run(run.info.run_id)
+                    return {"mlflow_kept_run_id": kept, "mlflow_experiment": name}
                 else:
                     run_id = self.log_trial(
                         None,
@@ -103,12 +112,8 @@ class SingleRuns(TrialRuns):
                     self.client.set_tag(run_id, PREDICTIONS_SHA, want[PREDICTIONS_SHA])
                     if grades is not None:
                         self._put_grades(run_id, grade_metrics(grades), grades)
-                # an incomplete attempt leaves the trial's FINISHED run(s) in place
-                keep = {run_id} | (
-                    set() if result.complete else {str(r.info.run_id) for r in finished}
-                )
                 for run in runs:
-                    if str(run.info.run_id) not in keep:
+                    if str(run.info.run_id) != run_id:
                         self.client.delete_run(run.info.run_id)
         except WorkbenchError:
             raise

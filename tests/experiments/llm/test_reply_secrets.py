@@ -14,7 +14,7 @@ import pytest
 
 from experiments.generate.prompt import TaskBrief
 from experiments.generate.provenance import refusal
-from experiments.llm.batch import parse_line
+from experiments.llm.batch_results import parse_line
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.gateway import get_model
 from experiments.llm.types import MAX_REPLY_BYTES, Completion, Decoding, kept_reply
@@ -142,7 +142,7 @@ def test_any_model_s_reply_is_hidden_even_past_the_gateway(
 def test_a_batch_reply_is_hidden_as_it_is_read() -> None:
     body = {"choices": [{"message": {"content": f"Yes Bearer {KEY}"}, "finish_reason": "stop"}]}
     entry = {"response": {"status_code": 200, "body": body}}
-    out = parse_line("openai/gpt-4o-mini", entry)
+    out = parse_line(entry, "batch_1", lambda tokens_in, tokens_out: 0.0)
     assert out.text == "Yes Bearer ***" and out.redacted == 1
 
 

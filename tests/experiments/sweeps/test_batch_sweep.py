@@ -168,6 +168,42 @@ def test_rows_a_batch_did_not_answer_are_failures_and_a_rerun_submits_only_them(
 
 
 @pytest.mark.data
+@pytest.mark.slow
+def test_one_bad_line_in_a_batch_output_fails_one_row_and_a_rerun_submits_only_it(
+    lb_dir: Path, tmp_path: Path
+) -> None:
+    # issue 30, defect 5: one unreadable line made the batch uncollectable (10 failed polls on
+    # every rerun) and its paid answers were never used
+    spec = spec_file(tmp_path)
+
+    def one_bad_line(kind: str, data: bytes) -> bytes:
+        lines = data.splitlines()
+        entry = json.loads(lines[5])
+        lines[5] = json.dumps({**entry, "response": "oops"}).encode()
+        return b"\n".join(lines) + b"\n"
+
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        fake = stub.batches
+        fake.rewrite = one_bad_line
+        env = env_for(tmp_path / "run", lb_dir, stub)
+        cmd = ["sweep", str(spec), *ARGS, "--batch", "--batch-poll", "0.05"]
+        first = run_cli(cmd, env, tmp_path)
+        assert first.returncode == 1, first.stderr[-3000:]  # an incomplete trial
+        assert "Traceback" not in first.stderr
+        result = json.loads(first.stdout)
+        assert [t["n_errors"] for t in result["incomplete"]] == [1]
+        assert fake.counts["batch_retrieve"] == 1  # collected at once, not polled 10 times
+        assert "23 of 24 requests answered" in first.stderr
+
+        fake.rewrite = None
+        second = run_cli(cmd, env, tmp_path)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert list(fake.batches.values())[-1].counts["total"] == 1  # only the failed row
+        assert fake.counts["request"] == 2 * LIMIT + 1 and stub.requests == []
+        assert json.loads(second.stdout)["status"] == "complete"
+
+
+@pytest.mark.data
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -124,6 +124,54 @@ def test_incomplete_run_is_failed_then_replaced(store: tuple[Path, dict[str, str
     assert "sk-test-secret" not in logged
 
 
+def test_a_failing_no_cache_rerun_keeps_the_finished_run_alone(
+    store: tuple[Path, dict[str, str]],
+) -> None:
+    """Issue 30, defect 15: a --no-cache rerun of a complete trial that fails half-way added
+    a FAILED run beside the FINISHED one. Now the trial keeps exactly its FINISHED run, with
+    the original metrics; the failed rerun is one line on stderr and exit 1."""
+    import hashlib
+
+    import mlflow
+
+    from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
+
+    root, env = store
+    model = "openai/stub-kept"
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    with StubOpenAI(reply_fn=hashed_yes_no) as stub:
+        cmd = ["run", "hearsay", "--model", model, "--api-base", stub.url, "--limit", "8"]
+        cmd += ["--retries", "0", "--json"]
+        done = run_cli(cmd, env, root)
+        assert done.returncode == 0, done.stderr
+        first = json.loads(done.stdout)
+        (run,) = _runs(root, "trk", "hearsay", model)
+        stub.fail_fn = lambda prompt: hashlib.sha256(prompt.encode()).digest()[0] % 2 == 0
+        bad = run_cli([*cmd, "--no-cache"], env, root)
+        assert bad.returncode == 1, bad.stderr
+        runs = _runs(root, "trk", "hearsay", model)
+        assert [(r.info.run_id, r.info.status) for r in runs] == [(run.info.run_id, "FINISHED")]
+        assert runs[0].data.metrics == run.data.metrics  # the original metrics
+        assert runs[0].data.metrics["score"] == pytest.approx(first["score"])
+        deleted = client.search_runs(
+            [run.info.experiment_id], run_view_type=mlflow.entities.ViewType.DELETED_ONLY
+        )
+        assert not [r for r in deleted if r.data.params.get("model") == model]  # none made
+        lines = [x for x in bad.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: trial incomplete"), bad.stderr
+        assert run.info.run_id in lines[0] and "was not logged" in lines[0]
+        attempt = json.loads(bad.stdout)
+        assert attempt["status"] == "incomplete" and 0 < attempt["n_errors"] < 8
+        assert "mlflow_run_id" not in attempt  # the partial rows are no run's result
+        assert attempt["mlflow_kept_run_id"] == first["mlflow_run_id"]
+
+        stub.fail_fn = None
+        again = run_cli(cmd, env, root)  # from the first run's cache: the same trial
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["mlflow_run_id"] == first["mlflow_run_id"]
+    assert len(_runs(root, "trk", "hearsay", model)) == 1
+
+
 def test_rerun_with_other_predictions_replaces_the_run(store: tuple[Path, dict[str, str]]) -> None:
     """A FINISHED run is reused only while it shows the trial's predictions: answers that
     changed (--no-cache, another server) get a new run and the stale one goes."""
