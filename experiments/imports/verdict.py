@@ -4,7 +4,7 @@ test) and the prompt-sensitivity report, on the imported arms. No second statist
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -57,13 +57,14 @@ def verdict(
     correction: str = "holm",
     across: str = "t",
     n_resamples: int = N_RESAMPLES,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
-    left out and the scoring notes (JSON-able)."""
+    left out and the scoring notes (JSON-able); `progress` is told after each comparison."""
     records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `_spec`
     cluster_by = cluster_rule(records)
     spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
-    table, across_rows = compare(spec, records, catalog=None)  # type: ignore[arg-type]
+    table, across_rows = compare(spec, records, catalog=None, progress=progress)  # type: ignore[arg-type]
     for row in table:
         _label(row, arms.units.get((row["task"], row["model"])))
     pairing = pairing_notes(table, records)
