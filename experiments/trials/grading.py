@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -218,17 +219,14 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
 # ---- import ----------------------------------------------------------------------------------
 def read_graded_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """(first line number, row) of each record; a generation may span several lines."""
-    inputs.check_file(path, "grades file", GradingError)  # a FIFO would wait forever
+    if not os.path.lexists(path):
+        raise GradingError(f"{path}: no such file")
+    # a regular file of bounded size (a FIFO would wait forever): bad input, exit 2
+    data = inputs.read_bytes(path, "grades file", WorkbenchError, inputs.MAX_DATA_BYTES)
     try:
-        text = inputs.read_bytes(path, "grades file", GradingError, inputs.MAX_DATA_BYTES).decode(
-            "utf-8-sig"
-        )
-    except FileNotFoundError:
-        raise GradingError(f"{path}: no such file") from None
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise GradingError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from e
-    except OSError as e:
-        raise GradingError(f"{path}: cannot read ({e.strerror or e})") from e
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = list(reader.fieldnames or [])
