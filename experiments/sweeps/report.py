@@ -98,12 +98,13 @@ def compare(
             tick(where)
         else:
             peers = list(arms.values())
+            memo: dict[tuple[str, ...], Any] = {}  # the peers' clusters (`cmp.pair`)
             rows = []
             for a, b in todo[(model, task)]:
                 rows.append(
                     _skipped_row(where, a, b, arms, gone, "paired permutation test")
                     if a in gone or b in gone
-                    else cmp.pair(arms[a], arms[b], peers=peers, **how)
+                    else cmp.pair(arms[a], arms[b], peers=peers, memo=memo, **how)
                 )
                 tick(where)
         table += [{"model": model, "task": task, **row} for row in rows]

@@ -109,3 +109,36 @@ def test_a_sensitivity_bootstrap_too_big_for_memory_is_left_out_saying_why(
     assert doc["sensitivity"]["per_task"] == []
     assert "30 rows x 100 resamples" in doc["sensitivity"]["error"]
     assert doc["comparisons"][0]["p_value"] is not None
+
+
+def test_all_pairs_cluster_the_rows_once_per_task_and_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every pair's clusters come from all k arms; computed per pair, k variants' all_pairs
+    cost k^3 (a fifth of a 50-variant import's time besides the MDE). They are the same for
+    every pair (rows linked under any arm), so they are computed once, and the comparisons
+    are those of clusters computed per pair."""
+    from experiments.analysis import compare as cmp
+
+    arms = {f"v{i:02d}": correctness(30, 0.5 + i / 40, 0.6, seed=i)["A"] for i in range(8)}
+    path = write_jsonl(tmp_path / "r.jsonl", lines(arms))
+    calls: list[int] = []
+    real = cmp.clustering
+
+    def counted(*args: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    def run() -> list[dict[str, object]]:
+        doc = import_results(
+            "jsonl", [path], ReadOptions(), tests=Tests(n_resamples=100),
+            known_tasks=("hearsay",), track=False,
+        )  # fmt: skip
+        return list(doc["comparisons"])
+
+    monkeypatch.setattr(cmp, "clustering", counted)
+    once = run()
+    assert len(once) == 28 and len(calls) == 1
+    per_pair = cmp.pair
+    monkeypatch.setattr(cmp, "pair", lambda *a, memo=None, **kw: per_pair(*a, **kw))
+    assert run() == once and len(calls) == 1 + 28
