@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -204,3 +205,24 @@ def check_writable(folders: Iterable[tuple[str, Path]]) -> None:
                 f"{folder}: cannot write {what} there ({reason}); make it writable or point "
                 "the matching setting elsewhere before running (no model was called)"
             ) from e
+
+
+# ---- spreadsheet-safe CSV cells --------------------------------------------------------------
+# A cell starting with one of these is a formula to Excel and LibreOffice (CSV injection).
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_QUOTED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
+
+
+def csv_cell(text: str) -> str:
+    """`text` safe to open in a spreadsheet: a formula-like cell gets a leading quote.
+
+    Every CSV the workbench writes for people (grade export, comparisons.csv) passes its
+    text cells through here. Cells already starting with quotes before a formula character
+    get one more, so `csv_uncell` gives back exactly the text that was exported.
+    """
+    return f"'{text}" if _FORMULA.match(text) else text
+
+
+def csv_uncell(cell: str) -> str:
+    """The text `csv_cell` exported (its protective quote removed)."""
+    return cell[1:] if _QUOTED_FORMULA.match(cell) else cell

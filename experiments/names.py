@@ -11,7 +11,9 @@ non-alphanumeric character becomes `_`). Unifying two of them would rename store
 
 from __future__ import annotations
 
+import posixpath
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -58,13 +60,35 @@ MAX_KEY = 250  # MLflow's limit for metric (and param, tag) names
 
 
 def metric_key(name: str) -> str:
-    """`safe_name(name)`, or, over MLflow's 250 characters, a readable prefix and a hash of
-    the whole name: the same name always gets the same key, two names never share one."""
+    """`safe_name(name)` where MLflow takes it as it is; otherwise (over its 250 characters,
+    or a name MLflow reads as a path: `//`, a `.` or `..` part, a leading or trailing `/`)
+    `hashed_key(name)`. The same name always gets the same key."""
     key = safe_name(name)
-    if len(key) <= MAX_KEY:
+    if len(key) <= MAX_KEY and is_plain_path(key):
         return key
+    return hashed_key(name)
+
+
+def hashed_key(name: str) -> str:
+    """A readable prefix of `safe_name(name)` and 16 hex digits of the SHA-256 of the whole
+    name, valid for MLflow: two names never share one. Logged with the name it stands for
+    (`metric_names.json`)."""
+    key = safe_name(name)
     digest = ids.short_sha(name)  # of the name as given
-    return key[: MAX_KEY - len(digest) - 1].rstrip("._-/") + "." + digest
+    short = key[: MAX_KEY - len(digest) - 1].rstrip("._-/") + "." + digest
+    if is_plain_path(short):
+        return short  # as over-long names were always shortened
+    # a prefix MLflow would read as a path: no '/' and no leading '.' in it
+    prefix = short[: -len(digest) - 1].replace("/", "_").lstrip(".")
+    return f"{prefix}.{digest}" if prefix else f"m.{digest}"
+
+
+def is_plain_path(key: str) -> bool:
+    """Whether MLflow takes `key` as a metric, param or tag name: read as a path it names
+    itself (no `//`, no `.` or `..` part, no leading or trailing `/`; MLflow's
+    `path_not_unique`)."""
+    norm = posixpath.normpath(key)
+    return bool(key) and norm == key and norm != "." and not norm.startswith(("..", "/"))
 
 
 def safe_name(text: str) -> str:
@@ -166,6 +190,36 @@ def metric_name(task: str, model: str, measure: str) -> str:
 def safe_model(model: str) -> str:
     """A model name as it appears in a figure's file name (every other character `_`)."""
     return "".join(c if c.isalnum() else "_" for c in model)
+
+
+MAX_FILE_BYTES = 200  # of a file name the workbench makes from names (file systems: 255)
+
+
+def figure_file(sweep: str, model: str, *, hashed: bool = False) -> str:
+    """A sweep figure's file name, ``figure_<sweep>_<safe_model(model)>.png``; over 200 bytes
+    (a long served model's name) or `hashed` (two models with one `safe_model`), a prefix
+    of it and 16 hex digits of the SHA-256 of the model's name, so every model gets a file
+    name the file system takes and its own."""
+    stem = f"figure_{sweep}_{safe_model(model)}"
+    if not hashed and len(stem.encode("utf-8")) <= MAX_FILE_BYTES:
+        return f"{stem}.png"
+    digest = ids.short_sha(model)
+    head = stem.encode("utf-8")[: MAX_FILE_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}_{digest}.png"
+
+
+MAX_RUN_NAME = 250  # MLflow's run name column (VARCHAR(250) on server databases)
+
+
+def run_name(text: str) -> str:
+    """A run's display name as MLflow keeps it on any store: one line (control characters,
+    newlines included, shown as spaces) of at most 250 characters (a longer one keeps a
+    prefix and 16 hex digits of the SHA-256 of the whole; its params hold the names)."""
+    line = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
+    if len(line) <= MAX_RUN_NAME:
+        return line
+    digest = ids.short_sha(text)
+    return line[: MAX_RUN_NAME - len(digest) - 1] + "~" + digest
 
 
 # ---- tag values: what a `workbench run` run shows ----------------------------------------------

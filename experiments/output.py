@@ -219,7 +219,8 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         )
         parts.append(
             "MDE80: smallest true difference this test, as run, detects 80% of the time "
-            "(simulated, experiments.analysis.power; '-' where no effect can reach it; '?' "
+            "(simulated, experiments.analysis.power; '-' where no effect can reach it or, over "
+            "5,000 units (experiments.analysis.power.MAX_UNITS), it is not simulated; '?' "
             "where it is flagged unreliable: its validation measured the true power off "
             "0.80 +- 0.05 for such data, or did not reach them (more units, a smaller "
             "minority share, more classes, another metric): see mde_note)"

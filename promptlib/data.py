@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from promptlib import inputs
 from promptlib.errors import (
     DataError,
     UnknownTaskError,
@@ -40,25 +41,16 @@ MAX_TEXT_BYTES = 1 << 20
 def read_text(path: Path, what: str, error: type[WorkbenchError] = DataError) -> str:
     """A small UTF-8 text file (prompt, instruction, register, README), read safely.
 
-    Reads at most `MAX_TEXT_BYTES` + 1 bytes, so a device such as /dev/zero or a huge file
-    fails with a clear message instead of filling memory. Newlines are translated as by
-    `Path.read_text`. Every failure is an `error` naming `what` and the file.
+    A regular file of at most `MAX_TEXT_BYTES` (`promptlib.inputs.read_text`: a FIFO, a
+    device such as /dev/zero, a folder or a huge file is one clear message, never a hang or
+    a full memory). Newlines are translated as by `Path.read_text`. Every failure is an
+    `error` naming `what` and the file.
     """
     if path.is_dir():
         raise error(f"{what} {path} is a directory; give the path of a file")
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_TEXT_BYTES + 1)
-    except FileNotFoundError as e:
-        raise error(f"{what} {path} does not exist") from e
-    except OSError as e:
-        raise error(f"{what} {path} cannot be read ({e.strerror or e}); check it") from e
-    if len(data) > MAX_TEXT_BYTES:
-        raise error(
-            f"{what} {path} is larger than {MAX_TEXT_BYTES} bytes ({MAX_TEXT_BYTES / 2**20:g} "
-            "MiB), the limit for "
-            "prompt, instruction, register and README files; give a smaller text file"
-        )
+    data = inputs.read_bytes(
+        path, what, error, MAX_TEXT_BYTES, "prompt, instruction, register and README files"
+    )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -116,6 +108,7 @@ def read_tsv(path: Path) -> Table:
     does (the tests check that on all of them) at a fraction of pandas' import cost. A bad
     record is reported with its file line.
     """
+    inputs.check_file(path, "data file", DataError)  # a FIFO would wait forever
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             reader = csv.reader(f, delimiter="\t", quotechar='"', strict=True)

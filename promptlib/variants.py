@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from promptlib import inputs
 from promptlib.data import read_text
 from promptlib.errors import VariantError, VariantFileError, did_you_mean
 from promptlib.formats import canonical_format, check_format, is_point
@@ -457,47 +458,10 @@ REPORT_FIELD = "best_variant_json"
 MAX_JSON_DEPTH = 32
 
 
-def _json_depth_over(text: str, limit: int) -> int | None:
-    """The 1-based line where `text`'s brackets first nest deeper than `limit`, else None.
-
-    A plain scan (strings and escapes skipped), so it cannot itself recurse.
-    """
-    depth, line, in_string, escaped = 0, 1, False, False
-    for ch in text:
-        if ch == "\n":
-            line += 1
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return line
-        elif ch in "]}":
-            depth -= 1
-    return None
-
-
 def _loads(text: str, where: str) -> Any:
-    """`json.loads`, refusing JSON nested deeper than MAX_JSON_DEPTH in one clear line."""
-    line = _json_depth_over(text, MAX_JSON_DEPTH)
-    if line is not None:
-        raise VariantFileError(
-            f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels (line {line}); a saved "
-            "variant nests 3: expected the canonical JSON of a variant or an optimize report"
-        )
-    try:
-        return json.loads(text)
-    except RecursionError:  # deeper than the stack allows, whatever the scan said
-        raise VariantFileError(
-            f"{where}: JSON nested too deeply to read; expected the canonical JSON of a variant"
-        ) from None
+    """`json.loads` within `promptlib.inputs`' bounds (nested deeper than MAX_JSON_DEPTH, a
+    huge integer or a key given twice is one clear line)."""
+    return inputs.loads(text, where, VariantFileError, max_depth=MAX_JSON_DEPTH)
 
 
 def variant_from_saved(doc: object, where: str = "variant") -> PromptVariant:

@@ -135,6 +135,7 @@ def pair(
     column: dict[str, str] | None = None,
     intervals: bool = True,
     peers: Sequence[TrialRecord] = (),
+    memo: dict[tuple[str, ...], Clustering] | None = None,
 ) -> dict[str, Any]:
     """Paired permutation test of A vs B on their official metric, swapping clusters, with
     the interval of the difference and of each arm's score (unless `intervals` is False,
@@ -142,7 +143,10 @@ def pair(
 
     Clusters come from A, B and any `peers` (the other variants of the same task and model):
     a sweep passes all of them, so an arm gets the same clusters, hence the same interval,
-    in every pair it is part of."""
+    in every pair it is part of. With `memo` (one dict per set of peers) they are computed
+    once per set of aligned rows, not once per pair: rows linked under any arm are linked
+    whatever the arms' order, so every pair of the same peers gets the same clusters, and
+    k variants' all_pairs cluster once, not k(k - 1)/2 times over all k arms (k^3)."""
     name = "paired permutation test"
     if not (a.complete and b.complete):
         row = untested(where, a.variant, b.variant, (a, b), name)
@@ -156,7 +160,13 @@ def pair(
         )
     answers, (ga, gb), indices = same_rows((a, b), where)
     others = [p for p in peers if p.variant not in (a.variant, b.variant)]
-    c = clustering((a, b, *others), indices, cluster_by, column)
+    if memo is None:
+        c = clustering((a, b, *others), indices, cluster_by, column)
+    else:
+        key = tuple(indices)
+        if key not in memo:
+            memo[key] = clustering((a, b, *others), indices, cluster_by, column)
+        c = memo[key]
     y, (pa, pb) = stat_inputs(a.metric, answers, [ga, gb])
     res = stats.paired_permutation_test(
         y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed, clusters=c.ids

@@ -132,10 +132,11 @@ def import_(
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
     known, texts = _tasks(data_dir, hf, prompts_dir)
-    result = import_results(
-        fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
-        known_tasks=known, name=name, track=not no_track, texts=texts,
-    )  # fmt: skip
+    with output.progress_bar(f"import {fmt}") as bar:  # stderr, on a terminal only
+        result = import_results(
+            fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
+            known_tasks=known, name=name, track=not no_track, texts=texts, progress=bar,
+        )  # fmt: skip
     typer.echo(output.as_json(result) if as_json else output.import_summary(result))
 
 
@@ -160,5 +161,6 @@ def compare(
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
     known, texts = _tasks(data_dir, hf, prompts_dir)
-    result = compare_import(name, tests=tests, known_tasks=known, texts=texts)
+    with output.progress_bar(f"compare {name}") as bar:  # stderr, on a terminal only
+        result = compare_import(name, tests=tests, known_tasks=known, texts=texts, progress=bar)
     typer.echo(output.as_json(result) if as_json else output.import_summary(result))

@@ -17,13 +17,16 @@ from typing import Any
 from experiments.imports.identity import digest
 from experiments.imports.records import (
     OK,
+    WHAT,
     ImportedRow,
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    check_source,
     check_version,
 )
 from experiments.imports.source_fields import call_text, named_by
+from promptlib import inputs
 
 TOOL = "inspect_ai"
 LOG_VERSIONS = (1, 2)  # the log formats inspect_ai 0.3 writes; a newer one is refused
@@ -77,8 +80,9 @@ def _read_log(path: Path) -> Any:
             f"{path}: an inspect_ai eval log ends in .eval or .json, not {path.suffix or '(none)'}"
             "; is it another tool's file? use that format's name"
         )
-    if not path.is_file():
-        raise ImportInputError(f"{path}: no such file; check the path")
+    check_source(path)  # a FIFO or device is refused, never handed to inspect_ai
+    if path.stat().st_size > inputs.MAX_DATA_BYTES:
+        inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)  # says so
     try:
         # optional: inspect-ai is the `interop` extra; the workbench starts without it
         from inspect_ai.log import read_eval_log

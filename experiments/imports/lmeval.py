@@ -20,7 +20,10 @@ from experiments.imports.records import (
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    check_source,
     check_version,
+    load_json,
+    read_source,
 )
 from experiments.imports.source_fields import named_by
 from experiments.secrets import redact
@@ -36,6 +39,8 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
     """The trials of a samples file, or of every task of a results file."""
     if (m := _SAMPLES.match(path.name)) is not None:
         results_path = path.with_name(f"results_{m['date']}.json")
+        if results_path.exists():
+            check_source(results_path)
         if not results_path.is_file():
             raise ImportInputError(
                 f"{path}: no results file {results_path.name} beside it (it names the task's "
@@ -51,6 +56,8 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
         trials = []
         for task in _tasks(path, results):
             samples = path.with_name(f"samples_{task}_{m['date']}.jsonl")
+            if samples.exists():
+                check_source(samples)
             if not samples.is_file():
                 raise ImportInputError(
                     f"{path}: no samples file {samples.name} for task {task!r}; rerun lm-eval "
@@ -67,8 +74,8 @@ def read_lmeval(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
 def _results(path: Path) -> dict[str, Any]:
     """The results file, checked: JSON, lm-eval's, of a release this reader knows."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = load_json(path, read_source(path))
+    except json.JSONDecodeError as e:
         raise ImportInputError(
             f"{path}: not a readable lm-eval results file ({type(e).__name__}); a truncated "
             "file? rerun lm-eval"
@@ -147,16 +154,13 @@ def _check_count(
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ImportInputError(f"{path}: cannot read it ({type(e).__name__})") from None
+    lines = read_source(path).splitlines()
     last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = load_json(path, line, n)
         except json.JSONDecodeError:
             cut = " (the last: a truncated file?)" if n == last else ""
             raise ImportInputError(

@@ -20,6 +20,8 @@ from experiments.imports.records import (
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    load_json,
+    read_source,
 )
 from experiments.imports.source_fields import named_by
 
@@ -70,10 +72,8 @@ def _load(path: Path) -> dict[str, Any]:
             "results.json`), not a .csv/.html/.yaml export; rerun with -o results.json"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ImportInputError(f"{path}: no such file; check the path") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = load_json(path, read_source(path))
+    except json.JSONDecodeError as e:
         raise ImportInputError(
             f"{path}: not readable JSON ({type(e).__name__}); a truncated file? rerun "
             "`promptfoo eval -o results.json`"

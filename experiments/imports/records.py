@@ -4,12 +4,14 @@ errors, and the one error type a bad input raises (`ImportInputError`: exit 2, o
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptlib import inputs
 from promptlib.errors import WorkbenchError
 
 
@@ -78,6 +80,28 @@ class ReadOptions:
 
 
 Reader = Callable[[Path, ReadOptions], list[ImportedTrial]]
+
+WHAT = "results file"  # a source file's role in messages about reading it
+
+
+def read_source(path: Path) -> str:
+    """A source file's text: a regular file (a FIFO or device is refused, never waited on)
+    of at most `inputs.MAX_DATA_BYTES`, UTF-8."""
+    return inputs.read_text(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
+
+
+def check_source(path: Path) -> None:
+    """A source file given or found beside one is a regular file (`inputs.check_file`)."""
+    if not os.path.lexists(path):
+        raise ImportInputError(f"{path}: no such file; check the path")
+    inputs.check_file(path, WHAT, ImportInputError)
+
+
+def load_json(path: Path, text: str, line: int = 1) -> Any:
+    """JSON read from `path` (a jsonl line: `line` is where `text` starts): bounded depth
+    and integers, no key given twice (`inputs.loads`); malformed JSON raises
+    `json.JSONDecodeError` for the reader's own message."""
+    return inputs.loads(text, str(path), ImportInputError, first_line=line)
 
 
 def check_rows(path: Path, rows: tuple[ImportedRow, ...], what: str) -> None:

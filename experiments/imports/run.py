@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,12 +15,19 @@ from experiments import ids
 from experiments.imports.arms import NO_TASK, Arms, to_records
 from experiments.imports.formats import reader
 from experiments.imports.identity import TaskTexts
-from experiments.imports.records import ImportedTrial, ImportInputError, ReadOptions
-from experiments.imports.secret_scan import Unchecked, check_file
+from experiments.imports.records import (
+    WHAT,
+    ImportedTrial,
+    ImportInputError,
+    ReadOptions,
+    check_source,
+)
+from experiments.imports.secret_scan import Unchecked, check_bytes
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
 from experiments.tracking import Tracker
 from experiments.tracking.imported import download_dir, log_import, read_import
+from promptlib import inputs
 
 
 @dataclass(frozen=True)
@@ -49,15 +56,23 @@ def _arms(
     return list(trials), arms
 
 
-def read_all(fmt: str, paths: Sequence[Path], opts: ReadOptions) -> list[ImportedTrial]:
+# `progress(done, total, what)`: the CLI's bar on stderr (`output.progress_bar`)
+Progress = Callable[[int, int, str], None]
+
+
+def read_all(
+    fmt: str, paths: Sequence[Path], opts: ReadOptions, progress: Progress | None = None
+) -> list[ImportedTrial]:
     """Every file's trials, in the order given; a file with none is an error."""
     read = reader(fmt, ", ".join(map(str, paths)))
     if not paths:
         raise ImportInputError(f"workbench import {fmt}: no files given; name one or more")
+    for path in paths:  # all before any is read: a FIFO would wait forever, a typo read late
+        check_source(path)
     trials: list[ImportedTrial] = []
-    for path in paths:
-        if not path.is_file():
-            raise ImportInputError(f"{path}: no such file; check the path")
+    for n, path in enumerate(paths):
+        if progress is not None:
+            progress(n, len(paths), f"reading {path.name}")
         found = read(path, opts)
         if not found:
             raise ImportInputError(f"{path}: no trials in it; is it a {fmt} results file?")
@@ -71,8 +86,10 @@ def refuse_secrets(paths: Sequence[Path]) -> None:
     zip, or JSON-escaped) is refused, never copied there; so is one that cannot be read
     through to check it (`secret_scan`)."""
     for path in paths:
-        try:
-            found = check_file(path)
+        try:  # read as the readers read it: a regular file of bounded size
+            found = check_bytes(
+                inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
+            )
         except Unchecked as e:
             raise ImportInputError(
                 f"{path}: cannot be checked for API keys: {e}; its source files are stored in "
@@ -89,8 +106,17 @@ def refuse_secrets(paths: Sequence[Path]) -> None:
             )
 
 
+def _text(path: Path) -> str:
+    """A source file's text as read (checked again: it may have changed since), with bytes
+    that are not UTF-8 (an inspect .eval zip) replaced."""
+    data = inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
+    return data.decode("utf-8", errors="replace")
+
+
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(
+        inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
+    ).hexdigest()
 
 
 def companions(paths: Sequence[Path], trials: Sequence[ImportedTrial]) -> list[Path]:
@@ -135,18 +161,19 @@ def import_results(
     name: str | None = None,
     track: bool = True,
     texts: TaskTexts | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`workbench import`: the import's verdict document, tracked unless `track` is False.
     `texts` (`identity.catalog_texts`) gives the LegalBench tasks' test rows, whose repeated
     texts are one unit of the tests where the source gives no prompt identity."""
-    trials = read_all(fmt, paths, opts)
+    trials = read_all(fmt, paths, opts, progress)
     also = companions(paths, trials)
     if track:
         refuse_secrets([*paths, *also])
     record = import_record(fmt, paths, opts, name, also)
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
     compared, arms = _arms(trials, tests, known_tasks, texts)
-    doc = _verdict(record["name"], arms, tests)
+    doc = _verdict(record["name"], arms, tests, progress)
     result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
               "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
     if track:
@@ -158,7 +185,12 @@ def import_results(
 
 
 def compare_import(
-    name: str, *, tests: Tests, known_tasks: Collection[str], texts: TaskTexts | None = None
+    name: str,
+    *,
+    tests: Tests,
+    known_tasks: Collection[str],
+    texts: TaskTexts | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`workbench compare NAME`: a tracked import's source files read again, with its format
     and options, and compared with `tests` (e.g. --rescore, the range test)."""
@@ -166,19 +198,19 @@ def compare_import(
     with download_dir() as tmp:
         record, files = read_import(tracker, name, Path(tmp))
         opts = ReadOptions(**record["options"])
-        trials = read_all(record["format"], files, opts)
+        trials = read_all(record["format"], files, opts, progress)
         _, arms = _arms(trials, tests, known_tasks, texts)
-    doc = _verdict(name, arms, tests)
+    doc = _verdict(name, arms, tests, progress)
     return {"import": name, "import_id": record["import_id"], "format": record["format"],
             "files": record["files"], "tools": record.get("tools", []), **doc,
             "tracking": {"run_id": record["run_id"], "read_back": True,
                          "tracking_uri": tracker.config.tracking_uri}}  # fmt: skip
 
 
-def _verdict(name: str, arms: Arms, tests: Tests) -> dict[str, Any]:
+def _verdict(name: str, arms: Arms, tests: Tests, progress: Progress | None) -> dict[str, Any]:
     return {"between": tests.between} | verdict(
         name, arms, comparisons=tests.comparisons, correction=tests.correction,
-        across=tests.across, n_resamples=tests.n_resamples,
+        across=tests.across, n_resamples=tests.n_resamples, progress=progress,
     )  # fmt: skip
 
 

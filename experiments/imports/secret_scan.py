@@ -65,7 +65,12 @@ class Unchecked(Exception):
 def check_file(path: Path) -> Finding | None:
     """The first secret in the file at `path` as it decodes, else None; `Unchecked` when it
     cannot be read through."""
-    return _Scan().data(path.read_bytes(), ())
+    return check_bytes(path.read_bytes())
+
+
+def check_bytes(data: bytes) -> Finding | None:
+    """The first secret in a file's `data` as it decodes (`check_file`)."""
+    return _Scan().data(data, ())
 
 
 def decode_escapes(text: str) -> str:

@@ -11,11 +11,14 @@ from typing import Any
 
 from experiments.imports.records import (
     OK,
+    WHAT,
     ImportedRow,
     ImportedTrial,
     ImportInputError,
     ReadOptions,
+    load_json,
 )
+from promptlib import inputs
 
 KNOWN = ("row", "variant", "model", "task", "correct", "prediction", "answer", "epoch", "status")
 _TRUE = {"1", "1.0", "true", "yes", "correct"}
@@ -33,19 +36,14 @@ def read_csv(path: Path, opts: ReadOptions) -> list[ImportedTrial]:
 
 
 def _text(path: Path) -> str:
+    data = inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ImportInputError(f"{path}: no such file; check the path") from None
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         what = "a zip archive (an inspect_ai .eval log? use `workbench import inspect`)"
-        if path.read_bytes()[:2] != b"PK":
+        if data[:2] != b"PK":
             what = "not UTF-8 text"
         raise ImportInputError(f"{path}: {what}; give a results file of this format") from None
-    except OSError as e:
-        raise ImportInputError(
-            f"{path}: cannot read it ({e.strerror or e}); check the path and its permissions"
-        ) from None
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -55,7 +53,7 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = load_json(path, line, n)
         except json.JSONDecodeError:
             raise ImportInputError(_not_json(path, n, line, n == last)) from None
         if not isinstance(obj, dict):
@@ -88,16 +86,28 @@ def _csv_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
             " or the format of the tool that wrote it"
         )
     reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames:
-        raise ImportInputError(f"{path}: empty; a CSV file needs a header line and rows")
-    width = len(reader.fieldnames)
-    for n, rec in enumerate(reader, 2):
-        if None in rec or len(rec) != width or any(v is None for v in rec.values()):
+    try:
+        if not reader.fieldnames:
+            raise ImportInputError(f"{path}: empty; a CSV file needs a header line and rows")
+        header = [k.strip() for k in reader.fieldnames]
+        twice = sorted({k for k in header if header.count(k) > 1})
+        if twice:  # a reader keeps only the last of two same-named columns
             raise ImportInputError(
-                f"{path}: line {n} has a different number of fields than the header "
-                f"({width}); a cut-off or hand-edited file? fix that line"
+                f"{path}: line 1: column {twice[0]!r} is given twice in the header; keep one "
+                "(a CSV reader silently keeps the last)"
             )
-        yield n, {k.strip(): v for k, v in rec.items()}
+        width = len(reader.fieldnames)
+        for n, rec in enumerate(reader, 2):
+            if None in rec or len(rec) != width or any(v is None for v in rec.values()):
+                raise ImportInputError(
+                    f"{path}: line {n} has a different number of fields than the header "
+                    f"({width}); a cut-off or hand-edited file? fix that line"
+                )
+            yield n, {k.strip(): v for k, v in rec.items()}
+    except csv.Error as e:  # e.g. a field over the csv module's 131,072-character limit
+        raise ImportInputError(
+            f"{path}: line {reader.line_num}: not valid CSV ({e}); fix that line"
+        ) from None
 
 
 def _trials(

@@ -4,7 +4,7 @@ test) and the prompt-sensitivity report, on the imported arms. No second statist
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -23,6 +23,10 @@ from promptlib.variants import PromptVariant
 # "prompt" rule (rows linked under any arm are one unit); no key anywhere: every row a unit
 BY_KEY, CLUSTER_BY = "prompt", "rows"
 N_RESAMPLES = 10_000
+# The sensitivity bootstrap holds (resamples x rows) counts at once (`stats.resample_counts`):
+# 2.5 GB at 100,000 rows x 1,000; a 1M-line import at 10,000 resamples would need ~40 GB.
+# Above this product it is left out, saying why (LegalBench's largest split: 2,400 x 10,000).
+MAX_BOOTSTRAP_CELLS = 50_000_000
 
 
 def _spec(
@@ -57,13 +61,14 @@ def verdict(
     correction: str = "holm",
     across: str = "t",
     n_resamples: int = N_RESAMPLES,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
-    left out and the scoring notes (JSON-able)."""
+    left out and the scoring notes (JSON-able); `progress` is told after each comparison."""
     records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `_spec`
     cluster_by = cluster_rule(records)
     spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
-    table, across_rows = compare(spec, records, catalog=None)  # type: ignore[arg-type]
+    table, across_rows = compare(spec, records, catalog=None, progress=progress)  # type: ignore[arg-type]
     for row in table:
         _label(row, arms.units.get((row["task"], row["model"])))
     pairing = pairing_notes(table, records)
@@ -111,6 +116,14 @@ def _sensitivity(records: list[TrialRecord], n_resamples: int, cluster_by: str) 
     """The prompt-sensitivity report, or why there is none (never a number it cannot back)."""
     if len({r.variant for r in records}) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}
+    rows = max((r.n for r in records), default=0)
+    if rows * n_resamples > MAX_BOOTSTRAP_CELLS:
+        return {"per_task": [], "error": (
+            f"no sensitivity analysis: {rows:,} rows x {n_resamples:,} resamples is over the "
+            f"{MAX_BOOTSTRAP_CELLS:,} its bootstrap holds in memory at once (~8 bytes each); "
+            "the comparisons stand on their own: run `workbench compare NAME --n-resamples N` "
+            f"with N <= {MAX_BOOTSTRAP_CELLS // max(rows, 1):,} for it"
+        )}  # fmt: skip
     try:
         return sensitivity_report(records, n_resamples=n_resamples, cluster_by=cluster_by)
     except (ValueError, AssertionError) as e:

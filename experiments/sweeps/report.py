@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis import compare as cmp
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
-from experiments.names import safe_model
+from experiments.names import figure_file
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
@@ -51,9 +51,11 @@ def compare(
     outcomes: list[TrialRecord],
     catalog: Catalog,
     skipped: Mapping[str, Mapping[str, str]] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
-    declared across-task test (see `experiments.analysis.compare`).
+    declared across-task test (see `experiments.analysis.compare`). `progress(done, total,
+    what)` is told after each comparison (100 variants' all_pairs are 4,950 of them).
 
     `skipped` (task -> variant -> why) names the variants a task could not run: a comparison
     with such an arm is listed for that task as skipped, with the reason, never tested on the
@@ -64,6 +66,20 @@ def compare(
     for o in outcomes:
         groups.setdefault((o.model, o.task), {})[o.variant] = o
     names = [nv.name for nv in spec.variants]
+    gone_of = {task: dict((skipped or {}).get(task, {})) for _, task in groups}
+    todo = {
+        key: [] if spec.comparisons == "best_vs_worst"
+        else cmp.pairs_of(spec.comparisons, [n for n in names if n in arms or n in gone_of[key[1]]])
+        for key, arms in groups.items()
+    }  # fmt: skip
+    total, done = sum(len(pairs) or 1 for pairs in todo.values()), 0
+
+    def tick(where: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, f"comparisons, {where}")
+
     for (model, task), by_variant in groups.items():
         arms = dict(by_variant)
         where = f"{task} ({model})"
@@ -73,22 +89,24 @@ def compare(
             "cluster_by": spec.cluster_by,
             "column": _column(spec, catalog, task),
         }
-        gone = dict((skipped or {}).get(task, {}))
+        gone = gone_of[task]
         if spec.comparisons == "best_vs_worst":
             if len(arms) < 2 and gone:
                 rows = [_skipped_row(where, "best", "worst", arms, gone, "range permutation test")]
             else:
                 rows = [cmp.best_vs_worst(list(arms.values()), **how)]
+            tick(where)
         else:
             peers = list(arms.values())
-            rows = [
-                _skipped_row(where, a, b, arms, gone, "paired permutation test")
-                if a in gone or b in gone
-                else cmp.pair(arms[a], arms[b], peers=peers, **how)
-                for a, b in cmp.pairs_of(
-                    spec.comparisons, [n for n in names if n in arms or n in gone]
+            memo: dict[tuple[str, ...], Any] = {}  # the peers' clusters (`cmp.pair`)
+            rows = []
+            for a, b in todo[(model, task)]:
+                rows.append(
+                    _skipped_row(where, a, b, arms, gone, "paired permutation test")
+                    if a in gone or b in gone
+                    else cmp.pair(arms[a], arms[b], peers=peers, memo=memo, **how)
                 )
-            ]
+                tick(where)
         table += [{"model": model, "task": task, **row} for row in rows]
     cmp.correct(table, spec.correction)
     tasks = list(dict.fromkeys(o.task for o in outcomes))
@@ -144,9 +162,11 @@ def _figures(
     for model in sorted({o.model for o in outcomes}):
         mine = [o for o in outcomes if o.model == model]
         rows = [r for r in table if r["model"] == model]
-        tag = safe_model(model)
+        filename = figure_file(spec.name, model)
+        if filename in figures:  # another model with the same `safe_model`: keep both
+            filename = figure_file(spec.name, model, hashed=True)
         draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
-        figures[f"figure_{spec.name}_{tag}.png"] = draw(spec.name, model, mine, rows, chance)
+        figures[filename] = draw(spec.name, model, mine, rows, chance)
     return figures
 
 

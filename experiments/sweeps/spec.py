@@ -189,7 +189,7 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 def _read_mapping(p: Path, where: str) -> dict[str, Any]:
     """The spec file's YAML mapping, read safely."""
-    if not p.is_file():
+    if not p.exists():  # a folder or FIFO is `read_text`'s one line, never a wait
         raise SpecError(f"{where}: no such sweep spec (the shipped ones are in ablations/)")
     text = read_text(p, "sweep spec", SpecError)  # size-capped, UTF-8, names the file
     # No anchors or aliases, bounded depth and size: a few hundred bytes of nested aliases

@@ -10,10 +10,12 @@ context exit that marks a parent FINISHED behind our back.
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.names import METRIC_NAMES, metric_key, safe_name
+from experiments.names import METRIC_NAMES, hashed_key, metric_key, safe_name
 from experiments.tracking.store import (
     TrackingConfig,
     _git_commit,
@@ -34,25 +36,35 @@ class TrackerBase:
         self._renamed: dict[str, dict[str, str]] = {}  # run id -> {short metric name: full}
 
     def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
-        """Log metrics; a name over MLflow's 250 characters is logged as `metric_key(name)`
-        and the run's `metric_names.json` maps every such short name to its full name."""
+        """Log metrics; a name MLflow would refuse (over 250 characters, or read as a path:
+        `//`, `..`) is logged as `metric_key(name)`, and names whose keys would coincide
+        (`safe_name` maps `a b` and `a_b`, or two non-Latin names, to one) as
+        `hashed_key(name)`, so no value overwrites another; the run's `metric_names.json`
+        maps every such short name to its full name."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        batch = []
-        renamed = self._renamed.setdefault(run_id, {})
-        before = len(renamed)
-        for name, value in metrics.items():
-            if value is None:
-                continue
-            key = metric_key(name)
-            if key != safe_name(name):  # shortened: say what it stands for
-                renamed[key] = name
-            batch.append(Metric(key, float(value), now, 0))
-        if len(renamed) > before:  # before the metrics: a name is never logged unexplained
-            self.client.log_dict(run_id, dict(sorted(renamed.items())), METRIC_NAMES)
+        keys = self._keys(run_id, [n for n, v in metrics.items() if v is not None])
+        batch = [Metric(keys[n], float(v), now, 0) for n, v in metrics.items() if v is not None]
         for i in range(0, len(batch), 900):  # MLflow caps a batch at 1000 metrics
             self.client.log_batch(run_id, metrics=batch[i : i + 900])
+
+    def _keys(self, run_id: str, names: Sequence[str]) -> dict[str, str]:
+        """Each name's MLflow key (metric or tag) on the run, distinct within `names`; a key
+        that is not the name's `safe_name` is explained in `metric_names.json` before it is
+        used, so a name is never logged unexplained."""
+        keys = {name: metric_key(name) for name in names}
+        shared = Counter(keys.values())
+        renamed = self._renamed.setdefault(run_id, {})
+        before = dict(renamed)
+        for name, key in keys.items():
+            if shared[key] > 1:  # two names, one key: each gets its own
+                keys[name] = key = hashed_key(name)
+            if key != safe_name(name):  # shortened: say what it stands for
+                renamed[key] = name
+        if renamed != before:
+            self.client.log_dict(run_id, dict(sorted(renamed.items())), METRIC_NAMES)
+        return keys
 
     def _artifact_text(self, run_id: str, path: str) -> str:
         import tempfile

@@ -22,6 +22,7 @@ from experiments.names import (
     TRIAL_STATUS,
     experiment_name,
     import_suffix,
+    run_name,
 )
 from experiments.secrets import redact
 from experiments.tracking.reports import Reports
@@ -98,7 +99,7 @@ def _log_parent(
 def _log_trial(tracker: Reports, exp: str, parent_id: str, t: Mapping[str, Any]) -> None:
     params = dict(t["params"])
     tags = {PARENT: parent_id, KIND: KIND_TRIAL, TRIAL_STATUS: str(t["status"])}
-    name = f"{params['task']}.{params['variant']}.{params['model']}"[:250]
+    name = run_name(f"{params['task']}.{params['variant']}.{params['model']}")
     run_id = tracker._create_run(exp, name, tags, params)
     tracker._log_metrics(run_id, dict(t["metrics"]))
     rows = "".join(json.dumps(r, default=str) + "\n" for r in t["rows"])

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
+from experiments.files import csv_cell
 from experiments.names import (
     COST_FIELDS,
     GRADED,
@@ -20,7 +21,6 @@ from experiments.names import (
     TRIAL_STATUS,
     cost_metric_name,
     experiment_name,
-    metric_key,
     p_value_names,
     sequential_metric_name,
 )
@@ -100,27 +100,24 @@ class Reports(Parents):
         metrics: dict[str, Any] = {
             cost_metric_name(k): cost.get(k) for k in COST_FIELDS if cost.get(k) is not None
         }
-        tags: dict[str, str] = {}
+        tags: dict[str, str] = {}  # full names; `_keys` makes them MLflow names
         for row in sequential:
             values = {**row, "n_looks": len(row.get("looks") or ())}
             for measure in SEQUENTIAL_MEASURES:
                 metrics[sequential_metric_name(row, measure)] = values.get(measure)
             for gone in row.get("eliminated") or ():  # rows it had when eliminated
                 metrics[sequential_metric_name(row, f"eliminated.{gone['variant']}")] = gone["rows"]
-            tags[metric_key(sequential_metric_name(row, "decision"))] = sequential_decision(row)[
-                :5000
-            ]
+            tags[sequential_metric_name(row, "decision")] = sequential_decision(row)[:5000]
             if "best_identified" in row:  # best-of-k: is A the best arm, or one of several?
                 identified = bool(row.get("best_identified"))
-                tags[metric_key(sequential_metric_name(row, "best_identified"))] = str(
-                    identified
-                ).lower()
-                tags[metric_key(sequential_metric_name(row, "in_contention"))] = ", ".join(
+                tags[sequential_metric_name(row, "best_identified")] = str(identified).lower()
+                tags[sequential_metric_name(row, "in_contention")] = ", ".join(
                     map(str, row.get("in_contention") or ())
                 )[:5000]
         self._log_metrics(parent_id, metrics)
-        for key, value in tags.items():
-            self.client.set_tag(parent_id, key, value)
+        keys = self._keys(parent_id, list(tags))
+        for name, value in tags.items():
+            self.client.set_tag(parent_id, keys[name], value)
 
     @_store_op("reading the sweep's comparisons")
     def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:
@@ -230,6 +227,8 @@ def sequential_decision(row: dict[str, Any]) -> str:
 
 
 def comparisons_csv(table: list[dict[str, Any]]) -> str:
+    """The comparisons table as CSV, one row per comparison, formula-like text quoted
+    (`experiments.files.csv_cell`, as the grade export does)."""
     import csv
 
     if not table:
@@ -240,7 +239,10 @@ def comparisons_csv(table: list[dict[str, Any]]) -> str:
     fields = list(dict.fromkeys(k for row in table for k in row))
     w = csv.DictWriter(buf, fieldnames=fields, restval="")
     w.writeheader()
-    w.writerows(table)
+    # text cells (variant, model and task names, notes) as spreadsheets read them safely:
+    # a name like `=HYPERLINK(...)` is text, not a formula; numbers stay numbers
+    for row in table:
+        w.writerow({k: csv_cell(v) if isinstance(v, str) else v for k, v in row.items()})
     return buf.getvalue()
 
 

@@ -43,7 +43,7 @@ def load_config(path: str | Path | None = None) -> TrackingConfig:
     """Read mlflow.yaml (default: $WORKBENCH_MLFLOW_CONFIG, then ./mlflow.yaml)."""
     p = settings.mlflow_config_path(path)
     doc: dict[str, Any] = {}
-    if p.is_file():
+    if p.exists() and not p.is_dir():  # a FIFO or device is `read_text`'s error, no wait
         text = read_text(p, "tracking config", WorkbenchError)
         try:
             loaded = safe_yaml_load(text, str(p)) or {}

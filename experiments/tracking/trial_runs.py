@@ -24,6 +24,7 @@ from experiments.names import (
     TRIAL_STATUS,
     VARIANT_ID,
     _param,
+    run_name,
 )
 from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
@@ -65,7 +66,7 @@ class TrialRuns(Parents, Registry):
         tags, experiment_id = self._trial_tags(parent_id, result, experiment_id)
         run = self.client.create_run(
             experiment_id,
-            run_name=f"{spec.task} · {name} · {spec.model}",
+            run_name=run_name(f"{spec.task} · {name} · {spec.model}"),
             tags=tags,
         )
         run_id = str(run.info.run_id)

@@ -18,24 +18,29 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from experiments.files import atomic_write_dir, atomic_write_text, dir_lock
+from experiments.files import (  # csv_cell, csv_uncell: their home is files; kept here too
+    atomic_write_dir,
+    atomic_write_text,
+    csv_cell,
+    csv_uncell,
+    dir_lock,
+)
 from experiments.trials.record import TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import MANUAL
 from experiments.trials.store import runs_dir, save_result
+from promptlib import inputs
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
 HUMAN_METRIC = "human-graded accuracy"
 COLUMNS = ("trial_id", "index", "question", "reference_answer", "generation", "grade")
 GRADE_VALUES = {"1": 1, "0": 0, "correct": 1, "incorrect": 0}
-# A cell starting with one of these is a formula to Excel and LibreOffice (CSV injection).
-_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
-_QUOTED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
 
 
 class GradingError(WorkbenchError):
@@ -177,20 +182,6 @@ def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 # ---- export ----------------------------------------------------------------------------------
-def csv_cell(text: str) -> str:
-    """`text` safe to open in a spreadsheet: a formula-like cell gets a leading quote.
-
-    Cells already starting with quotes before a formula character get one more, so
-    `csv_uncell` gives back exactly the text that was exported.
-    """
-    return f"'{text}" if _FORMULA.match(text) else text
-
-
-def csv_uncell(cell: str) -> str:
-    """The text `csv_cell` exported (its protective quote removed)."""
-    return cell[1:] if _QUOTED_FORMULA.match(cell) else cell
-
-
 def same_text(a: str, b: str) -> bool:
     """Equal up to what a spreadsheet may change: line endings and trailing whitespace."""
 
@@ -228,14 +219,14 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
 # ---- import ----------------------------------------------------------------------------------
 def read_graded_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """(first line number, row) of each record; a generation may span several lines."""
+    if not os.path.lexists(path):
+        raise GradingError(f"{path}: no such file")
+    # a regular file of bounded size (a FIFO would wait forever): bad input, exit 2
+    data = inputs.read_bytes(path, "grades file", WorkbenchError, inputs.MAX_DATA_BYTES)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise GradingError(f"{path}: no such file") from None
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise GradingError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from e
-    except OSError as e:
-        raise GradingError(f"{path}: cannot read ({e.strerror or e})") from e
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = list(reader.fieldnames or [])

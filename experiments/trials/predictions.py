@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from experiments.metrics import normalize
+from promptlib import inputs
 from promptlib.data import is_empty_answer
 from promptlib.errors import WorkbenchError, first_few
 
@@ -23,14 +24,8 @@ def read_predictions(
     refused together once the file is read, naming the first few lines and how many.
     """
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise WorkbenchError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise WorkbenchError(f"{path}: is a directory, not a JSONL file") from None
-    except OSError as e:
-        raise WorkbenchError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from e
+    # a regular file of bounded size: a FIFO or /dev/zero is one line, never a hang
+    raw = inputs.read_bytes(path, "predictions file", WorkbenchError, inputs.MAX_DATA_BYTES)
     allowed = {normalize(label) for label in labels} if labels else None
     gens: list[str] = []
     answers: list[str] = []
@@ -45,14 +40,10 @@ def read_predictions(
             ) from None
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
+        try:  # bounded depth and integers, no key given twice (`promptlib.inputs`)
+            obj = inputs.loads(line, str(path), WorkbenchError, first_line=n)
         except json.JSONDecodeError as e:
             raise WorkbenchError(f"{path}:{n}: not valid JSON ({e.msg})") from e
-        except RecursionError:
-            raise WorkbenchError(f"{path}:{n}: JSON nested too deeply to read") from None
-        except ValueError as e:  # e.g. an integer longer than Python reads (4300 digits)
-            raise WorkbenchError(f"{path}:{n}: not valid JSON ({e})") from None
         if not isinstance(obj, dict):
             raise WorkbenchError(f"{path}:{n}: expected a JSON object")
         row: dict[str, str] = {}

@@ -100,13 +100,14 @@ def test_non_utf8_bytes_are_one_clear_line(lb_dir: Path, tmp_path: Path) -> None
 def test_deeply_nested_json_is_one_clear_line(lb_dir: Path, tmp_path: Path) -> None:
     f = tmp_path / "p.jsonl"
     f.write_text('{"generation": "Yes", "answer": "Yes"}\n' + "[" * 100_000 + "\n")
-    _fails_clearly(_score(lb_dir, f), f, f"{f}:2:", "nested")
+    # `promptlib.inputs.loads`, every reader's JSON: the file, the line, the limit
+    _fails_clearly(_score(lb_dir, f), f, "nested deeper than 64 levels (line 2)")
 
 
 def test_a_huge_json_integer_is_one_clear_line(lb_dir: Path, tmp_path: Path) -> None:
     f = tmp_path / "p.jsonl"
     f.write_text('{"generation": "Yes", "answer": ' + "9" * 5000 + "}\n")
-    _fails_clearly(_score(lb_dir, f), f, f"{f}:1:", "not valid JSON")
+    _fails_clearly(_score(lb_dir, f), f, f"{f}: line 1:", "an integer of 5,000 digits")
 
 
 def test_unparsable_metric_input_names_the_row(lb_dir: Path, tmp_path: Path) -> None:
