@@ -10,7 +10,8 @@ such variable that is set, for the model's provider) is part of the model's iden
 
 Keys and other credentials are never part of it: they decide who pays, not what answers,
 and even a hash of a key would be its fingerprint. A URL's password and secret-named query
-values are masked (`experiments.secrets.safe_url`) before they enter the identity.
+values are masked (`experiments.secrets.safe_url`), and a credential in custom headers (`shown`),
+before they enter the identity.
 
 What is read is checked, not assumed: `tests/experiments/llm/test_answer_env.py` records
 every variable read while litellm is imported and while each supported provider's model is
@@ -32,7 +33,7 @@ import re
 
 from experiments.llm.backends import is_local
 from experiments.llm.calls import _litellm
-from experiments.secrets import safe_url
+from experiments.secrets import redact_reply, safe_url, secret_name
 
 BASE_SUFFIXES = ("API_BASE", "BASE_URL", "ENDPOINT")
 """The server itself: an api_base given to the call (``--api-base``) wins over these."""
@@ -196,7 +197,20 @@ def answer_env(model: str, api_base: str | None = None) -> dict[str, str]:
     if not names:
         return {}
     settle()
-    return {n: safe_url(os.environ[n]) for n in names if os.environ.get(n)}
+    return {n: shown(os.environ[n]) for n in names if os.environ.get(n)}
+
+
+def shown(value: str) -> str:
+    """A variable's value as its identity shows it, without a credential: a header line
+    with a secret's name (``Authorization: ...``, ``X-Portkey-Api-Key: ...``: custom headers
+    may carry the key) as ``Name: ***``, any key, bearer token or URL password `redact_reply`
+    finds as ``***``, a URL's query values masked (`safe_url`). Every key gives the same
+    text: never the key, nor its fingerprint."""
+    lines = []
+    for line in value.split("\n"):
+        name, colon, _ = line.partition(":")
+        lines.append(f"{name}: ***" if colon and secret_name(name.strip()) else line)
+    return safe_url(redact_reply("\n".join(lines))[0])
 
 
 def not_answers(name: str) -> str | None:

@@ -288,3 +288,28 @@ def test_a_server_restarted_with_other_weights_is_another_trial(
     assert calls_a > 0 and stub.counts["ok"] > calls_a and rb["model_calls"] > 0
     assert ra["trial_id"] != rb["trial_id"] and rb["mlflow_reused"] is False
     assert set(_generations(tmp_path, rb["trial_id"])) == {"No"}
+
+
+def test_no_credential_in_custom_headers_enters_the_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OPENAI_CUSTOM_HEADERS routes (its headers decide answers) but may carry the key itself
+    (the SDK takes an ``Authorization`` line from it; a gateway's ``X-...-Api-Key``): the
+    identity, shown in the summary and MLflow, keeps the routing headers and hides those
+    values, the same for any key (one identity, never the key's fingerprint)."""
+    from experiments.llm.gateway import LiteLLMModel
+
+    _clean(monkeypatch)
+    shown = []
+    for key in ("tok4SECRETabcd1234567", "tok9OTHERxyz98765432"):
+        monkeypatch.setenv(
+            "OPENAI_CUSTOM_HEADERS",
+            f"Authorization: Bearer {key}\nX-Portkey-Api-Key: pk{key}\n"
+            f"X-Auth-Token: {key[::-1]}\nX-Route: gpu-b",
+        )
+        identity = LiteLLMModel("openai/x").cache_identity()
+        text = json.dumps(identity)
+        assert key not in text and key[::-1] not in text
+        assert "X-Route: gpu-b" in identity["env"]["OPENAI_CUSTOM_HEADERS"]
+        shown.append(identity)
+    assert shown[0] == shown[1]
