@@ -13,7 +13,8 @@ What `redact` hides:
   (``true``, ``false``, ``yes``, ``no``, ``on``, ``off``, ``none``, ``null``) are not
   secrets and are left alone (``TOKENIZERS_PARALLELISM=false`` would otherwise redact every
   "false"). Values shorter than 3 characters cannot be told apart from ordinary text and
-  are not treated as secrets.
+  are not treated as secrets. Nor are numbers, unless the name is a credential's
+  (`credential_name`: ``DB_PASSWORD=20261202`` is one, ``DEFAULT_MAX_TOKENS=4096`` a setting).
 - anything shaped like a provider's API key (`KEY_SHAPES`: OpenAI's and Anthropic's ``sk-`` +
   14 or more characters, Groq's ``gsk_``, Hugging Face's ``hf_``, xAI's ``xai-``,
   Replicate's ``r8_``, Google's ``AIza``, GitHub's ``ghp_``/``github_pat_``), cut after the
@@ -248,9 +249,21 @@ def _secrets() -> list[tuple[str, str]]:
         if _SECRET_NAME.search(name)
         and len(value) >= MIN_SECRET_LENGTH
         and value.strip().lower() not in _NOT_SECRETS
+        and (credential_name(name) or not _number(value))
     ]
     # Longest first: a value that contains another one is replaced whole.
     return sorted(found, key=lambda nv: (-len(nv[1]), nv[0]))
+
+
+def _number(value: str) -> bool:
+    """Whether `value` reads as a number: under a name that is not a credential's
+    (``DEFAULT_MAX_TOKENS=4096``) it is a setting, and hiding it would hide every 4096 in a
+    reply (a numeric answer, scored as ``***``) and refuse imports that mention it."""
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _replace_all(pattern: re.Pattern[str], replacement: str, text: str) -> str:

@@ -177,3 +177,23 @@ def test_an_error_echoing_the_authorization_header_is_shown_without_it() -> None
     shown = redact(text)
     assert UNSHAPED not in shown and hf[9:] not in shown, shown
     assert "Bearer ***" in shown and "x-api-key: ***" in shown
+
+
+def test_a_number_is_a_secret_only_under_a_credentials_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``DEFAULT_MAX_TOKENS=4096`` names TOKEN but holds a setting: its value is no secret,
+    so a reply saying 4096 keeps it (a numeric answer would be scored as ``***``) and an
+    import whose config says ``"max_tokens": "4096"`` is not refused. A number under a
+    credential's name (``DB_PASSWORD=20261202``) is still hidden."""
+    from experiments.imports.secret_scan import check_bytes
+    from experiments.secrets import redact, redact_reply
+
+    monkeypatch.setenv("DEFAULT_MAX_TOKENS", "4096")
+    monkeypatch.setenv("MAX_TOKENS_TO_SAMPLE", "1.5e3")
+    assert redact_reply("The total is 4096, or 1.5e3") == ("The total is 4096, or 1.5e3", 0)
+    assert redact("limit 4096") == "limit 4096"
+    assert check_bytes(b'{"generate_config": {"max_tokens": "4096"}}') is None
+    monkeypatch.setenv("DB_PASSWORD", "20261202")
+    assert redact_reply("pin 20261202") == ("pin ***", 1)
+    assert check_bytes(b'{"note": "20261202"}') is not None
