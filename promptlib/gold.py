@@ -17,8 +17,10 @@ model that copies it scores a complete 1.0. Both checks run before any model cal
     text by definition, and a decision may say "the appeal is allowed" in a task labelled
     "allowed" (on the shipped data, containment would flag 4-12 such rows, equality none);
   * answers shorter than `MIN_GOLD_CHARS` once normalised (Yes, No, A-E, numbers) are not
-    checked: such a value is too common to mean a copy. `{{answer}}` itself is refused
-    whatever its labels;
+    checked row by row: such a value is too common to mean a copy. A column counts when it
+    equals the short answer on every evaluated row with one, across two labels or more (a
+    `label` column copying hearsay's Yes/No); a constant column, or one equal on some rows
+    only, does not. `{{answer}}` itself is refused whatever its labels;
   * only the evaluated row's answer counts. Demonstrations show their own answers, and
     the instruction names the labels, in every prompt alike: that is the prompt, not a leak.
 """
@@ -88,17 +90,30 @@ def gold_shown(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> Gol
     so a long passage costs one `str.translate`.
     """
     hits: dict[str, list[str]] = {c: [] for c in columns}
+    short: dict[str, list[str]] = {c: [] for c in columns}  # equal on a short answer's row
     checked = 0
+    short_rows: list[str] = []
+    labels: set[str] = set()
     for row in rows:
         answer = gold_norm(str(row.get(GOLD_COLUMN) or ""))
-        if len(answer) < MIN_GOLD_CHARS:
-            continue
-        checked += 1
+        index = str(row.get("index", "?"))
+        is_short = len(answer) < MIN_GOLD_CHARS
+        if is_short:
+            short_rows.append(index)
+            labels.add(answer)
+        else:
+            checked += 1
         bound = 2 * len(answer.translate(_DROP))
         for column in columns:
             value = str(row.get(column) or "")
             if len(value.translate(_DROP)) <= bound and gold_norm(value) == answer:
-                hits[column].append(str(row.get("index", "?")))
+                (short if is_short else hits)[column].append(index)
+    # short answers count by column: equal on every such row, across two labels or more
+    if len(short_rows) >= 2 and len(labels) >= 2:
+        copies = [c for c in columns if len(short[c]) == len(short_rows)]
+        for column in copies:
+            hits[column] += short[column]
+        checked += len(short_rows) if copies else 0
     found = next((c for c in columns if hits[c]), None)
     return GoldShown(found, tuple(hits[found]), checked) if found is not None else None
 

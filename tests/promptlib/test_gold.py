@@ -147,6 +147,29 @@ def test_a_slot_whose_whole_value_is_the_answer_is_shown_gold() -> None:
     assert gold_shown(["text"], ROWS) is None
 
 
+def test_a_column_copying_short_answers_on_every_row_is_shown_gold() -> None:
+    """Yes/No (and A-E) answers are too short to count one row at a time, but a column that
+    equals the answer on every evaluated row, across more than one label, is a copy of the
+    answer column (a model copying it scores 1.0): refused. A column equal on some rows
+    only, or a constant column where every answer is the same, is not."""
+    answers = ["Yes", "No", "No", "Yes", "No"]
+    rows = [
+        {"index": str(i), "text": f"fact {i}", "label": f" {a.lower()}.", "same": "Yes",
+         "flag": "Yes", "answer": a}
+        for i, a in enumerate(answers)
+    ]  # fmt: skip
+    hit = gold_shown(["text", "label"], rows)
+    assert hit is not None and hit.column == "label" and hit.rows == ("0", "1", "2", "3", "4")
+    with pytest.raises(LeakageError, match=r"shows \{\{label\}\}"):
+        check_gold_not_shown("toy", "{{text}} [{{label}}]", "toy/r", rows, "test.tsv")
+    assert gold_shown(["text", "flag"], rows) is None  # equal on the 'Yes' rows only
+    rows[4]["label"] = "Yes"  # one row differs: not a copy
+    assert gold_shown(["label"], rows) is None
+    yes = [{**r, "answer": "Yes"} for r in rows]  # one label: a constant column says nothing
+    assert gold_shown(["same"], yes) is None
+    assert gold_shown(["label"], rows[:1]) is None  # one row: cannot tell
+
+
 def test_the_refusal_names_the_template_column_file_and_first_rows() -> None:
     rows = [
         {"index": str(i), "text": "t", "gold": "tort claim", "answer": "tort claim"}
