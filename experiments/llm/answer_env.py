@@ -63,6 +63,34 @@ PREFIXES: dict[str, tuple[str, ...]] = {
 }
 """A provider's variable prefixes where they are not its own name in capitals
 (``hosted_vllm`` -> ``HOSTED_VLLM_API_BASE``)."""
+BASE_ALIASES: dict[str, tuple[str, ...]] = {
+    "fireworks_ai": ("FIREWORKS_API_BASE",),
+    "huggingface": ("HF_API_BASE",),
+    "azure": ("AZURE_SPEECH_API_BASE",),
+    "azure_ai": ("AZURE_API_BASE",),
+    "bedrock": ("ANTHROPIC_AWS_API_BASE", "ANTHROPIC_AWS_BASE_URL", "BEDROCK_MANTLE_API_BASE"),
+    "black_forest_labs": ("BFL_API_BASE",),
+    "chatgpt": ("OPENAI_CHATGPT_API_BASE",),
+    "dashscope": ("QWENCLOUD_API_BASE", "QWEN_AI_PLATFORM_API_BASE"),
+    "deepseek": ("DEEPSEEK_ANTHROPIC_API_BASE",),
+    "exa_ai": ("EXA_API_BASE",),
+    "fal_ai": ("FAL_AI_QUEUE_API_BASE",),
+    "fastcrw": ("CRW_API_BASE",),
+    "featherless_ai": ("FEATHERLESS_API_BASE",),
+    "lambda_ai": ("LAMBDA_API_BASE",),
+    "mistral": ("MISTRAL_AZURE_API_BASE",),
+    "opencode": ("OPENCODE_GO_API_BASE",),
+    "tencent": ("TENCENT_ANTHROPIC_API_BASE",),
+    "vllm": ("HOSTED_VLLM_API_BASE",),
+    "volcengine": ("ARK_API_BASE",),
+    "watsonx": ("HOSTED_VLLM_API_BASE",),
+    "xai": ("XAI_OAUTH_API_BASE",),
+    "you_com": ("YOUCOM_API_BASE",),
+}
+"""A provider's server variables that are not its prefix's (``fireworks_ai/`` reads
+FIREWORKS_API_BASE), as litellm's code for it reads them: like `BASE_SUFFIXES`, an api_base
+wins over them. `tests/experiments/llm/test_answer_env.py` reads litellm's provider folders
+and fails on one missing here."""
 OPENAI_SDK = ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS")
 """What the OpenAI SDK's client sends with every request of every provider litellm reaches
 through it (the OpenAI-compatible ones): the organisation, the project, extra headers (a
@@ -165,6 +193,7 @@ def answer_names(model: str, api_base: str | None = None) -> tuple[str, ...]:
     prefixes = _prefixes(name)
     suffixes = OTHER_SUFFIXES if api_base else ANSWER_SUFFIXES
     own = [f"{p}_{s}" for p in prefixes for s in suffixes]
+    own += () if api_base else BASE_ALIASES.get(name, ())
     sdk = () if name in OWN_CLIENTS else OPENAI_SDK
     return tuple(dict.fromkeys([*own, *EXTRA.get(name, ()), *sdk, *LITELLM_SWITCHES]))
 
@@ -177,15 +206,15 @@ def env_base(model: str) -> str | None:
         return None
     prefixes = _prefixes(provider(model))
     settle()
-    found = {
-        os.environ[n] for p in prefixes for s in BASE_SUFFIXES if os.environ.get(n := f"{p}_{s}")
-    }
+    names = [f"{p}_{s}" for p in prefixes for s in BASE_SUFFIXES]
+    names += BASE_ALIASES.get(provider(model), ())
+    found = {os.environ[n] for n in names if os.environ.get(n)}
     return found.pop() if len(found) == 1 else None
 
 
 def all_answer_names() -> frozenset[str]:
     """The variables that decide answers for some provider known here (forwarded to Ray)."""
-    providers = ["openai", "anthropic", "ollama", "hosted_vllm", *PREFIXES, *EXTRA]
+    providers = ["openai", "anthropic", "ollama", "hosted_vllm", *PREFIXES, *EXTRA, *BASE_ALIASES]
     return frozenset(n for p in providers for n in answer_names(f"{p}/m"))
 
 

@@ -313,3 +313,41 @@ def test_no_credential_in_custom_headers_enters_the_identity(
         assert "X-Route: gpu-b" in identity["env"]["OPENAI_CUSTOM_HEADERS"]
         shown.append(identity)
     assert shown[0] == shown[1]
+
+
+_BASE_READ = (
+    r'(?:get_secret(?:_str)?|os\.environ\.get|os\.getenv)\(\s*"([A-Z0-9_]+_(?:API_BASE|BASE_URL))"'
+)
+
+
+def test_every_providers_base_url_variable_is_in_its_identity() -> None:
+    """litellm takes a provider's server from variables not always named after it:
+    ``fireworks_ai/`` reads FIREWORKS_API_BASE, ``huggingface/`` HF_API_BASE, ``azure_ai/``
+    AZURE_API_BASE. Every base-URL variable litellm's code for a provider reads (its folder
+    under ``litellm/llms``) is in that provider's `answer_names`, or known to change no
+    answer: pointing one at another server is another trial."""
+    import re
+
+    import litellm
+
+    from experiments.llm.answer_env import answer_names, not_answers
+
+    llms = Path(litellm.__file__).parent / "llms"
+    missing = {}
+    for folder in sorted(p for p in llms.iterdir() if p.is_dir()):
+        read = {
+            n for f in folder.rglob("*.py") for n in re.findall(_BASE_READ, f.read_text("utf-8"))
+        }
+        known = set(answer_names(f"{folder.name}/m"))
+        if left := sorted(n for n in read if n not in known and not not_answers(n)):
+            missing[folder.name] = left
+    assert not missing, f"base-URL variables litellm reads, not in the identity: {missing}"
+
+
+def test_a_base_url_alias_changes_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.llm.answer_env import answer_env
+
+    _clean(monkeypatch)
+    monkeypatch.setenv("FIREWORKS_API_BASE", "http://a.example/v1")
+    assert answer_env("fireworks_ai/x") == {"FIREWORKS_API_BASE": "http://a.example/v1"}
+    assert answer_env("fireworks_ai/x", api_base="http://h/v1") == {}  # the api_base wins
