@@ -7,7 +7,9 @@ refused, and the check must see what a reader of the file would see.
   xz, zstd and tar; member names and a zip's comment count as text. A member that cannot be
   opened, or more than `MAX_DECODED` bytes in all, cannot be checked, and is refused too.
 - **Text** is checked as written, with JSON's escapes decoded (``sk\\u002d…``, escaped twice
-  too) and percent-decoded.
+  too) and percent-decoded; UTF-16 and UTF-32 without a byte-order mark as `json.loads`
+  reads them. A CSV or TSV is checked cell by cell as its reader unquotes them: a
+  credential's column (``api_key``) with a value, JSON in a quoted cell.
 - **JSON** (a document, or JSON lines) is parsed, and every string, key or value, is checked
   as decoded, as is every JSON document inside a string; a credential's field
   (`secrets.credential_name`: ``api_key``, ``apiKey``, ``OPENAI_API_KEY``, ``access_token``,
@@ -24,6 +26,7 @@ from __future__ import annotations
 import bisect
 import bz2
 import contextlib
+import csv
 import gzip
 import io
 import json
@@ -93,7 +96,9 @@ class _Scan:
     def data(self, data: bytes, where: tuple[str, ...], depth: int = 0) -> Finding | None:
         opener = _container(data)
         if opener is None:
-            return _text(_as_text(data), where)
+            found = _text(_as_text(data), where)
+            wide = _wide(data) if found is None else None
+            return _text(wide, where) if wide is not None else found
         if depth >= MAX_NESTING:
             raise Unchecked(f"{_at(where)}archives nested more than {MAX_NESTING} deep")
         for entry in opener(data, where):
@@ -250,9 +255,19 @@ def _as_text(data: bytes) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
+def _wide(data: bytes) -> str | None:
+    """`data` as UTF-16 or UTF-32 text without a byte-order mark, as `json.loads` reads
+    such bytes (by where its first bytes are zero), else None."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" not in data[:4]:
+        return None
+    encoding = json.detect_encoding(data[:4])
+    return data.decode(encoding, errors="replace") if encoding != "utf-8" else None
+
+
 def _text(text: str, where: tuple[str, ...]) -> Finding | None:
     """The first secret in `text`: in its JSON (a document or lines) as decoded, else in the
-    text as written, with escapes decoded, percent-decoded."""
+    text as written, with escapes decoded, percent-decoded, then in its cells as a CSV or
+    TSV reader reads them (`_csv_rows`)."""
     values = _json_values(text)
     if values:
         return _in_json(values, where)
@@ -260,7 +275,32 @@ def _text(text: str, where: tuple[str, ...]) -> Finding | None:
         if (secret := find_secret(variant)) is not None:
             line = variant.count("\n", 0, secret.start) + 1
             return Finding(secret.what, _join((*where, f"line {line}")))
-    return None
+    rows = _csv_rows(text)
+    for at, row in rows:
+        for column, cell in row.items():
+            if credential_name(column) and secret_value(cell):
+                return Finding(f"a value of the column {column!r}", _join((*where, at)))
+    return _in_json(rows, where) if rows else None
+
+
+def _csv_rows(text: str) -> list[tuple[str, Any]]:
+    """(line, {column: cell}) of `text` read as a CSV (or TSV, or ;-separated) file with a
+    header line, cells unquoted (``""`` is ``"``); none for a text that is not one."""
+    header = text.split("\n", 1)[0]
+    delimiter = next((d for d in ("\t", ",", ";") if d in header), None)
+    if delimiter is None:
+        return []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        names = next(reader, [])
+        if len(names) < 2:
+            return []
+        columns = [n if n not in names[:i] else f"{n}#{i + 1}" for i, n in enumerate(names)]
+        return [
+            (f"line {reader.line_num}", dict(zip(columns, row, strict=False))) for row in reader
+        ]
+    except csv.Error:  # a cell over the csv module's limit: no reader reads it (tabular)
+        return []
 
 
 def _variants(text: str) -> Iterator[str]:

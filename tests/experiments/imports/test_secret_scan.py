@@ -90,6 +90,11 @@ CASES: list[tuple[str, Callable[[], bytes], list[str]]] = [
     ("a bearer token", lambda: b'{"err": "echo: Authorization: Bearer abcdef0123456789"}', ["at err"]),
     ("a password in a URL", lambda: b'{"db": "postgresql://u:hunter2pw@db/x"}', ["at db"]),
     ("UTF-16 text", lambda: ("\ufeff" + KEYED.decode()).encode("utf-16"), []),
+    ("CSV, a credential's column", lambda: b"row,variant,api_key\n1,A,AbCdEfGh1234\n", ["column 'api_key'", "line 2"]),
+    ("CSV, JSON in a quoted cell", lambda: b'row,variant,meta\n1,A,"{""api_key"": ""AbCdEfGh1234""}"\n', ["field 'api_key'", "line 2"]),
+    ("TSV, a credential's column", lambda: b"row\tvariant\tOPENAI_API_KEY\n1\tA\tAbCdEfGh1234\n", ["OPENAI_API_KEY", "line 2"]),
+    ("UTF-16 JSON without a byte-order mark", lambda: json.dumps({"out": SHAPED}).encode("utf-16-le"), ["at out"]),
+    ("UTF-32 JSON without a byte-order mark", lambda: json.dumps({"out": SHAPED}).encode("utf-32-be"), ["at out"]),
 ]  # fmt: skip
 
 
@@ -117,6 +122,18 @@ CLEAN = [
     ("bearer bonds", {"text": "payable to Bearer instruments; Authorization: No"}),
     ("a URL's ordinary query", {"url": "https://example.com/a?id=3&page=2"}),
 ]
+CLEAN_CSV = [
+    ("a CSV of results", b"row,variant,model,prediction,answer\n1,A,m,Yes,Yes\n2,A,m,No,Yes\n"),
+    ("a CSV's token column", b"row,variant,token,max_tokens\n1,A,Yes,256\n"),
+    ("a CSV's key column left empty", b"row,variant,api_key\n1,A,\n2,A,[REDACTED]\n"),
+]
+
+
+@pytest.mark.parametrize(("case", "data"), CLEAN_CSV, ids=[c[0] for c in CLEAN_CSV])
+def test_a_csv_without_a_key_is_not_refused(tmp_path: Path, case: str, data: bytes) -> None:
+    path = tmp_path / "clean.csv"
+    path.write_bytes(data)
+    assert check_file(path) is None, case
 
 
 @pytest.mark.parametrize(("case", "doc"), CLEAN, ids=[c[0] for c in CLEAN])
