@@ -145,6 +145,12 @@ def run_single(
     if summary.get("grades_dropped"):
         note(output.run_note(summary["grades_dropped"]))
     summary["predictions"] = str(out_dir / "predictions.jsonl")
+    if result.redacted_rows:  # scored on the redacted text: say so with the trial
+        note(
+            f"note: {task}: {result.redacted_rows} of {len(result.predictions)} replies held a "
+            "secret (a key, a bearer token, a URL password), hidden as *** before they were "
+            f"scored and recorded; see 'redacted' in {summary['predictions']}"
+        )
     track_error = None
     if tracking is not None:
         track_error = tracking.log(

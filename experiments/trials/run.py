@@ -77,6 +77,12 @@ class TrialResult:
         return bool(failed - set(self.unretryable))
 
     @property
+    def redacted_rows(self) -> int:
+        """Rows whose reply held a secret, scored on it hidden as ``***`` (`llm.kept_reply`):
+        said with the trial, since a redacted reply may parse to another label."""
+        return sum(p.redacted > 0 for p in self.predictions)
+
+    @property
     def n_errors(self) -> int:
         return sum(p.error is not None for p in self.predictions)
 
@@ -130,6 +136,8 @@ class TrialResult:
             "mean_latency": (sum(p.latency for p in preds) / len(preds)) if preds else None,
             "wall_time": round(self.wall_time, 3),
             "excluded_rows": self.excluded_rows,
+            # replies scored on their redacted text (a key hidden as ***), when any
+            **({"redacted_rows": self.redacted_rows} if self.redacted_rows else {}),
         }
 
 

@@ -197,3 +197,22 @@ def test_a_number_is_a_secret_only_under_a_credentials_name(
     monkeypatch.setenv("DB_PASSWORD", "20261202")
     assert redact_reply("pin 20261202") == ("pin ***", 1)
     assert check_bytes(b'{"note": "20261202"}') is not None
+
+
+@pytest.mark.data
+def test_a_trial_whose_replies_were_redacted_says_so(tmp_path: Path, lb_dir: Path) -> None:
+    """A reply is scored on its redacted text, which may parse to another label: the trial
+    says how many replies held a secret (summary ``redacted_rows``, one ``note:`` line),
+    not only each row; a trial without any keeps its summary as before (no such key)."""
+    env = workbench_env(tmp_path, lb_dir, "sec") | {
+        "WORKBENCH_RUNS_DIR": str(tmp_path / "runs"),
+        "OPENAI_API_KEY": KEY,
+    }
+    cmd = ["run", "hearsay", "--limit", "3", "--concurrency", "1", "--json", "--no-track"]
+    with StubOpenAI(echo_headers=("Authorization",)) as echo, StubOpenAI() as plain:
+        hidden = run_cli([*cmd, "--model", "openai/a", "--api-base", echo.url], env, tmp_path)
+        clean = run_cli([*cmd, "--model", "openai/b", "--api-base", plain.url], env, tmp_path)
+    assert hidden.returncode == 0 and clean.returncode == 0, hidden.stderr + clean.stderr
+    assert json.loads(hidden.stdout).get("redacted_rows") == 3, hidden.stdout[-600:]
+    assert "note: hearsay: 3 of 3 replies held a secret" in hidden.stderr
+    assert "redacted_rows" not in json.loads(clean.stdout) and "secret" not in clean.stderr
