@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 
 from experiments.llm.backends import is_local
 from experiments.llm.calls import _litellm
@@ -226,7 +227,31 @@ def answer_env(model: str, api_base: str | None = None) -> dict[str, str]:
     if not names:
         return {}
     settle()
-    return {n: shown(os.environ[n]) for n in names if os.environ.get(n)}
+    bases = {n for n in names if n.endswith(BASE_SUFFIXES)} | set(
+        BASE_ALIASES.get(provider(model), ())
+    )
+    return {
+        n: shown(same_server(os.environ[n]) if n in bases else os.environ[n])
+        for n in names
+        if os.environ.get(n)
+    }
+
+
+def same_server(url: str) -> str:
+    """A server's URL as one spelling: scheme and host in lower case, no trailing ``/``
+    (``HTTP://H/v1/`` is ``http://h/v1``: the calls go to the same place, so one identity).
+    Anything that is not an http(s) URL is left as it is."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+    except ValueError:
+        return url
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return url
+    user, at, host = parts.netloc.rpartition("@")
+    netloc = f"{user}{at}{host.lower()}"
+    return urllib.parse.urlunsplit(
+        (parts.scheme.lower(), netloc, parts.path.rstrip("/"), parts.query, parts.fragment)
+    )
 
 
 def shown(value: str) -> str:

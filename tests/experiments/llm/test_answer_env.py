@@ -351,3 +351,24 @@ def test_a_base_url_alias_changes_the_identity(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("FIREWORKS_API_BASE", "http://a.example/v1")
     assert answer_env("fireworks_ai/x") == {"FIREWORKS_API_BASE": "http://a.example/v1"}
     assert answer_env("fireworks_ai/x", api_base="http://h/v1") == {}  # the api_base wins
+
+
+def test_one_server_spelled_two_ways_is_one_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``OPENAI_BASE_URL=http://h/v1`` and ``HTTP://H/v1/`` reach the same server: one trial
+    and one cache, not a silent second run; another path or port is another server."""
+    from experiments.llm.gateway import LiteLLMModel
+
+    _clean(monkeypatch)
+    seen = []
+    for url in (
+        "http://gw.example:8000/v1",
+        "http://gw.example:8000/v1/",
+        "HTTP://GW.example:8000/v1",
+    ):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        seen.append(LiteLLMModel("openai/x").cache_identity())
+    assert seen[0] == seen[1] == seen[2]
+    assert seen[0]["env"] == {"OPENAI_BASE_URL": "http://gw.example:8000/v1"}
+    for other in ("http://gw.example:8000/v2", "http://gw.example:8001/v1"):
+        monkeypatch.setenv("OPENAI_BASE_URL", other)
+        assert LiteLLMModel("openai/x").cache_identity() != seen[0]
