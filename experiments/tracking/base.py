@@ -34,6 +34,8 @@ class TrackerBase:
         self.mlflow = _quiet_mlflow()
         self.commit = _git_commit()
         self._renamed: dict[str, dict[str, str]] = {}  # run id -> {short metric name: full}
+        # study parents found FINISHED: a rerun that fails leaves them so (`Parents.finish`)
+        self._was_finished: set[str] = set()
 
     def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
         """Log metrics; a name MLflow would refuse (over 250 characters, or read as a path:
