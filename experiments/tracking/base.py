@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.names import METRIC_NAMES, hashed_key, metric_key, safe_name
+from experiments.names import METRIC_NAMES, hashed_key, is_spelled_out, metric_key, safe_name
 from experiments.tracking.store import (
     TrackingConfig,
     _git_commit,
@@ -60,7 +60,7 @@ class TrackerBase:
         renamed = self._renamed.setdefault(run_id, {})
         before = dict(renamed)
         for name, key in keys.items():
-            if shared[key] > 1:  # two names, one key: each gets its own
+            if shared[key] > 1 or is_spelled_out(name):  # two names, one key: each its own
                 keys[name] = key = hashed_key(name)
             if key != safe_name(name):  # shortened: say what it stands for
                 renamed[key] = name

@@ -147,3 +147,43 @@ def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
         decision = f"sequential.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}.decision"
         assert tags[key_of.get(decision, safe_name(decision))] == "A"
     _forget_mlflow_stores()
+
+
+# two comparisons whose names coincide in full: `a` vs `b_vs_c` and `a_vs_b` vs `c`; model `m`
+# with variant `x.a` and model `m.x` with variant `a`
+COINCIDING = [("a", "b_vs_c", "m"), ("a_vs_b", "c", "m"), ("x.a", "b", "m"), ("a", "b", "m.x")]
+
+
+def test_comparisons_whose_names_coincide_each_keep_their_own_value(tracker: Tracker) -> None:
+    """Two comparisons whose metric names would be one string (`_vs_` or a `.` inside a
+    variant or model name) each get their own p-values and sequential numbers: before, the
+    second overwrote the first and MLflow showed one comparison's p-value for both."""
+    parent = tracker.parent_run("coinciding", "3" * 64, {"spec": "c.yaml"})
+    table, sequential = [], []
+    for i, (a, b, model) in enumerate(COINCIDING):
+        table.append({**_row(a, b, model), "p_value": (i + 1) / 100, "p_corrected": (i + 1) / 50})
+        sequential.append({**_row(a, b, model), "decision": f"d{i}", "n": 10 + i, "looks": [1]})
+    tracker.log_comparisons(parent, {"comparisons": table}, {})
+    tracker.log_cost(parent, {"model_calls": 3}, sequential)
+    run = tracker.client.get_run(parent)
+    names = json.loads(tracker._artifact_text(parent, "metric_names.json"))
+
+    def full(key: str) -> str:  # the name a key stands for
+        return str(names.get(key, key))
+
+    metrics = {full(k): v for k, v in run.data.metrics.items()}
+    tags = {full(k): v for k, v in run.data.tags.items()}
+    p_values = sorted(v for k, v in metrics.items() if k.startswith("p_value."))
+    corrected = sorted(v for k, v in metrics.items() if k.startswith("p_value_corr"))
+    looks = sorted(v for k, v in metrics.items() if k.endswith(".n"))
+    decisions = sorted(v for k, v in tags.items() if k.endswith(".decision"))
+    assert p_values == [(i + 1) / 100 for i in range(len(COINCIDING))]
+    assert corrected == [(i + 1) / 50 for i in range(len(COINCIDING))]
+    assert looks == [10 + i for i in range(len(COINCIDING))]
+    assert decisions == [f"d{i}" for i in range(len(COINCIDING))]
+    # each name says which comparison it is
+    for name, value in metrics.items():
+        if name.startswith("p_value."):
+            a, b, model = COINCIDING[round(value * 100) - 1]
+            assert json.loads(name.removeprefix("p_value.")) == ["hearsay", model, a, b]
+    _forget_mlflow_stores()
