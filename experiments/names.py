@@ -101,8 +101,10 @@ MAX_PARAM = 6000  # MLflow's limit for a param value
 
 
 def _param(value: Any) -> str:
-    """A param value as MLflow takes it: over 6000 characters it keeps a prefix and a hash."""
-    text = "none" if value is None else str(value)
+    """A param or tag value as every MLflow store takes it: a NUL (a name from an imported
+    file; PostgreSQL and MySQL refuse it in any text) shown as the four characters `\\x00`;
+    over 6000 characters it keeps a prefix and a hash."""
+    text = ("none" if value is None else str(value)).replace("\x00", "\\x00")
     if len(text) <= MAX_PARAM:
         return text
     digest = ids.short_sha(text)

@@ -19,6 +19,7 @@ from experiments.names import (
     SEQUENTIAL_MEASURES,
     TRIAL_ID,
     TRIAL_STATUS,
+    _param,
     comparison_parts,
     cost_metric_name,
     experiment_name,
@@ -120,7 +121,7 @@ class Reports(Parents):
         self._log_metrics(parent_id, metrics)
         keys = self._keys(parent_id, list(tags))
         for name, value in tags.items():
-            self.client.set_tag(parent_id, keys[name], value)
+            self.client.set_tag(parent_id, keys[name], _param(value))
 
     @_store_op("reading the sweep's comparisons")
     def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:

@@ -134,7 +134,7 @@ def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
     exp = tracker.experiment_id("hostile")
     for name in HOSTILE:
         run = tracker._create_run(exp, run_name(f"hearsay.{name}.m"), {}, {"variant": name})
-        assert tracker.client.get_run(run).data.params["variant"] == name
+        assert tracker.client.get_run(run).data.params["variant"] == name.replace("\x00", "\\x00")
 
     metrics = tracker.client.get_run(parent).data.metrics
     tags = tracker.client.get_run(parent).data.tags
@@ -186,4 +186,25 @@ def test_comparisons_whose_names_coincide_each_keep_their_own_value(tracker: Tra
         if name.startswith("p_value."):
             a, b, model = COINCIDING[round(value * 100) - 1]
             assert json.loads(name.removeprefix("p_value.")) == ["hearsay", model, a, b]
+    _forget_mlflow_stores()
+
+
+def test_a_nul_in_a_name_never_reaches_a_store(tracker: Tracker) -> None:
+    """PostgreSQL and MySQL refuse a NUL in any text column: an imported variant named
+    'a\\x00b' ran every comparison and then failed the store ("A string literal cannot contain
+    NUL") on every rerun. Param values, run names and the tags that carry names (a
+    sequential decision, the arms in contention, a failed run's note) show it as '\\x00'."""
+    from experiments.names import _param
+
+    assert _param("a\x00b") == "a\\x00b" and _param("plain") == "plain"
+    assert "\x00" not in _param("x\x00" * 4000)  # cut to 6000 characters, still no NUL
+    parent = tracker.parent_run("nul", "4" * 64, {"spec": "nul.yaml"})
+    row = {**_row("a\x00b", "b", "m\x00"), "decision": "A", "n": 10, "looks": [1]}
+    row |= {"best_identified": False, "in_contention": ["a\x00b", "b"]}
+    tracker.log_cost(parent, {"model_calls": 3}, [row])
+    tracker._create_run(tracker.experiment_id("nul"), "r", {}, {"variant": "a\x00b"})
+    run = tracker.client.get_run(parent)
+    for value in [*run.data.tags.values(), *run.data.params.values()]:
+        assert "\x00" not in value
+    assert "a\\x00b, b" in run.data.tags.values()
     _forget_mlflow_stores()
