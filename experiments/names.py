@@ -244,6 +244,21 @@ def figure_file(sweep: str, model: str, *, hashed: bool = False) -> str:
     return f"{head}_{digest}.png"
 
 
+def figure_files(sweep: str, models: Sequence[str]) -> dict[str, str]:
+    """Each model's figure file name (`figure_file`); a model whose name would be another's
+    on a case-insensitive file system or artifact store (`a/b` and `a_b`; `M` and `m` on
+    macOS or Windows, where one figure silently replaced the other) gets the hashed one."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for model in models:
+        name = figure_file(sweep, model)
+        if name.casefold() in taken:
+            name = figure_file(sweep, model, hashed=True)
+        taken.add(name.casefold())
+        out[model] = name
+    return out
+
+
 MAX_RUN_NAME = 250  # MLflow's run name column (VARCHAR(250) on server databases)
 
 

@@ -208,3 +208,13 @@ def test_a_nul_in_a_name_never_reaches_a_store(tracker: Tracker) -> None:
         assert "\x00" not in value
     assert "a\\x00b, b" in run.data.tags.values()
     _forget_mlflow_stores()
+
+
+def test_models_differing_only_in_case_get_their_own_figures() -> None:
+    """`M` and `m` (or `A/b` and `a_b`) made figure files that differ only in case: on macOS
+    or Windows, or an artifact store that ignores case, one figure replaced the other."""
+    from experiments.names import figure_files
+
+    files = figure_files("s", ["M", "m", "A/b", "a_b", "openai/gpt-4o"])
+    assert len({f.casefold() for f in files.values()}) == 5
+    assert files["M"] == "figure_s_M.png" and files["openai/gpt-4o"] == "figure_s_openai_gpt_4o.png"
