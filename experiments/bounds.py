@@ -102,6 +102,9 @@ BATCH_POLL = Bounds(0.01, 3_600, integer=False, unit="seconds")
 GENERATOR_TEMPERATURE = Bounds(0, 2, integer=False)
 GENERATOR_MAX_TOKENS = Bounds(16, 4_096)
 CANDIDATES = Bounds(1, 20)
+# a provider's token count for one call (usage.prompt_tokens, ...): no context is 10^8
+# tokens; outside it (negative, 10^30) the count is unknown and so is the cost
+TOKENS = Bounds(0, 100_000_000)
 
 # ---- rows and samples -------------------------------------------------------------------------
 MAX_ROWS = 10_000_000

@@ -11,10 +11,11 @@ non-alphanumeric character becomes `_`). Unifying two of them would rename store
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from experiments import ids
@@ -100,8 +101,10 @@ MAX_PARAM = 6000  # MLflow's limit for a param value
 
 
 def _param(value: Any) -> str:
-    """A param value as MLflow takes it: over 6000 characters it keeps a prefix and a hash."""
-    text = "none" if value is None else str(value)
+    """A param or tag value as every MLflow store takes it: a NUL (a name from an imported
+    file; PostgreSQL and MySQL refuse it in any text) shown as the four characters `\\x00`;
+    over 6000 characters it keeps a prefix and a hash."""
+    text = ("none" if value is None else str(value)).replace("\x00", "\\x00")
     if len(text) <= MAX_PARAM:
         return text
     digest = ids.short_sha(text)
@@ -118,10 +121,42 @@ def alias_prompt_name(task: str, alias: str) -> str:
     return safe_name(f"{task}.{alias}")
 
 
-def p_value_names(row: dict[str, Any]) -> tuple[str, str]:
+def comparison_part(row: Mapping[str, Any]) -> str:
+    """What names a comparison in its metric names: ``<task>.<model>.<a>_vs_<b>``."""
+    return f"{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}"
+
+
+def comparison_parts(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's `comparison_part`, except where two different comparisons share one
+    (variants `a` vs `b_vs_c` and `a_vs_b` vs `c`; model `m` with variant `x.a` and model
+    `m.x` with `a`): each of those is named by the JSON list ``[task, model, a, b]``, which
+    no other comparison has, so no comparison's number is logged over another's. Its
+    metric keys are hashed (`is_spelled_out`) and explained in `metric_names.json`."""
+    whose: dict[str, set[tuple[str, ...]]] = {}
+    for row in rows:
+        whose.setdefault(comparison_part(row), set()).add(_comparison(row))
+    return [
+        json.dumps(list(_comparison(row)), ensure_ascii=False)
+        if len(whose[comparison_part(row)]) > 1
+        else comparison_part(row)
+        for row in rows
+    ]
+
+
+def _comparison(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row[k]) for k in ("task", "model", "a", "b"))
+
+
+def is_spelled_out(name: str) -> bool:
+    """Whether a metric or tag name holds a comparison spelled out as JSON (`comparison_parts`):
+    its key is always `hashed_key`, so the JSON is kept in `metric_names.json`."""
+    return '["' in name
+
+
+def p_value_names(row: Mapping[str, Any], part: str | None = None) -> tuple[str, str]:
     """A comparison's full metric names, p-value and corrected p-value (`metric_key` makes
-    them MLflow names)."""
-    key = f"p_value.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}"
+    them MLflow names); `part` is its name among the others (`comparison_parts`)."""
+    key = f"p_value.{part or comparison_part(row)}"
     return key, key.replace("p_value.", "p_value_corrected.", 1)
 
 
@@ -137,10 +172,11 @@ def cost_metric_name(field_name: str) -> str:
     return f"cost.{field_name}"
 
 
-def sequential_metric_name(row: dict[str, Any], measure: str) -> str:
+def sequential_metric_name(row: Mapping[str, Any], measure: str, part: str | None = None) -> str:
     """A sequential comparison's full metric name (`metric_key` makes it an MLflow name):
-    ``sequential.<task>.<model>.<a>_vs_<b>.<measure>``, like the p-values' names."""
-    return f"sequential.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}.{measure}"
+    ``sequential.<task>.<model>.<a>_vs_<b>.<measure>``, like the p-values' names (`part`:
+    its name among the others, `comparison_parts`)."""
+    return f"sequential.{part or comparison_part(row)}.{measure}"
 
 
 # ---- experiment names --------------------------------------------------------------------------
@@ -206,6 +242,21 @@ def figure_file(sweep: str, model: str, *, hashed: bool = False) -> str:
     digest = ids.short_sha(model)
     head = stem.encode("utf-8")[: MAX_FILE_BYTES - len(digest) - 1].decode("utf-8", "ignore")
     return f"{head}_{digest}.png"
+
+
+def figure_files(sweep: str, models: Sequence[str]) -> dict[str, str]:
+    """Each model's figure file name (`figure_file`); a model whose name would be another's
+    on a case-insensitive file system or artifact store (`a/b` and `a_b`; `M` and `m` on
+    macOS or Windows, where one figure silently replaced the other) gets the hashed one."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for model in models:
+        name = figure_file(sweep, model)
+        if name.casefold() in taken:
+            name = figure_file(sweep, model, hashed=True)
+        taken.add(name.casefold())
+        out[model] = name
+    return out
 
 
 MAX_RUN_NAME = 250  # MLflow's run name column (VARCHAR(250) on server databases)

@@ -197,7 +197,7 @@ def loads(
             "; no file the workbench reads nests that deep: is it the right file?"
         )
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_int=_int)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_int=_int)
     except _Refused as e:
         message = str(e)
         if message.startswith("an integer of "):
@@ -210,6 +210,33 @@ def loads(
         ) from None
     except RecursionError:  # deeper than the stack allows, whatever the scan said
         raise error(f"{where}: JSON nested too deeply to read; is it the right file?") from None
+    half = _lone_surrogate(text)
+    if half is not None:
+        line, escape = half
+        raise error(
+            f"{where}: line {line + first_line - 1}: a string holds '{escape}', half of a "
+            "UTF-16 pair: not text, and no store or file can save it; fix the value"
+        )
+    return value
+
+
+def _lone_surrogate(text: str) -> tuple[int, str] | None:
+    """(line, escape) of the first JSON escape of half a UTF-16 pair (`"\\ud800"` alone):
+    `json.loads` reads it into a string no encoder takes, so a name holding one failed every
+    store after the work was done. Escapes preceded by an escaped backslash are text."""
+    if "\\u" not in text:
+        return None
+    for m in re.finditer(r"(?<!\\)((?:\\\\)*)\\u([dD][0-9a-fA-F]{3})", text):
+        code = int(m.group(2), 16)
+        after = text[m.end() : m.end() + 6]
+        before = text[max(0, m.start(2) - 8) : m.start(2) - 2]
+        if 0xD800 <= code <= 0xDBFF and re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after):
+            continue  # a high half with its low half: one character
+        if 0xDC00 <= code <= 0xDFFF and re.fullmatch(r"\\u[dD][89abAB][0-9a-fA-F]{2}", before):
+            continue  # the low half of a pair
+        if 0xD800 <= code <= 0xDFFF:
+            return text.count("\n", 0, m.start()) + 1, "\\u" + m.group(2).lower()
+    return None
 
 
 def _line_of_long_int(text: str) -> int:

@@ -29,6 +29,10 @@ from matplotlib.patches import Patch
 
 from experiments.trials.record import TrialRecord, parse_axes
 
+# names are drawn as written: two '$' in a model or variant name are not TeX (`$\foo$` failed
+# the save after every trial had run; `$x_1$` showed another name)
+matplotlib.rcParams["text.parse_math"] = False
+
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
 _FLAGGED = "--"  # line style of a flagged interval
 Interval = tuple[float, float]

@@ -119,7 +119,7 @@ def sweep(
     )
     catalog = setup.catalog()
     models = (model,) if model else spec.models
-    only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else None
+    only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks is not None else None
     if batch and spec.sequential is not None:
         raise typer.BadParameter(
             f"{spec_path}: design: sequential decides after each batch of rows, which a "

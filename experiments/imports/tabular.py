@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ def _csv_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
         if not reader.fieldnames:
             raise ImportInputError(f"{path}: empty; a CSV file needs a header line and rows")
         header = [k.strip() for k in reader.fieldnames]
-        twice = sorted({k for k in header if header.count(k) > 1})
+        twice = sorted(k for k, n in Counter(header).items() if n > 1)  # linear
         if twice:  # a reader keeps only the last of two same-named columns
             raise ImportInputError(
                 f"{path}: line 1: column {twice[0]!r} is given twice in the header; keep one "

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from experiments import bounds
 from experiments.llm.calls import _field
 from experiments.llm.gateway import reply_text
 from experiments.llm.types import Completion, kept_reply
@@ -61,8 +62,9 @@ def unanswered(batch_id: str, status: str, errors: Any, context: Sequence[str] =
 
 
 def _count(value: Any) -> int | None:
-    """A token count as the provider should send it, else None (unknown, never guessed)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count as the provider should send it (`bounds.TOKENS`), else None (unknown,
+    never guessed)."""
+    return value if bounds.TOKENS.contains(value) and isinstance(value, int) else None
 
 
 def parse_line(entry: dict[str, Any], batch_id: str, cost: Cost) -> Completion:

@@ -237,26 +237,33 @@ class LiteLLMModel:
         assert text is not None  # reply_text gives text or a problem
         text, truncated, redacted = kept_reply(text)
         usage = getattr(response, "usage", None)
+        counts = (
+            _int(getattr(usage, "prompt_tokens", 0)),
+            _int(getattr(usage, "completion_tokens", 0)),
+        )
         cost: float | None = None
-        if not self.is_local:
+        if not self.is_local and None not in counts:  # a count out of range: cost unknown
             cost = _cost(response)
         return Completion(
             text=text,
             truncated=truncated,
             redacted=redacted,
-            tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
-            tokens_out=_int(getattr(usage, "completion_tokens", 0)),
+            tokens_in=counts[0] or 0,
+            tokens_out=counts[1] or 0,
             cost=cost,
             latency=time.perf_counter() - start,
             attempts=attempts,
         )
 
 
-def _int(value: Any) -> int:
+def _int(value: Any) -> int | None:
+    """A reply's token count: 0 when it gives none, None when it is no count in
+    `bounds.TOKENS` (-5, 10^30): unknown, and so is the call's cost."""
     try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+        count = int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return count if bounds.TOKENS.contains(count) else None
 
 
 def reply_text(response: Any) -> tuple[str | None, str | None]:

@@ -65,7 +65,12 @@ def plan_tasks(
     """
 
     tasks = spec.tasks
-    if only:
+    if only is not None and not only:  # `--tasks "$TASKS"` with it empty: not every task
+        raise SpecError(
+            f"{spec.path}: --tasks names no task; give comma-separated task names of this "
+            f"spec ({', '.join(spec.tasks)}), or leave --tasks out to run them all"
+        )
+    if only is not None:
         unknown = [t for t in only if t not in spec.tasks]
         if unknown:
             raise SpecError(

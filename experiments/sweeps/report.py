@@ -10,7 +10,7 @@ from typing import Any
 from experiments.analysis import compare as cmp
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
-from experiments.names import figure_file
+from experiments.names import figure_files
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
@@ -159,12 +159,10 @@ def _figures(
         spec_ = catalog.task(task).spec
         labels = spec_.labels if spec_.is_classification else None
         chance[task] = 1.0 / len(labels) if labels else None
-    for model in sorted({o.model for o in outcomes}):
+    files = figure_files(spec.name, sorted({o.model for o in outcomes}))
+    for model, filename in files.items():  # models with one `safe_model`: each its own
         mine = [o for o in outcomes if o.model == model]
         rows = [r for r in table if r["model"] == model]
-        filename = figure_file(spec.name, model)
-        if filename in figures:  # another model with the same `safe_model`: keep both
-            filename = figure_file(spec.name, model, hashed=True)
         draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
         figures[filename] = draw(spec.name, model, mine, rows, chance)
     return figures

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.names import METRIC_NAMES, hashed_key, metric_key, safe_name
+from experiments.names import METRIC_NAMES, hashed_key, is_spelled_out, metric_key, safe_name
 from experiments.tracking.store import (
     TrackingConfig,
     _git_commit,
@@ -34,6 +34,8 @@ class TrackerBase:
         self.mlflow = _quiet_mlflow()
         self.commit = _git_commit()
         self._renamed: dict[str, dict[str, str]] = {}  # run id -> {short metric name: full}
+        # study parents found FINISHED: a rerun that fails leaves them so (`Parents.finish`)
+        self._was_finished: set[str] = set()
 
     def _log_metrics(self, run_id: str, metrics: dict[str, Any]) -> None:
         """Log metrics; a name MLflow would refuse (over 250 characters, or read as a path:
@@ -58,7 +60,7 @@ class TrackerBase:
         renamed = self._renamed.setdefault(run_id, {})
         before = dict(renamed)
         for name, key in keys.items():
-            if shared[key] > 1:  # two names, one key: each gets its own
+            if shared[key] > 1 or is_spelled_out(name):  # two names, one key: each its own
                 keys[name] = key = hashed_key(name)
             if key != safe_name(name):  # shortened: say what it stands for
                 renamed[key] = name

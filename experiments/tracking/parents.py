@@ -143,7 +143,9 @@ class Parents(TrackerBase):
         self.client.update_run(run_id, status="RUNNING")
 
     def study_parent(self, study_name: str, study_key: str, params: dict[str, Any]) -> str:
-        """The optimisation study's parent run in this store: found by its key, else new."""
+        """The optimisation study's parent run in this store: found by its key, else new.
+        A found one is RUNNING while the rerun runs; one found FINISHED ends FINISHED
+        whatever the rerun does (`finish`): a rerun never demotes a finished verdict."""
         exp = self.experiment_id(study_suffix(study_name))
         lock = f"study-{study_key[:32]}.lock"
         tags = {STUDY_NAME: study_name}
@@ -151,6 +153,8 @@ class Parents(TrackerBase):
             exp, lock, "study", STUDY, study_key, study_name, tags, params
         ) as (run_id, found):
             if found:
+                if self.run_status(run_id) == "FINISHED":
+                    self._was_finished.add(run_id)
                 self.client.update_run(run_id, status="RUNNING")
             return run_id
 
@@ -179,7 +183,10 @@ class Parents(TrackerBase):
         self._log_metrics(parent_id, metrics)
 
     def finish(self, run_id: str, ok: bool) -> None:
-        """End a run in the state that tells the truth: FINISHED only when all went well."""
+        """End a run in the state that tells the truth: FINISHED only when all went well, or
+        when it is a study parent that was FINISHED before this rerun (its verdict stands;
+        the rerun's error says what failed)."""
+        ok = ok or run_id in self._was_finished
         self.client.set_terminated(run_id, status="FINISHED" if ok else "FAILED")
 
     def _children(self, parent_id: str, trial_id: str | None = None) -> list[Any]:

@@ -19,6 +19,8 @@ from experiments.names import (
     SEQUENTIAL_MEASURES,
     TRIAL_ID,
     TRIAL_STATUS,
+    _param,
+    comparison_parts,
     cost_metric_name,
     experiment_name,
     p_value_names,
@@ -75,11 +77,12 @@ class Reports(Parents):
         self.client.log_dict(parent_id, doc, "comparisons.json")
         self.client.log_text(parent_id, comparisons_csv(table), "comparisons.csv")
         metrics: dict[str, Any] = {}
-        for row in table:
+        # named among all the rows, tested or not, so a comparison keeps its name on a rerun
+        for row, part in zip(table, comparison_parts(table), strict=True):
             if row.get("p_value") is None:
                 continue  # untested (an incomplete trial): no number to log
             # full names here; `_log_metrics` makes them MLflow names (`metric_key`)
-            key, corrected = p_value_names(row)
+            key, corrected = p_value_names(row, part)
             metrics[key] = row["p_value"]
             metrics[corrected] = row["p_corrected"]
         self._log_metrics(parent_id, metrics)
@@ -101,23 +104,24 @@ class Reports(Parents):
             cost_metric_name(k): cost.get(k) for k in COST_FIELDS if cost.get(k) is not None
         }
         tags: dict[str, str] = {}  # full names; `_keys` makes them MLflow names
-        for row in sequential:
+        for row, part in zip(sequential, comparison_parts(sequential), strict=True):
             values = {**row, "n_looks": len(row.get("looks") or ())}
             for measure in SEQUENTIAL_MEASURES:
-                metrics[sequential_metric_name(row, measure)] = values.get(measure)
+                metrics[sequential_metric_name(row, measure, part)] = values.get(measure)
             for gone in row.get("eliminated") or ():  # rows it had when eliminated
-                metrics[sequential_metric_name(row, f"eliminated.{gone['variant']}")] = gone["rows"]
-            tags[sequential_metric_name(row, "decision")] = sequential_decision(row)[:5000]
+                gone_name = sequential_metric_name(row, f"eliminated.{gone['variant']}", part)
+                metrics[gone_name] = gone["rows"]
+            tags[sequential_metric_name(row, "decision", part)] = sequential_decision(row)[:5000]
             if "best_identified" in row:  # best-of-k: is A the best arm, or one of several?
                 identified = bool(row.get("best_identified"))
-                tags[sequential_metric_name(row, "best_identified")] = str(identified).lower()
-                tags[sequential_metric_name(row, "in_contention")] = ", ".join(
+                tags[sequential_metric_name(row, "best_identified", part)] = str(identified).lower()
+                tags[sequential_metric_name(row, "in_contention", part)] = ", ".join(
                     map(str, row.get("in_contention") or ())
                 )[:5000]
         self._log_metrics(parent_id, metrics)
         keys = self._keys(parent_id, list(tags))
         for name, value in tags.items():
-            self.client.set_tag(parent_id, keys[name], value)
+            self.client.set_tag(parent_id, keys[name], _param(value))
 
     @_store_op("reading the sweep's comparisons")
     def logged_comparisons(self, parent_id: str, figures: list[str]) -> dict[str, Any] | None:

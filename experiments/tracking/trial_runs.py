@@ -74,7 +74,9 @@ class TrialRuns(Parents, Registry):
         self.client.log_batch(
             run_id,
             params=[Param(k, _param(x)) for k, x in params.items()],
-            tags=[RunTag("mlflow.note.content", result.failure_reason())] if not status.ok else [],
+            tags=[RunTag("mlflow.note.content", _param(result.failure_reason()))]
+            if not status.ok
+            else [],
         )
         self._log_metrics(run_id, _trial_metrics(summary, result.metric))
         self._log_trial_artifacts(run_id, result, compiled, rows, summary, source)

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +231,7 @@ def read_graded_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = list(reader.fieldnames or [])
-        twice = sorted({c for c in header if header.count(c) > 1})
+        twice = sorted(c for c, n in Counter(header).items() if n > 1)  # linear
         if twice:  # a reader keeps only the last of two same-named columns
             raise GradingError(
                 f"{path}: line 1: column(s) {', '.join(map(repr, twice))} appear more than "

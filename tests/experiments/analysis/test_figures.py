@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
+from matplotlib.text import Text
 
 from experiments.analysis.figures import draws_figure, pair_figure
 
@@ -272,3 +273,20 @@ def test_untested_draws_are_marked_incomplete() -> None:
 def test_empty_sweep_still_gives_labelled_figures() -> None:
     assert_labelled(pair_figure("s", "m", [], []))
     assert_labelled(draws_figure("s", "m", [], []))
+
+
+def test_names_with_dollar_signs_are_drawn_as_written() -> None:
+    """A model or variant named with two '$' (`openai/$\\foo$`, `$x_1$`) was read as TeX by
+    matplotlib: the figure failed to save ('Unknown symbol') after every trial had run, or
+    showed another name (x with a subscript 1). Names are drawn as they are written."""
+    import io
+
+    names = {"A": "$\\foo$", "B": "$x_1$"}
+    outcomes = [Outcome("t1", names["A"], 0.70), Outcome("t1", names["B"], 0.64)]
+    row = pair_row("t1", a=names["A"], b=names["B"], **ARMS)
+    fig = pair_figure("s$", "openai/$\\bar$", outcomes, [row], {"t1": 0.5})
+    fig.savefig(io.BytesIO(), format="png")  # raised ValueError: Unknown symbol
+    drawn = [t for t in fig.findobj(Text) if t.get_text()]
+    assert any("openai/$\\bar$" in t.get_text() for t in drawn)  # the title
+    assert any(t.get_text() == "$x_1$" for t in drawn)  # the legend
+    assert not [t.get_text() for t in drawn if t.get_parse_math() and "$" in t.get_text()]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,41 @@ def test_bad_fields_are_one_line_naming_the_file(
     with pytest.raises(ImportInputError) as e:
         reader("jsonl")(p, opts)
     assert message in str(e.value) and str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def _within(seconds: float, work: Callable[[], object]) -> object:
+    """`work()`'s result, or a failure if it takes longer than `seconds` (it runs on in a
+    daemon thread: a quadratic reader would take hours)."""
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert out, f"still reading after {seconds} s"
+    return out[0]
+
+
+def test_a_csv_with_many_columns_is_read_in_linear_time(tmp_path: Path) -> None:
+    """A results or grades CSV of 200,000 columns (3 MB) is read, or refused for a column
+    given twice, in seconds: the header's duplicate check counted each column over the whole
+    header (quadratic), and a 10^6-column file did not finish in 5 minutes."""
+    from experiments.trials.grading import GradingError, read_graded_csv
+
+    extra = [f"c{i}" for i in range(200_000)]
+    head = ",".join(["row", "variant", "model", "task", "correct", *extra])
+    cells = ",".join("0" for _ in extra)
+    lines = [head] + [f"{i},{v},m,hearsay,{i % 2},{cells}" for v in "AB" for i in range(3)]
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(lines) + "\n")
+    trials = _within(60, lambda: reader("csv")(path, ReadOptions()))
+    assert isinstance(trials, list) and len(trials) == 2
+    graded = tmp_path / "grades.csv"
+    graded.write_text(",".join(["index", *extra, "c7"]) + "\n")
+
+    def refusal() -> object:
+        try:
+            return read_graded_csv(graded)
+        except GradingError as e:
+            return e
+
+    refused = _within(60, refusal)
+    assert isinstance(refused, GradingError) and "'c7'" in str(refused)

@@ -312,3 +312,29 @@ def test_a_completed_batch_that_names_no_output_file_fails_every_row_once(
         assert cache.get(r.key) is None
     assert len(client(cache).run(reqs, cache)) == N  # the rerun submits them all again
     assert stub.batches.counts["batch_create"] == 2
+
+
+@pytest.mark.parametrize("tokens", [-5, 10**30])
+def test_a_token_count_out_of_range_is_unknown_never_a_cost(
+    stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch, tokens: int
+) -> None:
+    """A server or batch line that says a reply took -5 or 10^30 prompt tokens keeps its
+    answer at an unknown cost (0 tokens counted): before, a run was complete with
+    tokens_in = -15 and a cost of -4.5e-07 USD, or 3e30 tokens and 4.5e23 USD, unflagged."""
+    from experiments.llm.batch_results import parse_line
+
+    usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": 11}
+    payload = stub.reply_payload
+
+    def reply(path: str, body: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**payload(path, body, *args, **kwargs), "usage": usage}
+
+    monkeypatch.setattr(stub, "reply_payload", reply)
+    lm = LiteLLMModel(MODEL, api_base=stub.url, max_retries=0)
+    direct = lm.complete("Q: x\nA:", DECODING)
+    body = reply("/v1/chat/completions", {"model": "gpt-4o-mini", "messages": []})
+    line = {"custom_id": "r0", "response": {"status_code": 200, "body": body}}
+    batched = parse_line(line, "batch_1", lambda i, o: 1e-6 * i + 1e-6 * o)
+    for c in (direct, batched):
+        assert c.error is None and c.text  # the answer is kept
+        assert c.cost is None and c.tokens_in == 0

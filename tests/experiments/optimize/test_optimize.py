@@ -463,3 +463,35 @@ def test_default_pruner_saves_calls_without_pruning_a_better_trial(
         if t.state.name == "COMPLETE" and t.value > best_value:
             incumbent, best_value = true_p(t.params), t.value
     assert true_p(pruned_study.best_params) == true_p(full_study.best_params)
+
+
+def test_a_failing_rerun_never_demotes_a_finished_study(
+    catalog: Catalog, tracker: Tracker, tmp_path: Path
+) -> None:
+    """A rerun of a FINISHED study whose every call fails (the server down) ends in its error,
+    and the study's parent run stays FINISHED with its verdict: a rerun never demotes a
+    finished result (issue 30, defect 15's class)."""
+
+    class Down(SpyLM):
+        def complete(self, prompt: str, decoding: Decoding) -> Completion:
+            return Completion(None, error="APIError 500 after 1 attempt(s): internal error")
+
+    cfg = OptimizeConfig(
+        task="hearsay", model="scripted/lm", n_trials=2, storage=f"sqlite:///{tmp_path}/o.db",
+        sampler="random", seed=1, dev_limit=12, heldout_limit=10,
+    )  # fmt: skip
+    report = optimize(cfg, catalog, SpyLM(), tracker)
+    exp = tracker.client.get_experiment_by_name(f"t/optimize/{report.study}")
+
+    def parent() -> Any:
+        runs = tracker.client.search_runs([exp.experiment_id])
+        (run,) = [r for r in runs if r.data.tags.get("workbench.kind") == "study"]
+        return run
+
+    before = parent()
+    assert before.info.status == "FINISHED"
+    with pytest.raises(WorkbenchError):
+        optimize(cfg, catalog, Down(), tracker)
+    after = parent()
+    assert after.info.status == "FINISHED"
+    assert after.data.metrics["heldout_score"] == before.data.metrics["heldout_score"]

@@ -296,3 +296,17 @@ def test_review_a_bom_does_not_hide_the_index_column(tmp_path: Path) -> None:
     path.write_text("\ufeffindex\ttext\tanswer\n0\ta\tYes\n0\ta\tYes\n", encoding="utf-8")
     with pytest.raises(DataError, match="repeat"):
         read_tsv(path)
+
+
+@pytest.mark.parametrize("tasks", ["", " , "])
+def test_tasks_naming_no_task_is_refused_not_the_whole_spec(
+    lb_dir: Path, tmp_path: Path, tasks: str
+) -> None:
+    """`--tasks "$TASKS"` with the variable empty named no task and ran every task of the
+    spec (3 trials planned instead of none): now one line naming --tasks, exit 2."""
+    env = workbench_env(tmp_path, lb_dir, "t")
+    spec = str(REPO / "ablations" / "demo.yaml")
+    r = run_cli(["sweep", spec, "--tasks", tasks, "--dry-run"], env, tmp_path, timeout=300)
+    assert r.returncode == 2, (r.stdout[-2000:], r.stderr[-2000:])
+    _one_line(r, "--tasks")
+    assert r.stdout == ""

@@ -134,7 +134,7 @@ def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
     exp = tracker.experiment_id("hostile")
     for name in HOSTILE:
         run = tracker._create_run(exp, run_name(f"hearsay.{name}.m"), {}, {"variant": name})
-        assert tracker.client.get_run(run).data.params["variant"] == name
+        assert tracker.client.get_run(run).data.params["variant"] == name.replace("\x00", "\\x00")
 
     metrics = tracker.client.get_run(parent).data.metrics
     tags = tracker.client.get_run(parent).data.tags
@@ -147,3 +147,74 @@ def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
         decision = f"sequential.{row['task']}.{row['model']}.{row['a']}_vs_{row['b']}.decision"
         assert tags[key_of.get(decision, safe_name(decision))] == "A"
     _forget_mlflow_stores()
+
+
+# two comparisons whose names coincide in full: `a` vs `b_vs_c` and `a_vs_b` vs `c`; model `m`
+# with variant `x.a` and model `m.x` with variant `a`
+COINCIDING = [("a", "b_vs_c", "m"), ("a_vs_b", "c", "m"), ("x.a", "b", "m"), ("a", "b", "m.x")]
+
+
+def test_comparisons_whose_names_coincide_each_keep_their_own_value(tracker: Tracker) -> None:
+    """Two comparisons whose metric names would be one string (`_vs_` or a `.` inside a
+    variant or model name) each get their own p-values and sequential numbers: before, the
+    second overwrote the first and MLflow showed one comparison's p-value for both."""
+    parent = tracker.parent_run("coinciding", "3" * 64, {"spec": "c.yaml"})
+    table, sequential = [], []
+    for i, (a, b, model) in enumerate(COINCIDING):
+        table.append({**_row(a, b, model), "p_value": (i + 1) / 100, "p_corrected": (i + 1) / 50})
+        sequential.append({**_row(a, b, model), "decision": f"d{i}", "n": 10 + i, "looks": [1]})
+    tracker.log_comparisons(parent, {"comparisons": table}, {})
+    tracker.log_cost(parent, {"model_calls": 3}, sequential)
+    run = tracker.client.get_run(parent)
+    names = json.loads(tracker._artifact_text(parent, "metric_names.json"))
+
+    def full(key: str) -> str:  # the name a key stands for
+        return str(names.get(key, key))
+
+    metrics = {full(k): v for k, v in run.data.metrics.items()}
+    tags = {full(k): v for k, v in run.data.tags.items()}
+    p_values = sorted(v for k, v in metrics.items() if k.startswith("p_value."))
+    corrected = sorted(v for k, v in metrics.items() if k.startswith("p_value_corr"))
+    looks = sorted(v for k, v in metrics.items() if k.endswith(".n"))
+    decisions = sorted(v for k, v in tags.items() if k.endswith(".decision"))
+    assert p_values == [(i + 1) / 100 for i in range(len(COINCIDING))]
+    assert corrected == [(i + 1) / 50 for i in range(len(COINCIDING))]
+    assert looks == [10 + i for i in range(len(COINCIDING))]
+    assert decisions == [f"d{i}" for i in range(len(COINCIDING))]
+    # each name says which comparison it is
+    for name, value in metrics.items():
+        if name.startswith("p_value."):
+            a, b, model = COINCIDING[round(value * 100) - 1]
+            assert json.loads(name.removeprefix("p_value.")) == ["hearsay", model, a, b]
+    _forget_mlflow_stores()
+
+
+def test_a_nul_in_a_name_never_reaches_a_store(tracker: Tracker) -> None:
+    """PostgreSQL and MySQL refuse a NUL in any text column: an imported variant named
+    'a\\x00b' ran every comparison and then failed the store ("A string literal cannot contain
+    NUL") on every rerun. Param values, run names and the tags that carry names (a
+    sequential decision, the arms in contention, a failed run's note) show it as '\\x00'."""
+    from experiments.names import _param
+
+    assert _param("a\x00b") == "a\\x00b" and _param("plain") == "plain"
+    assert "\x00" not in _param("x\x00" * 4000)  # cut to 6000 characters, still no NUL
+    parent = tracker.parent_run("nul", "4" * 64, {"spec": "nul.yaml"})
+    row = {**_row("a\x00b", "b", "m\x00"), "decision": "A", "n": 10, "looks": [1]}
+    row |= {"best_identified": False, "in_contention": ["a\x00b", "b"]}
+    tracker.log_cost(parent, {"model_calls": 3}, [row])
+    tracker._create_run(tracker.experiment_id("nul"), "r", {}, {"variant": "a\x00b"})
+    run = tracker.client.get_run(parent)
+    for value in [*run.data.tags.values(), *run.data.params.values()]:
+        assert "\x00" not in value
+    assert "a\\x00b, b" in run.data.tags.values()
+    _forget_mlflow_stores()
+
+
+def test_models_differing_only_in_case_get_their_own_figures() -> None:
+    """`M` and `m` (or `A/b` and `a_b`) made figure files that differ only in case: on macOS
+    or Windows, or an artifact store that ignores case, one figure replaced the other."""
+    from experiments.names import figure_files
+
+    files = figure_files("s", ["M", "m", "A/b", "a_b", "openai/gpt-4o"])
+    assert len({f.casefold() for f in files.values()}) == 5
+    assert files["M"] == "figure_s_M.png" and files["openai/gpt-4o"] == "figure_s_openai_gpt_4o.png"
