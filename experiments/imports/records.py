@@ -78,6 +78,18 @@ class ReadOptions:
     epochs: str | None = None  # --epochs: "reduce" (default) or "separate" (inspect)
     scorer: str | None = None  # --scorer: the score that is the correctness (inspect, lm-eval)
 
+    def __post_init__(self) -> None:
+        # an empty value (a script's empty $FIELD) would silently mean the default field
+        for option, value in (
+            ("--task", self.task), ("--variant-from", self.variant_from),
+            ("--model-from", self.model_from), ("--epochs", self.epochs),
+            ("--scorer", self.scorer),
+        ):  # fmt: skip
+            if value is not None and not value.strip():
+                raise ImportInputError(
+                    f"{option} is empty; give a name, or leave the option out for the default"
+                )
+
 
 Reader = Callable[[Path, ReadOptions], list[ImportedTrial]]
 

@@ -114,3 +114,20 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     assert result.stdout == ""
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no store, no run, no file
     assert not (tmp_path / "store" / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("option", ["--task", "--variant-from", "--model-from", "--scorer"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_field_option_is_refused_not_the_default(
+    tmp_path: Path, lb_dir: Path, monkeypatch: pytest.MonkeyPatch, option: str, value: str
+) -> None:
+    """A script's empty `$FIELD` (`--variant-from ""`) silently read the default field."""
+    (tmp_path / "store").mkdir()
+    wb = Workbench(tmp_path / "store", lb_dir, monkeypatch)
+    path = write_jsonl(tmp_path / "data.jsonl", GOOD)
+    result = wb("import", "jsonl", str(path), "--n-resamples", "200", option, value)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and option in err and "empty" in err, err
+    assert result.stdout == ""
+    assert not (tmp_path / "store" / "mlflow.db").exists()
