@@ -106,13 +106,6 @@ def refuse_secrets(paths: Sequence[Path]) -> None:
             )
 
 
-def _text(path: Path) -> str:
-    """A source file's text as read (checked again: it may have changed since), with bytes
-    that are not UTF-8 (an inspect .eval zip) replaced."""
-    data = inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
-    return data.decode("utf-8", errors="replace")
-
-
 def _sha(path: Path) -> str:
     return hashlib.sha256(
         inputs.read_bytes(path, WHAT, ImportInputError, inputs.MAX_DATA_BYTES)
