@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from experiments.trials.record import TrialStatus
@@ -273,11 +274,13 @@ def across_table(across: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
+def sweep_summary(
+    result: dict[str, Any], tracking_uri: str, reports_dir: str | Path = "reports"
+) -> str:
     """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
 
     `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
-    the comparison table's invalid-output columns.
+    the comparison table's invalid-output columns; `reports_dir` is where its files went.
     """
     lines = [
         f"sweep {result['sweep']}: {result['trials']} trials "
@@ -300,7 +303,8 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
         )
     if result.get("figures"):
         lines.append("figures: " + ", ".join(result["figures"]))
-    lines.append(f"table: reports/{result['sweep']}/comparisons.csv ; MLflow store: {tracking_uri}")
+    table = Path(reports_dir) / result["sweep"] / "comparisons.csv"
+    lines.append(f"table: {table} ; MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
     lines.append(
         "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "

@@ -332,10 +332,12 @@ def _tasks_folder(folder: Path | str, missing: str) -> Path:
 class LocalSource(DataSource):
     """A directory in LegalBench's layout: `<root>/tasks/<task>/{train,test}.tsv` + prompts."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, missing: str | None = None) -> None:
+        """`missing` (its `{}` the folder): the message when `root` is no directory."""
         tasks_dir = _tasks_folder(
             root,
-            "data directory {} does not exist; set LEGALBENCH_DIR or --data-dir to a "
+            missing
+            or "data directory {} does not exist; set LEGALBENCH_DIR or --data-dir to a "
             "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)",
         )
         super().__init__(tasks_dir, tasks_dir)
@@ -469,15 +471,37 @@ def default_source(
     hf: bool = False,
     prompts_dir: str | None = None,
     cache_dir: str | None = None,
+    project_dir: str | None = None,
+    project_file: str = "mlflow.yaml",
 ) -> DataSource:
-    """Pick the data source from CLI options and the environment."""
+    """Pick the data source from CLI options, the environment, then the project.
+
+    `project_dir` is the folder the project file `project_file` names (`legalbench_dir:`),
+    used when neither `data_dir` nor ``$LEGALBENCH_DIR`` is given; the caller reads it
+    (promptlib does not know where the project file is). An error then names all three ways
+    to give the folder.
+    """
     if hf:
         cache = cache_dir or os.environ.get("WORKBENCH_CACHE_DIR") or "~/.cache/workbench"
         return HuggingFaceSource(cache, prompts_dir or os.environ.get("LEGALBENCH_PROMPTS_DIR"))
     root = data_dir or os.environ.get("LEGALBENCH_DIR")
-    if not root:
+    if root:
+        return LocalSource(root)
+    ways = (
+        f"pass --data-dir, set LEGALBENCH_DIR, or set legalbench_dir: in {project_file} to a "
+        "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)"
+    )
+    if not project_dir:
         raise DataError(
-            "no LegalBench data configured: set LEGALBENCH_DIR (or pass --data-dir) to a folder "
-            "in LegalBench's layout, or pass --hf to download nguha/legalbench"
+            f"no LegalBench data configured: {ways}; or pass --hf to download nguha/legalbench"
         )
-    return LocalSource(root)
+    return LocalSource(
+        project_dir,
+        f"data directory {{}} (legalbench_dir: in {_braces(project_file)}) does not exist; "
+        + _braces(ways),
+    )
+
+
+def _braces(text: str) -> str:
+    """`text` with its braces doubled, to sit in a `str.format` template."""
+    return text.replace("{", "{{").replace("}", "}}")

@@ -181,7 +181,8 @@ def sweep(
     if as_json:
         typer.echo(output.as_json(result))
     else:
-        typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
+        uri = safe_url(tracker.config.tracking_uri)
+        typer.echo(output.sweep_summary(result, uri, settings.reports_dir()))
     if result.get("rebuilt"):
         typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
     if result["incomplete"]:
@@ -219,7 +220,8 @@ def optimize(
         str | None,
         typer.Option(
             "--storage",
-            help="Optuna storage URL (default sqlite:///optuna.db); "
+            help="Optuna storage URL (default: optuna.db beside the project's mlflow.yaml, "
+            "or its optuna_storage); "
             "a PostgreSQL URL shares the study between processes.",
         ),
     ] = None,
