@@ -1,7 +1,8 @@
 """Folders and `WORKBENCH_*` settings read from the environment, in one place.
 
-Below every other experiments module but `experiments.bounds` (the ranges of its numbers), so
-any of them may read a setting without an import circle. A reader that refuses a bad value
+Below every other experiments module but `experiments.bounds` (the ranges of its numbers) and
+`experiments.project` (the project file its folders are relative to), so any of them may read a
+setting without an import circle. A reader that refuses a bad value
 raises the error class its caller passes (`error=`): the caller's own (`ModelError`,
 `ExecutorError`), so the exception a user or a test sees does not depend on where the value
 is read.
