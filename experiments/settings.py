@@ -7,7 +7,8 @@ raises the error class its caller passes (`error=`): the caller's own (`ModelErr
 is read.
 
 `promptlib.data.default_source` reads ``WORKBENCH_CACHE_DIR`` with the same default itself
-(promptlib cannot import experiments); a test checks the two defaults are equal.
+(promptlib cannot import experiments); a test checks the two defaults are equal. The same
+holds for ``WORKBENCH_TASKS_DIR``, read by `promptlib.taskmeta.user_tasks_dir`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ RUNS_DIR_ENV = "WORKBENCH_RUNS_DIR"
 DEFAULT_RUNS_DIR = "runs"
 #: where `workbench sweep` writes its reports (relative to the cwd)
 REPORTS_DIR = "reports"
+#: where `workbench task new` writes the user's own tasks, which every command lists beside
+#: LegalBench's (the XDG data folder's place, so they outlive a cache clean-up)
+TASKS_DIR_ENV = "WORKBENCH_TASKS_DIR"
+DEFAULT_TASKS_DIR = "~/.local/share/workbench/tasks"
 MLFLOW_CONFIG_ENV = "WORKBENCH_MLFLOW_CONFIG"
 DEFAULT_MLFLOW_CONFIG = "mlflow.yaml"
 
@@ -39,6 +44,11 @@ def cache_dir() -> Path:
 def cache_dir_from_env() -> bool:
     """Whether the user chose the cache folder (``WORKBENCH_CACHE_DIR`` set and not empty)."""
     return bool(os.environ.get(CACHE_DIR_ENV))
+
+
+def tasks_dir() -> Path:
+    """The user task folder: ``$WORKBENCH_TASKS_DIR``, else `DEFAULT_TASKS_DIR` (expanded)."""
+    return Path(os.environ.get(TASKS_DIR_ENV) or DEFAULT_TASKS_DIR).expanduser()
 
 
 def responses_dir() -> Path:
