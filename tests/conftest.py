@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 # `workbench run` logs to MLflow by default; a test that does not give the subprocess its
 # own store (`workbench_env`) must not create ./mlflow.db in the repository.
 os.environ.setdefault("WORKBENCH_NO_TRACK", "1")
+# Nor may a developer's own tasks (`workbench task new`) join the catalog of a test: user
+# tasks live in a folder that does not exist unless a test sets WORKBENCH_TASKS_DIR itself.
+os.environ["WORKBENCH_TASKS_DIR"] = os.path.join(
+    tempfile.gettempdir(), f"workbench-tests-{os.getpid()}", "no-user-tasks"
+)
 
 
 def legalbench_dir() -> Path | None:

@@ -148,6 +148,7 @@ def draft_task(
         if train_given is not None:
             train, test = train_given, rows
         else:
+            _refuse_repeats(rows, request, main.where)
             train, test = _split(rows, request, inferred, main.where)
         _refuse_crossing(train, test, request, main.where, train_where)
         demos = _demos(train, request, inferred, train_where)
@@ -343,10 +344,15 @@ def _demos(train: list[Row], request: TaskRequest, inferred: Inferred, where: st
         picks = sample_demos(
             candidates, k, request.seed, balanced=inferred.labels is not None, what=where
         )
-    except VariantError as e:
+    except VariantError:
+        counts: dict[str, int] = {}
+        for r in train:
+            counts[r[GOLD_COLUMN]] = counts.get(r[GOLD_COLUMN], 0) + 1
+        held = ", ".join(f"{label}: {n}" for label, n in sorted(counts.items()))
         raise DataError(
-            f"too few rows for the demonstrations asked: {e} (here: lower --demos, or give "
-            "more train rows of that label)"
+            f"{where}: too few rows for the demonstrations asked: --demos {k} are drawn evenly "
+            f"over the {len(counts)} labels, and the train rows hold too few of one ({held}); "
+            "lower --demos, or give more train rows of that label"
         ) from None
     by_index = {r["index"]: r for r in train}
     return [by_index[p.index] for p in picks]
