@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 _PARTY = ["The Recipient", "The Supplier", "The Employee", "The Licensee", "Each party",
@@ -60,14 +61,14 @@ def write_csv(path: Path, rows: list[dict[str, str]], header: list[str] | None =
     return path
 
 
-def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+def write_jsonl(path: Path, rows: Sequence[Mapping[str, object]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
-def write_parquet(path: Path, rows: list[dict[str, object]]) -> Path:
+def write_parquet(path: Path, rows: Sequence[Mapping[str, object]]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), path)
     return path

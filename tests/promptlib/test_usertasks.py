@@ -66,7 +66,11 @@ def test_a_csv_becomes_a_task_the_catalog_reads(tmp_path: Path, csv_file: Path) 
     assert catalog.names() == ("my_clauses",)
     task = catalog.task("my_clauses")
     spec = task.spec
-    assert (spec.task_type, spec.labels, spec.metric) == ("binary", ("Yes", "No"), "balanced_accuracy")
+    assert (spec.task_type, spec.labels, spec.metric) == (
+        "binary",
+        ("Yes", "No"),
+        "balanced_accuracy",
+    )
     assert (spec.n_train, spec.n_test, spec.user_task, spec.slice_column) == (4, 56, True, "kind")
     assert spec.to_json()["user_task"] is True
     # the base prompt: the instruction, 4 demonstrations (2 per label), the query template
@@ -141,7 +145,9 @@ def test_tsvs_keep_tabs_quotes_and_newlines(tmp_path: Path) -> None:
     rows[3]["clause_text"] = 'He said "stop"\tthen\nleft; the Recipient shall not tell anyone.'
     path = write_csv(tmp_path / "odd.csv", rows)
     folder = _make(tmp_path, _request(path, demos=0))
-    texts = {r["clause_text"] for s in ("train", "test") for r in read_tsv(folder / f"{s}.tsv").rows}
+    texts = {
+        r["clause_text"] for s in ("train", "test") for r in read_tsv(folder / f"{s}.tsv").rows
+    }
     assert rows[3]["clause_text"] in texts
 
 
@@ -194,7 +200,10 @@ def test_a_task_without_labels_warns_on_every_compile(tmp_path: Path) -> None:
 
 def test_stated_labels_are_kept_and_checked(tmp_path: Path, csv_file: Path) -> None:
     draft = draft_task(_request(csv_file, labels=parse_labels("No, Yes, Unclear")), LEGALBENCH)
-    assert (draft.inferred.task_type, draft.inferred.labels) == ("multi-class", ("No", "Yes", "Unclear"))
+    assert (draft.inferred.task_type, draft.inferred.labels) == (
+        "multi-class",
+        ("No", "Yes", "Unclear"),
+    )
     with pytest.raises(DataError, match=r"not in --labels \(Yes, Maybe\).*'No'"):
         draft_task(_request(csv_file, labels=parse_labels("Yes,Maybe")), LEGALBENCH)
     with pytest.raises(DataError, match="one label once case and punctuation"):
@@ -214,7 +223,9 @@ def _refused(tmp_path: Path, request: TaskRequest, match: str) -> str:
 def test_refuses_an_empty_answer_column(tmp_path: Path) -> None:
     rows = [{**r, "restricts": ""} for r in clauses(20)]
     path = write_csv(tmp_path / "empty.csv", rows)
-    msg = _refused(tmp_path, _request(path), r"column 'restricts' is empty \(no row has an answer\)")
+    msg = _refused(
+        tmp_path, _request(path), r"column 'restricts' is empty \(no row has an answer\)"
+    )
     assert str(path) in msg and "--answer" in msg
 
 
@@ -230,7 +241,9 @@ def test_refuses_missing_answers_naming_the_rows(tmp_path: Path) -> None:
     rows[4]["restricts"] = ""
     rows[9]["restricts"] = " ? "
     path = write_csv(tmp_path / "holes.csv", rows)
-    msg = _refused(tmp_path, _request(path), r"2 row\(s\) of 20 have no answer in column 'restricts'")
+    msg = _refused(
+        tmp_path, _request(path), r"2 row\(s\) of 20 have no answer in column 'restricts'"
+    )
     assert "rows 5 and 10" in msg and "fill in each answer or remove those rows" in msg
     jpath = write_jsonl(tmp_path / "holes.jsonl", [{**r, "restricts": None} if i == 2 else r
                                                     for i, r in enumerate(clauses(20))])  # fmt: skip
@@ -240,9 +253,11 @@ def test_refuses_missing_answers_naming_the_rows(tmp_path: Path) -> None:
 def test_refuses_rows_in_both_train_and_test(tmp_path: Path) -> None:
     rows = clauses(40)
     test = write_csv(tmp_path / "test.csv", rows[:30])
-    train_rows = rows[30:] + [{**rows[7], "clause_text": "  " + rows[7]["clause_text"] + " "}]
+    train_rows = [*rows[30:], {**rows[7], "clause_text": "  " + rows[7]["clause_text"] + " "}]
     train = write_csv(tmp_path / "train.csv", train_rows)
-    msg = _refused(tmp_path, _request(test, train_source=str(train)), r"1 row\(s\) are in both train")
+    msg = _refused(
+        tmp_path, _request(test, train_source=str(train)), r"1 row\(s\) are in both train"
+    )
     assert "test row 8 = train row 11" in msg and str(train) in msg and str(test) in msg
     # one file the command splits: a repeated input could land on both sides
     dup = write_csv(tmp_path / "dup.csv", [*rows[:20], rows[3]])
@@ -338,7 +353,7 @@ def test_a_hub_dataset_offline_is_one_clear_error(
 def test_an_existing_task_is_replaced_only_with_force(tmp_path: Path, csv_file: Path) -> None:
     folder = _make(tmp_path, _request(csv_file))
     before = (folder / "test.tsv").read_text()
-    with pytest.raises(DataError, match="exists already .*--force"):
+    with pytest.raises(DataError, match=r"exists already .*--force"):
         _make(tmp_path, _request(csv_file, seed=5))
     assert (folder / "test.tsv").read_text() == before
     _make(tmp_path, _request(csv_file, seed=5), force=True)
@@ -382,7 +397,7 @@ def test_the_source_ignores_half_written_folders_and_refuses_clashes(
     assert both.task("my_clauses").meta is not None
     with pytest.raises(UnknownTaskError, match="did you mean 'my_clauses'"):
         both.task("my_clause")
-    with pytest.raises(UnknownTaskError, match="is a data file, not a task: .*task new"):
+    with pytest.raises(UnknownTaskError, match=r"is a data file, not a task: .*task new"):
         both.task("my.csv")
 
 
@@ -393,8 +408,8 @@ def test_a_hand_made_folder_or_edited_rows_are_named(tmp_path: Path, csv_file: P
     test = folder / "test.tsv"
     test.write_text(test.read_text().replace("\tNo\t", "\tMaybe\t", 1))
     catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
-    with pytest.raises(DataError, match="'Maybe'.* not in the label set"):
-        catalog.task("my_clauses").spec
+    with pytest.raises(DataError, match=r"'Maybe'.* not in the label set"):
+        _ = catalog.task("my_clauses").spec
     (tmp_path / "tasks" / "by_hand").mkdir()
     (tmp_path / "tasks" / "by_hand" / "test.tsv").write_text("index\tanswer\n0\tYes\n")
     problems = Catalog(UserTaskSource(tmp_path / "tasks")).survey()

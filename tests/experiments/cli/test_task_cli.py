@@ -89,7 +89,9 @@ def test_new_lists_and_renders_beside_legalbench(lb_dir: Path, tmp_path: Path) -
 
 @pytest.mark.data
 @pytest.mark.parametrize(
-    ("writer", "suffix"), [(write_jsonl, "jsonl"), (write_parquet, "parquet")], ids=["jsonl", "parquet"]
+    ("writer", "suffix"),
+    [(write_jsonl, "jsonl"), (write_parquet, "parquet")],
+    ids=["jsonl", "parquet"],
 )
 def test_jsonl_and_parquet_become_tasks_that_run(  # type: ignore[no-untyped-def]
     lb_dir: Path, tmp_path: Path, writer, suffix: str
@@ -141,7 +143,8 @@ def test_a_task_without_labels_says_so_on_every_run(lb_dir: Path, tmp_path: Path
 def test_macro_f1_is_the_declared_metric(lb_dir: Path, tmp_path: Path) -> None:
     env = _env(tmp_path, lb_dir)
     r = _new(tmp_path, env, write_csv(tmp_path / "m.csv", clauses(30)), "--metric", "f1")
-    assert r.returncode == 0, r.stderr and "metric F1" in r.stdout
+    assert r.returncode == 0, r.stderr
+    assert "metric F1 (macro, over the labels)" in r.stdout
     preds = tmp_path / "preds.jsonl"
     preds.write_text(
         "".join(json.dumps({"generation": g, "answer": a}) + "\n"
