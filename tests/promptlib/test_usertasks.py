@@ -428,3 +428,18 @@ def test_task_files_of_legalbench_carry_no_meta() -> None:
 
 def test_the_default_folder_is_documented() -> None:
     assert DEFAULT_TASKS_DIR == "~/.local/share/workbench/tasks"
+
+
+def test_force_without_an_atomic_swap_still_replaces_whole(
+    tmp_path: Path, csv_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where renameat2 cannot swap (another OS or file system), the old task is moved aside,
+    the new one renamed in, and the old one removed: no mixed folder, no leftovers."""
+    import promptlib.usertasks.write as write
+
+    folder = _make(tmp_path, _request(csv_file))
+    monkeypatch.setattr(write, "_exchange", lambda a, b: False)
+    _make(tmp_path, _request(csv_file, seed=9, demos=2), force=True)
+    assert read_meta(folder / META_FILE).labels == ("Yes", "No")
+    assert len(read_tsv(folder / "train.tsv").rows) == 2  # the new task, whole
+    assert [p.name for p in (tmp_path / "tasks").iterdir()] == ["my_clauses"]
