@@ -51,6 +51,7 @@ def task_list(entries: Sequence[Any]) -> str:
         lines.append(
             f"{s.name:<60} {s.task_type:<11} {s.metric:<36} "
             f"train={n_train:<4} test={n_test:<5} labels={labels}"
+            + ("  (your task)" if s.user_task else "")  # `workbench task new`'s, not LegalBench's
         )
     return "\n".join(lines)
 

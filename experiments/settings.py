@@ -8,12 +8,14 @@ raises the error class its caller passes (`error=`): the caller's own (`ModelErr
 is read.
 
 `promptlib.data.default_source` reads ``WORKBENCH_CACHE_DIR`` with the same default itself
-(promptlib cannot import experiments); a test checks the two defaults are equal.
+(promptlib cannot import experiments); a test checks the two defaults are equal. The same
+holds for ``WORKBENCH_TASKS_DIR``, read by `promptlib.taskmeta.user_tasks_dir`.
 
 The folders that were relative to the working folder (runs/, reports/, generated variants,
 optuna.db, the MLflow store) are relative to the project file's folder (`experiments.project`:
 the nearest mlflow.yaml from the working folder up, else the user-level one), which may also
-name them (`runs_dir:`, `reports_dir:`, ...); run from the project root they are where they were.
+name them (`runs_dir:`, `reports_dir:`, ...); run from the project root they are where
+they were.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ REPORTS_DIR = "reports"
 MLFLOW_CONFIG_ENV = project.CONFIG_ENV
 DEFAULT_MLFLOW_CONFIG = project.CONFIG_NAME
 DATA_DIR_ENV = "LEGALBENCH_DIR"
+#: where `workbench task new` writes the user's own tasks, which every command lists beside
+#: LegalBench's (the XDG data folder's place, so they outlive a cache clean-up)
+TASKS_DIR_ENV = "WORKBENCH_TASKS_DIR"
+DEFAULT_TASKS_DIR = "~/.local/share/workbench/tasks"
 
 
 def cache_dir() -> Path:
@@ -48,6 +54,11 @@ def cache_dir() -> Path:
 def cache_dir_from_env() -> bool:
     """Whether the user chose the cache folder (``WORKBENCH_CACHE_DIR`` set and not empty)."""
     return bool(os.environ.get(CACHE_DIR_ENV))
+
+
+def tasks_dir() -> Path:
+    """The user task folder: ``$WORKBENCH_TASKS_DIR``, else `DEFAULT_TASKS_DIR` (expanded)."""
+    return Path(os.environ.get(TASKS_DIR_ENV) or DEFAULT_TASKS_DIR).expanduser()
 
 
 def responses_dir() -> Path:

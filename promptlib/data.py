@@ -29,6 +29,7 @@ from promptlib.errors import (
     first_few,
 )
 from promptlib.progress import progress_bar
+from promptlib.taskmeta import TaskMeta
 
 SPLITS = ("train", "test")
 PROMPT_SUFFIX = ".txt"
@@ -234,6 +235,8 @@ class TaskFiles:
     name: str
     data_dir: Path
     prompt_dir: Path | None
+    #: a user task's declared facts (`task.json`); None for LegalBench's tasks
+    meta: TaskMeta | None = None
 
     def split_path(self, split: str) -> Path:
         return self.data_dir / f"{split}.tsv"
@@ -315,9 +318,24 @@ class DataSource:
             raise UnknownTaskError(
                 f"unknown task {name!r}{did_you_mean(name, self._names)} "
                 f"(run 'workbench tasks' for the {len(self._names)} known tasks)"
+                + own_data_hint(name)
             )
         prompt_dir = self.prompts_dir / name if self.prompts_dir is not None else None
         return TaskFiles(name, self.tasks_dir / name, prompt_dir)
+
+
+#: suffixes of the files `workbench task new` reads (a task name never has one)
+DATA_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".pq", ".tsv")
+
+
+def own_data_hint(name: str) -> str:
+    """For a task name that is a data file's name: how to make a task of that file."""
+    if not name.lower().endswith(DATA_FILE_SUFFIXES):
+        return ""
+    return (
+        f"; {name} is a data file, not a task: make it a task first with 'workbench task new "
+        f"NAME --from {name} --input COLUMN --answer COLUMN --instruction TEXT'"
+    )
 
 
 def _tasks_folder(folder: Path | str, missing: str) -> Path:

@@ -24,6 +24,11 @@ os.environ.setdefault("WORKBENCH_NO_TRACK", "1")
 _CONFIG_HOME = tempfile.mkdtemp(prefix="workbench-test-config-")
 atexit.register(shutil.rmtree, _CONFIG_HOME, ignore_errors=True)
 os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME
+# Nor may a developer's own tasks (`workbench task new`) join the catalog of a test: user
+# tasks live in a folder that does not exist unless a test sets WORKBENCH_TASKS_DIR itself.
+os.environ["WORKBENCH_TASKS_DIR"] = os.path.join(
+    tempfile.gettempdir(), f"workbench-tests-{os.getpid()}", "no-user-tasks"
+)
 
 
 def legalbench_dir() -> Path | None:

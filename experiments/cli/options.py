@@ -191,13 +191,14 @@ class Setup:
     def catalog(self) -> Any:
         if self._catalog is None:
             # start-up time: the CLI imports a command's modules when it runs
-            from promptlib.data import default_source
             from promptlib.tasks import Catalog
+            from promptlib.usertasks.source import catalog_source
 
             given = self.hf or self.data_dir or os.environ.get(settings.DATA_DIR_ENV)
             project = None if given else settings.data_default()
+            # LegalBench's tasks, and the user's own (WORKBENCH_TASKS_DIR) beside them
             self._catalog = Catalog(
-                default_source(
+                catalog_source(
                     data_dir=self.data_dir,
                     hf=self.hf,
                     prompts_dir=self.prompts_dir,

@@ -183,7 +183,11 @@ def run_trial(
     answered = [p for p in preds if p.generation is not None]
     gens = [p.scored_text or "" for p in answered]
     answers = [p.answer for p in answered]
-    on_answered = score(spec.task, gens, answers, spec.definition) if answered and scored else None
+    on_answered = (
+        score(spec.task, gens, answers, spec.definition, metric=metric)
+        if answered and scored
+        else None
+    )
     report = class_report(gens, answers, labels) if (labels and answered) else None
     costs = [c.cost for c in completions if c.cost is not None]
     made = [c for c, h in zip(completions, hits, strict=True) if not h and c.error is None]
