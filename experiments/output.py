@@ -621,12 +621,12 @@ def run_incomplete_error(
 ) -> str:
     """stderr line of `workbench run` for a trial with failed rows; `kept`: what of an
     earlier, better result this rerun left as it was (`run_kept_notes`), in the same line."""
-    # an error the same prompt meets every time (longer than the context) gets its fix,
+    # an error a rerun meets again (longer than the context, a missing key) gets its fix,
     # not the advice to run again
     then = (
         "Run the same command again to retry only those rows."
         if rerun_helps
-        else "The same prompts fail the same way every time: see the fix in the error."
+        else "The same prompts fail the same way until that is fixed: see the fix in the error."
     )
     also = "".join(f" {k[:1].upper()}{k[1:]}." for k in kept)
     return (
