@@ -403,9 +403,12 @@ def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:
         f"{t['n']} rows failed)"
         for t in incomplete
     )
+    # the first row error says what to do (a key to set, a server to start) before a rerun
+    first = next((t for t in incomplete if t.get("first_error")), None)
+    why = f" First error: {first['first_error']}." if first else ""
     return (
-        f"error: {len(incomplete)} trial(s) incomplete: {listed}. Their comparisons have no "
-        "p-value. Rerun the same command to resume: only the failed rows are sent again."
+        f"error: {len(incomplete)} trial(s) incomplete: {listed}.{why} Their comparisons have "
+        "no p-value. Rerun the same command to resume: only the failed rows are sent again."
     )
 
 
