@@ -2,7 +2,7 @@
 entry point. The commands are registered by the modules `experiments.cli` imports.
 
 A command stopped by Ctrl-C exits 130 with one line on stderr (`interrupted_line`): the
-commands whose work a rerun picks up say so.
+commands whose work a rerun picks up say so. How help and flags show: `help_format`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from typing import Annotated
 import typer
 
 from experiments import output
+from experiments.cli.help_format import WorkbenchGroup, show_flags_bare
 from promptlib.errors import WorkbenchError
 
+show_flags_bare()
 app = typer.Typer(
     name="workbench",
+    cls=WorkbenchGroup,
     help="Prompt-engineering experiment workbench for LegalBench.",
     no_args_is_help=True,
     add_completion=False,
