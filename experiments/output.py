@@ -408,9 +408,12 @@ def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:
         f"{t['n']} rows failed)"
         for t in incomplete
     )
+    # the first row error says what to do (a key to set, a server to start) before a rerun
+    first = next((t for t in incomplete if t.get("first_error")), None)
+    why = f" First error: {first['first_error']}." if first else ""
     return (
-        f"error: {len(incomplete)} trial(s) incomplete: {listed}. Their comparisons have no "
-        "p-value. Rerun the same command to resume: only the failed rows are sent again."
+        f"error: {len(incomplete)} trial(s) incomplete: {listed}.{why} Their comparisons have "
+        "no p-value. Rerun the same command to resume: only the failed rows are sent again."
     )
 
 
@@ -626,12 +629,12 @@ def run_incomplete_error(
 ) -> str:
     """stderr line of `workbench run` for a trial with failed rows; `kept`: what of an
     earlier, better result this rerun left as it was (`run_kept_notes`), in the same line."""
-    # an error the same prompt meets every time (longer than the context) gets its fix,
+    # an error a rerun meets again (longer than the context, a missing key) gets its fix,
     # not the advice to run again
     then = (
         "Run the same command again to retry only those rows."
         if rerun_helps
-        else "The same prompts fail the same way every time: see the fix in the error."
+        else "The same prompts fail the same way until that is fixed: see the fix in the error."
     )
     also = "".join(f" {k[:1].upper()}{k[1:]}." for k in kept)
     return (

@@ -7,6 +7,7 @@ source, model connection, cache) are declared once (`options`) and turned into a
 and a cache by `Setup`.
 
 Modules: `app` (the Typer apps, main options, `main`), `options` (shared options, `Setup`),
+`help_format` (help wrapped to the terminal, flags shown and refused as flags),
 and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
 optimize, report), `imports` (import, compare), `tools` (grade, doctor, ui), `variants` (variants
 generate), `usertask` (task new, task list: your own data as a task). `single` is

@@ -54,9 +54,8 @@ def run(
         str | None,
         typer.Option(
             "--variant-file",
-            help="A variant saved as JSON: PromptVariant.canonical_json(), or a "
-            "'workbench optimize --json' report (reruns its winner, best_variant_json). "
-            "Instead of --variant.",
+            help="A variant saved as JSON, or a 'workbench optimize --json' report (runs "
+            "its winner, exactly). Instead of --variant.",
         ),
     ] = None,
     split: SplitOpt = Split.test,
