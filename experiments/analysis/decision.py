@@ -124,6 +124,8 @@ def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     numbers = f"diff A - B {diff:+.3f}{_ci(low, high)}, {p_text}"
     if sign == 0:
         line = f"no decision between {a} and {b} ({numbers} >= {alpha:g}{how}; {_mde(row)})"
+        if low is not None and high is not None and not _includes_zero(low, high):
+            line += "; the 95% CI excludes 0 but the test does not reject"
         return Recommendation("undecided", None, where + line)
     winner, loser = (a, b) if sign > 0 else (b, a)
     caveat = (
@@ -273,8 +275,14 @@ def lines(
         method = next((str(r.get("correction")) for r in table if r.get("correction")), "Holm")
         correct_across(family, "bh" if method.startswith("Benjamini") else "holm")
         across = family
-    out += [_line(r, for_across) for r in across]
+    # a sweep of one task has no across-task comparison: no line for it
+    out += [_line(r, for_across) for r in across if len(_tasks(r)) > 1]
     return out
+
+
+def _tasks(row: Mapping[str, Any]) -> set[str]:
+    """The tasks an across-task row is over: those tested and those without a score."""
+    return {*map(str, row.get("tasks") or ()), *map(str, row.get("missing_tasks") or ())}
 
 
 def _line(row: Mapping[str, Any], make: Any) -> str:
