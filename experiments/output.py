@@ -316,8 +316,7 @@ def decision_lines(doc: dict[str, Any]) -> list[str]:
     # start-up time: the CLI imports output first; the analysis is loaded by then
     from experiments.analysis.decision import lines
 
-    seq = doc.get("sequential")
-    return lines(doc.get("comparisons") or [], doc.get("across_tasks") or [], seq)
+    return lines(doc)
 
 
 def cost_line(cost: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ printed last. The rules keep the sentence from saying more than the numbers do:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -257,38 +257,39 @@ def annotate_sequential(rows: list[dict[str, Any]]) -> None:
         row[KEY] = for_sequential(row).to_dict()
 
 
-def lines(
-    table: Sequence[Mapping[str, Any]],
-    across: Sequence[Mapping[str, Any]] = (),
-    sequential: Sequence[Mapping[str, Any]] | None = None,
-) -> list[str]:
-    """The decision lines a sweep, report or import prints last: each row's recommendation
-    (worked out here for a document written before recommendations were recorded)."""
-    out: list[str] = []
-    if sequential is not None:
-        rows: Sequence[Mapping[str, Any]] = sequential
-        out += [_line(r, for_sequential) for r in rows]
-    else:
-        out += [_line(r, for_pair) for r in table]
-    if across and not any(KEY in r for r in across):  # an older document: correct here
-        family = [dict(r) for r in across]
-        method = next((str(r.get("correction")) for r in table if r.get("correction")), "Holm")
-        correct_across(family, "bh" if method.startswith("Benjamini") else "holm")
-        across = family
+def fill(doc: dict[str, Any]) -> None:
+    """Give the rows of a sweep's or import's document that have none their recommendation
+    (in place): a document written before recommendations were recorded (`workbench report`
+    of an older sweep) gets the same lines as a new one."""
+    table = doc.get("comparisons") or []
+    for row in table:
+        row.setdefault(KEY, for_pair(row).to_dict())
+    for row in doc.get("sequential") or []:
+        row.setdefault(KEY, for_sequential(row).to_dict())
+    across = doc.get("across_tasks") or []
+    if any(KEY not in r for r in across):  # corrected over the family as `annotate` does
+        method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
+        correct_across(across, "bh" if method.startswith("Benjamini") else "holm")
+        for row in across:
+            row[KEY] = for_across(row).to_dict()
+
+
+def lines(doc: Mapping[str, Any]) -> list[str]:
+    """The decision lines a sweep, report or import prints last, one per comparison (its
+    sequential comparisons, for a sequential sweep) and per across-task test, from a copy of
+    `doc` (`fill`: an older document's are worked out the same way)."""
+    keys = ("comparisons", "sequential", "across_tasks")
+    copy = {k: [dict(r) for r in doc[k]] for k in keys if doc.get(k) is not None}
+    fill(copy)
+    rows = copy["sequential"] if "sequential" in copy else copy.get("comparisons", [])
     # a sweep of one task has no across-task comparison: no line for it
-    out += [_line(r, for_across) for r in across if len(_tasks(r)) > 1]
-    return out
+    across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
+    return [f"decision: {r[KEY]['line']}" for r in [*rows, *across]]
 
 
 def _tasks(row: Mapping[str, Any]) -> set[str]:
     """The tasks an across-task row is over: those tested and those without a score."""
     return {*map(str, row.get("tasks") or ()), *map(str, row.get("missing_tasks") or ())}
-
-
-def _line(row: Mapping[str, Any], make: Any) -> str:
-    rec = row.get(KEY)
-    text = rec["line"] if isinstance(rec, Mapping) and rec.get("line") else make(row).line
-    return f"decision: {text}"
 
 
 def for_heldout(

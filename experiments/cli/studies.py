@@ -419,10 +419,12 @@ def report(
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
+    from experiments.analysis import decision
     from experiments.tracking import Tracker
 
     tracker = Tracker()
     info, doc = tracker.sweep_report(sweep_name)
+    decision.fill(doc)  # an older sweep's document: its recommendations worked out here
     trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
     incomplete = doc.get("incomplete") or []
     if as_json:

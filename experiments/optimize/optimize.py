@@ -52,7 +52,6 @@ from experiments.optimize.study import (
 )
 from experiments.optimize.verdict import _evaluate, _verdict
 from experiments.tracking.generations import mark_unreviewed
-from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import heldout_guard
 from promptlib.tasks import Catalog, Task
@@ -181,8 +180,7 @@ def _optimize(
         n_invalid=found.n_invalid,
         best_variant=found.best_variant.label,
         best_variant_id=found.best_variant.id,
-        best_variant_json=report.get("best_variant_json")
-        or bind(found.best_variant, task).canonical_json(),
+        best_variant_json=report["best_variant_json"],  # the winner bound (`_verdict`)
         best_params=found.best_params,
         dev_score=found.dev_score,
         heldout=report["heldout"],

@@ -271,8 +271,28 @@ def test_a_one_task_sweep_prints_no_across_task_line() -> None:
     one = {"model": "m", "a": "x", "b": "y", "test": "paired t-test over tasks", "p_value": None,
            "n_tasks": 1, "mean_difference": 0.2, "note": "fewer than 2 tasks (1): no test",
            "tasks": ["hearsay"], "missing_tasks": []}  # fmt: skip
-    assert decision.lines([], [one]) == []
+    assert decision.lines({"comparisons": [], "across_tasks": [one]}) == []
     two = {**one, "missing_tasks": ["proa"], "note": "no score for proa"}
-    assert decision.lines([], [two]) == [
+    assert decision.lines({"comparisons": [], "across_tasks": [two]}) == [
         "decision: across tasks (m): no decision: not tested (no score for proa)"
     ]
+
+
+def test_an_older_document_is_filled_as_a_new_one_is() -> None:
+    """`workbench report` of a sweep logged before recommendations (and its --json) gets
+    the rows' recommendations worked out from the same numbers."""
+    table = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])
+    across = [{"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks",
+               "statistic": 5.0, "p_value": 0.001, "n_tasks": 4, "mean_difference": 0.1,
+               "tasks": ["t1", "t2", "t3", "t4"], "missing_tasks": []}]  # fmt: skip
+    new = {"comparisons": [dict(r) for r in table], "across_tasks": [dict(r) for r in across]}
+    decision.annotate(new["comparisons"], new["across_tasks"], "holm")
+    old = {"comparisons": [{k: v for k, v in r.items() if k != "recommendation"} for r in table],
+           "across_tasks": [dict(r) for r in across]}  # fmt: skip
+    decision.fill(old)
+    assert old == new
+    shown = {"looks": [10, 20], "batch": 10, "sequence": "s", "family_alpha": 0.05}
+    seq = {"comparisons": [], "sequential": [{**SEQ, **shown, "decision": "B"}], "across_tasks": []}
+    doc = {**seq, "incomplete": [], "sensitivity": {}}
+    text = output.sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc)
+    assert text.splitlines()[-1] == "decision: " + for_sequential(seq["sequential"][0]).line
