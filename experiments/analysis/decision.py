@@ -159,15 +159,19 @@ def for_sequential(row: Mapping[str, Any]) -> Recommendation:
         line = f"{a} and {b} are equivalent within +-{row.get('delta')} ({numbers}, {n} rows)"
         return Recommendation("equivalent", None, f"{where}{line}: either will do")
     if decision == "best" and row.get("best_identified"):
-        line = f"use {a}: every other of the {k} variants was eliminated ({numbers}, {n} rows)"
-        return Recommendation("use", a, where + line)
+        line = (
+            f"use {a}: every other of the {k} variants was eliminated"
+            if k and k > 2
+            else f"use {a} over {b}"
+        )
+        return Recommendation("use", a, f"{where}{line} ({numbers}, {n} rows)")
     if decision == "best":  # best beats worst, but more than one arm is left
         tied = ", ".join(map(str, row.get("in_contention") or ()))
         line = f"no decision among {tied}, still in contention; {a} beats {b}, the worst"
         return Recommendation("undecided", None, f"{where}{line} ({numbers}, {n} rows)")
     if decision is None:  # stopped without a decision (a failed row)
         return Recommendation("undecided", None, f"{where}no decision: {row.get('status')}")
-    among = f"among the {k} variants" if k else f"between {a} and {b}"
+    among = f"among the {k} variants" if k and k > 2 else f"between {a} and {b}"
     inside = ": differences inside the interval cannot be ruled out"
     line = f"no decision {among} after {n} of {row.get('budget')} rows ({numbers})"
     return Recommendation("undecided", None, where + line + (inside if interval else ""))

@@ -202,6 +202,10 @@ def test_a_best_of_k_not_identified_names_no_winner() -> None:
     tied = for_sequential({**row, "best_identified": False, "in_contention": ["v1", "v3"]})
     assert tied.action == "undecided" and tied.choice is None
     assert "no decision among v1, v3, still in contention" in tied.line
+    pair = {**row, "k": 2, "best_identified": True}  # all_pairs of two variants
+    assert for_sequential(pair).line.startswith("t (m): use v1 over v2 (best - worst +0.300")
+    open_ = for_sequential({**pair, "decision": "undecided", "ci_low": -0.1})
+    assert "no decision between v1 and v2 after 200 of 1000 rows" in open_.line
 
 
 def test_across_tasks_is_corrected_over_the_sweeps_across_tests() -> None:
