@@ -56,6 +56,9 @@ IMPORT_SOURCES = "sources"  # the artifact folder of the source files (one subfo
 
 # ---- metric, param and prompt names ------------------------------------------------------------
 SEARCH_SPACE = "search_space.json"  # an optimisation's axes, levels and left-out notes
+# an optimisation's winner bound to its task (`workbench run --variant-file` reads it): on the
+# study's parent run, and in reports/optimize/<study>/ (`experiments.optimize.winner`)
+BEST_VARIANT_FILE = "best_variant.json"
 METRIC_NAMES = "metric_names.json"  # short metric name -> full name, where one was shortened
 MAX_KEY = 250  # MLflow's limit for metric (and param, tag) names
 

@@ -311,7 +311,17 @@ def sweep_summary(
         "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
         f"http://127.0.0.1:5000{where}"
     )
+    lines += decision_lines(result)  # last: what to do, one line per comparison
     return "\n".join(lines)
+
+
+def decision_lines(doc: dict[str, Any]) -> list[str]:
+    """What to do after a sweep, report or import: one line per comparison and across-task
+    test, from its recommendation (`experiments.analysis.decision`), printed last."""
+    # start-up time: the CLI imports output first; the analysis is loaded by then
+    from experiments.analysis.decision import lines
+
+    return lines(doc)
 
 
 def cost_line(cost: dict[str, Any]) -> str:
@@ -436,6 +446,7 @@ def sweep_report(
         for t in doc.get("incomplete") or []
     ]
     lines.append(sensitivity_section(doc.get("sensitivity")))
+    lines += decision_lines(doc)
     return "\n".join(lines)
 
 
@@ -517,8 +528,7 @@ def optimize_report(r: dict[str, Any]) -> str:
         f"trials: {r['n_trials']} ({r['n_pruned']} pruned, {r['n_failed']} failed); dev rows "
         f"{r['n_dev']}; held-out rows {h['n']} (never seen by the search)",
         f"best variant: {r['best_variant']}{_file_won(r)}",
-        "winner: saved as JSON in the report (best_variant_json); rerun it with "
-        f"workbench run {r['task']} --variant-file FILE",
+        *_winner_lines(r),
         f"dev score (search):        {f(r['dev_score'])}",
         f"held-out, best variant:    {f(h['score'])}  95% CI [{f(h['ci_low'])}, {f(h['ci_high'])}]"
         + (" !" if h.get("ci_note") else ""),
@@ -547,7 +557,24 @@ def optimize_report(r: dict[str, Any]) -> str:
     if r.get("prompt_registry"):
         lines.append(f"registered: {r['prompt_registry']}")
     lines += [f"note: {n}" for n in r.get("search_notes") or []]
+    rec = r.get("recommendation")
+    if rec:  # last: use the winner, or keep the base prompt
+        lines.append(f"decision: {rec['line']}")
     return "\n".join(lines)
+
+
+def _winner_lines(r: dict[str, Any]) -> list[str]:
+    """Where the winner's variant file is and the command that reruns it; without a file
+    (the library's `optimize`, not the command), where the same JSON is."""
+    if r.get("best_variant_file"):
+        return [
+            f"best variant file: {r['best_variant_file']}",
+            f"rerun the best variant: {r['rerun_command']}",
+        ]
+    return [
+        "winner: best_variant_json in the --json report, and best_variant.json on the study's "
+        f"MLflow run; rerun it with workbench run {r['task']} --variant-file FILE (either)"
+    ]
 
 
 def _verdict_units(h: dict[str, Any]) -> str:
@@ -769,4 +796,5 @@ def import_summary(result: dict[str, Any]) -> str:
         lines.append(f"again, with other tests: workbench compare {result['import']} --help")
     else:
         lines.append("MLflow: not tracked (--no-track)")
+    lines += decision_lines(result)
     return "\n".join(lines)

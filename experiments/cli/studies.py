@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,6 +39,7 @@ from experiments.llm.backends import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from experiments.optimize.config import OptimizeConfig
+    from experiments.optimize.report import OptimizeReport
     from experiments.tracking import Tracker
     from promptlib.tasks import Catalog
 
@@ -339,12 +341,41 @@ def optimize(
         typer.echo(output.unreviewed_warning(path), err=True)
     lm = setup.lm(model)
     tracker = Tracker()
-    _check_outputs(tracker, setup.cache_outputs())
+    _check_outputs(tracker, [("the winner's variant file", _winners()), *setup.cache_outputs()])
     if cfg.method == "optuna":
         typer.echo(output.search_space(task, _study_name(cfg), _space(cfg, catalog)), err=True)
     with output.progress_bar(f"optimize {task} · {method.value}") as bar:
         report = run_optimize(cfg, catalog, lm, tracker, cache=setup.cache(), progress=bar)
+    report = _save_winner(report, cfg, setup)
     typer.echo(dumps(report) if as_json else output.optimize_report(report.to_dict()))
+
+
+def _winners() -> Path:
+    """reports/optimize/: where `optimize` writes each study's winner (`optimize.winner`)."""
+    return settings.reports_dir() / "optimize"
+
+
+def _save_winner(report: OptimizeReport, cfg: OptimizeConfig, setup: Setup) -> OptimizeReport:
+    """The report with the winner's variant file written and the command that reruns it
+    (with the options of this command a rerun needs: the server, the data, the prompts)."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.optimize.winner import rerun_command, save_winner
+    from experiments.secrets import safe_url
+
+    path = save_winner(settings.reports_dir(), report.study, report.best_variant_json)
+    extra: list[str] = []
+    if setup.api_base:
+        extra += ["--api-base", safe_url(setup.api_base)]
+    if setup.data_dir is not None:
+        extra += ["--data-dir", str(setup.data_dir)]
+    if setup.hf:
+        extra += ["--hf"]
+    if setup.prompts_dir is not None:
+        extra += ["--prompts-dir", str(setup.prompts_dir)]
+    command = rerun_command(
+        cfg.task, path, cfg.model, scoring=cfg.scoring, split=cfg.split, extra=extra
+    )
+    return dataclasses.replace(report, best_variant_file=str(path), rerun_command=command)
 
 
 def _space(cfg: OptimizeConfig, catalog: Catalog) -> dict[str, Any]:
@@ -387,10 +418,12 @@ def report(
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
+    from experiments.analysis import decision
     from experiments.tracking import Tracker
 
     tracker = Tracker()
     info, doc = tracker.sweep_report(sweep_name)
+    decision.fill(doc)  # an older sweep's document: its recommendations worked out here
     trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
     incomplete = doc.get("incomplete") or []
     if as_json:

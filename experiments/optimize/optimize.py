@@ -24,6 +24,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
+from experiments.analysis.decision import KEY as RECOMMENDATION
 from experiments.optimize.config import PRUNERS, OptimizeConfig, StepProgress
 from experiments.optimize.dev import DevHeldout, dev_order, split_dev_heldout
 from experiments.optimize.dspy_programs import compile_dspy
@@ -51,7 +52,6 @@ from experiments.optimize.study import (
 )
 from experiments.optimize.verdict import _evaluate, _verdict
 from experiments.tracking.generations import mark_unreviewed
-from promptlib.demos import bind
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import heldout_guard
 from promptlib.tasks import Catalog, Task
@@ -180,7 +180,7 @@ def _optimize(
         n_invalid=found.n_invalid,
         best_variant=found.best_variant.label,
         best_variant_id=found.best_variant.id,
-        best_variant_json=bind(found.best_variant, task).canonical_json(),
+        best_variant_json=report["best_variant_json"],  # the winner bound (`_verdict`)
         best_params=found.best_params,
         dev_score=found.dev_score,
         heldout=report["heldout"],
@@ -195,6 +195,7 @@ def _optimize(
         search_model_calls=found.calls,
         sequential=report.get("sequential"),
         cost=_cost(cfg, found, report, len(dev), tracker, parent),
+        recommendation=report.get(RECOMMENDATION),
     )
 
 

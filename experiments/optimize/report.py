@@ -37,6 +37,13 @@ class OptimizeReport:
     # model calls made against the full grid's: every trial on every dev row, both prompts
     # on every judged held-out row (`experiments.optimize.optimize._cost`)
     cost: dict[str, Any] | None = None
+    # use the best variant or keep the base prompt (`experiments.analysis.decision.for_heldout`):
+    # action, choice and the line printed last
+    recommendation: dict[str, Any] | None = None
+    # the winner's variant file and the command that reruns it (`experiments.optimize.winner`;
+    # None when the caller saved none)
+    best_variant_file: str | None = None
+    rerun_command: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

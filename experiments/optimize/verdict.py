@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from experiments.analysis import compare
+from experiments.analysis import compare, decision
 from experiments.analysis.clusters import task_clusters
 from experiments.analysis.sequential import SEQUENCE, PairedSequence, row_order
 from experiments.optimize.config import OptimizeConfig
@@ -14,6 +14,7 @@ from experiments.optimize.errors import IncompleteEvaluation
 from experiments.trials.record import TrialRecord
 from experiments.trials.run import TrialResult, run_trial
 from experiments.trials.spec import ResolvedTrial, TrialSpec, resolve_trial, select_rows
+from promptlib.demos import bind
 from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.tasks import Catalog, Task
@@ -73,12 +74,19 @@ def _verdict(
     payload["verdict_calls"] = {"model_calls": calls, "grid_calls": 2 * planned}
     if seq is not None:  # the sequence's verdict replaces the fixed test's p-value
         payload.update(
-            p_value=None, test=seq["test"], sequential=seq,
+            p_value=None, test=seq["test"], sequential=seq, difference_ci_low=None,
+            difference_ci_high=None, mde_80=None, mde_unreliable=None,  # the fixed test's
             heldout={**payload["heldout"], "ci_low": None, "ci_high": None, "ci_note": None,
                      "n": len(judged), **_sequential_units(payload["heldout"], seq)},
             base_heldout={**payload["base_heldout"], "ci_low": None, "ci_high": None,
                           "ci_note": None},  # no interval shown: no note on it
         )  # fmt: skip
+    # the winner bound to the task (rerun with `run --variant-file`): in report.json, and
+    # logged beside it as best_variant.json (`log_study_summary`)
+    payload["best_variant_json"] = bind(best_variant, task).canonical_json()
+    payload[decision.KEY] = decision.for_heldout(
+        payload, best_variant.label, best_variant.id == PromptVariant().id
+    ).to_dict()
     compiled = compile_prompt(best_variant, task, cfg.split)
     version = tracker.register_best(cfg.task, best_variant.label, compiled, "best")
     tracker.log_study_summary(parent, payload)
@@ -227,6 +235,9 @@ def _compare(
         },
         "p_value": row["p_value"],
         "statistic": row["statistic"],
+        # best - base: its interval and the MDE80 of the test, as a sweep's table shows them
+        "difference_ci_low": row["ci_low"], "difference_ci_high": row["ci_high"],
+        "mde_80": row["mde_80"], "mde_unreliable": row["mde_unreliable"],
         "metric": row["metric"],
         "test": f"{row['test']}, two-sided, {row['metric']}, {how}, "
         f"{row['n_discordant']} discordant of {of}",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.analysis import compare as cmp
+from experiments.analysis import decision
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.files import atomic_write_bytes, atomic_write_text
 from experiments.names import figure_files
@@ -54,7 +55,8 @@ def compare(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
-    declared across-task test (see `experiments.analysis.compare`). `progress(done, total,
+    declared across-task test (see `experiments.analysis.compare`), each with its
+    recommendation (`experiments.analysis.decision`). `progress(done, total,
     what)` is told after each comparison (100 variants' all_pairs are 4,950 of them).
 
     `skipped` (task -> variant -> why) names the variants a task could not run: a comparison
@@ -112,6 +114,7 @@ def compare(
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
     across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
+    decision.annotate(table, across, spec.correction)  # what to do, in a line each
     return table, across
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.analysis.clusters import task_clusters
+from experiments.analysis.decision import annotate_sequential
 from experiments.analysis.sequential import (
     GROUP_TEST,
     SEQUENCE,
@@ -485,12 +486,15 @@ def _progress(
 
 
 def sequential_rows(run: SequentialRun) -> list[dict[str, Any]]:
-    """The report's rows: each (model, task)'s comparisons, with the rows each arm used."""
-    return [
+    """The report's rows: each (model, task)'s comparisons, with the rows each arm used and
+    the recommendation its decision makes (`experiments.analysis.decision`)."""
+    rows = [
         {"model": g.model, "task": g.task, **row, "rows_per_arm": g.rows_per_arm}
         for g in run.groups
         for row in g.comparisons
     ]
+    annotate_sequential(rows)
+    return rows
 
 
 def sequential_params(design: SequentialDesign) -> dict[str, Any]:

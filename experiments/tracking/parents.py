@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.names import (
+    BEST_VARIANT_FILE,
     KIND,
     LAST_RUN,
     PARENT,
@@ -170,8 +171,12 @@ class Parents(TrackerBase):
         self.client.log_dict(parent_id, space, SEARCH_SPACE)
 
     def log_study_summary(self, parent_id: str, report: dict[str, Any]) -> None:
-        """The held-out verdict on the study's parent run (metrics + report.json)."""
+        """The held-out verdict on the study's parent run (metrics + report.json), and the
+        winner's variant file beside it (best_variant.json: `run --variant-file` reads it,
+        as it reads report.json's best_variant_json)."""
         self.client.log_dict(parent_id, report, "report.json")
+        if report.get("best_variant_json"):
+            self.client.log_text(parent_id, report["best_variant_json"], BEST_VARIANT_FILE)
         metrics = {
             "dev_score": report.get("dev_score"),
             "heldout_score": report["heldout"]["score"],

@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from experiments.analysis.decision import KEY as RECOMMENDATION
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 from experiments.files import csv_cell
 from experiments.names import (
@@ -239,15 +240,24 @@ def comparisons_csv(table: list[dict[str, Any]]) -> str:
         return ""
     buf = io.StringIO()
     # every key of every row, in order of first appearance: an untested row has fewer keys
-    # than a tested one (no interval method, no draws' intervals), and may come first
-    fields = list(dict.fromkeys(k for row in table for k in row))
+    # than a tested one (no interval method, no draws' intervals), and may come first. The
+    # recommendation is the last column whatever the rows (the columns before it are as
+    # they were before it existed), its sentence as the cell
+    fields = [k for k in dict.fromkeys(k for row in table for k in row) if k != RECOMMENDATION]
+    fields += [RECOMMENDATION] if any(RECOMMENDATION in row for row in table) else []
     w = csv.DictWriter(buf, fieldnames=fields, restval="")
     w.writeheader()
     # text cells (variant, model and task names, notes) as spreadsheets read them safely:
     # a name like `=HYPERLINK(...)` is text, not a formula; numbers stay numbers
     for row in table:
-        w.writerow({k: csv_cell(v) if isinstance(v, str) else v for k, v in row.items()})
+        cells = {k: _sentence(v) if k == RECOMMENDATION else v for k, v in row.items()}
+        w.writerow({k: csv_cell(v) if isinstance(v, str) else v for k, v in cells.items()})
     return buf.getvalue()
+
+
+def _sentence(recommendation: Any) -> Any:
+    """A recommendation's cell: its line (the whole object is in comparisons.json)."""
+    return recommendation.get("line") if isinstance(recommendation, dict) else recommendation
 
 
 def log_sensitivity(

@@ -1,0 +1,345 @@
+"""What to do after a comparison: one plain line a person can act on, from the table's numbers.
+
+A table of differences, intervals and p-values is not a decision. Each comparison (a row of a
+sweep's or an import's table, a sequential comparison, an across-task test, an optimisation's
+best-vs-base verdict) gets a `Recommendation`: an action, the arm it names and the sentence
+printed last. The rules keep the sentence from saying more than the numbers do:
+
+- A difference is called only when the test behind the row rejects at `ALPHA` after the
+  sweep's own multiple-testing correction (``p_corrected``, Holm or Benjamini-Hochberg over
+  the sweep's tested comparisons), and only in the direction of the table's ``diff`` (A - B,
+  as the table states it). The line quotes that diff with the table's sign and format, so it
+  can never contradict the table. `ALPHA` is the level every fixed-design number is read at:
+  the 95% intervals, the MDE80 column (simulated at 0.05) and the interval/test note.
+- Otherwise the line says "no decision", with the rows and the MDE80: a true difference
+  smaller than it is detected less than 80% of the time, so "no difference found" is not
+  "no difference". Where the comparison has a base arm (an optimisation's base prompt) the
+  line says "keep" it instead: the base is what one already has.
+- A sequential comparison's line is its own decision (the sequence's or the group-sequential
+  test's), never a re-test of its rows: a fixed-design test on rows chosen by stopping would
+  not hold its level.
+- Across tasks: the declared test's p-value, corrected (by the sweep's method) over the
+  sweep's across-task tests when there are several; a direction only where the test's own
+  statistic and the table's mean difference agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from experiments.analysis import stats
+
+#: the level decisions are made at (fixed designs; a sequential design carries its own)
+ALPHA = 0.05
+
+Action = Literal["use", "keep", "equivalent", "undecided"]
+#: the key a comparison row, across-task row or optimisation report carries it under (a
+#: sequential row's ``decision`` is the sequence's own call: "A", "B", "best", ...)
+KEY = "recommendation"
+MISSED = "differences smaller than that would often be missed"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """An action ("use" an arm, "keep" the base, the arms are "equivalent", or
+    "undecided"), the arm it names (None unless use/keep), and the sentence to print."""
+
+    action: Action
+    choice: str | None
+    line: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    """The line's start: "task (model): " for a sweep's or import's row, else nothing."""
+    task, model = row.get("task"), row.get("model")
+    if task is None:
+        return ""
+    return f"{task} ({model}): " if model is not None else f"{task}: "
+
+
+def _ci(low: Any, high: Any, what: str = "95% CI") -> str:
+    return "" if low is None or high is None else f", {what} [{low:+.3f}, {high:+.3f}]"
+
+
+def _mde(row: Mapping[str, Any]) -> str:
+    """The rows and the MDE80 of a comparison that did not decide (as the table's columns)."""
+    n = row.get("n")
+    mde = row.get("mde_80")
+    if mde is None:  # the table's '-': no effect reaches 80% power, or too many units
+        return f"n {n}; no MDE80 (see mde_note)"
+    flag = ", flagged unreliable" if row.get("mde_unreliable") else ""
+    return f"n {n}, MDE80 {mde:.3f}{flag}: {MISSED}"
+
+
+def _p(row: Mapping[str, Any]) -> tuple[float, str, str]:
+    """The p-value decisions are made on, how the line names it, and its correction (a
+    row without a corrected p, as an optimisation's single test, is decided on its p)."""
+    corrected = row.get("p_corrected")
+    if corrected is not None:
+        how = f", {row['correction']}" if row.get("correction") else ""
+        return float(corrected), f"p corr {float(corrected):.4f}", how
+    return float(row["p_value"]), f"p {float(row['p_value']):.4f}", ""
+
+
+def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
+    """+1 when A is called better, -1 when B is, 0 when nothing is called (untested, the
+    corrected p not below `alpha`, or a zero difference)."""
+    if row.get("p_value") is None or row.get("statistic") is None:
+        return 0
+    p, _, _ = _p(row)
+    diff = float(row["statistic"])
+    if p >= alpha or diff == 0:
+        return 0
+    return 1 if diff > 0 else -1
+
+
+def _includes_zero(low: Any, high: Any) -> bool:
+    return low is not None and high is not None and low <= 0 <= high
+
+
+def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
+    """A fixed-design comparison row (`experiments.analysis.compare.pair` or `best_vs_worst`,
+    after `correct`): "use" the arm the test calls better, else "undecided"."""
+    where, a, b, k = _where(row), str(row["a"]), str(row["b"]), row.get("k")
+    if row.get("p_value") is None:
+        among = "among the draws" if (a, b) == ("best", "worst") else f"between {a} and {b}"
+        why = f"not tested ({row.get('status')})"
+        return Recommendation("undecided", None, f"{where}no decision {among}: {why}")
+    sign, diff = called(row, alpha), float(row["statistic"])
+    _, p_text, how = _p(row)
+    if k:  # best vs worst of k draws: A is the best draw, B the worst, diff >= 0
+        numbers = f"best - worst {diff:+.3f}, range test {p_text}"
+        if sign > 0:
+            rest = f"; {a} is the best by score, not tested against the other {k - 2}"
+            line = f"use {a} over {b}, the worst of {k} draws ({numbers} < {alpha:g}{how})"
+            return Recommendation("use", a, where + line + (rest if k > 2 else ""))
+        line = f"no decision among the {k} draws: not told apart ({numbers} >= {alpha:g}{how}"
+        return Recommendation("undecided", None, f"{where}{line}; n {row.get('n')})")
+    low, high = row.get("ci_low"), row.get("ci_high")
+    numbers = f"diff A - B {diff:+.3f}{_ci(low, high)}, {p_text}"
+    if sign == 0:
+        line = f"no decision between {a} and {b} ({numbers} >= {alpha:g}{how}; {_mde(row)})"
+        if low is not None and high is not None and not _includes_zero(low, high):
+            line += "; the 95% CI excludes 0 but the test does not reject"
+        return Recommendation("undecided", None, where + line)
+    winner, loser = (a, b) if sign > 0 else (b, a)
+    caveat = (
+        "; its 95% CI includes 0 (the more conservative here)" if _includes_zero(low, high) else ""
+    )
+    line = f"use {winner} over {loser} ({numbers} < {alpha:g}{how}){caveat}"
+    return Recommendation("use", winner, where + line)
+
+
+def for_sequential(row: Mapping[str, Any]) -> Recommendation:
+    """A sequential comparison (`experiments.sweeps.sequential`): its own decision in words,
+    with the estimate (the table's diff, A - B) and the interval it reached."""
+    where, a, b = _where(row), str(row.get("a")), str(row.get("b"))
+    decision, k = row.get("decision"), row.get("k")
+    est, low, high, n = row.get("estimate"), row.get("ci_low"), row.get("ci_high"), row.get("n")
+    level = f"level {row['alpha']:.4g}" if row.get("alpha") is not None else ""
+    diff = "" if est is None else f"{'best - worst' if k else 'diff A - B'} {est:+.3f}"
+    interval = _ci(low, high, "interval")[2:]
+    numbers = ", ".join(x for x in (diff, interval, level) if x)
+    if decision in ("A", "B"):
+        winner, loser = (a, b) if decision == "A" else (b, a)
+        # the group-sequential test's interval is approximate and may straddle 0 at a rejection
+        caveat = (
+            "; its approximate interval includes 0 (the decision is the test's)"
+            if _includes_zero(low, high)
+            else ""
+        )
+        line = f"use {winner} over {loser} ({numbers}, {n} rows){caveat}"
+        return Recommendation("use", winner, where + line)
+    if decision == "equivalent":
+        line = f"{a} and {b} are equivalent within +-{row.get('delta')} ({numbers}, {n} rows)"
+        return Recommendation("equivalent", None, f"{where}{line}: either will do")
+    if decision == "best" and row.get("best_identified"):
+        line = (
+            f"use {a}: every other of the {k} variants was eliminated"
+            if k and k > 2
+            else f"use {a} over {b}"
+        )
+        return Recommendation("use", a, f"{where}{line} ({numbers}, {n} rows)")
+    if decision == "best":  # best beats worst, but more than one arm is left
+        tied = ", ".join(map(str, row.get("in_contention") or ()))
+        line = f"no decision among {tied}, still in contention; {a} beats {b}, the worst"
+        return Recommendation("undecided", None, f"{where}{line} ({numbers}, {n} rows)")
+    if decision is None:  # stopped without a decision (a failed row)
+        return Recommendation("undecided", None, f"{where}no decision: {row.get('status')}")
+    among = f"among the {k} variants" if k and k > 2 else f"between {a} and {b}"
+    inside = ": differences inside the interval cannot be ruled out"
+    line = f"no decision {among} after {n} of {row.get('budget')} rows ({numbers})"
+    return Recommendation("undecided", None, where + line + (inside if interval else ""))
+
+
+def _direction(row: Mapping[str, Any]) -> int:
+    """The across-task test's direction when its statistic and the mean difference agree
+    (+1: A, -1: B), else 0. The t and sign-flip statistics share the mean's sign; Wilcoxon's
+    W+ points to A when above its null centre n(n+1)/4 (ties may make it and the mean differ)."""
+    mean = row.get("mean_difference")
+    if mean is None or mean == 0:
+        return 0
+    sign = 1 if mean > 0 else -1
+    stat, n = row.get("statistic"), row.get("n_tasks")
+    if "Wilcoxon" in str(row.get("test")) and stat is not None and n:
+        w = float(stat) - n * (n + 1) / 4
+        if w == 0 or (w > 0) != (sign > 0):
+            return 0
+    return sign
+
+
+def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
+    """A declared across-task test (`experiments.analysis.compare.across_tasks`), with
+    ``p_corrected`` set by `correct_across`."""
+    where, a, b = f"across tasks ({row.get('model')}): ", str(row.get("a")), str(row.get("b"))
+    if row.get("p_value") is None:
+        why = f"not tested ({row.get('note') or 'no p-value'})"
+        return Recommendation("undecided", None, f"{where}no decision: {why}")
+    family = row.get("family_size") or 1
+    p = float(row["p_corrected"] if row.get("p_corrected") is not None else row["p_value"])
+    p_text = (
+        f"p corr {p:.4f} ({row.get('correction')} over {family} across-task tests)"
+        if family > 1
+        else f"p {p:.4f}"
+    )
+    cut = f"{' < ' if p < alpha else ' >= '}{alpha:g}"
+    test = f"{row.get('test')}, {row.get('n_tasks')} tasks, {p_text}{cut}"
+    if (a, b) == ("best", "worst"):  # Fisher's combination: no direction across tasks
+        line = (
+            f"the draws differ on at least one task ({test}): which draw to use is per task"
+            if p < alpha
+            else f"no decision: the draws are not shown to differ on any task ({test})"
+        )
+        return Recommendation("undecided", None, where + line)
+    mean = row.get("mean_difference")
+    numbers = "" if mean is None else f"mean diff A - B {mean:+.3f}, "
+    sign = _direction(row) if p < alpha else 0
+    if sign:
+        winner, loser = (a, b) if sign > 0 else (b, a)
+        return Recommendation("use", winner, f"{where}use {winner} over {loser} ({numbers}{test})")
+    why = (
+        "; the test's direction and the mean difference disagree"
+        if p < alpha
+        else ": with few tasks only large, consistent differences are detected"
+    )
+    line = f"no decision between {a} and {b} ({numbers}{test}){why}"
+    return Recommendation("undecided", None, where + line)
+
+
+def correct_across(across: list[dict[str, Any]], method: str) -> None:
+    """Adjust the across-task p-values over the sweep's across-task tests (in place), by the
+    sweep's correction: several pairs or models are several tests, as the per-task rows are."""
+    tested = [r for r in across if r.get("p_value") is not None]
+    ps = [float(r["p_value"]) for r in tested]
+    adjusted = (stats.holm(ps) if method == "holm" else stats.benjamini_hochberg(ps)) if ps else []
+    for r in across:
+        r["p_corrected"] = r["correction"] = r["family_size"] = None
+    for r, p in zip(tested, adjusted, strict=True):
+        r["p_corrected"] = p
+        r["correction"] = "Holm" if method == "holm" else "Benjamini-Hochberg"
+        r["family_size"] = len(tested)
+
+
+def annotate(table: list[dict[str, Any]], across: list[dict[str, Any]], correction: str) -> None:
+    """Give every comparison and across-task row its recommendation (in place); `table` is
+    already corrected (`compare.correct`)."""
+    for row in table:
+        row[KEY] = for_pair(row).to_dict()
+    correct_across(across, correction)
+    for row in across:
+        row[KEY] = for_across(row).to_dict()
+
+
+def annotate_sequential(rows: list[dict[str, Any]]) -> None:
+    """Give every sequential comparison its recommendation (in place)."""
+    for row in rows:
+        row[KEY] = for_sequential(row).to_dict()
+
+
+def fill(doc: dict[str, Any]) -> None:
+    """Give the rows of a sweep's or import's document that have none their recommendation
+    (in place): a document written before recommendations were recorded (`workbench report`
+    of an older sweep) gets the same lines as a new one."""
+    table = doc.get("comparisons") or []
+    for row in table:
+        row.setdefault(KEY, for_pair(row).to_dict())
+    for row in doc.get("sequential") or []:
+        row.setdefault(KEY, for_sequential(row).to_dict())
+    across = doc.get("across_tasks") or []
+    if any(KEY not in r for r in across):  # corrected over the family as `annotate` does
+        method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
+        correct_across(across, "bh" if method.startswith("Benjamini") else "holm")
+        for row in across:
+            row[KEY] = for_across(row).to_dict()
+
+
+def lines(doc: Mapping[str, Any]) -> list[str]:
+    """The decision lines a sweep, report or import prints last, one per comparison (its
+    sequential comparisons, for a sequential sweep) and per across-task test, from a copy of
+    `doc` (`fill`: an older document's are worked out the same way)."""
+    keys = ("comparisons", "sequential", "across_tasks")
+    copy = {k: [dict(r) for r in doc[k]] for k in keys if doc.get(k) is not None}
+    fill(copy)
+    rows = copy["sequential"] if "sequential" in copy else copy.get("comparisons", [])
+    # a sweep of one task has no across-task comparison: no line for it
+    across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
+    return [f"decision: {r[KEY]['line']}" for r in [*rows, *across]]
+
+
+def _tasks(row: Mapping[str, Any]) -> set[str]:
+    """The tasks an across-task row is over: those tested and those without a score."""
+    return {*map(str, row.get("tasks") or ()), *map(str, row.get("missing_tasks") or ())}
+
+
+def for_heldout(
+    verdict: Mapping[str, Any], best: str, best_is_base: bool, alpha: float = ALPHA
+) -> Recommendation:
+    """`workbench optimize`'s verdict, the best variant vs the base prompt on held-out rows:
+    "use" the best only when it beats the base there; else "keep" the base prompt (choice
+    "base", its `--variant`). `verdict`: statistic (best - base), p_value (one test, nothing
+    to correct), difference_ci_low and _high, mde_80, mde_unreliable, heldout.n, and
+    ``sequential`` for that design (its decision: "A" the best, "B" the base)."""
+    beats = "it beats the base prompt on held-out rows"
+    keep = Recommendation("keep", "base", "")
+    if best_is_base:
+        line = "keep the base prompt: the search's best variant on dev is the base prompt itself"
+        return replace(keep, line=line)
+    seq = verdict.get("sequential")
+    if seq is not None:
+        low, high = seq.get("ci_low"), seq.get("ci_high")
+        numbers = (
+            f"best - base {seq['estimate']:+.3f}{_ci(low, high, 'anytime-valid interval')}, "
+            f"level {seq.get('alpha', alpha):.4g}, {seq.get('n')} of {seq.get('planned')} rows"
+        )
+        sign = {"A": 1, "B": -1}.get(str(seq.get("decision")), 0)
+        tail = f"({numbers})" if sign else f"({numbers}: not decided at that level)"
+    elif verdict.get("p_value") is None or verdict.get("statistic") is None:
+        return replace(keep, line=f"keep the base prompt: the best variant {best} was not tested")
+    else:
+        low, high = verdict.get("difference_ci_low"), verdict.get("difference_ci_high")
+        d, p = float(verdict["statistic"]), float(verdict["p_value"])
+        row = {
+            "statistic": d,
+            "p_value": p,
+            "n": (verdict.get("heldout") or {}).get("n"),
+            "mde_80": verdict.get("mde_80"),
+            "mde_unreliable": verdict.get("mde_unreliable"),
+        }
+        sign = called(row, alpha)
+        numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {p:.4f}"
+        caveat = "; its 95% CI includes 0" if sign > 0 and _includes_zero(low, high) else ""
+        tail = (
+            f"({numbers} < {alpha:g}){caveat}" if sign else f"({numbers} >= {alpha:g}; {_mde(row)})"
+        )
+    if sign > 0:
+        return Recommendation("use", best, f"use the best variant {best}: {beats} {tail}")
+    if sign < 0:
+        line = f"keep the base prompt: it beats the best variant {best} on held-out rows {tail}"
+        return replace(keep, line=line)
+    line = f"keep the base prompt: the best variant {best} does not beat it on held-out rows {tail}"
+    return replace(keep, line=line)
