@@ -8,8 +8,8 @@ and a cache by `Setup`.
 
 Modules: `app` (the Typer apps, main options, `main`), `options` (shared options, `Setup`),
 and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
-optimize, report), `imports` (import, compare), `tools` (grade, doctor, ui), `variants` (variants
-generate). `single` is
+optimize, report), `plan` (plan), `imports` (import, compare), `tools` (grade, doctor, ui),
+`variants` (variants generate). `single` is
 the work of `workbench run` as a function a test can call (`run_single`); `trial.run` only
 wires its options to it.
 """
@@ -19,7 +19,7 @@ from experiments.cli.app import app, main
 # Importing a command module registers its commands on `app`, in the order
 # `workbench --help` lists them.
 # isort: off
-from experiments.cli import catalog, trial, studies, imports, tools, variants  # noqa: F401
+from experiments.cli import catalog, trial, studies, plan, imports, tools, variants  # noqa: F401
 # isort: on
 
 __all__ = [
