@@ -343,18 +343,19 @@ def _shared_prefix(a: str, b: str) -> int:
 
 
 def decode_tokens(decoding: dict[str, Any], spec: Any) -> int:
-    """Tokens a local model decodes one at a time for one row (estimated at 4 characters a
-    token): under log-likelihood each label continuation's tokens after its first (read
-    from the prompt's logits); generating, a label's mean length and a stop token for a
-    task with labels (capped at max_tokens), max_tokens otherwise (an upper bound)."""
+    """Tokens a local model decodes one at a time for one row, counting a word a token
+    (LegalBench's labels are common words, which BPE vocabularies hold whole): under
+    log-likelihood each label continuation's tokens after its first (read from the
+    prompt's logits); generating, a label's mean length and a stop token for a task with
+    labels (capped at max_tokens), max_tokens otherwise (an upper bound)."""
     if "continuations" in decoding:
-        return sum(max(0, math.ceil(len(c) / 4) - 1) for c in decoding["continuations"])
+        return sum(max(0, len(c.split()) - 1) for c in decoding["continuations"])
     cap = int(decoding.get("max_tokens") or 0)
     labels = spec.labels or ()
     if not (spec.is_classification and labels):
         return cap
-    mean = sum(len(x) for x in labels) / len(labels)
-    return min(cap, math.ceil(mean / 4) + 1)
+    words = sum(max(1, len(x.split())) for x in labels) / len(labels)
+    return min(cap, math.ceil(words) + 1)
 
 
 def is_arm(spec: Any, variant: str) -> bool:
