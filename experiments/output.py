@@ -580,9 +580,14 @@ def study_plan(p: Any) -> str:
     the models' totals and what the columns mean (`estimate.StudyPlan`)."""
     corrected = "Holm" if p.correction == "holm" else "BH"
     lines = [
-        f"plan of {p.name} ({p.spec_path}): {len(p.tasks)} task(s) x {len(p.models)} "
-        f"model(s), split {p.split}, {p.design} design, comparisons: {p.comparisons}; "
-        f"{corrected} over {p.family} tested comparison(s)",
+        f"plan of {p.name} ({p.spec_path}): {_count(len(p.tasks), 'task')} x "
+        f"{_count(len(p.models), 'model')}, split {p.split}, {p.design} design, "
+        f"comparisons: {p.comparisons}; "
+        + (
+            f"{corrected} over {p.family} tested comparison{'s' if p.family > 1 else ''}"
+            if p.family
+            else "none tested"
+        ),
         f"{'task':<36} {'model':<22} {'rows':>5} {'(of)':>6} {'train':>5} {'calls':>6} "
         f"{'~time':>7} {'~price':>9} {'MDE80':>6} {'MDE80 ' + corrected:>11}",
     ]
@@ -599,7 +604,7 @@ def study_plan(p: Any) -> str:
             f"{c.task[:36]:<36} {c.model[:22]:<22} {t.rows:>5} {of:>6} {train:>5} "
             f"{c.calls:>6} {time:>7} {price:>9} {mde:>6} {fam:>11}"
         )
-    lines += [f"skipped {t.task}: {t.skipped}" for t in p.tasks if t.skipped]
+    lines += [f"skipped {task}: {why}" for task, why in p.skipped]
     lines += model_time_lines(p.times, p.spec_path)
     total = sum(t.seconds or 0.0 for t in p.times)
     costs = [t.cost for t in p.times if not t.local]
@@ -609,12 +614,17 @@ def study_plan(p: Any) -> str:
         else f", ~${sum(c for c in costs if c):.4f} at litellm's prices"
     )  # fmt: skip
     timed = [t for t in p.times if t.seconds is not None]
-    when = f"about {duration(total)} on this machine" if timed else "time not estimated"
+    bound = "at most" if any(t.upper for t in timed) else "about"
+    when = f"{bound} {duration(total)} on this machine" if timed else "time not estimated"
     if timed and len(timed) < len(p.times):
         when += f" (for {', '.join(t.model for t in timed)})"
     lines.append(f"total: {sum(t.calls for t in p.times)} calls, {when}{price}")
     lines += _plan_legend(p)
     return "\n".join(lines)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _mde_cell(m: Any) -> str:
@@ -634,22 +644,32 @@ def _plan_legend(p: Any) -> list[str]:
         lines.append(f"MDE80: not given: {p.mde_note}")
         return lines
     metric = ", ".join(dict.fromkeys(t.metric.replace("_", " ") for t in p.tasks)) or "the metric"
+    units = {
+        "prompt": "swapping clusters of rows given the same prompt",
+        "rows": "swapping rows",
+    }.get(p.cluster_by, f"swapping clusters of rows ({p.cluster_by}, joined to same-prompt rows)")
     lines.append(
         f"MDE80: the smallest true difference in {metric} that the paired permutation test "
-        f"(two-sided, {p.n_resamples} resamples, swapping clusters of rows given the same "
-        f"prompt) detects 80% of the time at p <= 0.05, simulated for these rows and their "
-        f"answer classes (experiments/analysis/power.py), ASSUMING {a.describe()} "
-        f"(--accuracy, --correlation); the report's MDE80 is simulated from the real outcomes"
+        f"(two-sided, {p.n_resamples} resamples, {units}) detects 80% of the time at "
+        f"p <= 0.05, simulated for these rows and their answer classes "
+        f"(experiments/analysis/power.py), ASSUMING {a.describe()} (--accuracy, "
+        f"--correlation); the report's MDE80 is simulated from the real outcomes"
     )
-    corrected = "Holm" if p.correction == "holm" else "Benjamini-Hochberg"
-    lines.append(
-        f"MDE80 {'Holm' if p.correction == 'holm' else 'BH'}: the same at alpha 0.05/"
-        f"{p.family} = {p.alpha_family:.4g}, what one comparison needs under {corrected} over "
-        f"the {p.family} tested comparisons when it is the only real difference"
-    )
+    if p.family > 1:
+        corrected = "Holm" if p.correction == "holm" else "Benjamini-Hochberg"
+        lines.append(
+            f"MDE80 {'Holm' if p.correction == 'holm' else 'BH'}: the same at alpha 0.05/"
+            f"{p.family} = {p.alpha_family:.4g}, what one comparison needs under {corrected} "
+            f"over the {p.family} tested comparisons when it is the only real difference"
+        )
     if p.mde_note:
         lines.append(f"note: {p.mde_note}")
     for t in p.tasks:
+        if not t.skipped and not t.comparisons:
+            lines.append(
+                f"MDE80 - {t.task}: no comparison of this spec is tested on it (a variant it "
+                "names is skipped there: see 'skipped' above)"
+            )
         for m in (t.mde, t.mde_family):
             if m is not None and m.value is None and m.note:
                 lines.append(f"MDE80 - {t.task} (alpha {m.alpha:.4g}): {m.note}")

@@ -57,9 +57,14 @@ def plan(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Size a sweep before running it: per task and model the rows, MDE80, calls, time on
-    this machine (local models, from a measured speed) and price (API models). Calls no
-    model, except to measure a local model's speed once.
+    """Size a sweep before running it: rows, MDE80, calls, time and price.
+
+    Per task and model: the rows every variant is evaluated on, the MDE80 of the comparisons
+    (under a stated assumption), the calls, the time on this machine (local models, from a
+    measured speed) and the price (API models). Calls no model, except to measure a local
+    model's speed once.
+    \f
+    Long because its signature declares the command's options (Typer reads them from it).
     """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis.planned_power import Assumption, check_assumption

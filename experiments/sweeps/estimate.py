@@ -173,7 +173,9 @@ class StudyPlan:
     cells: tuple[TaskModelPlan, ...]
     times: tuple[ModelTime, ...]
     mde_note: str = ""  # why MDE80 is not given (a design it does not cover)
-    notes: tuple[str, ...] = field(default=())
+    cluster_by: str = "prompt"  # the units the tests swap (`SweepSpec.cluster_by`)
+    # (task, why) of each task, or variant on a task, the sweep skips (`plan.skipped_items`)
+    skipped: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def alpha_family(self) -> float:
@@ -202,7 +204,8 @@ class StudyPlan:
             "times": [t.to_dict() for t in self.times],
             "total_seconds": total_seconds(self.times),
             "mde_note": self.mde_note,
-            "notes": list(self.notes),
+            "cluster_by": self.cluster_by,
+            "skipped": [{"task": t, "reason": r} for t, r in self.skipped],
         }
 
 
@@ -220,7 +223,9 @@ def plan_study(
     """The plan of `spec` on `models` (no model call): the dry run's estimates per task and
     model, timed with `speeds`, and each task's planned MDE80."""
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
-    items, _ = dry_run_items(catalog, planned, trial_plan(spec, planned, models), lm_factory, spec)
+    items, skipped = dry_run_items(
+        catalog, planned, trial_plan(spec, planned, models), lm_factory, spec
+    )
     times = model_times(items, speeds)
     by_model = {t.model: t for t in times}
     counts = {p.task: _comparisons(spec, p) for p in planned}
@@ -262,6 +267,8 @@ def plan_study(
         cells=tuple(cells),
         times=tuple(times),
         mde_note=_mde_note(spec),
+        cluster_by=spec.cluster_by,
+        skipped=tuple((str(x["task"]), str(x["reason"])) for x in skipped),
     )
 
 

@@ -46,7 +46,7 @@ def test_plan_of_the_demo_calls_no_model(
     assert r.returncode == 0, r.stderr
     assert "measuring" not in r.stderr  # the stored speeds: no model was run
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("plan of demo") and "Holm over 6 tested comparison(s)" in lines[0]
+    assert lines[0].startswith("plan of demo") and "Holm over 6 tested comparisons" in lines[0]
     assert lines[1].split() == [
         "task", "model", "rows", "(of)", "train", "calls", "~time", "~price", "MDE80", "MDE80",
         "Holm",

@@ -88,10 +88,11 @@ def test_plan_of_the_demo_study(catalog: Catalog) -> None:
     assert again.value == pytest.approx(hearsay.mde_family.value)
     # calls: 2 variants x 40 rows per (task, model); time: the tokens at the stored rates
     assert [c.calls for c in plan.cells] == [80] * 6
-    for t in plan.times:
-        assert t.calls == 240 and t.speed == speeds[t.model]
-        assert t.seconds == pytest.approx(t.fresh_tokens / 500.0 + t.decode_tokens / 50.0)
-        assert 0 < t.fresh_tokens < t.prompt_tokens  # the shared instruction is kept
+    for share in plan.times:
+        assert share.calls == 240 and share.speed == speeds[share.model]
+        expected = share.fresh_tokens / 500.0 + share.decode_tokens / 50.0
+        assert share.seconds == pytest.approx(expected)
+        assert 0 < share.fresh_tokens < share.prompt_tokens  # the shared instruction is kept
     assert sum(c.seconds or 0 for c in plan.cells) == pytest.approx(
         sum(t.seconds or 0 for t in plan.times)
     )
