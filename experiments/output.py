@@ -582,12 +582,7 @@ def study_plan(p: Any) -> str:
     lines = [
         f"plan of {p.name} ({p.spec_path}): {_count(len(p.tasks), 'task')} x "
         f"{_count(len(p.models), 'model')}, split {p.split}, {p.design} design, "
-        f"comparisons: {p.comparisons}; "
-        + (
-            f"{corrected} over {p.family} tested comparison{'s' if p.family > 1 else ''}"
-            if p.family
-            else "none tested"
-        ),
+        f"comparisons: {p.comparisons}; " + _family(p, corrected),
         f"{'task':<36} {'model':<22} {'rows':>5} {'(of)':>6} {'train':>5} {'calls':>6} "
         f"{'~time':>7} {'~price':>9} {'MDE80':>6} {'MDE80 ' + corrected:>11}",
     ]
@@ -621,6 +616,16 @@ def study_plan(p: Any) -> str:
     lines.append(f"total: {sum(t.calls for t in p.times)} calls, {when}{price}")
     lines += _plan_legend(p)
     return "\n".join(lines)
+
+
+def _family(p: Any, corrected: str) -> str:
+    """The header's multiple-testing clause: the correction and the comparisons it spans."""
+    if not p.family:
+        return "none tested"
+    tests = _count(p.family, "tested comparison")
+    if p.sequential_alpha is not None:
+        return f"alpha {p.sequential_alpha:g} split over {tests} (Bonferroni)"
+    return f"{corrected} over {tests}"
 
 
 def _count(n: int, what: str) -> str:
