@@ -77,13 +77,12 @@ def plan(
     models = (model,) if model else spec.models
     only = tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks is not None else None
     assumption = check_assumption(Assumption(accuracy, correlation))
-    speeds = _speeds(models, measure)
     result = plan_study(
         spec,
         catalog,
         models,
         setup.lm,
-        speeds,
+        lambda m: _speed(m, measure),
         only=only,
         limit=limit,
         assumption=assumption,
@@ -93,22 +92,19 @@ def plan(
         typer.echo(output.time_warning(result.times), err=True)
 
 
-def _speeds(models: tuple[str, ...], again: bool) -> dict[str, Any]:
-    """Each local model's speed here: stored, or measured now (once, or again with
-    `again`); None, with a stderr line, where it cannot be measured."""
+def _speed(model: str, again: bool) -> Any:
+    """A local model's speed here: stored, or measured now (once, or again with `again`);
+    None, with a stderr line, where it cannot be measured."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.llm.backends import is_local
     from experiments.llm.speed import cached_speed, measure_speed, speed_path
     from experiments.llm.types import ModelError
 
-    out: dict[str, Any] = {}
-    for m in (m for m in models if is_local(m)):
-        speed = None if again else cached_speed(m)
-        if speed is None:
-            typer.echo(output.measuring_note(m, str(speed_path())), err=True)
-            try:
-                speed = measure_speed(m)
-            except ModelError as e:
-                typer.echo(output.not_measured_note(m, str(e)), err=True)
-        out[m] = speed
-    return out
+    speed = None if again else cached_speed(model)
+    if speed is not None:
+        return speed
+    typer.echo(output.measuring_note(model, str(speed_path())), err=True)
+    try:
+        return measure_speed(model)
+    except ModelError as e:
+        typer.echo(output.not_measured_note(model, str(e)), err=True)
+        return None

@@ -222,19 +222,20 @@ def plan_study(
     catalog: Catalog,
     models: tuple[str, ...],
     lm_factory: Callable[[str], Any],
-    speeds: Mapping[str, Speed | None],
+    speed_of: Callable[[str], Speed | None],
     *,
     only: tuple[str, ...] | None = None,
     limit: int | None = None,
     assumption: Assumption = Assumption(),  # noqa: B008 - frozen, so one shared default is safe
 ) -> StudyPlan:
     """The plan of `spec` on `models` (no model call): the dry run's estimates per task and
-    model, timed with `speeds`, and each task's planned MDE80."""
+    model, each local model timed with `speed_of(model)` (asked once the spec has planned
+    without error: it may measure), and each task's planned MDE80."""
     planned = plan_tasks(spec, catalog, only=only, limit=limit)
     items, skipped = dry_run_items(
         catalog, planned, trial_plan(spec, planned, models), lm_factory, spec
     )
-    times = model_times(items, speeds)
+    times = model_times(items, {m: speed_of(m) for m in models if is_local(m)})
     by_model = {t.model: t for t in times}
     counts = {p.task: _comparisons(spec, p) for p in planned}
     family = sum(counts.values()) * len(models)

@@ -33,6 +33,10 @@ def _speed(model: str, prompt: float = 500.0, gen: float = 50.0) -> Speed:
     return Speed(model, "Test CPU, 2 threads", prompt, gen, "2026-01-01T00:00:00Z", 0.5)
 
 
+def _never(model: str) -> Speed | None:
+    raise AssertionError(f"{model}: an API model has no speed to ask for")
+
+
 def _no_model(name: str) -> Any:
     """The dry run binds trials to a model's identity only: a model that is never called."""
     return get_model(name)
@@ -62,7 +66,7 @@ def test_decoded_tokens_per_row() -> None:
 def test_plan_of_the_demo_study(catalog: Catalog) -> None:
     spec = load_spec(DEMO)
     speeds = {m: _speed(m) for m in MODELS}
-    plan = plan_study(spec, catalog, MODELS, _no_model, speeds)
+    plan = plan_study(spec, catalog, MODELS, _no_model, speeds.get)
     by_task = {t.task: t for t in plan.tasks}
     assert list(by_task) == ["hearsay", "abercrombie", "personal_jurisdiction"]
     # rows after the spec's limit: 40 of each test split; the train split holds the demos
@@ -109,7 +113,7 @@ def test_an_api_model_gets_litellm_price_and_no_time(catalog: Catalog) -> None:
     """Priced from litellm's local cost map (LITELLM_LOCAL_MODEL_COST_MAP), no network."""
     spec = load_spec(DEMO)
     model = "openai/gpt-4o-mini"
-    plan = plan_study(spec, catalog, (model,), _no_model, {}, only=("hearsay",))
+    plan = plan_study(spec, catalog, (model,), _no_model, _never, only=("hearsay",))
     (cell,) = plan.cells
     (share,) = plan.times
     assert cell.seconds is None and share.seconds is None and "API" in share.why
