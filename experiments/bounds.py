@@ -117,6 +117,8 @@ N_RESAMPLES = Bounds(100, 1_000_000)
 TRIALS = Bounds(1, 10_000)
 HELDOUT = Bounds(0.05, 0.95, integer=False)
 SPLIT_LIMIT = Bounds(2, MAX_ROWS)  # --dev-limit, --heldout-limit: a stratified sample
+TRAIN_FRACTION = Bounds(0, 1, integer=False, low_open=True, high_open=True)  # task new
+DEMOS = Bounds(0, 10_000)  # task new --demos (promptlib.variants.MAX_K)
 VERDICT_BATCH = Bounds(1, 100_000)
 
 # ---- sweep specs ------------------------------------------------------------------------------

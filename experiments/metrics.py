@@ -9,6 +9,9 @@ light normalisation (punctuation removed, whitespace stripped, lower-cased), exc
 - ``ssla_*``: F1 over comma-separated names, counted the way the official code counts them;
 - ``rule_qa``: graded by hand, so there is no automatic score.
 
+A user's own task (``workbench task new``) declares its metric in its task.json: balanced
+accuracy, ``macro_f1`` or ``exact_match`` (`task_metric`).
+
 Where the paper and the code disagree the code is the default: the code scores
 ``successor_liability`` with balanced accuracy, the paper reports F1 over the exceptions;
 ``definition="paper"`` selects the latter.
@@ -26,7 +29,7 @@ from typing import Literal
 import numpy as np
 
 from promptlib.errors import WorkbenchError
-from promptlib.tasks import metric_for
+from promptlib.tasks import Task, metric_for
 
 Definition = Literal["code", "paper"]
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -182,8 +185,42 @@ def _f1(tp: int, fp: int, fn: int) -> float:
     return 2 * tp / denom if denom else 0.0
 
 
+def exact_match(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """Share of generations equal to their answer (LegalBench's normalisation, `same_label`):
+    the metric of a user's extraction or generation task (`workbench task new`)."""
+    if len(generations) != len(answers):
+        raise ValueError("generations and answers differ in length")
+    return float(np.mean([same_label(g, a) for g, a in zip(generations, answers, strict=True)]))
+
+
+def macro_f1(generations: Sequence[str], answers: Sequence[str]) -> float:
+    """F1 averaged over the answer classes (normalised exact match), a user task's choice.
+
+    The classes are the answers present, as in `balanced_accuracy`: a reply that is no class
+    (invalid) is a miss of its row's class and a false positive of none. Equal to sklearn's
+    ``f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro")`` on the
+    normalised strings (the tests check it), a class with no true or predicted row counting 0.
+    """
+    y_true = [normalize(a) for a in answers]
+    y_pred = [normalize(g) for g in generations]
+    if len(y_true) != len(y_pred):
+        raise ValueError("generations and answers differ in length")
+    classes = sorted(set(y_true))
+    return float(np.mean([_f1(*macro_f1_counts(y_true, y_pred, c)) for c in classes]))
+
+
+def macro_f1_counts(y_true: Sequence[str], y_pred: Sequence[str], cls: str) -> tuple[int, int, int]:
+    """(tp, fp, fn) of one class over normalised answers and replies (an empty reply is none)."""
+    tp = sum(bool(p) and p == t == cls for t, p in zip(y_true, y_pred, strict=True))
+    fp = sum(bool(p) and p == cls != t for t, p in zip(y_true, y_pred, strict=True))
+    fn = sum(t == cls and not (bool(p) and p == t) for t, p in zip(y_true, y_pred, strict=True))
+    return tp, fp, fn
+
+
 METRICS: dict[str, Callable[[Sequence[str], Sequence[str]], float]] = {
     "balanced_accuracy": balanced_accuracy,
+    "exact_match": exact_match,
+    "macro_f1": macro_f1,
     "sara_numeric_within_10pct": sara_numeric,
     "citation_open_contains": citation_open,
     "definition_extraction_stemmed_match": definition_extraction,
@@ -199,9 +236,24 @@ def official_metric(task: str, definition: Definition = "code") -> str:
     return metric_for(task)
 
 
+def task_metric(task: Task, definition: Definition = "code") -> str:
+    """`official_metric` of a loaded task: a user task's is the one its task.json declares
+    (`workbench task new`); LegalBench's comes from its name."""
+    meta = task.files.meta
+    return meta.metric if meta is not None else official_metric(task.name, definition)
+
+
+def scorable_task_metric(task: Task, definition: Definition = "code") -> str:
+    """`task_metric`; raises if LegalBench grades the task by hand."""
+    return _scorable(task.name, task_metric(task, definition))
+
+
 def scorable_metric(task: str, definition: Definition = "code") -> str:
     """The task's metric name; raises if LegalBench grades the task by hand."""
-    name = official_metric(task, definition)
+    return _scorable(task, official_metric(task, definition))
+
+
+def _scorable(task: str, name: str) -> str:
     if name == "manual":
         raise ManualEvaluationRequired(
             f"task {task!r} is graded by hand in LegalBench (no automatic metric); "
@@ -215,9 +267,14 @@ def score(
     generations: Sequence[str],
     answers: Sequence[str],
     definition: Definition = "code",
+    *,
+    metric: str | None = None,
 ) -> float:
-    """The task's official score for raw generations, exactly as LegalBench computes it."""
-    name = scorable_metric(task, definition)
+    """The task's official score for raw generations, exactly as LegalBench computes it.
+
+    `metric`: the task's metric when known (a trial's, a user task's `task_metric`); else it
+    is LegalBench's for the task's name."""
+    name = _scorable(task, metric) if metric is not None else scorable_metric(task, definition)
     if len(generations) != len(answers):
         raise WorkbenchError(
             f"{len(generations)} generations but {len(answers)} answers; they must pair up"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from experiments.trials.record import TrialStatus
@@ -53,8 +54,11 @@ def task_list(entries: Sequence[Any], source: str = "") -> str:
         missing["test"] += s.n_test is None
         lines.append(
             f"{s.name:<60} {s.task_type:<11} {s.metric:<36} {n_train:>5} {n_test:>5}  {labels}"
+            + ("  (your task)" if s.user_task else "")  # `workbench task new`'s, not LegalBench's
         )
     if any(missing.values()):
+        if any(getattr(s, "user_task", False) for s in entries):
+            source += ("; " if source else "") + "your own tasks: their task folders"
         lines.append(_missing_splits_note(missing, len(entries), source))
     return "\n".join(lines)
 
@@ -292,11 +296,13 @@ def across_table(across: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
+def sweep_summary(
+    result: dict[str, Any], tracking_uri: str, reports_dir: str | Path = "reports"
+) -> str:
     """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
 
     `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
-    the comparison table's invalid-output columns.
+    the comparison table's invalid-output columns; `reports_dir` is where its files went.
     """
     lines = [
         f"sweep {result['sweep']}: {result['trials']} trials "
@@ -319,7 +325,8 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str) -> str:
         )
     if result.get("figures"):
         lines.append("figures: " + ", ".join(result["figures"]))
-    lines.append(f"table: reports/{result['sweep']}/comparisons.csv ; MLflow store: {tracking_uri}")
+    table = Path(reports_dir) / result["sweep"] / "comparisons.csv"
+    lines.append(f"table: {table} ; MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
     lines.append(
         "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
@@ -422,9 +429,12 @@ def incomplete_trials_error(incomplete: list[dict[str, Any]]) -> str:
         f"{t['n']} rows failed)"
         for t in incomplete
     )
+    # the first row error says what to do (a key to set, a server to start) before a rerun
+    first = next((t for t in incomplete if t.get("first_error")), None)
+    why = f" First error: {first['first_error']}." if first else ""
     return (
-        f"error: {len(incomplete)} trial(s) incomplete: {listed}. Their comparisons have no "
-        "p-value. Rerun the same command to resume: only the failed rows are sent again."
+        f"error: {len(incomplete)} trial(s) incomplete: {listed}.{why} Their comparisons have "
+        "no p-value. Rerun the same command to resume: only the failed rows are sent again."
     )
 
 
@@ -816,12 +826,12 @@ def run_incomplete_error(
 ) -> str:
     """stderr line of `workbench run` for a trial with failed rows; `kept`: what of an
     earlier, better result this rerun left as it was (`run_kept_notes`), in the same line."""
-    # an error the same prompt meets every time (longer than the context) gets its fix,
+    # an error a rerun meets again (longer than the context, a missing key) gets its fix,
     # not the advice to run again
     then = (
         "Run the same command again to retry only those rows."
         if rerun_helps
-        else "The same prompts fail the same way every time: see the fix in the error."
+        else "The same prompts fail the same way until that is fixed: see the fix in the error."
     )
     also = "".join(f" {k[:1].upper()}{k[1:]}." for k in kept)
     return (

@@ -1,21 +1,30 @@
 """Folders and `WORKBENCH_*` settings read from the environment, in one place.
 
-Below every other experiments module but `experiments.bounds` (the ranges of its numbers), so
-any of them may read a setting without an import circle. A reader that refuses a bad value
+Below every other experiments module but `experiments.bounds` (the ranges of its numbers) and
+`experiments.project` (the project file its folders are relative to), so any of them may read a
+setting without an import circle. A reader that refuses a bad value
 raises the error class its caller passes (`error=`): the caller's own (`ModelError`,
 `ExecutorError`), so the exception a user or a test sees does not depend on where the value
 is read.
 
 `promptlib.data.default_source` reads ``WORKBENCH_CACHE_DIR`` with the same default itself
-(promptlib cannot import experiments); a test checks the two defaults are equal.
+(promptlib cannot import experiments); a test checks the two defaults are equal. The same
+holds for ``WORKBENCH_TASKS_DIR``, read by `promptlib.taskmeta.user_tasks_dir`.
+
+The folders that were relative to the working folder (runs/, reports/, generated variants,
+optuna.db, the MLflow store) are relative to the project file's folder (`experiments.project`:
+the nearest mlflow.yaml from the working folder up, else the user-level one), which may also
+name them (`runs_dir:`, `reports_dir:`, ...); run from the project root they are where
+they were.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from experiments import bounds
+from experiments import bounds, project
 from promptlib.errors import WorkbenchError
 
 # ---- folders ----------------------------------------------------------------------------------
@@ -24,12 +33,18 @@ CACHE_DIR_ENV = "WORKBENCH_CACHE_DIR"
 DEFAULT_CACHE_DIR = "~/.cache/workbench"
 MODELS_DIR_ENV = "WORKBENCH_MODELS_DIR"
 RUNS_DIR_ENV = "WORKBENCH_RUNS_DIR"
-#: where `workbench run` saves trials when `WORKBENCH_RUNS_DIR` is unset (relative to the cwd)
+#: where `workbench run` saves trials when `WORKBENCH_RUNS_DIR` is unset and the project file
+#: has no `runs_dir:` (relative to the project file's folder)
 DEFAULT_RUNS_DIR = "runs"
-#: where `workbench sweep` writes its reports (relative to the cwd)
+#: where `workbench sweep` writes its reports without `reports_dir:` (same folder)
 REPORTS_DIR = "reports"
-MLFLOW_CONFIG_ENV = "WORKBENCH_MLFLOW_CONFIG"
-DEFAULT_MLFLOW_CONFIG = "mlflow.yaml"
+MLFLOW_CONFIG_ENV = project.CONFIG_ENV
+DEFAULT_MLFLOW_CONFIG = project.CONFIG_NAME
+DATA_DIR_ENV = "LEGALBENCH_DIR"
+#: where `workbench task new` writes the user's own tasks, which every command lists beside
+#: LegalBench's (the XDG data folder's place, so they outlive a cache clean-up)
+TASKS_DIR_ENV = "WORKBENCH_TASKS_DIR"
+DEFAULT_TASKS_DIR = "~/.local/share/workbench/tasks"
 
 
 def cache_dir() -> Path:
@@ -39,6 +54,11 @@ def cache_dir() -> Path:
 def cache_dir_from_env() -> bool:
     """Whether the user chose the cache folder (``WORKBENCH_CACHE_DIR`` set and not empty)."""
     return bool(os.environ.get(CACHE_DIR_ENV))
+
+
+def tasks_dir() -> Path:
+    """The user task folder: ``$WORKBENCH_TASKS_DIR``, else `DEFAULT_TASKS_DIR` (expanded)."""
+    return Path(os.environ.get(TASKS_DIR_ENV) or DEFAULT_TASKS_DIR).expanduser()
 
 
 def responses_dir() -> Path:
@@ -63,26 +83,49 @@ def models_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    """Where trials are saved: ``$WORKBENCH_RUNS_DIR`` (not expanded), else ``runs``."""
-    return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+    """Where trials are saved: ``$WORKBENCH_RUNS_DIR`` (as given, not expanded), else the
+    project file's `runs_dir:`, else ``runs`` beside it."""
+    env = os.environ.get(RUNS_DIR_ENV)
+    return Path(env) if env else project.locate().folder_field("runs_dir", DEFAULT_RUNS_DIR)
 
 
 def reports_dir() -> Path:
-    return Path(REPORTS_DIR)
+    """Where sweeps write reports/<sweep>/: the project file's `reports_dir:`, else ``reports``
+    beside it."""
+    return project.locate().folder_field("reports_dir", REPORTS_DIR)
 
 
-#: where `workbench variants generate` writes without -o (relative to the cwd)
+#: where `workbench variants generate` writes without -o (relative to the project file's folder)
 GENERATED_DIR = "ablations/generated"
 
 
 def generated_dir() -> Path:
-    return Path(GENERATED_DIR)
+    return project.locate().folder_field("generated_dir", GENERATED_DIR)
 
 
 def mlflow_config_path(path: str | Path | None = None) -> Path:
-    """The tracking config file: `path`, else ``$WORKBENCH_MLFLOW_CONFIG``, else
-    ``./mlflow.yaml`` (which need not exist)."""
-    return Path(path or os.environ.get(MLFLOW_CONFIG_ENV) or DEFAULT_MLFLOW_CONFIG)
+    """The project file (absolute; it need not exist): `path`, else ``$WORKBENCH_MLFLOW_CONFIG``,
+    else the nearest mlflow.yaml from the working folder up, else the user-level one."""
+    return project.locate(path).path
+
+
+@dataclass(frozen=True)
+class DataDefault:
+    """The LegalBench folder the project file names (`legalbench_dir:`), for
+    `promptlib.data.default_source` when neither --data-dir nor ``$LEGALBENCH_DIR`` is given."""
+
+    path: str | None  # absolute; None when the project file names none
+    file: str  # the file that names it, or where to add `legalbench_dir:`, for messages
+
+
+def data_default() -> DataDefault:
+    found = project.locate()
+    value = found.text("legalbench_dir")
+    if found.found == "user" and value is None:
+        where = f"an {project.CONFIG_NAME} in your project folder (or {found.path})"
+    else:
+        where = str(found.path)
+    return DataDefault(str(found.resolve(value).resolve()) if value else None, where)
 
 
 # ---- local models -----------------------------------------------------------------------------
@@ -174,15 +217,25 @@ def ray_actors(error: type[Exception] = WorkbenchError) -> int | None:
 # ---- tracking and optimisation ----------------------------------------------------------------
 #: set (to any true value) to run `workbench run` / `grade import` without MLflow (typer `envvar`)
 NO_TRACK_ENV = "WORKBENCH_NO_TRACK"
-#: the Optuna storage of `workbench optimize` without --storage (relative to the cwd)
+#: the Optuna storage of `workbench optimize` without --storage and without `optuna_storage:`
+#: in the project file (a SQLite path relative to the project file's folder)
 DEFAULT_OPTUNA_STORAGE = "sqlite:///optuna.db"
 
 
 def default_optuna_storage() -> str:
-    return DEFAULT_OPTUNA_STORAGE
+    """The storage `workbench optimize` opens without --storage: the project file's
+    `optuna_storage:`, else optuna.db beside it; a relative SQLite path is made absolute
+    against the project file's folder (symlinks resolved)."""
+    found = project.locate()
+    url = found.text("optuna_storage") or DEFAULT_OPTUNA_STORAGE
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        path, query, args = url.removeprefix("sqlite:///").partition("?")
+        return f"sqlite:///{found.resolve(path).resolve()}{query}{args}"
+    return url
 
 
 def resolved_optuna_storage() -> str:
-    """The default storage as the study key names it: the file's absolute path (recipe F of
-    `experiments.ids`, so two folders' default studies have two keys)."""
-    return f"sqlite:///{Path('optuna.db').resolve()}"
+    """The default storage as the study key names it (recipe F of `experiments.ids`): the
+    file's absolute path, so two projects' default studies have two keys. It is the path
+    `Path('optuna.db').resolve()` gave run from the project root, so keys stay as they were."""
+    return default_optuna_storage()

@@ -29,6 +29,7 @@ from promptlib.errors import (
     first_few,
 )
 from promptlib.progress import progress_bar
+from promptlib.taskmeta import TaskMeta
 
 SPLITS = ("train", "test")
 PROMPT_SUFFIX = ".txt"
@@ -234,6 +235,8 @@ class TaskFiles:
     name: str
     data_dir: Path
     prompt_dir: Path | None
+    #: a user task's declared facts (`task.json`); None for LegalBench's tasks
+    meta: TaskMeta | None = None
 
     def split_path(self, split: str) -> Path:
         return self.data_dir / f"{split}.tsv"
@@ -315,9 +318,24 @@ class DataSource:
             raise UnknownTaskError(
                 f"unknown task {name!r}{did_you_mean(name, self._names)} "
                 f"(run 'workbench tasks' for the {len(self._names)} known tasks)"
+                + own_data_hint(name)
             )
         prompt_dir = self.prompts_dir / name if self.prompts_dir is not None else None
         return TaskFiles(name, self.tasks_dir / name, prompt_dir)
+
+
+#: suffixes of the files `workbench task new` reads (a task name never has one)
+DATA_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".pq", ".tsv")
+
+
+def own_data_hint(name: str) -> str:
+    """For a task name that is a data file's name: how to make a task of that file."""
+    if not name.lower().endswith(DATA_FILE_SUFFIXES):
+        return ""
+    return (
+        f"; {name} is a data file, not a task: make it a task first with 'workbench task new "
+        f"NAME --from {name} --input COLUMN --answer COLUMN --instruction TEXT'"
+    )
 
 
 def _tasks_folder(folder: Path | str, missing: str) -> Path:
@@ -332,10 +350,12 @@ def _tasks_folder(folder: Path | str, missing: str) -> Path:
 class LocalSource(DataSource):
     """A directory in LegalBench's layout: `<root>/tasks/<task>/{train,test}.tsv` + prompts."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, missing: str | None = None) -> None:
+        """`missing` (its `{}` the folder): the message when `root` is no directory."""
         tasks_dir = _tasks_folder(
             root,
-            "data directory {} does not exist; set LEGALBENCH_DIR or --data-dir to a "
+            missing
+            or "data directory {} does not exist; set LEGALBENCH_DIR or --data-dir to a "
             "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)",
         )
         super().__init__(tasks_dir, tasks_dir)
@@ -469,15 +489,37 @@ def default_source(
     hf: bool = False,
     prompts_dir: str | None = None,
     cache_dir: str | None = None,
+    project_dir: str | None = None,
+    project_file: str = "mlflow.yaml",
 ) -> DataSource:
-    """Pick the data source from CLI options and the environment."""
+    """Pick the data source from CLI options, the environment, then the project.
+
+    `project_dir` is the folder the project file `project_file` names (`legalbench_dir:`),
+    used when neither `data_dir` nor ``$LEGALBENCH_DIR`` is given; the caller reads it
+    (promptlib does not know where the project file is). An error then names all three ways
+    to give the folder.
+    """
     if hf:
         cache = cache_dir or os.environ.get("WORKBENCH_CACHE_DIR") or "~/.cache/workbench"
         return HuggingFaceSource(cache, prompts_dir or os.environ.get("LEGALBENCH_PROMPTS_DIR"))
     root = data_dir or os.environ.get("LEGALBENCH_DIR")
-    if not root:
+    if root:
+        return LocalSource(root)
+    ways = (
+        f"pass --data-dir, set LEGALBENCH_DIR, or set legalbench_dir: in {project_file} to a "
+        "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)"
+    )
+    if not project_dir:
         raise DataError(
-            "no LegalBench data configured: set LEGALBENCH_DIR (or pass --data-dir) to a folder "
-            "in LegalBench's layout, or pass --hf to download nguha/legalbench"
+            f"no LegalBench data configured: {ways}; or pass --hf to download nguha/legalbench"
         )
-    return LocalSource(root)
+    return LocalSource(
+        project_dir,
+        f"data directory {{}} (legalbench_dir: in {_braces(project_file)}) does not exist; "
+        + _braces(ways),
+    )
+
+
+def _braces(text: str) -> str:
+    """`text` with its braces doubled, to sit in a `str.format` template."""
+    return text.replace("{", "{{").replace("}", "}}")

@@ -288,6 +288,12 @@ def compile_prompt(
                 f"verbalizer={variant.verbalizer}: the prompt's own text still names "
                 f"{', '.join(repr(x) for x in left)}; replies in those words are invalid here",
             )
+    if task.files.meta is not None and not task.spec.labels:
+        # a user's extraction or generation task: said on every run and sweep, never silent
+        notes += (
+            f"task {task.name!r} is {task.spec.task_type} with no label set: a reply that is "
+            "no valid answer cannot be detected (no invalid rate; it is only scored wrong)",
+        )
     demo_sep, answer_join = demo_file.demo_sep, demo_file.answer_join
     wrap: tuple[str, str] = ("", "")
     pieces: tuple[Segment, ...] = ()

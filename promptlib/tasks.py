@@ -17,7 +17,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from promptlib.data import SPLITS, DataSource, Table, TaskFiles, read_tsv
-from promptlib.errors import DataError, TemplateError, WorkbenchError
+from promptlib.errors import DataError, TemplateError, WorkbenchError, first_few
+from promptlib.taskmeta import META_FILE, TaskMeta
 from promptlib.templates import ParsedPrompt, parse_prompt, placeholders
 
 if TYPE_CHECKING:
@@ -202,6 +203,10 @@ class TaskSpec:
     notes: tuple[str, ...] = field(default=())
     #: Per label, in `labels` order, the files that give it (e.g. "train.tsv", "README.md").
     label_sources: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    #: made by `workbench task new` (its facts from task.json), not one of LegalBench's
+    user_task: bool = False
+    #: a user task's column that splits its rows into slices (reports by slice), if any
+    slice_column: str | None = None
 
     @property
     def is_classification(self) -> bool:
@@ -238,6 +243,8 @@ class TaskSpec:
                 if self.labels is not None
                 else None
             ),
+            # only a user task's JSON has these (LegalBench's stays as it was)
+            **({"user_task": True, "slice_column": self.slice_column} if self.user_task else {}),
         }
 
 
@@ -320,6 +327,8 @@ class Task:
 
     @cached_property
     def spec(self) -> TaskSpec:
+        if self.files.meta is not None:
+            return self._declared_spec(self.files.meta)
         readme = self.files.readme()
         notes: list[str] = []
         task_type = _task_type(self.name, readme)
@@ -352,6 +361,55 @@ class Task:
             columns=tuple(cols),
             notes=tuple(notes),
             label_sources=label_sources,
+        )
+
+    def _declared_spec(self, meta: TaskMeta) -> TaskSpec:
+        """A user task's spec: its facts as task.json declares them, checked against its rows
+        (an answer outside the label set, e.g. after a hand edit of a TSV, is refused)."""
+        tables = {s: self.table(s) for s in SPLITS if self.has_split(s)}
+        notes: list[str] = [f"your own task (rows from {meta.source or 'unknown'})"]
+        label_sources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        if meta.labels is not None:
+            known = {normalize_label(x): x for x in meta.labels}
+            found: dict[str, list[str]] = {x: [] for x in meta.labels}
+            for split, table in tables.items():
+                answers = dict.fromkeys(table.column("answer"))
+                stray = [a for a in answers if normalize_label(a) not in known]
+                if stray:
+                    raise DataError(
+                        f"{table.path}: answer(s) {first_few([repr(a) for a in stray])} are "
+                        f"not in the label set ({', '.join(meta.labels)}) that "
+                        f"{self.files.data_dir / META_FILE} declares; fix those rows or "
+                        "recreate the task with workbench task new --force"
+                    )
+                for a in answers:
+                    where = found[known[normalize_label(a)]]
+                    if f"{split}.tsv" not in where:
+                        where.append(f"{split}.tsv")
+            label_sources = tuple((x, (*found[x], META_FILE)) for x in meta.labels)
+        else:
+            notes.append(
+                "no label set: a reply that is no valid answer cannot be detected (no invalid rate)"
+            )
+        for split in SPLITS:
+            if split not in tables:
+                notes.append(f"no {split} split in this data")
+        columns = list(dict.fromkeys(c for t in tables.values() for c in t.columns))
+        train, test = tables.get("train"), tables.get("test")
+        return TaskSpec(
+            name=self.name,
+            category=None,
+            task_type=meta.task_type,
+            labels=meta.labels,
+            metric=meta.metric,
+            prompt_files=self.files.prompt_files(),
+            n_train=len(train) if train is not None else None,
+            n_test=len(test) if test is not None else None,
+            columns=tuple(columns),
+            notes=tuple(notes),
+            label_sources=label_sources,
+            user_task=True,
+            slice_column=meta.slice_column,
         )
 
     def _labels(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,16 @@ REPO = Path(__file__).resolve().parents[1]
 # `workbench run` logs to MLflow by default; a test that does not give the subprocess its
 # own store (`workbench_env`) must not create ./mlflow.db in the repository.
 os.environ.setdefault("WORKBENCH_NO_TRACK", "1")
+# Run where no mlflow.yaml is found (a tmp folder), the workbench keeps its store, runs and
+# reports beside the user-level $XDG_CONFIG_HOME/workbench/mlflow.yaml: never the real one.
+_CONFIG_HOME = tempfile.mkdtemp(prefix="workbench-test-config-")
+atexit.register(shutil.rmtree, _CONFIG_HOME, ignore_errors=True)
+os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME
+# Nor may a developer's own tasks (`workbench task new`) join the catalog of a test: user
+# tasks live in a folder that does not exist unless a test sets WORKBENCH_TASKS_DIR itself.
+os.environ["WORKBENCH_TASKS_DIR"] = os.path.join(
+    tempfile.gettempdir(), f"workbench-tests-{os.getpid()}", "no-user-tasks"
+)
 
 
 def legalbench_dir() -> Path | None:

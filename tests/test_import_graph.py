@@ -192,6 +192,7 @@ def test_imports_inside_functions_say_why() -> None:
 LAYERS = (
     ("promptlib",),
     ("bounds",),  # the ranges of numbers a user gives, read by settings and up
+    ("project",),  # the project file (mlflow.yaml) the default folders are relative to
     ("ids", "settings", "secrets", "files", "metrics"),
     ("names",),
     ("llm",),

@@ -75,6 +75,7 @@ _ROW_HIT_METRICS = (
     "sara_numeric_within_10pct",
     "citation_open_contains",
     "definition_extraction_stemmed_match",
+    "exact_match",  # a user task's (`workbench task new`): one hit per row, like accuracy
 )
 _F1_METRICS = ("ssla_f1", "successor_liability_f1")
 STRATIFIED_METRICS = ("balanced_accuracy",)

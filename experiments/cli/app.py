@@ -1,17 +1,25 @@
 """The `workbench` Typer apps (`app`, its `grade` group), the main options, and `main`, the
 entry point. The commands are registered by the modules `experiments.cli` imports.
+
+A command stopped by Ctrl-C exits 130 with one line on stderr (`interrupted_line`): the
+commands whose work a rerun picks up say so. How help and flags show: `help_format`.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from experiments import output
+from experiments.cli.help_format import WorkbenchGroup, show_flags_bare
+from promptlib.errors import WorkbenchError
 
+show_flags_bare()
 app = typer.Typer(
     name="workbench",
+    cls=WorkbenchGroup,
     help="Prompt-engineering experiment workbench for LegalBench.",
     no_args_is_help=True,
     add_completion=False,
@@ -48,17 +56,45 @@ def main_options(
 
 
 INTERRUPTED = (130, 143)  # the shell's exit codes for SIGINT and SIGTERM
+RESUMABLE = ("run", "sweep", "optimize", "import")
+"""Commands whose work a rerun picks up (answers in the response cache, trials and studies
+in their stores): their Ctrl-C line says so."""
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """The stderr line of a command stopped by Ctrl-C (or SIGTERM) that said nothing itself."""
+    command = next((a for a in argv if not a.startswith("-")), "")
+    return (
+        "interrupted; rerun the same command to resume" if command in RESUMABLE else "interrupted"
+    )
+
+
+def _said(exc: BaseException) -> bool:
+    """Whether the user was told why the command exited: by a workbench error's line (an
+    interrupted study's), or it was no interrupt. Not for a KeyboardInterrupt that Typer
+    turned into exit 130 with nothing said."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    if any(isinstance(e, WorkbenchError) for e in seen):
+        return True
+    return not any(isinstance(e, KeyboardInterrupt) for e in seen)
 
 
 def main() -> None:
     code: object = 0
+    silent = False  # an interrupt nothing has said a line about
     try:
         app()
     except SystemExit as e:
         code = e.code
+        silent = not _said(e)
         raise
     except KeyboardInterrupt:
         code = 130
+        silent = True
         raise
     finally:
         # Exiting (also on Ctrl-C): the collector's last pass over litellm's and MLflow's
@@ -68,6 +104,8 @@ def main() -> None:
 
         gc.freeze()
         if code in INTERRUPTED:
+            if silent:
+                print(interrupted_line(sys.argv[1:]), file=sys.stderr)
             _exit_now(int(str(code)))
 
 

@@ -74,14 +74,23 @@ def _tests(
 
 def _tasks(
     data_dir: str | None, hf: bool, prompts_dir: str | None
-) -> tuple[tuple[str, ...], TaskTexts]:
-    """The LegalBench tasks' names and their test rows' texts (read when a task is compared):
+) -> tuple[dict[str, str], TaskTexts]:
+    """Every known task's official metric by name (a user task's from its task.json, which
+    `--rescore` must score with) and their test rows' texts (read when a task is compared):
     an import's rows are clustered by them where the source gives no prompt identity."""
     # start-up time: the CLI imports a command's modules when it runs
+    from experiments import metrics
     from experiments.imports.identity import catalog_texts
+    from promptlib.usertasks.source import CombinedSource
 
     catalog = _catalog(data_dir, hf, prompts_dir)
-    return tuple(catalog.names()), catalog_texts(catalog)
+    source = catalog.source
+    mine = set(source.user.names()) if isinstance(source, CombinedSource) else set()
+    known = {
+        n: metrics.task_metric(catalog.task(n)) if n in mine else metrics.official_metric(n)
+        for n in catalog.names()
+    }
+    return known, catalog_texts(catalog)
 
 
 @app.command("import")

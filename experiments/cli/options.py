@@ -4,6 +4,7 @@ their choices, `Setup` (turns them into a catalog, a model and a cache) and `fri
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from experiments import bounds, output
+from experiments import bounds, output, settings
 from experiments.bounds import Bounds, BoundsError
 from promptlib.errors import WorkbenchError
 
@@ -115,7 +116,8 @@ DataDir = Annotated[
     str | None,
     typer.Option(
         "--data-dir",
-        help="LegalBench-layout folder (tasks/<task>/...). Default: $LEGALBENCH_DIR.",
+        help="LegalBench-layout folder (tasks/<task>/...). Default: $LEGALBENCH_DIR, else "
+        "legalbench_dir in the project's mlflow.yaml.",
     ),
 ]
 HF = Annotated[
@@ -189,11 +191,20 @@ class Setup:
     def catalog(self) -> Any:
         if self._catalog is None:
             # start-up time: the CLI imports a command's modules when it runs
-            from promptlib.data import default_source
             from promptlib.tasks import Catalog
+            from promptlib.usertasks.source import catalog_source
 
+            given = self.hf or self.data_dir or os.environ.get(settings.DATA_DIR_ENV)
+            project = None if given else settings.data_default()
+            # LegalBench's tasks, and the user's own (WORKBENCH_TASKS_DIR) beside them
             self._catalog = Catalog(
-                default_source(data_dir=self.data_dir, hf=self.hf, prompts_dir=self.prompts_dir)
+                catalog_source(
+                    data_dir=self.data_dir,
+                    hf=self.hf,
+                    prompts_dir=self.prompts_dir,
+                    project_dir=project.path if project else None,
+                    project_file=project.file if project else "mlflow.yaml",
+                )
             )
         return self._catalog
 

@@ -63,9 +63,8 @@ def plan(
     (under a stated assumption), the calls, the time on this machine (local models, from a
     measured speed) and the price (API models). Calls no model, except to measure a local
     model's speed once.
-    \f
-    Long because its signature declares the command's options (Typer reads them from it).
     """
+    # Long because its signature declares the command's options (Typer reads them from it).
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis.planned_power import Assumption, check_assumption
     from experiments.sweeps.estimate import plan_study, too_long

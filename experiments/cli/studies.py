@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from promptlib.tasks import Catalog
 
 
+# Long because its signature declares the command's options (Typer reads them from it);
+# the body is option wiring over `run_sweep`. Its docstring is the command's --help.
 @app.command()
 @friendly
 def sweep(
@@ -96,11 +98,7 @@ def sweep(
         bounded("--batch-poll", bounds.BATCH_POLL, "Seconds between polls of a batch."),
     ] = 30.0,
 ) -> None:
-    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests.
-    \f
-    Long because its signature declares the command's options (Typer reads them from it);
-    the body is option wiring over `run_sweep`.
-    """
+    """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.sweeps.estimate import too_long
     from experiments.sweeps.plan import dry_run_items, note_items, plan_tasks, trial_plan
@@ -192,7 +190,8 @@ def sweep(
     if as_json:
         typer.echo(output.as_json(result))
     else:
-        typer.echo(output.sweep_summary(result, safe_url(tracker.config.tracking_uri)))
+        uri = safe_url(tracker.config.tracking_uri)
+        typer.echo(output.sweep_summary(result, uri, settings.reports_dir()))
     if result.get("rebuilt"):
         typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
     if result["incomplete"]:
@@ -230,6 +229,9 @@ def _batches(batch: bool, poll: float, executor: str, setup: Setup, models: Any)
     return hook
 
 
+# Long because its signature declares the command's options (Typer reads them from it);
+# the body is option wiring over `experiments.optimize.optimize.optimize`. Its docstring is
+# the command's --help.
 @app.command()
 @friendly
 def optimize(
@@ -241,7 +243,8 @@ def optimize(
         str | None,
         typer.Option(
             "--storage",
-            help="Optuna storage URL (default sqlite:///optuna.db); "
+            help="Optuna storage URL (default: optuna.db beside the project's mlflow.yaml, "
+            "or its optuna_storage); "
             "a PostgreSQL URL shares the study between processes.",
         ),
     ] = None,
@@ -310,11 +313,7 @@ def optimize(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Optimise a task's prompt on dev; report the winner on held-out data it never saw.
-    \f
-    Long because its signature declares the command's options (Typer reads them from it);
-    the body is option wiring over `experiments.optimize.optimize.optimize`.
-    """
+    """Optimise a task's prompt on dev; report the winner on held-out data it never saw."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.optimize.config import OptimizeConfig
     from experiments.optimize.optimize import optimize as run_optimize

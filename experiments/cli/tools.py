@@ -58,8 +58,11 @@ def grade_import(
 @app.command()
 @friendly
 def doctor() -> None:
-    """Check the embedded models on this machine: llama.cpp build, CPU, load settings, each
-    model's file and sha256, and a real prompt through each in a child process."""
+    """Check that the embedded models run on this machine.
+
+    Prints the llama.cpp build, the CPU, the load settings and each model's file and sha256,
+    then runs a real prompt through each model in a child process. Exit 1 on a problem.
+    """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.llm.doctor import report
 
@@ -70,7 +73,9 @@ def doctor() -> None:
 @friendly
 def ui(
     port: Annotated[int, bounded("--port", bounds.PORT, "Port for the MLflow UI.")] = 5000,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address the MLflow UI listens on.")
+    ] = "127.0.0.1",
 ) -> None:
     """Start the MLflow UI on the configured tracking store (exit 1 if it cannot serve)."""
     # start-up time: the CLI imports a command's modules when it runs

@@ -54,9 +54,8 @@ def run(
         str | None,
         typer.Option(
             "--variant-file",
-            help="A variant saved as JSON: PromptVariant.canonical_json(), or a "
-            "'workbench optimize --json' report (reruns its winner, best_variant_json). "
-            "Instead of --variant.",
+            help="A variant saved as JSON, or a 'workbench optimize --json' report (runs "
+            "its winner, exactly). Instead of --variant.",
         ),
     ] = None,
     split: SplitOpt = Split.test,
@@ -139,29 +138,30 @@ def score(
 ) -> None:
     """Score given generations with the task's official LegalBench metric."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.metrics import official_metric
     from experiments.metrics import score as score_fn
+    from experiments.metrics import task_metric
     from experiments.trials.predictions import read_predictions
 
     how = DEFINITIONS[definition]
-    spec = _catalog(data_dir, hf, prompts_dir).task(task).spec  # unknown task -> did you mean
+    loaded = _catalog(data_dir, hf, prompts_dir).task(task)  # unknown task -> did you mean
+    spec = loaded.spec
+    metric = task_metric(loaded, how)  # a user task's own (task.json), else LegalBench's
     labels = spec.labels if spec.is_classification else None
     multi = spec.task_type == "multi-label"
     gens, answers, lines = read_predictions(predictions, labels, multi_label=multi)
     try:
-        value = score_fn(task, gens, answers, how)
+        value = score_fn(task, gens, answers, how, metric=metric)
     except (ValueError, TypeError, ArithmeticError) as e:
         # A metric could not read some row (e.g. sara_numeric's answer is not a number):
         # find the first such row and name it.
         for gen, ans, n in zip(gens, answers, lines, strict=True):
             try:
-                score_fn(task, [gen], [ans], how)
+                score_fn(task, [gen], [ans], how, metric=metric)
             except (ValueError, TypeError, ArithmeticError) as row_error:
                 raise WorkbenchError(
                     f"{predictions}:{n}: cannot score this row for {task} ({row_error})"
                 ) from row_error
         raise WorkbenchError(f"{predictions}: cannot score {task} ({e})") from e
-    metric = official_metric(task, how)
     if as_json:
         typer.echo(output.as_json({"task": task, "metric": metric, "score": value, "n": len(gens)}))
     else:

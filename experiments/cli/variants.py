@@ -89,13 +89,14 @@ def generate(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Ask a generator model for a task's rule description, paraphrased instruction, or plain /
-    technical query template, and write it with its provenance and 'reviewed: false'.
+    """Have a model write an instruction or query-template file for a task, to review.
 
-    The text starts from the task's own instruction, query template, labels and README. A
-    sweep or run using the file warns (and tags its MLflow run) until you have read it and set
-    'reviewed: true'. Exit 1 when a candidate was refused (e.g. a register text that drops a
-    placeholder): the others are written.
+    --kind description or paraphrase writes a rule description or a paraphrased instruction;
+    plain or technical, a query template in that register. The text starts from the task's
+    own instruction, query template, labels and README, and the file keeps its provenance
+    and 'reviewed: false': a sweep or run using it warns (and tags its MLflow run) until you
+    have read it and set 'reviewed: true'. Exit 1 when a candidate was refused (e.g. a
+    register text that drops a placeholder): the others are written.
     """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.generate import GenerateRequest

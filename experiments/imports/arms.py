@@ -81,16 +81,24 @@ def to_records(
         if not official:  # after each arm's own checks (a fractional score is named first)
             _check_one_metric(task, model, arms)
         if not official and task in known_tasks and len(arms) > 1:
-            notes.append(_not_official(task, model, arms))
+            notes.append(_not_official(task, model, arms, _declared_metric(task, known_tasks)))
         notes += [how.note] if how.note and len(arms) > 1 else []
     return Arms(tuple(records), tuple(left), tuple(notes), clustered)
 
 
-def _not_official(task: str, model: str, arms: Sequence[ImportedTrial]) -> str:
-    """Says that a LegalBench task's arms are compared on the source's scoring, not the
-    task's official metric, and whether --rescore could use the official one."""
+def _declared_metric(task: str, known_tasks: Collection[str]) -> str | None:
+    """The task's own metric where the caller names it (`known_tasks` as a mapping, name ->
+    metric: a user task's comes from its task.json, not from LegalBench's table by name)."""
+    return known_tasks.get(task) if isinstance(known_tasks, Mapping) else None
+
+
+def _not_official(
+    task: str, model: str, arms: Sequence[ImportedTrial], declared: str | None = None
+) -> str:
+    """Says that a task's arms are compared on the source's scoring, not the task's
+    official metric, and whether --rescore could use the official one."""
     source = sorted({t.metric or "correct" for t in arms})
-    official = metrics.official_metric(task)
+    official = declared or metrics.official_metric(task)
     have = all(r.prediction is not None and r.answer is not None for t in arms for r in t.rows)
     how = "--rescore scores the generations with it" if have else "no generations to rescore"
     return (
@@ -269,10 +277,11 @@ def _official(
             f"{first_few(empty)}), which no prediction can be scored against; fill in each "
             "answer or drop those rows" + ("" if rescore else ", or give `correct`")
         )
-    metric = metrics.scorable_metric(task)
+    declared = _declared_metric(task, known_tasks)
+    metric = metrics.scorable_metric(task) if declared is None else declared
     gens = [str(r.prediction) for r in rows]
     answers = [str(r.answer) for r in rows]
-    score = metrics.score(task, gens, answers) if rows else None
+    score = metrics.score(task, gens, answers, metric=declared) if rows else None
     record = _record(t, task, metric, score, rows, answers, gens, None, hashes)
     return record, _differs(t, metric, rows)
 

@@ -414,11 +414,26 @@ def _too_long(exc: BaseException) -> bool:
     return bool(_CONTEXT_WORDS.search(str(exc)))
 
 
-def _retryable(exc: BaseException) -> bool:
-    from litellm.exceptions import APIConnectionError, RateLimitError, Timeout
+# What litellm and the SDKs under it say when no key was given: the OpenAI client's
+# "Missing credentials. Please pass an `api_key`...", litellm's "Missing Anthropic API Key",
+# "no key is set", the OpenAI client's older "The api_key client option must be set".
+_NO_KEY = re.compile(
+    r"missing credentials|missing [\w ]{0,30}api[ _]?key|no (?:api )?key is set"
+    r"|api_key client option must be set",
+    re.IGNORECASE,
+)
 
-    if "missing credentials" in str(exc).lower():
-        return False  # no key in the environment: retrying cannot help
+
+def _no_key(exc: BaseException) -> bool:
+    """The call had no API key (litellm wraps the OpenAI client's refusal as a 500)."""
+    return bool(_NO_KEY.search(str(exc)))
+
+
+def _retryable(exc: BaseException) -> bool:
+    from litellm.exceptions import APIConnectionError, AuthenticationError, RateLimitError, Timeout
+
+    if _no_key(exc) or isinstance(exc, AuthenticationError):
+        return False  # no key, or a key refused: retrying cannot help
     if _malformed(exc) or _too_long(exc):
         return False
     if isinstance(exc, DeadlineExceeded | Timeout | APIConnectionError | RateLimitError):

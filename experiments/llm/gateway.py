@@ -11,7 +11,10 @@
 Retries (429, 5xx, timeouts, connection errors) use exponential backoff that honours a
 server's Retry-After header. A call that still fails is returned as a `Completion` with
 `error` set: a state to record, never an exception that loses the row. An error the same
-prompt would meet again (a prompt longer than the model's context) is not retried.
+prompt would meet again (a prompt longer than the model's context, a missing or refused key)
+is not retried. A missing API key is found before any call (`advice.missing_keys`); a failed
+call's error starts with what to do about it (`advice.advise`: the variable to set, the URL
+that did not answer).
 Each attempt has a deadline of its own and ends when the run is interrupted
 (`experiments.llm.calls`). A reply is kept up to `MAX_REPLY_BYTES` (`cap_reply`): a server
 that ignores ``max_tokens`` cannot fill the memory, the cache and the stores. A reply's
@@ -27,6 +30,7 @@ from typing import Any
 
 from experiments import bounds
 from experiments.llm import loglik, served
+from experiments.llm.advice import advise, key_advice, missing_keys
 from experiments.llm.answer_env import settle
 from experiments.llm.backends import DEFAULT_MODEL, backend_for, is_local, local_name
 from experiments.llm.calls import (
@@ -195,6 +199,15 @@ class LiteLLMModel:
     def complete(self, prompt: str, decoding: Decoding) -> Completion:
         _litellm()  # its first import (seconds) is no part of the call, nor of its latency
         start = time.perf_counter()
+        if not self.is_local and (missing := missing_keys(self.name, self.api_base)):
+            # no key: nothing is sent, and a rerun fails the same way until it is set
+            return Completion(
+                None,
+                latency=time.perf_counter() - start,
+                error=key_advice(self.name, missing, self.api_base),
+                attempts=0,
+                retryable=False,
+            )
         response, exc, attempts = self._with_retries(lambda: self._call(prompt, decoding))
         if exc is not None or response is None:
             return self._failure(exc, attempts, start)
@@ -206,9 +219,13 @@ class LiteLLMModel:
         message = _without_traceback(redact(str(exc)))[:500] if exc is not None else "unknown error"
         reason = f"{kind}{f' {status}' if status else ''} after {attempts} attempt(s): {message}"
         retryable = True
+        advice = advise(exc, self.name, self.api_base, attempts) if exc is not None else None
         if isinstance(exc, ContextTooLong):  # counted before the call: says it all
             retryable = False
             reason = message
+        elif advice is not None:  # a missing key, a server that does not answer: the fix first
+            retryable = advice.retryable
+            reason = advice.text
         elif exc is not None and _malformed(exc):
             reason = f"malformed reply: {message}"
         elif exc is not None and _too_long(exc):

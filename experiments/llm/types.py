@@ -73,6 +73,17 @@ def cap_reply(text: str, limit: int = MAX_REPLY_BYTES) -> tuple[str, str | None]
     return kept, f"reply of {len(data)} bytes truncated at {limit} bytes"
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` as one line of at most `limit` characters: cut at the last space before the
+    limit, with "…". A message says what to do first (`experiments.llm.advice`), so a cut
+    keeps that and drops the provider's own text after it."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
 _REDACT_MARGIN = 4096  # characters past the cap redacted too: a key across the cut goes whole
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiments.metrics import normalize, scorable_metric
+from experiments.metrics import normalize, scorable_task_metric
 from promptlib.errors import WorkbenchError
 from promptlib.leakage import content_key, query_columns
 from promptlib.tasks import Task
@@ -111,7 +111,7 @@ def instance_weights(task: Task, split: str, dev: list[str]) -> dict[str, float]
     """
 
     answers = {r["index"]: normalize(r["answer"]) for r in task.rows(split)}
-    if scorable_metric(task.name) != "balanced_accuracy":
+    if scorable_task_metric(task) != "balanced_accuracy":
         return dict.fromkeys(dev, 1.0)
     counts: dict[str, int] = {}
     for i in dev:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 from typing import Any
 
 from experiments import ids, settings
@@ -85,6 +87,11 @@ def _open_study(
     # ERROR: a FAIL trial is reported by the workbench; Optuna would print its traceback
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     url = cfg.storage or settings.default_optuna_storage()
+    if not cfg.storage and url.startswith("sqlite:///"):
+        # the user default's folder may not exist yet; if it cannot be made, opening says so
+        db = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+        with contextlib.suppress(OSError):
+            db.parent.mkdir(parents=True, exist_ok=True)
     storage = _rdb_storage(url)
     name = _study_name(cfg)
     pruner = _pruner(cfg)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.generate.review import files_in_sweep, unreviewed
+from experiments.llm.types import clip
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
@@ -39,7 +40,7 @@ from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import log_sensitivity, store_errors
 from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
-from experiments.trials.run import TrialResult
+from experiments.trials.run import FIRST_ERROR_CHARS, TrialResult
 from experiments.trials.spec import ResolvedTrial, resolve_trial
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -511,9 +512,12 @@ def _report(
 
 
 def _incomplete_item(o: TrialRecord) -> dict[str, Any]:
-    """An incomplete trial as the sweep's document lists it."""
+    """An incomplete trial as the sweep's document lists it, with its first row error (what
+    to do, for a missing key or a server that does not answer: `experiments.llm.advice`)."""
+    first = next((p.error for p in o.rows if p.error is not None), None)
     return {"task": o.task, "model": o.model, "variant": o.variant, "trial_id": o.trial_id,
-            "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices)}  # fmt: skip
+            "status": str(o.status), "n_errors": o.n_errors, "n": len(o.indices),
+            "first_error": clip(first, FIRST_ERROR_CHARS) if first else None}  # fmt: skip
 
 
 def _summary(

@@ -390,7 +390,8 @@ def _score(arm: Arm, n: int) -> float | None:
         return None
     spec = arm.full.spec
     gens = [p.scored_text or "" for p in preds]
-    return score(spec.task, gens, [p.answer for p in preds], spec.definition)
+    answers = [p.answer for p in preds]
+    return score(spec.task, gens, answers, spec.definition, metric=arm.full.metric)
 
 
 def _status(decision: str, n: int, budget: int) -> str:

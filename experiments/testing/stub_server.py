@@ -20,7 +20,9 @@ Outcomes (random with `fault_rate` over `faults`, or one per request from `scrip
   fires; the stub stops dripping when it is stopped, or at once when the client closes the
   connection, so `open_connections` counts what the client holds open);
 - ``404``: not found, the body echoing the request's path and query as some servers do
-  (``Not Found: /v1?api_key=...``).
+  (``Not Found: /v1?api_key=...``);
+- ``401``: the key refused, the body quoting the request's ``Authorization`` header whole
+  (a careless server's "Incorrect API key provided: Bearer ...").
 
 ``GET /v1/models`` answers with `models` (what the server says it serves, as vLLM and
 llama.cpp's server do) when given, else 404.
@@ -426,7 +428,7 @@ class StubOpenAI:
                 """Reply to a completion request as the drawn outcome says.
 
                 Long because it is one branch per fault the stub can inject (timeout, 429,
-                500, 404, not_json, drip, null/list/tool-call content, empty choices) and
+                500, 401, 404, not_json, drip, null/list/tool-call content, empty choices) and
                 the reply shapes of both endpoints, chat and echoed completions."""
                 self._drip = False
                 outcome = stub._outcome()
@@ -448,6 +450,18 @@ class StubOpenAI:
                     )
                 if outcome == "500":
                     return self._send(500, {"error": {"message": "internal error"}})
+                if outcome == "401":
+                    said = self.headers.get("Authorization", "")
+                    return self._send(
+                        401,
+                        {
+                            "error": {
+                                "message": f"Incorrect API key provided: {said}",
+                                "type": "invalid_request_error",
+                                "code": "invalid_api_key",
+                            }
+                        },
+                    )
                 if outcome == "404":
                     return self._send(
                         404, {"error": {"message": f"Not Found: {self.path}", "type": "not_found"}}

@@ -3,8 +3,10 @@ store failure turned into one `TrackingError` line.
 
 Store failures (unreachable, locked, deleted, unwritable artifacts) are one `TrackingError`
 line naming the store, what was being done and what to run; MLflow's own logger is silenced.
-Configuration comes from `mlflow.yaml` (tracking URI, artifact location, experiment prefix,
-prompt registry on/off); `MLFLOW_TRACKING_URI` overrides the URI.
+Configuration comes from the project's `mlflow.yaml` (tracking URI, artifact location,
+experiment prefix, prompt registry on/off), found from the working folder up
+(`experiments.project`); `MLFLOW_TRACKING_URI` overrides the URI. A SQLite store the
+workbench creates where no setting named it is announced in one line on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import functools
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,12 +23,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from experiments import ids, settings
+from experiments import ids, project, settings
 from experiments.files import atomic_write_text
 from experiments.secrets import redact, safe_url
-from promptlib.data import read_text
 from promptlib.errors import WorkbenchError
-from promptlib.yamlsafe import safe_yaml_load
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -37,42 +38,41 @@ class TrackingConfig:
     experiment_prefix: str
     prompt_registry: bool
     source: str
+    #: where the store came from when no setting named it (the project file found, or the
+    #: user default), said in one line when the store is created; None: the user named it
+    origin: str | None = None
+
+
+def _absolute_sqlite(uri: str, base: Path) -> str:
+    """`uri` with a relative SQLite path made absolute against `base`."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(base / uri.removeprefix("sqlite:///"))
+    return uri
 
 
 def load_config(path: str | Path | None = None) -> TrackingConfig:
-    """Read mlflow.yaml (default: $WORKBENCH_MLFLOW_CONFIG, then ./mlflow.yaml)."""
-    p = settings.mlflow_config_path(path)
-    doc: dict[str, Any] = {}
-    if p.exists() and not p.is_dir():  # a FIFO or device is `read_text`'s error, no wait
-        text = read_text(p, "tracking config", WorkbenchError)
-        try:
-            loaded = safe_yaml_load(text, str(p)) or {}
-        except WorkbenchError as e:
-            raise WorkbenchError(f"{e}; fix it or remove it to use the defaults") from None
-        if not isinstance(loaded, dict):
-            raise WorkbenchError(f"{p}: expected a mapping (tracking_uri:, ...)")
-        unknown = set(loaded) - {
-            "tracking_uri",
-            "artifact_location",
-            "experiment_prefix",
-            "prompt_registry",
-        }
-        if unknown:
-            raise WorkbenchError(f"{p}: unknown field(s) {', '.join(sorted(unknown))}")
-        doc = loaded
-    base = p.resolve().parent
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or doc.get("tracking_uri") or "sqlite:///mlflow.db"
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        uri = "sqlite:///" + str(base / uri.removeprefix("sqlite:///"))
+    """Read the project file (`experiments.project.locate`: `path`, $WORKBENCH_MLFLOW_CONFIG,
+    the nearest mlflow.yaml from the working folder up, else the user-level one); relative
+    paths in it are relative to its folder. MLFLOW_TRACKING_URI overrides tracking_uri (a
+    relative SQLite path in it is relative to the working folder, as MLflow reads it)."""
+    found = project.locate(path)
+    doc = found.fields
+    env_uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if env_uri:
+        uri, origin = _absolute_sqlite(env_uri, Path.cwd()), None
+    else:
+        uri = _absolute_sqlite(doc.get("tracking_uri") or "sqlite:///mlflow.db", found.folder)
+        origin = None if found.chosen else found.describe()
     artifacts = doc.get("artifact_location", "./mlartifacts")
     if artifacts and "://" not in artifacts:
-        artifacts = (base / artifacts).resolve().as_uri()
+        artifacts = (found.folder / artifacts).resolve().as_uri()
     return TrackingConfig(
         tracking_uri=uri,
         artifact_location=artifacts,
         experiment_prefix=str(doc.get("experiment_prefix", "legal-prompt-workbench")),
         prompt_registry=bool(doc.get("prompt_registry", True)),
-        source=str(p),
+        source=str(found.path),
+        origin=origin,
     )
 
 
@@ -234,17 +234,26 @@ def open_client(config: TrackingConfig) -> Any:
     for key, value in _FAST_FAIL_ENV.items():
         os.environ.setdefault(key, value)
     mlflow = _quiet_mlflow()
+    db = _sqlite_path(config)
     try:
         _probe_database(config.tracking_uri)
         with _file_lock(_lock_dir(config) / "store.lock"):
+            new = db is not None and not db.exists()  # under the lock: one process creates it
             client = mlflow.MlflowClient(tracking_uri=config.tracking_uri)
             client.search_experiments(max_results=1)
     except WorkbenchError:
         raise
     except Exception as e:  # any store failure: unreachable, auth, schema, disk
         raise _store_error(config, e) from None
+    if new and config.origin is not None:
+        print(new_store_line(config), file=sys.stderr, flush=True)
     _stamp_schema(config)
     return client
+
+
+def new_store_line(config: TrackingConfig) -> str:
+    """The one line that says a store was created where no setting named it."""
+    return f"new tracking store: {config.tracking_uri} ({config.origin})"
 
 
 def _sqlite_path(config: TrackingConfig) -> Path | None:

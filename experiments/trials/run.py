@@ -19,7 +19,7 @@ from typing import Any
 
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.calls import calls_stop_on
-from experiments.llm.types import LM, Completion, Decoding
+from experiments.llm.types import LM, Completion, Decoding, clip
 from experiments.metrics import (
     METRICS,
     ClassReport,
@@ -43,6 +43,10 @@ from experiments.trials.spec import (
 )
 from promptlib.render import CompiledPrompt
 from promptlib.tasks import Catalog
+
+FIRST_ERROR_CHARS = 400
+"""The most of a row's error the one-line failure reason shows: the advice it starts with (a
+variable to set, a URL to check) whole."""
 
 
 @dataclass
@@ -99,7 +103,8 @@ class TrialResult:
         errors = [p.error for p in self.predictions if p.error is not None]
         if not errors:
             return ""
-        return f"{len(errors)} of {len(self.predictions)} rows failed (first: {errors[0][:200]})"
+        first = clip(errors[0], FIRST_ERROR_CHARS)
+        return f"{len(errors)} of {len(self.predictions)} rows failed (first: {first})"
 
     def summary(self) -> dict[str, Any]:
         preds = self.predictions
@@ -183,7 +188,11 @@ def run_trial(
     answered = [p for p in preds if p.generation is not None]
     gens = [p.scored_text or "" for p in answered]
     answers = [p.answer for p in answered]
-    on_answered = score(spec.task, gens, answers, spec.definition) if answered and scored else None
+    on_answered = (
+        score(spec.task, gens, answers, spec.definition, metric=metric)
+        if answered and scored
+        else None
+    )
     report = class_report(gens, answers, labels) if (labels and answered) else None
     costs = [c.cost for c in completions if c.cost is not None]
     made = [c for c, h in zip(completions, hits, strict=True) if not h and c.error is None]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from experiments import ids
 from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Scoring
-from experiments.metrics import official_metric, scorable_metric
+from experiments.metrics import scorable_task_metric, task_metric
 from promptlib.errors import WorkbenchError
 from promptlib.gold import check_gold_not_shown
 from promptlib.leakage import evaluation_rows
@@ -182,7 +182,8 @@ def resolve_trial(
     its metric is `MANUAL` and `run_trial` records its generations with no score, for
     `experiments.trials.grading` to export to graders.
     """
-    if hand_graded and official_metric(spec.task, spec.definition) == MANUAL:
+    task = catalog.task(spec.task)  # cheap: its files are read when used
+    if hand_graded and task_metric(task, spec.definition) == MANUAL:
         metric = MANUAL
         if spec.scoring != "generate":
             raise WorkbenchError(
@@ -190,8 +191,7 @@ def resolve_trial(
                 "scoring needs a label set: use --scoring generate"
             )
     else:
-        metric = scorable_metric(spec.task, spec.definition)
-    task = catalog.task(spec.task)
+        metric = scorable_task_metric(task, spec.definition)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
     if spec.rows is not None:

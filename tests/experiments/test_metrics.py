@@ -111,3 +111,50 @@ def test_class_report_and_parse_label() -> None:
     assert rep.invalid_rate == pytest.approx(1 / 3)
     assert m.parse_label(" no.", ["Yes", "No"]) == "No"
     assert m.parse_label("No, because", ["Yes", "No"]) is None
+
+
+# ---- the metrics a user task may declare (`workbench task new`) -------------------------------
+def test_macro_f1_hand_case() -> None:
+    # Yes: tp 1, fn 1 (row 2 says No), fp 0 -> F1 2/3; No: tp 2, fp 1 (row 2), fn 1 (row 5's
+    # "maybe", no class: a miss of No and a false positive of nothing) -> F1 4/6
+    gens = ["Yes", "No", "No", "No", "maybe"]
+    answers = ["Yes", "Yes", "No", "No", "No"]
+    assert m.macro_f1(gens, answers) == pytest.approx((2 / 3 + 2 / 3) / 2)
+    assert m.macro_f1(["", ""], ["a", "b"]) == 0.0  # an empty reply is never right
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Yes", "No", "maybe", "", "yes."]),
+            st.sampled_from(["Yes", "No", "N/A"]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_macro_f1_equals_sklearn_over_the_answer_classes(pairs: list[tuple[str, str]]) -> None:
+    from sklearn.metrics import f1_score
+
+    gens, answers = [g for g, _ in pairs], [a for _, a in pairs]
+    y_true = [m.normalize(a) for a in answers]
+    # sklearn counts an empty prediction as the class "" (never a gold class here)
+    y_pred = [m.normalize(g) or "<empty>" for g in gens]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f1_score(
+            y_true, y_pred, labels=sorted(set(y_true)), average="macro", zero_division=0
+        )
+    assert m.macro_f1(gens, answers) == pytest.approx(want)
+
+
+def test_exact_match_and_declared_metrics_score_by_name() -> None:
+    assert m.exact_match(["Acme Ltd.", "acme", ""], ["acme ltd", "Acme Inc", ""]) == pytest.approx(
+        1 / 3
+    )
+    # a declared metric overrides the one LegalBench's name gives; "manual" still refuses
+    assert score("my_task", ["a", "b"], ["a", "c"], metric="exact_match") == 0.5
+    assert score("my_task", ["Yes"], ["Yes"], metric="macro_f1") == 1.0
+    with pytest.raises(ManualEvaluationRequired):
+        score("my_task", ["x"], ["y"], metric="manual")
+    assert {"exact_match", "macro_f1"} <= set(m.METRICS)

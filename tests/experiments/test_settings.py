@@ -40,6 +40,7 @@ def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
 
 
@@ -114,20 +115,24 @@ def test_runs_dir_is_the_runners(monkeypatch: pytest.MonkeyPatch, value: str | N
     assert settings.runs_dir() == runner_runs_dir()
 
 
-def test_reports_dir_is_the_sweeps() -> None:
-    # c0d9f37 experiments/cli/studies.py:120 and :138: Path("reports")
+def test_reports_dir_is_the_sweeps(tmp_path: Path) -> None:
+    # c0d9f37 experiments/cli/studies.py:120 and :138: Path("reports"), run from the project
+    # root (the folder of its mlflow.yaml; experiments.project)
+    (tmp_path / "mlflow.yaml").write_text("experiment_prefix: p\n")
     assert settings.reports_dir() == Path("reports")
 
 
 @pytest.mark.parametrize("value", FOLDERS)
 @pytest.mark.parametrize("path", [None, "other.yaml"])
 def test_mlflow_config_path_is_load_configs(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, path: str | None
+    monkeypatch: pytest.MonkeyPatch, value: str | None, path: str | None, tmp_path: Path
 ) -> None:
+    """The file c0d9f37 read (experiments/tracking/store.py:45, frozen) when it was named
+    (`path`, $WORKBENCH_MLFLOW_CONFIG) or is in the working folder; absolute now."""
     _set(monkeypatch, "WORKBENCH_MLFLOW_CONFIG", value)
-    # c0d9f37 experiments/tracking/store.py:45 (`load_config`), frozen
+    (tmp_path / "mlflow.yaml").write_text("experiment_prefix: p\n")
     old = Path(path or os.environ.get("WORKBENCH_MLFLOW_CONFIG") or "mlflow.yaml")
-    assert settings.mlflow_config_path(path) == old
+    assert settings.mlflow_config_path(path) == old.expanduser().resolve()
     assert str(settings.mlflow_config_path(path)) == load_config(path).source
 
 
@@ -203,8 +208,11 @@ def test_no_track_env_is_the_options() -> None:
         assert option.envvar == settings.NO_TRACK_ENV
 
 
-def test_default_optuna_storage_is_optimizes() -> None:
-    # c0d9f37 experiments/optimize/study.py:83 and :165: `cfg.storage or "sqlite:///optuna.db"`
-    assert settings.default_optuna_storage() == "sqlite:///optuna.db"
+def test_default_optuna_storage_is_optimizes(tmp_path: Path) -> None:
+    """Run from the project root, the default storage is the file c0d9f37 opened
+    (experiments/optimize/study.py:83: `cfg.storage or "sqlite:///optuna.db"`, relative to
+    the cwd), now named by its absolute path, and the study key's storage is unchanged."""
+    (tmp_path / "mlflow.yaml").write_text("experiment_prefix: p\n")
+    assert settings.default_optuna_storage() == f"sqlite:///{(tmp_path / 'optuna.db').resolve()}"
     # c0d9f37 experiments/optimize/study.py:174 (`_study_key`): the default file resolved
     assert settings.resolved_optuna_storage() == f"sqlite:///{Path('optuna.db').resolve()}"

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 
-def workbench(*args: str, data_dir: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+def workbench(
+    *args: str, data_dir: Path | str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "LEGALBENCH_DIR"}
     if data_dir is not None:
         env["LEGALBENCH_DIR"] = str(data_dir)
@@ -21,6 +23,7 @@ def workbench(*args: str, data_dir: Path | str | None = None) -> subprocess.Comp
         text=True,
         env=env,
         timeout=120,
+        cwd=cwd,
     )
 
 
@@ -101,10 +104,22 @@ def test_bad_input_exits_2_with_a_message_and_no_output(
     assert "Traceback" not in r.stderr
 
 
-def test_no_data_configured_says_what_to_do() -> None:
-    r = workbench("tasks")
+def test_no_data_configured_says_what_to_do(tmp_path: Path) -> None:
+    # a folder with no mlflow.yaml above (the repository's names the data: see below)
+    r = workbench("tasks", cwd=tmp_path)
     assert r.returncode == 2
-    assert "set LEGALBENCH_DIR" in r.stderr
+    assert "set LEGALBENCH_DIR" in r.stderr and "legalbench_dir:" in r.stderr
+
+
+def test_the_repositorys_data_default_is_real() -> None:
+    """The README's default, ../shared/legalbench, is the repository's mlflow.yaml's
+    `legalbench_dir:`, read without LEGALBENCH_DIR from any folder of the repository."""
+    repo = Path(__file__).resolve().parents[3]
+    if not (repo.parent / "shared" / "legalbench").is_dir():
+        pytest.skip("no ../shared/legalbench beside the repository")
+    r = workbench("tasks", "--json", cwd=repo / "docs")
+    assert r.returncode == 0, r.stderr
+    assert "hearsay" in {t["name"] for t in json.loads(r.stdout)}
 
 
 @pytest.mark.data

@@ -53,7 +53,9 @@ class Scripted:
 
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)  # the default folder, ablations/generated/, is relative
+    # the default folder, ablations/generated/, is relative to the project's mlflow.yaml
+    (tmp_path / "mlflow.yaml").write_text("prompt_registry: false\n")
+    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 

@@ -103,6 +103,23 @@ def test_rescore_uses_the_official_metric_and_says_the_source_differs() -> None:
         to_records([scored("A")], rescore=True, known_tasks={"abercrombie"})
 
 
+def test_rescore_scores_a_user_task_with_its_declared_metric() -> None:
+    """A user task's metric is its task.json's (the CLI passes name -> metric): rescoring by
+    the task's name would have used balanced accuracy on an F1 task without a sign."""
+    answers = ["Yes", "Yes", "No", "No"]
+    gens = ["Yes", "No", "No", "No"]
+    rows = tuple(
+        ImportedRow(str(i), float(g == a), prediction=g, answer=a)
+        for i, (g, a) in enumerate(zip(gens, answers, strict=True))
+    )
+    arm = [ImportedTrial(Path(f"{v}.json"), "jsonl", None, "my_clauses", v, "m", None, rows)
+           for v in ("A", "B")]  # fmt: skip
+    arms = to_records(arm, rescore=True, known_tasks={"my_clauses": "macro_f1"})
+    # Yes: P 1, R 1/2 -> F1 2/3; No: P 2/3, R 1 -> F1 4/5
+    assert [r.metric for r in arms.records] == ["macro_f1"] * 2
+    assert arms.records[0].score == pytest.approx((2 / 3 + 4 / 5) / 2)
+
+
 @pytest.mark.parametrize(
     ("trials", "message"),
     [

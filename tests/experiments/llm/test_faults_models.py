@@ -309,7 +309,7 @@ def test_local_loglik_longer_than_the_context_is_a_row_error(lb_dir: Path, tmp_p
     assert errors and all("longer than the local model's context of 256" in e for e in errors)
     assert any(x["error"] is None and x["parsed"] for x in rows), "rows that fit are scored"
     assert "rerun" not in r.stderr.lower() and "run the same command" not in r.stderr.lower()
-    assert "fail the same way every time" in r.stderr
+    assert "fail the same way until that is fixed" in r.stderr
 
 
 @pytest.mark.model

@@ -69,8 +69,9 @@ def test_missing_key_fails_at_once_with_the_reason(monkeypatch: pytest.MonkeyPat
     with StubOpenAI() as stub:
         lm = get_model("openai/stub", api_base=stub.url, backoff=0.01)
         out = lm.complete("x", Decoding())
-    assert out.text is None and out.attempts == 1
-    assert out.error is not None and "OPENAI_API_KEY" in out.error
+        assert stub.requests == []  # found before any call (`advice.missing_keys`)
+    assert out.text is None and out.attempts == 0 and out.retryable is False
+    assert out.error is not None and "set OPENAI_API_KEY" in out.error
 
 
 @pytest.mark.data
