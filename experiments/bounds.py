@@ -128,6 +128,11 @@ SEQUENTIAL_MAX_ROWS = LIMIT  # sequential.max_rows
 SEQUENTIAL_DELTA = Bounds(0, 1, integer=False, low_open=True, high_open=True)
 SEQUENTIAL_ALPHA = Bounds(0, 0.5, integer=False, low_open=True)
 
+# ---- plans (`workbench plan`: the MDE's stated assumption) -------------------------------------
+PLAN_ACCURACY = Bounds(0.05, 0.95, integer=False)  # --accuracy: each arm's recall per class
+# --correlation: of the arms' per-row hits (the latent model reaches 0.61-0.78, by accuracy)
+PLAN_CORRELATION = Bounds(0, 0.6, integer=False)
+
 # ---- tools and settings -----------------------------------------------------------------------
 PORT = Bounds(1, 65_535)
 LOCAL_N_CTX = Bounds(1, 262_144)  # WORKBENCH_LOCAL_N_CTX (and a multiple of 256)

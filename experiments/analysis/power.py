@@ -329,7 +329,23 @@ class _Model:
         cells /= cells.sum(axis=2, keepdims=True)  # order: (0,0), (0,1), (1,0), (1,1)
         recall = np.clip(cells[:, :, 3] + (cells[:, :, 1] + cells[:, :, 2]) / 2, 1e-5, 1 - 1e-5)
         loc, spread = _fit_latent(recall.ravel(), cells[:, :, 3].ravel())
-        # per parameter draw and class, A's and B's logits at each quadrature node
+        self._set(u, loc, spread, n_params, n_sims)
+
+    @classmethod
+    def fixed(cls, u: _Units, n_sims: int, recall: FloatArray, both: FloatArray) -> _Model:
+        """The model with known parameters, no posterior draws: per class, each arm's mean
+        recall `recall` and P(both right) `both`. For an MDE planned before any data, from
+        stated assumptions (`experiments.analysis.planned_power`)."""
+        model = cls.__new__(cls)
+        model._set(u, *_fit_latent(recall, both), 1, n_sims)
+        return model
+
+    def _set(
+        self, u: _Units, loc: FloatArray, spread: FloatArray, n_params: int, n_sims: int
+    ) -> None:
+        """Per parameter draw and class, A's and B's logits at each quadrature node."""
+        self.u = u
+        k = len(u.classes)
         z = _GH_X[None, :]
         self.logit_a = (loc[:, None] + np.abs(spread)[:, None] * z).reshape(n_params, k, -1)
         self.logit_b = (loc[:, None] + spread[:, None] * z).reshape(n_params, k, -1)

@@ -9,10 +9,10 @@ and a cache by `Setup`.
 Modules: `app` (the Typer apps, main options, `main`), `options` (shared options, `Setup`),
 `help_format` (help wrapped to the terminal, flags shown and refused as flags),
 and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
-optimize, report), `imports` (import, compare), `tools` (grade, doctor, ui), `variants` (variants
-generate), `usertask` (task new, task list: your own data as a task). `single` is
-the work of `workbench run` as a function a test can call (`run_single`); `trial.run` only
-wires its options to it.
+optimize, report), `plan` (plan), `imports` (import, compare), `tools` (grade, doctor, ui),
+`variants` (variants generate), `usertask` (task new, task list: your own data as a task).
+`single` is the work of `workbench run` as a function a test can call (`run_single`);
+`trial.run` only wires its options to it.
 """
 
 from experiments.cli.app import app, main
@@ -20,7 +20,8 @@ from experiments.cli.app import app, main
 # Importing a command module registers its commands on `app`, in the order
 # `workbench --help` lists them.
 # isort: off
-from experiments.cli import catalog, trial, studies, imports, tools, variants, usertask  # noqa: F401
+from experiments.cli import catalog, trial, studies, plan  # noqa: F401
+from experiments.cli import imports, tools, variants, usertask  # noqa: F401
 # isort: on
 
 __all__ = [

@@ -37,12 +37,13 @@ def tasks(
     # start-up time: the CLI imports a command's modules when it runs
     from promptlib.tasks import TaskProblem
 
-    entries = _catalog(data_dir, hf, prompts_dir).survey()
+    catalog = _catalog(data_dir, hf, prompts_dir)
+    entries = catalog.survey()
     problems = [e for e in entries if isinstance(e, TaskProblem)]
     if as_json:
         out = output.as_json([e.to_json() for e in entries], indent=1)
     else:
-        out = output.task_list(entries)
+        out = output.task_list(entries, getattr(catalog.source, "description", ""))
     typer.echo(out)
     for p in problems:
         typer.echo(output.task_problem(p.name, p.error), err=True)

@@ -102,6 +102,7 @@ def sweep(
 ) -> None:
     """Run (or resume) an ablation sweep, tracked in MLflow, with paired permutation tests."""
     # start-up time: the CLI imports a command's modules when it runs
+    from experiments.sweeps.estimate import too_long
     from experiments.sweeps.plan import dry_run_items, note_items, plan_tasks, trial_plan
     from experiments.sweeps.spec import load_spec
 
@@ -139,11 +140,21 @@ def sweep(
             catalog, planned, trial_plan(spec, planned, models), setup.lm, spec, batch=batch
         )
         notes = note_items(planned)
+        times = _dry_run_times(items)
         typer.echo(
-            output.as_json({"trials": items, "skipped": skipped, "notes": notes})
+            output.as_json(
+                {
+                    "trials": items,
+                    "skipped": skipped,
+                    "notes": notes,
+                    "times": [t.to_dict() for t in times],
+                }
+            )
             if as_json
-            else output.dry_run(items, skipped, notes)
+            else output.dry_run(items, skipped, notes, times, str(spec_path))
         )
+        if too_long(times):
+            typer.echo(output.time_warning(times), err=True)
         return
 
     # start-up time: the CLI imports a command's modules when it runs
@@ -188,6 +199,17 @@ def sweep(
     if result["incomplete"]:
         typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
         raise typer.Exit(1)
+
+
+def _dry_run_times(items: list[dict[str, Any]]) -> list[Any]:
+    """Each model's share of a dry run, timed from its stored speed here (`llm.speed`; a dry
+    run never runs a model, so an unmeasured local model gets no time)."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.llm.speed import cached_speed
+    from experiments.sweeps.estimate import model_times
+
+    models = dict.fromkeys(str(it["model"]) for it in items)
+    return model_times(items, {m: cached_speed(m) for m in models})
 
 
 def _batches(batch: bool, poll: float, executor: str, setup: Setup, models: Any) -> Any:

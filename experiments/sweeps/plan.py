@@ -12,6 +12,7 @@ those of the variants it runs. A task that supports none of them is skipped whol
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -294,8 +295,8 @@ def dry_run_items(
                 [cid[r["index"]] for r in rows],
             )  # fmt: skip
             rows = [rows[i] for i in order][: design.max_rows or len(order)]
-        chars = sum(len(resolved.compiled.render(r)) for r in rows)
-        tokens = chars // 4
+        prompts = [resolved.compiled.render(r) for r in rows]
+        tokens = sum(map(len, prompts)) // 4
         out_tokens = len(rows) * decoding_for(task.spec, "chat").max_tokens
         item = {
             "trial_id": resolved.id,
@@ -304,6 +305,10 @@ def dry_run_items(
             "model": model,
             "n": len(rows),
             "prompt_tokens_est": tokens,
+            # what a local model evaluates (`experiments.sweeps.estimate`): the prompts'
+            # text not shared with the row before, and the tokens it decodes one by one
+            "fresh_tokens_est": fresh_chars(prompts) // 4,
+            "decode_tokens_est": len(rows) * decode_tokens(resolved.decoding, task.spec),
             "cost_est": cost_estimate(model, tokens, out_tokens, batch=batch),
             **({"price": "batch"} if batch else {}),
         }
@@ -311,6 +316,46 @@ def dry_run_items(
             item.update(trial_id=None, bound="upper", grid_n=len(pt.rows))
         items.append(item)
     return items, skipped_items(planned)
+
+
+def fresh_chars(prompts: Sequence[str]) -> int:
+    """Characters of `prompts`, in run order, that a local model evaluates: each prompt's
+    text after the prefix it shares with the one before (llama.cpp keeps that prefix's
+    cache; the instruction and demonstrations are most of a LegalBench prompt)."""
+    fresh, before = 0, ""
+    for p in prompts:
+        fresh += len(p) - _shared_prefix(before, p)
+        before = p
+    return fresh
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of `a` and `b`, by bisection over slices (each
+    comparison in C: a character loop in Python took seconds over a large sweep)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def decode_tokens(decoding: dict[str, Any], spec: Any) -> int:
+    """Tokens a local model decodes one at a time for one row, counting a word a token
+    (LegalBench's labels are common words, which BPE vocabularies hold whole): under
+    log-likelihood each label continuation's tokens after its first (read from the
+    prompt's logits); generating, a label's mean length and a stop token for a task with
+    labels (capped at max_tokens), max_tokens otherwise (an upper bound)."""
+    if "continuations" in decoding:
+        return sum(max(0, len(c.split()) - 1) for c in decoding["continuations"])
+    cap = int(decoding.get("max_tokens") or 0)
+    labels = spec.labels or ()
+    if not (spec.is_classification and labels):
+        return cap
+    words = sum(max(1, len(x.split())) for x in labels) / len(labels)
+    return min(cap, math.ceil(words) + 1)
 
 
 def is_arm(spec: Any, variant: str) -> bool:

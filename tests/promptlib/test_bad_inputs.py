@@ -198,9 +198,9 @@ def test_one_broken_task_does_not_hide_the_others(lb_copy: Path) -> None:
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr
     out = r.stdout.strip().splitlines()
-    assert len(out) == 2
-    assert out[0].startswith("abercrombie ") and "multi-class" in out[0]
-    assert out[1].startswith("hearsay ") and f"{bad}: not UTF-8 text (line 3" in out[1]
+    assert len(out) == 3 and out[0].split()[:2] == ["task", "type"]  # the header
+    assert out[1].startswith("abercrombie ") and "multi-class" in out[1]
+    assert out[2].startswith("hearsay ") and f"{bad}: not UTF-8 text (line 3" in out[2]
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: task 'hearsay': ") and str(bad) in err[0]
 

@@ -1,0 +1,167 @@
+"""experiments/sweeps/estimate.py: a study's plan (rows, MDE80, calls, time, price) before it
+runs, on the real data, with a stored speed (no model is called, so the numbers are fixed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments import output
+from experiments.analysis.planned_power import planned_mde
+from experiments.llm.gateway import estimate_cost, get_model
+from experiments.llm.speed import Speed
+from experiments.sweeps.estimate import (
+    HOUR,
+    ModelTime,
+    model_times,
+    plan_study,
+    seconds_for,
+    too_long,
+)
+from experiments.sweeps.plan import decode_tokens, fresh_chars, plan_tasks
+from experiments.sweeps.spec import load_spec
+from promptlib.tasks import Catalog
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "ablations" / "demo.yaml"
+MODELS = ("local/smollm2", "local/gemma3-270m")
+
+
+def _speed(model: str, prompt: float = 500.0, gen: float = 50.0) -> Speed:
+    return Speed(model, "Test CPU, 2 threads", prompt, gen, "2026-01-01T00:00:00Z", 0.5)
+
+
+def _never(model: str) -> Speed | None:
+    raise AssertionError(f"{model}: an API model has no speed to ask for")
+
+
+def _no_model(name: str) -> Any:
+    """The dry run binds trials to a model's identity only: a model that is never called."""
+    return get_model(name)
+
+
+def test_a_row_evaluates_only_the_text_it_does_not_share_with_the_row_before() -> None:
+    assert fresh_chars(["ab", "abc", "abd", "xyz"]) == 2 + 1 + 1 + 3
+    assert fresh_chars([]) == 0
+    assert fresh_chars(["same", "same"]) == 4
+
+
+def test_decoded_tokens_per_row() -> None:
+    from types import SimpleNamespace as NS
+
+    labels = NS(labels=("Yes", "No"), is_classification=True)
+    # log-likelihood: a continuation's tokens after its first (a word a token)
+    assert decode_tokens({"continuations": [" Yes", " No"]}, labels) == 0
+    assert decode_tokens({"continuations": [" Common Law", " UCC"]}, labels) == 1
+    # generating: a label's mean length and a stop token, capped at max_tokens
+    assert decode_tokens({"max_tokens": 9}, labels) == 2
+    assert decode_tokens({"max_tokens": 1}, labels) == 1
+    free = NS(labels=None, is_classification=False)
+    assert decode_tokens({"max_tokens": 64}, free) == 64  # no label: the upper bound
+
+
+@pytest.mark.data
+def test_plan_of_the_demo_study(catalog: Catalog) -> None:
+    spec = load_spec(DEMO)
+    speeds = {m: _speed(m) for m in MODELS}
+    plan = plan_study(spec, catalog, MODELS, _no_model, speeds.get)
+    by_task = {t.task: t for t in plan.tasks}
+    assert list(by_task) == ["hearsay", "abercrombie", "personal_jurisdiction"]
+    # rows after the spec's limit: 40 of each test split; the train split holds the demos
+    for name, t in by_task.items():
+        task = catalog.task(name)
+        assert t.rows == 40 and t.split_rows == len(task.rows("test"))
+        assert t.train_rows == len(task.rows("train"))
+        assert (t.variants, t.comparisons, t.metric) == (2, 1, "balanced_accuracy")
+    # one listed pair x 3 tasks x 2 models: Holm runs over 6 tests
+    assert plan.family == 6 and plan.alpha_family == pytest.approx(0.05 / 6)
+    # the MDE80s are planned_mde's on each task's rows (same answers, same clusters)
+    hearsay = by_task["hearsay"]
+    assert hearsay.mde is not None and hearsay.mde_family is not None
+    assert hearsay.mde.value is not None and hearsay.mde_family.value is not None
+    assert 0 < hearsay.mde.value < hearsay.mde_family.value < 1
+    assert hearsay.mde_family.alpha == pytest.approx(0.05 / 6)
+    # hearsay's 40 rows are 40 distinct prompts: the units are the rows
+    assert hearsay.n_units == 40
+    rows = {r["index"]: r for r in catalog.task("hearsay").rows("test")}
+    (planned,) = plan_tasks(spec, catalog, only=("hearsay",))
+    answers = [rows[i]["answer"] for i in planned.rows]
+    again = planned_mde(answers, "balanced_accuracy", alpha=0.05 / 6, n_resamples=1000)
+    assert again.value == pytest.approx(hearsay.mde_family.value)
+    # calls: 2 variants x 40 rows per (task, model); time: the tokens at the stored rates
+    assert [c.calls for c in plan.cells] == [80] * 6
+    for share in plan.times:
+        assert share.calls == 240 and share.speed == speeds[share.model]
+        expected = share.fresh_tokens / 500.0 + share.decode_tokens / 50.0
+        assert share.seconds == pytest.approx(expected)
+        assert 0 < share.fresh_tokens < share.prompt_tokens  # the shared instruction is kept
+    assert sum(c.seconds or 0 for c in plan.cells) == pytest.approx(
+        sum(t.seconds or 0 for t in plan.times)
+    )
+    text = output.study_plan(plan)
+    assert text.splitlines()[1].split()[:5] == ["task", "model", "rows", "(of)", "train"]
+    assert "MDE80 Holm" in text and "alpha 0.05/6" in text
+    assert "ASSUMING both arms 0.70 right in every answer class" in text
+    assert "measured 500 prompt tok/s, 50 generated tok/s on Test CPU" in text
+    assert plan.to_dict()["tasks"][0]["mde"]["value"] == hearsay.mde.value
+
+
+@pytest.mark.data
+def test_an_api_model_gets_litellm_price_and_no_time(catalog: Catalog) -> None:
+    """Priced from litellm's local cost map (LITELLM_LOCAL_MODEL_COST_MAP), no network."""
+    spec = load_spec(DEMO)
+    model = "openai/gpt-4o-mini"
+    plan = plan_study(spec, catalog, (model,), _no_model, _never, only=("hearsay",))
+    (cell,) = plan.cells
+    (share,) = plan.times
+    assert cell.seconds is None and share.seconds is None and "API" in share.why
+    assert cell.cost is not None and cell.cost > 0
+    # the dry run's price: its prompt tokens and max_tokens of output per row, at litellm's
+    out = 80 * 9  # hearsay generates at most 9 tokens a row
+    assert cell.cost == pytest.approx(estimate_cost(model, cell.prompt_tokens, out))
+    text = output.study_plan(plan)
+    assert f"${cell.cost:.4f}" in text and "at litellm's prices" in text
+    assert "time not estimated for an API or served model" in text
+
+
+def _share(model: str, seconds: float | None, speed: Speed | None) -> ModelTime:
+    return ModelTime(model, 1000, 10**6, 10**5, 10**4, seconds, 0.0, speed)
+
+
+def test_a_study_past_an_hour_warns_in_one_line() -> None:
+    slow = _speed("local/smollm2", prompt=850.0, gen=40.0)
+    long = [_share("local/smollm2", 14 * HOUR, slow)]
+    assert too_long(long)
+    assert output.time_warning(long) == (
+        "warning: about 14 h on this machine (measured 850 prompt tok/s for local/smollm2); "
+        "cut rows with `limit:` or models"
+    )
+    # models run one after the other: two of 40 minutes pass the hour together
+    both = [
+        _share("local/smollm2", 40 * 60, slow),
+        _share("local/gemma3-270m", 40 * 60, _speed("local/gemma3-270m")),
+    ]
+    assert too_long(both) and "about 80 min" in output.time_warning(both)
+    assert not too_long([_share("local/smollm2", 59 * 60, slow)])
+    assert not too_long([_share("openai/gpt-4o-mini", None, None)])  # an API model: no time
+
+
+def test_model_times_sum_the_dry_run_items() -> None:
+    items = [
+        {"model": "local/m", "n": 10, "prompt_tokens_est": 1000, "fresh_tokens_est": 300,
+         "decode_tokens_est": 20, "cost_est": 0.0},
+        {"model": "local/m", "n": 10, "prompt_tokens_est": 1000, "fresh_tokens_est": 200,
+         "decode_tokens_est": 20, "cost_est": 0.0},
+        {"model": "local/unmeasured", "n": 5, "prompt_tokens_est": 50, "fresh_tokens_est": 50,
+         "decode_tokens_est": 5, "cost_est": 0.0},
+    ]  # fmt: skip
+    speed = _speed("local/m", prompt=100.0, gen=10.0)
+    m, unmeasured = model_times(items, {"local/m": speed})
+    assert (m.calls, m.fresh_tokens, m.decode_tokens) == (20, 500, 40)
+    assert m.seconds == pytest.approx(seconds_for(500, 40, speed)) == pytest.approx(9.0)
+    assert unmeasured.seconds is None and unmeasured.why == "not measured on this machine"
+    lines = output.model_time_lines([m, unmeasured], "ablations/x.yaml")
+    assert "about 9 s on this machine" in lines[0]
+    assert "run `workbench plan --measure ablations/x.yaml`" in lines[1]
