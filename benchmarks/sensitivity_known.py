@@ -171,7 +171,8 @@ def main() -> None:
         (m,) = [r for r in S.pooled_effects(outcomes, n_resamples=args.resamples, seed=sim)
                 if r["axis"] == "instruction"]  # fmt: skip
         n += 1
-        # the effect is description - reference or reference - description (sorted levels)
+        # the effect is description - reference or reference - description (A: the level
+        # listed first, `experiments.analysis.contrast`)
         truth = args.delta if m["a"] == "instruction=description" else -args.delta
         hit_re += m["ci"][0] <= truth <= m["ci"][1]
         d = np.asarray(m["effects"])

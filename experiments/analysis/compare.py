@@ -4,6 +4,9 @@ Every test runs on the metric the table reports: the trial's official metric (F1
 ssla tasks, LegalBench's own definitions for sara_numeric and the extraction tasks, balanced
 accuracy otherwise), recomputed from the raw generations, so a test's statistic *is* the
 reported score_a - score_b (this is checked, not assumed). Rows are paired by row index.
+Which arm is A is defined once, in `experiments.analysis.contrast` (a declared pair as
+written; all_pairs with the variant listed first as A); the pooled effects and every
+table and figure read the same `a` and `b`.
 
 - A fixed pair (A vs B, or every pair): the paired permutation test.
 - best_vs_worst (k draws): the *range* permutation test. Choosing the best and worst draw
@@ -24,13 +27,13 @@ reported score_a - score_b (this is checked, not assumed). Rows are paired by ro
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from experiments.analysis import clusters, power, stats
 from experiments.analysis.align import same_rows, stat_inputs
 from experiments.analysis.clusters import Clustering
+from experiments.analysis.contrast import Contrast, all_pairs
 from experiments.analysis.intervals import metric_interval
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
@@ -171,8 +174,9 @@ def pair(
     res = stats.paired_permutation_test(
         y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
-    assert a.score is not None and b.score is not None
-    _check(where, res.statistic, a.score - b.score, "score_a - score_b")
+    diff = Contrast(a.variant, b.variant).diff(a.score, b.score)
+    assert diff is not None
+    _check(where, res.statistic, diff, "score_a - score_b")
     row = _tested_row(a, b, res) | _cluster_fields(c)
     if not intervals:
         return untested(where, a.variant, b.variant, (a, b), name) | row
@@ -339,8 +343,10 @@ def correct(rows: list[dict[str, Any]], method: str) -> None:
 
 
 def pairs_of(kind: str | Sequence[tuple[str, str]], names: Sequence[str]) -> list[tuple[str, str]]:
+    """The (A, B) pairs to test: declared pairs as written; all_pairs with the variant listed
+    first as A (`experiments.analysis.contrast`, the one rule of which arm is A)."""
     if kind == "all_pairs":
-        return list(itertools.combinations(names, 2))
+        return [(c.a, c.b) for c in all_pairs(names)]
     if isinstance(kind, str):
         raise ValueError(f"no fixed pairs for {kind!r}")
     return list(kind)

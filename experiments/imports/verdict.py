@@ -72,7 +72,8 @@ def verdict(
     for row in table:
         _label(row, arms.units.get((row["task"], row["model"])))
     pairing = pairing_notes(table, records)
-    sensitivity = _sensitivity(records, n_resamples, cluster_by)
+    # pooled effects oriented as the comparisons' pairs (`analysis.contrast`): name order
+    sensitivity = _sensitivity(records, n_resamples, cluster_by, [v.name for v in spec.variants])
     for row in sensitivity.get("per_task", []):
         how = arms.units.get((row.get("task"), row.get("model")))
         if how is not None and "clustering" in row:
@@ -112,8 +113,11 @@ def _label(row: dict[str, Any], how: Units | None) -> None:
     row["clustered_by"], row["cluster_note"] = how.label, how.note
 
 
-def _sensitivity(records: list[TrialRecord], n_resamples: int, cluster_by: str) -> dict[str, Any]:
-    """The prompt-sensitivity report, or why there is none (never a number it cannot back)."""
+def _sensitivity(
+    records: list[TrialRecord], n_resamples: int, cluster_by: str, order: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The prompt-sensitivity report, or why there is none (never a number it cannot back);
+    `order`: the variants as the comparisons list them, so each pooled effect has their sign."""
     if len({r.variant for r in records}) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}
     rows = max((r.n for r in records), default=0)
@@ -125,6 +129,8 @@ def _sensitivity(records: list[TrialRecord], n_resamples: int, cluster_by: str) 
             f"with N <= {MAX_BOOTSTRAP_CELLS // max(rows, 1):,} for it"
         )}  # fmt: skip
     try:
-        return sensitivity_report(records, n_resamples=n_resamples, cluster_by=cluster_by)
+        return sensitivity_report(
+            records, n_resamples=n_resamples, cluster_by=cluster_by, order=order
+        )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}

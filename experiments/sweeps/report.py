@@ -200,6 +200,9 @@ def _sensitivity(
             n_resamples=spec.n_resamples,
             cluster_by=spec.cluster_by,
             columns=columns,
+            # each pooled effect takes the sign of the comparisons table (`analysis.contrast`)
+            order=[v.name for v in spec.variants],
+            pairs=() if isinstance(spec.comparisons, str) else spec.comparisons,
         )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from experiments.analysis import stats
+from experiments.analysis.contrast import LevelOrder
 from experiments.analysis.sensitivity.groups import (
     DRAW_AXES,
     LEVEL,
@@ -42,9 +43,16 @@ def meta_analysis(
     observed: Sequence[FloatArray],
     *,
     level: float = LEVEL,
+    order: LevelOrder | None = None,
 ) -> list[dict[str, Any]]:
     """Per metric and axis contrast (level a vs level b): random-effects pooled effect across
     the tasks scored with that metric (effects on different metrics are not one quantity).
+
+    Every effect is level a − level b, a and b as `order` says (`experiments.analysis.contrast`:
+    the level listed first in the sweep, or a declared pair's order), the sign of the
+    comparisons table; by default the order the groups' variants were given in. Each task's
+    95% interval (``effect_ci``, what the forest figure draws) is effect +- z x its bootstrap
+    standard deviation, the variance the pool weighs it by.
 
     Each task's effect is the difference of its official metric between the two levels over
     the matched cells (combinations of the other axes present for both levels); a task with
@@ -57,8 +65,22 @@ def meta_analysis(
     reported beside it. Demonstration draws (`seed`) are not pooled: their levels mean nothing
     across tasks.
     """
+    from scipy.stats import norm  # start-up: scipy.stats is slow to import
+
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    levels = (
+        order
+        if order is not None
+        else LevelOrder.of(v for g in groups for v in (g.given_order or g.variants))
+    )
+    # the rows in the study's order of levels, as the comparisons table lists its pairs
+    contrasts = sorted(
+        _contrasts(groups, levels).items(),
+        key=lambda kv: (kv[0][0], kv[0][1], levels.position(kv[0][1], kv[0][2]),
+                        levels.position(kv[0][1], kv[0][3])),
+    )  # fmt: skip
     out = []
-    for (metric, axis, a, b), members in sorted(_contrasts(groups).items()):
+    for (metric, axis, a, b), members in contrasts:
         effects, variances, names, sa, sb = [], [], [], [], []
         notes: list[str] = []
         for gi in members:
@@ -104,6 +126,8 @@ def meta_analysis(
             "tasks": names,
             "effects": effects,
             "variances": variances,
+            "effect_ci": [[e - z * v**0.5, e + z * v**0.5]
+                          for e, v in zip(effects, variances, strict=True)],
             "metric": metric,
             "paired_t": {"statistic": t_test.statistic, "p_value": t_test.p_value,
                          "mean_difference": t_test.mean_difference, "note": t_test.note},
@@ -119,9 +143,11 @@ def meta_analysis(
     return out
 
 
-def _contrasts(groups: Sequence[Group]) -> dict[tuple[str, str, str, str], list[int]]:
+def _contrasts(
+    groups: Sequence[Group], order: LevelOrder
+) -> dict[tuple[str, str, str, str], list[int]]:
     """(metric, axis, level a, level b) -> the groups that have both levels (draw axes left
-    out)."""
+    out); a and b as `order` orients them."""
     contrasts: dict[tuple[str, str, str, str], list[int]] = {}
     for gi, g in enumerate(groups):
         keys = sorted({k for a in g.axes for k in a})
@@ -129,8 +155,9 @@ def _contrasts(groups: Sequence[Group]) -> dict[tuple[str, str, str, str], list[
             if axis in DRAW_AXES:
                 continue
             levels = sorted({a[axis] for a in g.axes if axis in a})
-            for a, b in itertools.combinations(levels, 2):
-                contrasts.setdefault((g.metric, axis, a, b), []).append(gi)
+            for x, y in itertools.combinations(levels, 2):
+                c = order.contrast(axis, x, y)
+                contrasts.setdefault((g.metric, axis, c.a, c.b), []).append(gi)
     return contrasts
 
 

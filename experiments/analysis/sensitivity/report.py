@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.analysis.contrast import Contrast, LevelOrder
 from experiments.analysis.sensitivity.across import meta_analysis, rank_stability
 from experiments.analysis.sensitivity.groups import (
     CI_MEASURES,
@@ -38,14 +39,20 @@ def sensitivity_report(
     seed: int = 0,
     cluster_by: str = "prompt",
     columns: dict[str, dict[str, str]] | None = None,
+    order: Sequence[str] = (),
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The sweep's sensitivity document (JSON-able) from its trials' `TrialRecord`s.
     `cluster_by` and `columns` (task -> row index -> value of the column clustered by) are
-    the sweep's, so its units are the comparisons' units."""
+    the sweep's, so its units are the comparisons' units. `order` (the sweep's variants, as
+    listed; default: as the records come) and `pairs` (the comparisons it declares) orient
+    each pooled effect as the comparisons table orients its rows (`analysis.contrast`)."""
     # a canonical order: the input order changes no number, except the order of a (task,
     # model)'s variants, which the range test takes as given (the sweep's plan order, as the
     # comparisons do): `_group` keeps it
     given = with_axes(records)
+    listed = list(dict.fromkeys(order or [t.variant for t in given]))
+    levels = LevelOrder.of(listed, pairs)
     rank = {(t.task, t.model, t.variant): i for i, t in enumerate(given)}
     trials = sorted(given, key=lambda t: (t.task, t.model, t.variant))
     notes: list[str] = []
@@ -83,7 +90,7 @@ def sensitivity_report(
         m: variance_shares([g for g in groups if g.model == m], n_resamples=n_resamples, seed=seed)
         for m in models
     }
-    meta = _pooled(models, groups, boots, observed, notes)
+    meta = _pooled(models, groups, boots, observed, notes, levels)
     for m, v in shares.items():
         if v.get("note"):
             notes.append(f"variance shares ({m}): {v['note']}")
@@ -95,6 +102,8 @@ def sensitivity_report(
         "excluded": excluded,
         "notes": notes,
         "n_resamples": n_resamples,
+        # the study's order of variants: the figures list (and number) them in it
+        "variants": listed,
     }
     # refuse here, before anything is logged, if two (task, model)s would share a metric name
     sensitivity_metrics(report)
@@ -123,17 +132,20 @@ def _pooled(
     boots: Sequence[FloatArray],
     observed: Sequence[FloatArray],
     notes: list[str],
+    levels: LevelOrder,
 ) -> list[dict[str, Any]]:
-    """Each model's pooled effects (`meta_analysis` over its groups); their notes, and one for
-    an axis whose tasks use different metrics, go to `notes`."""
+    """Each model's pooled effects (`meta_analysis` over its groups, oriented by `levels`);
+    their notes, and one for an axis whose tasks use different metrics, go to `notes`."""
     meta = []
     for m in models:
         idx = [i for i, g in enumerate(groups) if g.model == m]
         for row in meta_analysis(
-            [groups[i] for i in idx], [boots[i] for i in idx], [observed[i] for i in idx]
-        ):
+            [groups[i] for i in idx], [boots[i] for i in idx], [observed[i] for i in idx],
+            order=levels,
+        ):  # fmt: skip
             meta.append({"model": m, **row})
-            notes.extend(f"{m} {row['a']} - {row['b']}: {n}" for n in row["notes"])
+            label = Contrast(row["a"], row["b"]).label
+            notes.extend(f"{m} {label}: {n}" for n in row["notes"])
     metrics_pooled: dict[tuple[str, str], set[str]] = {(r["model"], r["axis"]): set() for r in meta}
     for r in meta:
         metrics_pooled[(r["model"], r["axis"])].add(r["metric"])
@@ -149,9 +161,12 @@ def _pooled(
 def pooled_effects(
     records: Iterable[TrialRecord], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs)."""
+    """Only the meta-analysis of `sensitivity_report` (what a simulation of its coverage needs),
+    each effect oriented by the order the records come in, as there."""
+    given = with_axes(records)
+    levels = LevelOrder.of(t.variant for t in given)
     by: dict[tuple[str, str], list[TrialRecord]] = {}
-    for t in sorted(with_axes(records), key=lambda t: (t.task, t.model, t.variant)):
+    for t in sorted(given, key=lambda t: (t.task, t.model, t.variant)):
         if t.complete:
             by.setdefault((t.model, t.task), []).append(t)
     out = []
@@ -164,7 +179,7 @@ def pooled_effects(
             counts, _ = _resample_counts(g, n_resamples, rng)
             boots.append(_variant_scores(g, counts))
             observed.append(_variant_scores(g, np.ones((1, len(g.indices))))[0])
-        out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed)]
+        out += [{"model": model, **r} for r in meta_analysis(groups, boots, observed, order=levels)]
     return out
 
 

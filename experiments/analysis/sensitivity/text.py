@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from experiments.analysis.contrast import Contrast
 from experiments.analysis.sensitivity.coverage import COVERAGE_FLOOR
+from experiments.trials.labels import display_name
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def format_sensitivity(report: dict[str, Any]) -> str:
-    """The sensitivity section of `workbench report` (plain text)."""
+def format_sensitivity(report: dict[str, Any], folders: Sequence[str] = ()) -> str:
+    """The sensitivity section of `workbench report` (plain text); a text file's path in a
+    variant's name shown relative to here or to `folders` (the spec's) when shorter."""
     lines = ["Prompt sensitivity", "=================="]
-    lines += _per_task_lines(report)
+    lines += _per_task_lines(report, folders)
     lines += _variance_lines(report)
-    lines += _meta_lines(report)
+    lines += _meta_lines(report, folders)
     lines += _rank_lines(report)
     for n in report.get("notes", []):
         lines.append(f"note: {n}")
     return "\n".join(lines)
 
 
-def _per_task_lines(report: dict[str, Any]) -> list[str]:
+def _per_task_lines(report: dict[str, Any], folders: Sequence[str] = ()) -> list[str]:
     """Each (task, model)'s measures, their CI method, units and unreliable CIs."""
     lines: list[str] = []
     if not report.get("per_task"):
@@ -51,7 +55,8 @@ def _per_task_lines(report: dict[str, Any]) -> list[str]:
                 f"{ss:<21} {dp:<21}"
             )
             if len(r["best"]) > 1 or len(r["worst"]) > 1:
-                lines.append(f"  tied: best {', '.join(r['best'])}; worst {', '.join(r['worst'])}")
+                best, worst = ([display_name(v, folders) for v in r[k]] for k in ("best", "worst"))
+                lines.append(f"  tied: best {', '.join(best)}; worst {', '.join(worst)}")
         lines.append(
             f"(metric: each task's official metric; CIs: {report['per_task'][0]['ci_method']}; "
             "spread and MaxP have no CI: a bootstrap of a max or of max - min does not cover; "
@@ -104,20 +109,19 @@ def _variance_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _meta_lines(report: dict[str, Any]) -> list[str]:
-    """The pooled effects across tasks."""
+def _meta_lines(report: dict[str, Any], folders: Sequence[str] = ()) -> list[str]:
+    """The pooled effects across tasks, each of A − B as its row names them (the sign of the
+    comparisons table, `analysis.contrast`)."""
     lines: list[str] = []
     if report.get("meta_analysis"):
         lines.append("")
         lines.append(
-            "Pooled effect across tasks (random effects, Hartung-Knapp-Sidik-Jonkman 95% CI; "
-            "within one metric) | paired t-test"
+            "Pooled effect A − B across tasks (random effects, Hartung-Knapp-Sidik-Jonkman 95% "
+            "CI; within one metric) | paired t-test"
         )
         for m in report["meta_analysis"]:
-            head = (
-                f"  {m['model']}: {m['a']} - {m['b']} ({m['metric']}) over "
-                f"{len(m['tasks'])} tasks: "
-            )
+            ab = Contrast(display_name(m["a"], folders), display_name(m["b"], folders))
+            head = f"  {m['model']}: {ab.label} ({m['metric']}) over {len(m['tasks'])} tasks: "
             if m.get("pooled") is None:
                 lines.append(head + f"not pooled ({m['note']})")
                 continue

@@ -584,7 +584,11 @@ def test_the_order_of_trials_and_rows_changes_no_number() -> None:
     Changed (issue 18): the spread's p-value is the sweep comparisons' range test, which takes
     a task's variants in the order they are given (the sweep's plan order), as
     `compare.best_vs_worst` does; so a shuffle that reorders a task's variants may change that
-    one number (and only it), and a shuffle that keeps them in order changes none."""
+    one number (and only it), and a shuffle that keeps them in order changes none.
+
+    Changed (issue 31): a pooled effect is A − B with A the level listed first
+    (`analysis.contrast`), so the order of the variants is passed as the sweep passes it
+    (`order`); the shuffled trials then give the very same pooled effects."""
     import json
 
     trials, _ = simulate(9, n_tasks=2, n_rows=10, models=("sim/a", "sim/b"))
@@ -604,7 +608,7 @@ def test_the_order_of_trials_and_rows_changes_no_number() -> None:
     assert json.dumps(a, sort_keys=True) == json.dumps(
         S.sensitivity_report(kept, n_resamples=50), sort_keys=True
     )
-    b = S.sensitivity_report(shuffled, n_resamples=50)
+    b = S.sensitivity_report(shuffled, n_resamples=50, order=[t.variant for t in trials])
     for ra, rb in zip(a["per_task"], b["per_task"], strict=True):
         ra, rb = dict(ra), dict(rb)
         assert ra.pop("spread_p_value") is not None and rb.pop("spread_p_value") is not None
