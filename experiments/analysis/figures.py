@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from experiments.analysis.contrast import MINUS, Contrast
+from experiments.trials.labels import ShortNames, short_names
 from experiments.trials.record import TrialRecord, parse_axes
 
 # names are drawn as written: two '$' in a model or variant name are not TeX (`$\foo$` failed
@@ -34,7 +37,13 @@ from experiments.trials.record import TrialRecord, parse_axes
 matplotlib.rcParams["text.parse_math"] = False
 
 _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3"]
+# one marker per round of the colours: pair k is (colour k % 5, marker k // 5), unique to 35
+_MARKERS = ["D", "o", "s", "^", "v", "P", "X"]
 _FLAGGED = "--"  # line style of a flagged interval
+_LABELLED_ROWS = 4  # more rows per task than this: the difference panel draws no value labels
+_LEGEND_ROWS = 10  # the difference legend's entries per column
+_KEY_FONT = 6.5  # the key of abbreviated names, below the figure
+_FOREST_WIDTH = 8.5  # inches, before `_fit_width`
 Interval = tuple[float, float]
 
 
@@ -154,14 +163,21 @@ def _difference_panel(
     metric: str,
     what: str,
     one_colour: bool = False,
-) -> tuple[bool, bool]:
-    """Each tested row's difference (score_a - score_b) with its interval; zero line.
+    names: ShortNames | None = None,
+) -> tuple[bool, bool, list[Any]]:
+    """Each tested row's difference A − B (its `statistic`, score_a − score_b: the sign of
+    the table's row, never turned around here) with its interval; zero line.
 
-    One colour per pair (a, b), labelled in the legend, unless `one_colour` (best vs worst,
-    whose pair differs from task to task)."""
+    One colour and marker per pair (a, b), labelled in the legend with `names`' short forms,
+    unless `one_colour` (best vs worst, whose pair differs from task to task). With more
+    than `_LABELLED_ROWS` rows per task the values are not written beside the points (they
+    would overprint each other): the table has them. Returns (an interval drawn, a flagged
+    one drawn, the value labels)."""
+    show = names or ShortNames()
     pairs = list(dict.fromkeys((r["a"], r["b"]) for r in table if r["task"] in tasks))
     labelled: set[int] = set()
     drawn_any = flagged_any = False
+    texts: list[Any] = []
     top = 0.1
     per_task = max(1, max((sum(r["task"] == t for r in table) for t in tasks), default=1))
     for i, t in enumerate(tasks):
@@ -171,16 +187,18 @@ def _difference_panel(
             x = i + (j - (len(rows) - 1) / 2) * step
             k = 0 if one_colour else pairs.index((r["a"], r["b"]))
             value = r.get("statistic")
-            if value is None and r.get("score_a") is not None and r.get("score_b") is not None:
-                value = r["score_a"] - r["score_b"]
+            if value is None:
+                value = Contrast(r["a"], r["b"]).diff(r.get("score_a"), r.get("score_b"))
             if value is None or r.get("p_value") is None:
                 ax.text(x, 0.0, "incomplete", ha="center", va="bottom", rotation=90, fontsize=6)
                 continue
             iv = _interval(r.get("ci_low"), r.get("ci_high"))
-            label = None if one_colour or k in labelled else f"{r['a']} − {r['b']}"
+            pair = Contrast(show(r["a"]), show(r["b"]))
+            label = None if one_colour or k in labelled else pair.label
             labelled.add(k)
-            ax.scatter([x], [value], color=_COLORS[k % len(_COLORS)], marker="D", s=22,
-                       zorder=5, label=label)  # fmt: skip
+            ax.scatter([x], [value], color=_COLORS[k % len(_COLORS)],
+                       marker=_MARKERS[(k // len(_COLORS)) % len(_MARKERS)], s=22, zorder=5,
+                       label=label, gid=f"difference point:{t}:{r['a']}:{r['b']}")  # fmt: skip
             if iv is not None:
                 flagged = _note(r.get("ci_note")) is not None
                 _errorbar(
@@ -189,26 +207,109 @@ def _difference_panel(
                 drawn_any, flagged_any = True, flagged_any or flagged
                 top = max(top, abs(iv[0]), abs(iv[1]))
             top = max(top, abs(value))
+            if per_task > _LABELLED_ROWS:
+                continue
             high = iv[1] if iv else value
-            ax.text(x, high + 0.04 * top, _difference_label(r, value, iv), ha="center", va="bottom",
-                    fontsize=5.5 if per_task == 1 else 5, rotation=0 if per_task == 1 else 90,
-                    gid="difference label")  # fmt: skip
+            texts.append(ax.text(
+                x, high + 0.04 * top, _difference_label(r, value, iv), ha="center", va="bottom",
+                fontsize=5.5 if per_task == 1 else 5, rotation=0 if per_task == 1 else 90,
+                gid="difference label",
+            ))  # fmt: skip
     ax.axhline(0.0, color="grey", lw=0.8, ls=":")
-    ax.set_ylim(-top * 1.3, top * 2.2)
+    ax.set_ylim(-top * 1.3, top * (2.2 if texts else 1.3))  # room for the labels above
     ax.set_xlim(-0.6, len(tasks) - 0.4)
     ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right", fontsize=8)
     ax.set_xlabel("task")
     ax.set_ylabel(f"{what}\nin {metric} (95% interval)", fontsize=8)
-    return drawn_any, flagged_any
+    return drawn_any, flagged_any, texts
 
 
-def _two_panels(n_tasks: int) -> tuple[Any, Any, Any]:
-    """A comparison figure's two panels: the scores above, the differences below."""
+def _fit_labels(fig: Any, ax: Any, texts: Sequence[Any]) -> bool:
+    """Raise the panel's top until every value label lies inside it (a label drawn above the
+    panel overprinted its title); False, and no labels, when one is too tall to fit."""
+    if not texts:
+        return True
+    fig.canvas.draw()  # the layout, so the labels' and the panel's sizes are known
+    renderer = fig.canvas.get_renderer()
+    height = ax.get_window_extent(renderer).height
+    low, high = ax.get_ylim()
+    span = high - low
+    for t in texts:
+        h = t.get_window_extent(renderer).height + 4.0  # pixels, with a margin
+        if h > 0.6 * height:
+            for x in texts:
+                x.remove()
+            return False
+        span = max(span, (t.get_position()[1] - low) * height / (height - h))
+    ax.set_ylim(low, low + span * 1.03)
+    return True
+
+
+def _text_width(chars: int, fontsize: float) -> float:
+    """Inches `chars` characters take at `fontsize` (an upper estimate, for a first layout)."""
+    return chars * fontsize * 0.6 / 72
+
+
+def _fit_width(fig: Any) -> None:
+    """Widen the figure until each panel's title and x label fit over it: the layout makes
+    room for tick labels and legends by narrowing the panel, and a title wider than its panel
+    ran off the figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    need = 0.0
+    for ax in fig.axes:
+        width = ax.get_window_extent(renderer).width
+        for text in (ax.title, ax.xaxis.label):
+            if text.get_text():
+                need = max(need, text.get_window_extent(renderer).width - width)
+    if need > 0:
+        fig.set_figwidth(fig.get_figwidth() + need / fig.dpi + 0.3)
+
+
+def _key_entries(key: Sequence[tuple[str, str]], width: float) -> list[str]:
+    """The key's lines (short = full name), each wrapped to the figure's width (inches)."""
+    chars = max(40, int((width - 0.5) * 72 / (_KEY_FONT * 0.6)))
+    return [
+        "\n    ".join(textwrap.wrap(f"{short} = {full}", chars, break_long_words=True,
+                                    break_on_hyphens=False))
+        for short, full in key
+    ]  # fmt: skip
+
+
+def _key_height(entries: Sequence[str]) -> float:
+    """Inches the key needs below the plot (its lines, its title, a margin)."""
+    if not entries:
+        return 0.0
+    lines = sum(e.count("\n") + 1 for e in entries) + 2
+    return lines * _KEY_FONT * 1.6 / 72 + 0.15
+
+
+def _draw_key(fig: Any, entries: Sequence[str], title: str = "names in this figure") -> None:
+    """The key of abbreviated names, below the plot (a legend of text only, so the layout
+    makes room for it)."""
+    if not entries:
+        return
+    handles = [Line2D([], [], lw=0) for _ in entries]
+    fig.legend(handles, entries, loc="outside lower left", fontsize=_KEY_FONT, handlelength=0,
+               handletextpad=0, frameon=False, title=title, title_fontsize=_KEY_FONT + 0.5,
+               alignment="left", borderaxespad=0.2, labelspacing=0.25)  # fmt: skip
+
+
+def _two_panels(width: float, key: Sequence[str] = ()) -> tuple[Any, Any, Any]:
+    """A comparison figure's two panels: the scores above, the differences below; `key`
+    (`_key_entries`) adds its height below them."""
     fig, (ax, dx) = plt.subplots(
-        2, 1, figsize=(max(6.5, 1.3 * n_tasks + 3.5), 7.0), height_ratios=[3, 2],
+        2, 1, figsize=(width, 7.0 + _key_height(key)), height_ratios=[3, 2],
         layout="constrained",
     )  # fmt: skip
     return fig, ax, dx
+
+
+def _panels_width(n_tasks: int, per_task: int = 1, side: float = 2.0) -> float:
+    """Inches: room per task for its rows' value labels (up to `_LABELLED_ROWS`), the y
+    labels, and `side` inches for the legends at the right."""
+    plot = max(4.0, n_tasks * max(1.3, 0.45 * min(per_task, _LABELLED_ROWS)))
+    return max(6.5, plot + 1.0 + side)
 
 
 def _score_axes(
@@ -235,13 +336,26 @@ def pair_figure(
     """Scores with their 95% intervals, and each tested pair's paired difference below.
 
     A missing score (incomplete trial) is marked, never drawn as 0; a bar whose row carries no
-    interval draws none and says so.
+    interval draws none and says so. Variant names longer than `trials.labels.SHORT` are
+    drawn short (a file's stem, or V1, V2, ...), with a key below the plot.
     """
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     variants = list(dict.fromkeys(o.variant for o in outcomes))
     score = {(o.task, o.variant): o.score for o in outcomes}
     metric = _metric_label(outcomes)
-    fig, ax, dx = _two_panels(len(tasks))
+    show = short_names([*variants, *(str(r[k]) for r in table for k in ("a", "b"))])
+    per_task = max([sum(r["task"] == t for r in table) for t in tasks] or [1])
+    # the legends at the right: the variants' (38: its longest fixed line, the flag's) and
+    # the pairs', in columns of `_LEGEND_ROWS`
+    pairs = list(dict.fromkeys(Contrast(show(r["a"]), show(r["b"])).label for r in table))
+    columns = max(1, math.ceil(len(pairs) / _LEGEND_ROWS))
+    side = max(
+        _text_width(max([38, *(len(show(v)) for v in variants)]), 7) + 0.45,
+        columns * (_text_width(max(map(len, pairs), default=0), 7) + 0.45),
+    )
+    fig_width = _panels_width(len(tasks), per_task, side)
+    key = _key_entries(show.key(), fig_width)
+    fig, ax, dx = _two_panels(fig_width, key)
     width = 0.8 / max(1, len(variants))
     any_interval = any_flagged = False
     for j, v in enumerate(variants):
@@ -251,7 +365,7 @@ def pair_figure(
             [x for x, y in zip(xs, ys, strict=True) if y is not None],
             [y for y in ys if y is not None],
             width=width,
-            label=v,
+            label=show(v),
             color=_COLORS[j % len(_COLORS)],
         )
         patches = iter(bars.patches)
@@ -281,11 +395,11 @@ def pair_figure(
                  fontsize=10)  # fmt: skip
     # variant swatches drawn plain: a hatched (flagged) first bar must not hatch the legend
     handles: list[Any] = [
-        Patch(facecolor=_COLORS[j % len(_COLORS)], label=v) for j, v in enumerate(variants)
+        Patch(facecolor=_COLORS[j % len(_COLORS)], label=show(v)) for j, v in enumerate(variants)
     ]
     handles += _legend_extras(interval=any_interval, flagged=False, chance=has_chance)
-    diff_interval, diff_flagged = _difference_panel(
-        dx, tasks, table, metric, "paired difference a − b"
+    diff_interval, diff_flagged, value_labels = _difference_panel(
+        dx, tasks, table, metric, f"paired difference A {MINUS} B", names=show
     )
     if diff_interval and not any_interval:
         handles += _legend_extras(interval=True, flagged=False, chance=False)
@@ -293,15 +407,31 @@ def pair_figure(
         interval=False, flagged=any_flagged or diff_flagged, chance=False, bars=True
     )
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if dx.get_legend_handles_labels()[0]:
-        dx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="a − b",
-                  title_fontsize=7)  # fmt: skip
-    title = "paired difference of the official score, with its 95% interval"
+    entries = len(dx.get_legend_handles_labels()[0])
+    if entries:
+        dx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=f"A {MINUS} B",
+                  title_fontsize=7, ncol=math.ceil(entries / _LEGEND_ROWS))  # fmt: skip
+    dx.set_title(_difference_title(table, show), fontsize=7)
+    _draw_key(fig, key, "variant names (short = full)")
+    _fit_width(fig)
+    if not _fit_labels(fig, dx, value_labels):
+        dx.set_title(dx.get_title() + "\n(values: see the comparisons table)", fontsize=7)
+    return fig
+
+
+def _difference_title(table: Sequence[Mapping[str, Any]], show: ShortNames) -> str:
+    """The difference panel's title: what is drawn, A − B named when the figure has one pair,
+    and the interval's method when the rows share one."""
+    title = f"paired difference A {MINUS} B of the official score, with its 95% interval"
+    pairs = list(dict.fromkeys((str(r["a"]), str(r["b"])) for r in table))
+    if len(pairs) == 1:
+        title += "\n" + textwrap.fill(f"A {MINUS} B = {Contrast(*map(show, pairs[0])).label}", 75)
+    elif max(Counter(r["task"] for r in table).values(), default=0) > _LABELLED_ROWS:
+        title += "\n(values and p-values: the comparisons table)"
     methods = {r["ci_method"] for r in table if r.get("ci_method")}
     if len(methods) == 1:
         title += "\n" + textwrap.fill(f"interval: {methods.pop()}", 75)
-    dx.set_title(title, fontsize=7)
-    return fig
+    return title
 
 
 def draws_figure(
@@ -316,7 +446,7 @@ def draws_figure(
     chosen after seeing the scores has none that would be unbiased)."""
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     metric = _metric_label(outcomes)
-    fig, ax, dx = _two_panels(len(tasks))
+    fig, ax, dx = _two_panels(_panels_width(len(tasks)))
     any_interval = any_flagged = labelled = False
     for i, t in enumerate(tasks):
         draws = [o for o in outcomes if o.task == t]
@@ -361,7 +491,7 @@ def draws_figure(
     )
     handles, _ = ax.get_legend_handles_labels()
     handles += _legend_extras(interval=any_interval, flagged=False, chance=has_chance)
-    diff_interval, diff_flagged = _difference_panel(
+    diff_interval, diff_flagged, value_labels = _difference_panel(
         dx, tasks, table, metric, "best − worst", one_colour=True
     )
     if diff_interval and not any_interval:
@@ -376,6 +506,7 @@ def draws_figure(
         "chosen after seeing the scores would be biased",
         fontsize=8,
     )
+    _fit_labels(fig, dx, value_labels)
     return fig
 
 
@@ -444,32 +575,75 @@ def variance_share_figure(report: Mapping[str, Any]) -> Any:
     return fig
 
 
+def _forest_names(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, ShortNames], list[str]]:
+    """Per axis, the short forms of its levels; and the key's entries (axis-prefixed when
+    more than one axis has abbreviated levels)."""
+    levels: dict[str, list[str]] = {}  # per axis, its levels as names: ``axis=level``
+    for r in rows:
+        for side in ("a", "b"):
+            levels.setdefault(str(r["axis"]), []).append(str(r[side]))
+    # one axis each: shortened as the comparison figure shortens one-axis variant names
+    show = {axis: short_names(names) for axis, names in levels.items()}
+    abbreviated = [axis for axis, names in show.items() if names.key()]
+    key = [
+        (f"{axis}: {short}" if len(abbreviated) > 1 else short, full)
+        for axis in abbreviated
+        for short, full in show[axis].key()
+    ]
+    return show, _key_entries(key, _FOREST_WIDTH)
+
+
+def _level(names: ShortNames, level: str) -> str:
+    """An ``axis=level``'s drawn form: its short form, or the level (the axis is named)."""
+    short = names(level)
+    return short if short != level else level.partition("=")[2]
+
+
 def forest_figure(report: Mapping[str, Any]) -> Any:
-    """Per-task paired effects of each axis contrast (95% CI) and the random-effects pool."""
+    """Per-task paired effects of each axis contrast (95% CI) and the random-effects pool.
+
+    Every effect is its row's A − B, level a minus level b as the report orients it
+    (`experiments.analysis.contrast`: the sign of the comparisons table), drawn as given:
+    the tasks' intervals are the row's ``effect_ci``, the pool's its ``ci``. Long level names
+    (text files) are drawn short, with a key below."""
     from scipy.stats import norm
 
     rows = list(report.get("meta_analysis") or [])
     z = float(norm.ppf(0.975))
     metrics = sorted({str(r["metric"]) for r in rows})  # pooled only within one metric
+    show, key = _forest_names(rows)
     labels: list[str] = []
     n_lines = sum(len(r["tasks"]) + 2 for r in rows)
-    fig, ax = plt.subplots(figsize=(8.5, 1.6 + 0.26 * max(2, n_lines)), layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=(_FOREST_WIDTH, 1.6 + 0.26 * max(2, n_lines) + _key_height(key)),
+        layout="constrained",
+    )
     y = 0
     heads = []
+    contrasts: list[Contrast] = []
     for r in rows:
-        a, b = r["a"].partition("=")[2], r["b"].partition("=")[2]
+        names = show[str(r["axis"])]
+        c = Contrast(*(_level(names, str(r[side])) for side in ("a", "b")))
+        contrasts.append(c)
         unit = f", {r['metric'].replace('_', ' ')}" if len(metrics) > 1 else ""
-        labels.append(f"{r['axis']}: {a} − {b}  [{r['model']}{unit}]")
+        labels.append(f"{r['axis']}: {c.label}  [{r['model']}{unit}]")
         heads.append(y)
         y += 1
-        for task, eff, var in zip(r["tasks"], r["effects"], r["variances"], strict=True):
-            half = z * var**0.5
-            ax.errorbar(eff, y, xerr=half, fmt="s", color="#4C72B0", ms=4, lw=1, capsize=2)
+        # an older report has no effect_ci: the same interval, from the variances it pooled
+        cis = r.get("effect_ci") or [
+            [e - z * v**0.5, e + z * v**0.5] for e, v in zip(r["effects"], r["variances"],
+                                                          strict=True)
+        ]  # fmt: skip
+        for task, eff, (lo, hi) in zip(r["tasks"], r["effects"], cis, strict=True):
+            bars = ax.errorbar(eff, y, xerr=[[max(0.0, eff - lo)], [max(0.0, hi - eff)]],
+                               fmt="s", color="#4C72B0", ms=4, lw=1, capsize=2)  # fmt: skip
+            bars.lines[0].set_gid(f"effect:{r['model']}:{r['axis']}:{task}")
             labels.append(f"{task}")
             y += 1
         if r.get("pooled") is not None:
             lo, hi = r["ci"]
-            ax.fill([lo, r["pooled"], hi, r["pooled"]], [y, y - 0.3, y, y + 0.3], color="#C44E52")
+            ax.fill([lo, r["pooled"], hi, r["pooled"]], [y, y - 0.3, y, y + 0.3], color="#C44E52",
+                    gid=f"pooled:{r['model']}:{r['axis']}")  # fmt: skip
             labels.append(f"pooled (τ²={r['tau2']:.2g}, I²={r['i2']:.0%})")
         else:
             ax.text(0, y, f"not pooled: {r.get('note')}", fontsize=7, va="center")
@@ -480,21 +654,25 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
     for h in heads:
         ax.get_yticklabels()[h].set_fontweight("bold")
         ax.axhline(h - 0.5, color="lightgrey", lw=0.6)
-    ax.invert_yaxis()
+    ax.set_ylim(max(len(labels), 1) - 0.5, -0.5)  # top to bottom, no empty margins
     metric = metrics[0].replace("_", " ") if len(metrics) == 1 else "each contrast's metric"
+    one = list(dict.fromkeys(c.label for c in contrasts))
+    what = f"A {MINUS} B = {one[0]}" if len(one) == 1 else f"A {MINUS} B as each contrast names it"
     ax.set_xlabel(
-        f"difference in {metric}, first level − second\n"
+        f"difference in {metric}, {what}\n"
         "(tasks: 95% CI; pooled: Hartung-Knapp-Sidik-Jonkman 95% CI)"
     )
     ax.set_ylabel("axis contrast / task")
     ax.set_title(
-        "Effect of each prompt axis per task (squares) and pooled\n"
+        f"Effect of each prompt axis per task (squares), A {MINUS} B, and pooled\n"
         "by random effects (diamonds: 95% CI); demonstration draws are not pooled",
         fontsize=9,
     )
     if not rows:
         ax.text(0.5, 0.5, "no axis contrast (demonstration draws are not pooled)",
                 ha="center", transform=ax.transAxes, fontsize=8)  # fmt: skip
+    _draw_key(fig, key, "level names (short = full)")
+    _fit_width(fig)
     return fig
 
 
@@ -505,12 +683,19 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
     per_task = list(report.get("per_task") or [])
     models = list(dict.fromkeys(r["model"] for r in per_task)) or ["(none)"]
     tasks = list(dict.fromkeys(r["task"] for r in per_task))
-    variants: list[str] = []
+    seen: list[str] = []
     for r in per_task:
-        variants += [v for v in r["scores"] if v not in variants]
+        seen += [v for v in r["scores"] if v not in seen]
+    # in the study's order, as the comparison figure lists (and numbers) them
+    listed = [v for v in report.get("variants") or () if v in seen]
+    variants = listed + [v for v in seen if v not in listed]
     width = max(6.0, 1.6 + 0.55 * len(variants))
+    show = short_names(variants)
+    key = _key_entries(show.key(), width)
+    ticks = [show(v) if key else _short_variant(v) for v in variants]
     fig, axes = plt.subplots(
-        len(models), 1, figsize=(width, 1.0 + (0.45 * max(1, len(tasks)) + 2.2) * len(models)),
+        len(models), 1,
+        figsize=(width, 1.0 + (0.45 * max(1, len(tasks)) + 2.2) * len(models) + _key_height(key)),
         squeeze=False, layout="constrained",
     )  # fmt: skip
     image = None
@@ -534,13 +719,14 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
                 color = "white" if val < 0.6 else "black"
                 text = "n/a" if np.isnan(val) else f"{val:.2f}"
                 ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
-        ax.set_xticks(range(len(variants)), [_short_variant(v) for v in variants],
-                      rotation=45, ha="right", fontsize=7)  # fmt: skip
+        ax.set_xticks(range(len(variants)), ticks, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(tasks)), tasks, fontsize=8)
     if image is not None:
         metric = {r["metric"] for r in per_task}
         label = metric.pop().replace("_", " ") if len(metric) == 1 else "official metric"
         fig.colorbar(image, ax=list(axes[:, 0]), label=label, shrink=0.9)
+    _draw_key(fig, key, "variant names (short = full)")
+    _fit_width(fig)
     return fig
 
 
