@@ -12,10 +12,12 @@ stdout stays clean.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.trials.labels import display_name
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
@@ -138,10 +140,20 @@ def _invalid_by_arm(trials: Sequence[dict[str, Any]] | None) -> dict[tuple[Any, 
     return {(t["model"], t["task"], t["variant"]): t.get("invalid_rate") for t in (trials or ())}
 
 
+def _names(
+    rows: Sequence[dict[str, Any]], folders: Sequence[str], keys: Sequence[str] = ("a", "b")
+) -> dict[str, str]:
+    """Each variant name in `rows` as tables print it: a text file's path relative to the
+    current folder or a spec's folder (`folders`) when shorter (`trials.labels.display_name`;
+    display only, the name itself is unchanged)."""
+    return {str(r[k]): display_name(str(r[k]), folders) for r in rows for k in keys if k in r}
+
+
 def comparison_table(
     table: list[dict[str, Any]],
     trials: Sequence[dict[str, Any]] | None = None,
     of: str = "sweep",
+    folders: Sequence[str] = (),
 ) -> str:
     """The comparisons of a sweep, one line each, and a footnote saying how p was computed.
 
@@ -149,6 +161,8 @@ def comparison_table(
     'inv A' / 'inv B': the share of each arm's rows whose output is not a valid label
     ('-' when unknown, e.g. a task without a label set). `of` names what the comparisons
     belong to ("sweep", or "import": its metric may be the source tool's own scoring).
+    The column 'A − B' is each row's score A − score B (`analysis.contrast`), as every
+    figure draws it.
     """
     if not table:
         return "no comparisons (nothing to compare)"
@@ -157,15 +171,16 @@ def comparison_table(
     models = sorted({str(r.get("model")) for r in table})
     width = max(len(m) for m in models) if len(models) > 1 else 0
     # variant names are shown whole: a truncated "instruction=reference,se" hides the draw
-    arm = max([24, *(len(str(r[k])) for r in table for k in ("a", "b"))])
+    shown = _names(table, folders)
+    arm = max([24, *map(len, shown.values())])
     head = (
         (f"{'model':<{width}} " if width else "")
         + f"{'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
         + (f"{'inv A':>6} {'inv B':>6} " if show_invalid else "")
-        + f"{'diff':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'clus':>5} "
+        + f"{'A − B':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'clus':>5} "
         + f"{'MDE80':>6}"
     )
-    out = [head, *_comparison_rows(table, invalid, show_invalid, width, arm)]
+    out = [head, *_comparison_rows(table, invalid, show_invalid, width, arm, shown)]
     tested = [r for r in table if r["p_value"] is not None]
     if not tested:
         out.append("no comparison was tested: every one involves an incomplete trial")
@@ -180,13 +195,14 @@ def _comparison_rows(
     show_invalid: bool,
     width: int,
     arm: int,
+    shown: dict[str, str],
 ) -> list[str]:
     """One line per comparison, under `comparison_table`'s header."""
     out: list[str] = []
     for r in table:
         left = (
             (f"{r.get('model')!s:<{width}} " if width else "")
-            + f"{r['task'][:28]:<28} {r['a']:<{arm}} {r['b']:<{arm}} "
+            + f"{r['task'][:28]:<28} {shown[str(r['a'])]:<{arm}} {shown[str(r['b'])]:<{arm}} "
             f"{_f(r['score_a'], '.3f'):>8} {_f(r['score_b'], '.3f'):>8} "
         )
         if show_invalid:
@@ -215,7 +231,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         if of == "sweep"
         else "the official metric, or 'accuracy': the share of rows the source tool scored correct"
     )
-    parts = [f"metric: {what} ({', '.join(metrics)}), diff = A - B"]
+    parts = [f"metric: {what} ({', '.join(metrics)}); A − B = score A − score B"]
     parts.append(_units_footnote(tested, of))
     if show_invalid:
         parts.append("inv: share of the arm's rows whose output is not a valid label")
@@ -236,7 +252,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
         methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
         parts.append(
-            f"95% CI of A - B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
+            f"95% CI of A − B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
             "'!' marks an interval flagged degenerate or unreliable, or one that points "
             "another way than the test (see ci_note in the JSON)"
         )
@@ -276,33 +292,40 @@ def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
     return f"n: rows; clus: the units the tests swap and resample, clustered by {each}"
 
 
-def across_table(across: list[dict[str, Any]]) -> str:
-    """The declared across-task test of a sweep, one line per (model, comparison)."""
+def across_table(across: list[dict[str, Any]], folders: Sequence[str] = ()) -> str:
+    """The declared across-task test of a sweep, one line per (model, comparison); its mean
+    difference is of A − B."""
     if not across:
         return "across tasks: no across-task test (a single task, or no comparison)"
     lines = ["across tasks:"]
+    shown = _names(across, folders)
     for r in across:
         p = "-" if r.get("p_value") is None else f"{r['p_value']:.4f}"
         diff = r.get("mean_difference")
-        d = "" if diff is None else f", mean diff {diff:+.3f}"
+        d = "" if diff is None else f", mean A − B {diff:+.3f}"
         note = f" ({r['note']})" if r.get("note") else ""
         missing = (
             f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
         )
         lines.append(
-            f"  {r['model']}: {r['a']} vs {r['b']}: {r['test']} ({r['n_tasks']} tasks), "
+            f"  {r['model']}: A {shown[str(r['a'])]} vs B {shown[str(r['b'])]}: {r['test']} "
+            f"({r['n_tasks']} tasks), "
             f"p = {p}{d}{note}{missing}"
         )
     return "\n".join(lines)
 
 
 def sweep_summary(
-    result: dict[str, Any], tracking_uri: str, reports_dir: str | Path = "reports"
+    result: dict[str, Any],
+    tracking_uri: str,
+    reports_dir: str | Path = "reports",
+    folders: Sequence[str] = (),
 ) -> str:
     """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
 
     `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
     the comparison table's invalid-output columns; `reports_dir` is where its files went.
+    `folders` (the spec's): a text file's path is shown relative to it when that is shorter.
     """
     lines = [
         f"sweep {result['sweep']}: {result['trials']} trials "
@@ -311,10 +334,11 @@ def sweep_summary(
     lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
     lines += note_lines(result.get("notes") or [])
     if result.get("sequential") is not None:
-        lines.append(sequential_table(result["sequential"]))
+        lines.append(sequential_table(result["sequential"], folders))
     else:
-        lines.append(comparison_table(result["comparisons"], result.get("trial_rows")))
-        lines.append(across_table(result["across_tasks"]))
+        lines.append(comparison_table(result["comparisons"], result.get("trial_rows"),
+                                      folders=folders))  # fmt: skip
+        lines.append(across_table(result["across_tasks"], folders))
     if result.get("cost"):
         lines.append(cost_line(result["cost"]))
     sens = result.get("sensitivity") or {}
@@ -358,15 +382,16 @@ def cost_line(cost: dict[str, Any]) -> str:
     )
 
 
-def sequential_table(rows: list[dict[str, Any]]) -> str:
+def sequential_table(rows: list[dict[str, Any]], folders: Sequence[str] = ()) -> str:
     """A sequential sweep's comparisons: the decision, the rows at the stop and the interval
     reached, the looks, and the arms eliminated (when, on how many rows)."""
     if not rows:
         return "no sequential comparisons (nothing to compare)"
-    arm = max([24, *(len(str(r[k])) for r in rows for k in ("a", "b"))])
+    shown = _names(rows, folders)
+    arm = max([24, *map(len, shown.values())])
     out = [
         f"{'model':<18} {'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
-        f"{'diff':>7} {'interval':>17} {'rows':>5} {'clus':>5} {'budget':>6} {'looks':>5}  "
+        f"{'A − B':>7} {'interval':>17} {'rows':>5} {'clus':>5} {'budget':>6} {'looks':>5}  "
         "decision"
     ]
     for r in rows:
@@ -376,14 +401,16 @@ def sequential_table(rows: list[dict[str, Any]]) -> str:
             tied = ", ".join(map(str, r.get("in_contention") or ()))
             decided = f"A beats B; the best is not identified (still in contention: {tied})"
         out.append(
-            f"{str(r['model'])[:18]:<18} {r['task'][:28]:<28} {r['a']!s:<{arm}} {r['b']!s:<{arm}} "
+            f"{str(r['model'])[:18]:<18} {r['task'][:28]:<28} {shown[str(r['a'])]:<{arm}} "
+            f"{shown[str(r['b'])]:<{arm}} "
             f"{_f(r.get('score_a'), '.3f'):>8} {_f(r.get('score_b'), '.3f'):>8} "
             f"{_f(r.get('estimate'), '+.3f'):>7} {ci:>17} {r['n']:>5} "
             f"{_f(r.get('n_clusters'), 'd'):>5} {r['budget']:>6} "
             f"{len(r.get('looks') or ()):>5}  {decided}"
         )
         out += [
-            f"    eliminated {e['variant']} after {e['rows']} rows (by {e['by']})"
+            f"    eliminated {display_name(str(e['variant']), folders)} after {e['rows']} rows "
+            f"(by {e['by']})"
             for e in r.get("eliminated") or ()
         ]
     first = rows[0]
@@ -412,7 +439,7 @@ def _sequential_legend(first: dict[str, Any], n: int) -> str:
         )
         return (
             f"design: sequential, group-sequential, planned looks every {first['batch']} rows "
-            f"up to the budget; test: {first['sequence']}, A - B in the task's metric, {level}; "
+            f"up to the budget; test: {first['sequence']}, A − B in the task's metric, {level}; "
             f"decisions A/B exact under exchangeable replies of A and B per cluster; interval: "
             f"repeated confidence interval at {1 - first['alpha']:.4g}, normal theory, "
             "approximate, and it may disagree with the decision near 0 (the decision is the "
@@ -423,7 +450,7 @@ def _sequential_legend(first: dict[str, Any], n: int) -> str:
     delta = f"; equivalent: the interval inside +-{first['delta']}" if first.get("delta") else ""
     return (
         f"design: sequential, looks after every {first['batch']} rows; sequence: "
-        f"{first['sequence']}; interval: anytime-valid at {level}, of A - B "
+        f"{first['sequence']}; interval: anytime-valid at {level}, of A − B "
         "in the task's metric (excluding 0 holds its level exactly when A's and B's replies "
         f"are exchangeable on every cluster); {units}; A, B: the best and worst variant for "
         f"best_vs_worst/all_pairs (successive elimination){delta}. rows: on both arms at the "
@@ -454,24 +481,27 @@ def sweep_report(
     doc: dict[str, Any],
     trials: Sequence[dict[str, Any]] | None = None,
 ) -> str:
-    """`workbench report`: a sweep's tables again, from its MLflow parent run."""
+    """`workbench report`: a sweep's tables again, from its MLflow parent run (a text file's
+    path shown relative to here or to the spec's folder, its `spec` param, when shorter)."""
+    spec = (info.get("params") or {}).get("spec")
+    folders = [os.path.dirname(str(spec)) or "."] if spec else []
     lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
     if doc.get("sequential") is not None:  # a sequential sweep's comparisons are its sequences'
-        lines.append(sequential_table(doc["sequential"]))
+        lines.append(sequential_table(doc["sequential"], folders))
     else:
-        lines.append(comparison_table(doc["comparisons"], trials))
-    lines.append(across_table(doc.get("across_tasks") or []))
+        lines.append(comparison_table(doc["comparisons"], trials, folders=folders))
+    lines.append(across_table(doc.get("across_tasks") or [], folders))
     lines += [
-        f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of {t['n']} "
-        "rows failed); rerun the sweep to resume"
+        f"incomplete: {t['task']} · {display_name(str(t['variant']), folders)} · {t['model']} "
+        f"({t['n_errors']} of {t['n']} rows failed); rerun the sweep to resume"
         for t in doc.get("incomplete") or []
     ]
-    lines.append(sensitivity_section(doc.get("sensitivity")))
+    lines.append(sensitivity_section(doc.get("sensitivity"), folders))
     lines += decision_lines(doc)
     return "\n".join(lines)
 
 
-def sensitivity_section(sens: dict[str, Any] | None) -> str:
+def sensitivity_section(sens: dict[str, Any] | None, folders: Sequence[str] = ()) -> str:
     """The prompt-sensitivity section of `workbench report` (`experiments.analysis.sensitivity`)."""
     if not sens:
         return "prompt sensitivity: not computed for this sweep (run it again to add it)"
@@ -480,7 +510,7 @@ def sensitivity_section(sens: dict[str, Any] | None) -> str:
     # start-up time: the CLI imports output first
     from experiments.analysis.sensitivity import format_sensitivity
 
-    return format_sensitivity(sens)
+    return format_sensitivity(sens, folders)
 
 
 def dry_run(
@@ -489,14 +519,19 @@ def dry_run(
     notes: list[dict[str, str]] | None = None,
     times: Sequence[Any] = (),
     spec_path: str = "SPEC",
+    folders: Sequence[str] = (),
 ) -> str:
     """`workbench sweep --dry-run`: the planned trials with token and cost estimates, and
-    each local model's time on this machine (`estimate.ModelTime`) or how to get it."""
-    lines = [f"{'task':<40} {'variant':<28} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
+    each local model's time on this machine (`estimate.ModelTime`) or how to get it. Variant
+    names are whole, a text file's path relative to here or to the spec's folder (`folders`)
+    when shorter: a cut name hid which file."""
+    shown = _names(items, folders, ("variant",))
+    arm = max([28, *map(len, shown.values())])
+    lines = [f"{'task':<40} {'variant':<{arm}} {'model':<20} {'n':>5} {'~tokens':>9} {'~cost':>9}"]
     for it in items:
         cost = "?" if it["cost_est"] is None else f"${it['cost_est']:.4f}"
         lines.append(
-            f"{it['task'][:40]:<40} {it['variant'][:28]:<28} {it['model'][:20]:<20} "
+            f"{it['task'][:40]:<40} {shown[str(it['variant'])]:<{arm}} {it['model'][:20]:<20} "
             f"{it['n']:>5} {it['prompt_tokens_est']:>9} {cost:>9}"
         )
     total = sum(it["prompt_tokens_est"] for it in items)

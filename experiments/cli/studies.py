@@ -107,6 +107,7 @@ def sweep(
     from experiments.sweeps.spec import load_spec
 
     spec = load_spec(spec_path)
+    folders = [str(Path(spec.path).parent)]  # text files' paths shown relative to it if shorter
     _warn_unreviewed(spec.raw)
     setup = Setup(
         data_dir=data_dir,
@@ -151,7 +152,7 @@ def sweep(
                 }
             )
             if as_json
-            else output.dry_run(items, skipped, notes, times, str(spec_path))
+            else output.dry_run(items, skipped, notes, times, str(spec_path), folders)
         )
         if too_long(times):
             typer.echo(output.time_warning(times), err=True)
@@ -193,7 +194,7 @@ def sweep(
         typer.echo(output.as_json(result))
     else:
         uri = safe_url(tracker.config.tracking_uri)
-        typer.echo(output.sweep_summary(result, uri, settings.reports_dir()))
+        typer.echo(output.sweep_summary(result, uri, settings.reports_dir(), folders))
     if result.get("rebuilt"):
         typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
     if result["incomplete"]:
