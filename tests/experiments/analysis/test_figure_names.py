@@ -153,3 +153,30 @@ def test_six_long_file_names_draw_short_with_a_key_and_no_warning(
     for name in ("forest.png", "sensitivity_heatmap.png"):
         (other,) = figures[name].legends
         assert ["".join(t.get_text().split()) for t in other.get_texts()] == lines, name
+
+
+def test_value_labels_of_a_few_pairs_stay_inside_their_panel(tmp_path: Path) -> None:
+    """Three long-named variants: 3 pairs per task keep their value labels (rotated), raised
+    into the difference panel instead of over its title."""
+    names = [f"instruction_file={p}" for p in _paths(False)][:3]
+    rng = np.random.default_rng(5)
+    records = [_record(t, v, 0.45 + 0.1 * j, rng) for t in TASKS for j, v in enumerate(names)]
+    table = []
+    for t in TASKS:
+        arms = {r.variant: r for r in records if r.task == t}
+        for a, b in itertools.combinations(names, 2):
+            row = pair(arms[a], arms[b], n_resamples=100, peers=list(arms.values()))
+            table.append({"model": "m", "task": t, **row})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = pair_figure("three", "m", records, table)
+        _check_layout("pair.png", fig)
+        fig.savefig(tmp_path / "pair.png", dpi=100)
+    dx = fig.axes[1]
+    labels = [t for t in dx.texts if t.get_gid() == "difference label"]
+    assert len(labels) == 6
+    r = fig.canvas.get_renderer()
+    panel = dx.get_window_extent(r)
+    for t in labels:
+        box = t.get_window_extent(r)
+        assert panel.y0 <= box.y0 and box.y1 <= panel.y1, t.get_text()
