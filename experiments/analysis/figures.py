@@ -584,11 +584,16 @@ def _forest_names(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, ShortNam
             levels.setdefault(str(r["axis"]), []).append(str(r[side]))
     # one axis each: shortened as the comparison figure shortens one-axis variant names
     show = {axis: short_names(names) for axis, names in levels.items()}
-    abbreviated = [axis for axis, names in show.items() if names.key()]
+    # a level drawn as itself (the heading names its axis) needs no line in the key
+    listed = {
+        axis: [(s, full) for s, full in names.key() if full != f"{axis}={s}"]
+        for axis, names in show.items()
+    }
+    abbreviated = [axis for axis, entries in listed.items() if entries]
     key = [
         (f"{axis}: {short}" if len(abbreviated) > 1 else short, full)
         for axis in abbreviated
-        for short, full in show[axis].key()
+        for short, full in listed[axis]
     ]
     return show, _key_entries(key, _FOREST_WIDTH)
 

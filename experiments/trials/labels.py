@@ -19,7 +19,7 @@ from pathlib import PurePath
 from experiments.trials.record import parse_axes
 
 SHORT = 32  # a name longer than this is abbreviated in a figure
-STEM = 16  # a short form (a file's stem) longer than this gives way to V1, V2, ...
+STEM = 24  # a file's stem longer than this gives way to V1, V2, ...
 _PATH_SUFFIXES = (".yaml", ".yml", ".txt", ".json", ".md")
 
 
@@ -91,16 +91,17 @@ def short_names(names: Iterable[str], limit: int = SHORT, stem: int = STEM) -> S
     fits in `limit` characters.
 
     A name of one axis everywhere (``instruction_file=specs/lawyer.yaml``) becomes its level
-    (``lawyer``: a file's stem, at most `stem` characters); of several, each level shortened
-    (``instruction_file=lawyer,seed=0``, at most `limit`). If these are not unique or too
-    long: V1, V2, ... in the given order.
+    (``lawyer``: a file's stem, at most `stem` characters; another level at most `limit`); of
+    several, each level shortened (``instruction_file=lawyer,seed=0``, at most `limit`). If
+    these are not unique or too long: V1, V2, ... in the given order.
     """
     names = list(dict.fromkeys(names))
     if all(len(n) <= limit for n in names):
         return ShortNames({n: n for n in names})
     parsed = [_axes(n) for n in names]
-    keys = {tuple(a) if a else None for a in parsed}
-    single = len(keys) == 1 and (only := next(iter(keys))) is not None and len(only) == 1
+    keys = {tuple(a) if a else () for a in parsed}
+    only = next(iter(keys)) if len(keys) == 1 else ()
+    single = len(only) == 1  # every name one and the same axis
     forms = []
     for n, axes in zip(names, parsed, strict=True):
         if not axes:
@@ -110,7 +111,8 @@ def short_names(names: Iterable[str], limit: int = SHORT, stem: int = STEM) -> S
         else:
             forms.append(",".join(f"{k}={_stem(v) if k.endswith('_file') else v}"
                                   for k, v in axes.items()))  # fmt: skip
-    longest = stem if single else limit  # one level alone, or axis=level pairs
+    # a file's stem alone, or a level alone / axis=level pairs
+    longest = stem if single and only[0].endswith("_file") else limit
     if len(set(forms)) < len(forms) or any(len(f) > longest or not f for f in forms):
         forms = [f"V{i}" for i in range(1, len(names) + 1)]
     return ShortNames(dict(zip(names, forms, strict=True)))

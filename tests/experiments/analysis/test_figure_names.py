@@ -180,3 +180,35 @@ def test_value_labels_of_a_few_pairs_stay_inside_their_panel(tmp_path: Path) -> 
     for t in labels:
         box = t.get_window_extent(r)
         assert panel.y0 <= box.y0 and box.y1 <= panel.y1, t.get_text()
+
+
+def _meta(axis: str, a: str, b: str) -> dict[str, Any]:
+    return {"model": "m", "axis": axis, "a": f"{axis}={a}", "b": f"{axis}={b}", "metric": "accuracy",
+            "tasks": ["t1", "t2"], "effects": [0.1, -0.05], "variances": [0.001, 0.002],
+            "effect_ci": [[0.04, 0.16], [-0.14, 0.04]], "pooled": 0.02, "ci": [-0.5, 0.54],
+            "tau2": 0.01, "i2": 0.5}  # fmt: skip
+
+
+def test_the_forest_key_lists_only_what_its_headings_shorten() -> None:
+    """The shipped own_task example's axes: a format level longer than 32 characters is drawn
+    as itself under its axis's heading (no key line); instruction files by their stems."""
+    plain, checklist = (
+        f"ablations/instructions/nda_disclosure_{s}.yaml" for s in ("plain", "checklist")
+    )
+    rows = [_meta("format", "base", "sep:colon_newline,case:upper"),
+            _meta("instruction_file", "none", plain), _meta("instruction_file", plain, checklist)]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = sensitivity_figures({"meta_analysis": rows, "per_task": []})["forest.png"]
+        _check_layout("forest.png", fig)
+    heads = [t.get_text() for t in fig.axes[0].get_yticklabels() if "[m]" in t.get_text()]
+    assert heads == [
+        "format: base − sep:colon_newline,case:upper  [m]",
+        "instruction_file: none − nda_disclosure_plain  [m]",
+        "instruction_file: nda_disclosure_plain − nda_disclosure_checklist  [m]",
+    ]
+    (key,) = fig.legends
+    assert ["".join(t.get_text().split()) for t in key.get_texts()] == [
+        f"nda_disclosure_plain=instruction_file={plain}",
+        f"nda_disclosure_checklist=instruction_file={checklist}",
+    ]
