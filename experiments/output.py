@@ -356,17 +356,25 @@ def sweep_summary(
         "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
         f"http://127.0.0.1:5000{where}"
     )
-    lines += decision_lines(result)  # last: what to do, one line per comparison
+    lines += decision_lines(result, folders)  # last: what to do, one line per comparison
     return "\n".join(lines)
 
 
-def decision_lines(doc: dict[str, Any]) -> list[str]:
+def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str]:
     """What to do after a sweep, report or import: one line per comparison and across-task
-    test, from its recommendation (`experiments.analysis.decision`), printed last."""
+    test, from its recommendation (`experiments.analysis.decision`), printed last; its arms
+    named as the tables name them (a text file's path short, `display_name`)."""
     # start-up time: the CLI imports output first; the analysis is loaded by then
     from experiments.analysis.decision import lines
 
-    return lines(doc)
+    rows = [r for k in ("comparisons", "sequential", "across_tasks") for r in doc.get(k) or ()]
+    shown = {n: s for n, s in _names(rows, folders).items() if s != n}
+    out = []
+    for line in lines(doc):
+        for name in sorted(shown, key=len, reverse=True):  # a name inside another: the longer
+            line = line.replace(name, shown[name])
+        out.append(line)
+    return out
 
 
 def cost_line(cost: dict[str, Any]) -> str:
@@ -497,7 +505,7 @@ def sweep_report(
         for t in doc.get("incomplete") or []
     ]
     lines.append(sensitivity_section(doc.get("sensitivity"), folders))
-    lines += decision_lines(doc)
+    lines += decision_lines(doc, folders)
     return "\n".join(lines)
 
 

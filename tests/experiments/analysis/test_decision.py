@@ -44,9 +44,9 @@ def _table(hits_a: list[bool], hits_b: list[bool]) -> list[dict[str, Any]]:
 
 
 def _diff_in_table(table: list[dict[str, Any]]) -> str:
-    """The diff column of the printed comparison table (its one data row)."""
+    """The diff column (headed 'A − B') of the printed comparison table (its one data row)."""
     head, line, *_ = output.comparison_table(table).splitlines()
-    start = head.index(" diff ") - 2  # 'diff' is right-aligned in a column of 7
+    start = head.index(" A − B ") - 1  # 'A − B' is right-aligned in a column of 7
     return line[start : start + 7].strip()
 
 
