@@ -38,7 +38,10 @@ def test_tasks_json(lb_dir: Path) -> None:
         assert key in hearsay
     assert hearsay["n_test"] == 95 and hearsay["task_type"] == "binary"
     text = workbench("tasks", data_dir=lb_dir)
-    assert len(text.stdout.strip().splitlines()) == 162
+    lines = text.stdout.strip().splitlines()
+    # a header row, one line per task, and the line under the table explaining "-"
+    assert lines[0].split()[:3] == ["task", "type", "metric"] and len(lines) == 1 + 162 + 1
+    assert lines[-1].startswith("train, test: rows in each task") and "108 of 162" in lines[-1]
 
 
 @pytest.mark.data
