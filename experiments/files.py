@@ -63,6 +63,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def atomic_symlink(target: str, link: Path) -> bool:
+    """Point the symlink `link` at `target` at once: a temporary sibling link renamed over
+    it, then the folder fsynced, so a reader finds the old target or the new one, never no
+    link. False, and nothing changed, where the OS or filesystem makes no symlinks (Windows
+    without the privilege): the caller chooses what to write instead."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.parent / f".{link.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.unlink(missing_ok=True)  # left by a killed writer whose process id this one reuses
+    try:
+        os.symlink(target, tmp, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        return False
+    try:
+        os.replace(tmp, link)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(link.parent)
+    return True
+
+
 # lock file -> (descriptor, depth) of the locks this thread holds (re-entrant per thread)
 _HELD = threading.local()
 
@@ -149,8 +170,9 @@ def _take(target: Path) -> int:
         os.close(fd)  # its last holder removed it while we waited: lock the current one
 
 
-def atomic_write_dir(path: Path, files: Mapping[str, str]) -> None:
-    """Replace the folder `path` with one holding exactly `files` (name -> text), at once.
+def atomic_write_dir(path: Path, files: Mapping[str, str | bytes]) -> None:
+    """Replace the folder `path` with one holding exactly `files` (name -> text, or bytes
+    written as they are: a figure's PNG), at once.
 
     The new folder is built under a temporary name and renamed into place; an existing folder
     is first moved aside and removed after the swap, so readers see the old set or the new
@@ -161,14 +183,20 @@ def atomic_write_dir(path: Path, files: Mapping[str, str]) -> None:
         _swap_dir(path, files)
 
 
-def _swap_dir(path: Path, files: Mapping[str, str]) -> None:
+def _swap_dir(path: Path, files: Mapping[str, str | bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     old: Path | None = None
     try:
-        for name, text in files.items():
+        for name, content in files.items():
+            if isinstance(content, bytes):
+                with open(tmp / name, "wb") as fb:
+                    fb.write(content)
+                    fb.flush()
+                    os.fsync(fb.fileno())
+                continue
             with open(tmp / name, "w", encoding="utf-8") as f:
-                f.write(text)
+                f.write(content)
                 f.flush()
                 os.fsync(f.fileno())
         _fsync_dir(tmp)
@@ -184,7 +212,9 @@ def _swap_dir(path: Path, files: Mapping[str, str]) -> None:
                 os.replace(old / "d", path)  # put the previous result back
         raise
     finally:
-        if old is not None:
+        # the previous result is removed once a folder is in its place (the new one, or it
+        # put back); if putting it back failed, it stays in the hidden folder, not deleted
+        if old is not None and path.exists():
             shutil.rmtree(old, ignore_errors=True)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from experiments.trials.labels import display_name
@@ -264,9 +263,13 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
             "0.80 +- 0.05 for such data, or did not reach them (more units, a smaller "
             "minority share, more classes, another metric): see mde_note)"
         )
+    # the family the correction ran over: the whole sweep's, also when fewer rows are shown
+    # (`workbench report --model`)
+    family = first.get("family_size") or len(tested)
+    shown = f" ({len(tested)} shown here)" if family != len(tested) else ""
     parts.append(
-        f"p corr: {first.get('correction', 'Holm')} across this {of}'s {len(tested)} "
-        "tested comparisons"
+        f"p corr: {first.get('correction', 'Holm')} across this {of}'s {family} "
+        f"tested comparisons{shown}"
     )
     return ". ".join(parts) + "."
 
@@ -315,16 +318,12 @@ def across_table(across: list[dict[str, Any]], folders: Sequence[str] = ()) -> s
     return "\n".join(lines)
 
 
-def sweep_summary(
-    result: dict[str, Any],
-    tracking_uri: str,
-    reports_dir: str | Path = "reports",
-    folders: Sequence[str] = (),
-) -> str:
+def sweep_summary(result: dict[str, Any], tracking_uri: str, folders: Sequence[str] = ()) -> str:
     """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
 
     `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
-    the comparison table's invalid-output columns; `reports_dir` is where its files went.
+    the comparison table's invalid-output columns; its `report_dir` is where its files went
+    (this sweep run's own folder, under the reports folder).
     `folders` (the spec's): a text file's path is shown relative to it when that is shorter.
     """
     lines = [
@@ -347,10 +346,11 @@ def sweep_summary(
             sens.get("error")
             or f"prompt sensitivity: workbench report {result['sweep']}  (section at the end)"
         )
-    if result.get("figures"):
-        lines.append("figures: " + ", ".join(result["figures"]))
-    table = Path(reports_dir) / result["sweep"] / "comparisons.csv"
-    lines.append(f"table: {table} ; MLflow store: {tracking_uri}")
+    if result.get("report_dir"):
+        lines.append(
+            report_folder_line(result["report_dir"], result["report_files"], result["latest"])
+        )
+    lines.append(f"MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
     lines.append(
         "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
@@ -377,6 +377,17 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
     return out
 
 
+def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
+    """Where `workbench sweep` wrote this sweep run's files: its own folder, named by its
+    sweep id (`sweeps.report_dirs`), and the `latest` pointer (symlink, or LATEST file) now
+    naming it."""
+    table = [f for f in files if f.startswith("comparisons.")]
+    figures = [f for f in files if f not in table]
+    listed = ", ".join(table) + (f"; figures: {', '.join(figures)}" if figures else "")
+    points = "names it" if latest.endswith("LATEST") else "points at it"
+    return f"reports written to {folder}/ ({listed}); {latest} {points}"
+
+
 def cost_line(cost: dict[str, Any]) -> str:
     """What a sweep cost: model calls made now against the full grid's, tokens and price."""
     price = "unknown" if cost.get("cost_usd") is None else f"${cost['cost_usd']:.4f}"
@@ -390,9 +401,12 @@ def cost_line(cost: dict[str, Any]) -> str:
     )
 
 
-def sequential_table(rows: list[dict[str, Any]], folders: Sequence[str] = ()) -> str:
+def sequential_table(
+    rows: list[dict[str, Any]], folders: Sequence[str] = (), family: int | None = None
+) -> str:
     """A sequential sweep's comparisons: the decision, the rows at the stop and the interval
-    reached, the looks, and the arms eliminated (when, on how many rows)."""
+    reached, the looks, and the arms eliminated (when, on how many rows). `family`: how many
+    comparisons the level was split over when `rows` are fewer (one model's of several)."""
     if not rows:
         return "no sequential comparisons (nothing to compare)"
     shown = _names(rows, folders)
@@ -422,7 +436,7 @@ def sequential_table(rows: list[dict[str, Any]], folders: Sequence[str] = ()) ->
             for e in r.get("eliminated") or ()
         ]
     first = rows[0]
-    out.append(_sequential_legend(first, len(rows)))
+    out.append(_sequential_legend(first, family or len(rows)))
     return "\n".join(out)
 
 
@@ -488,14 +502,26 @@ def sweep_report(
     info: dict[str, Any],
     doc: dict[str, Any],
     trials: Sequence[dict[str, Any]] | None = None,
+    *,
+    report_dir: str | None = None,
+    shown: tuple[int, int] | None = None,
 ) -> str:
     """`workbench report`: a sweep's tables again, from its MLflow parent run (a text file's
-    path shown relative to here or to the spec's folder, its `spec` param, when shorter)."""
+    path shown relative to here or to the spec's folder, its `spec` param, when shorter).
+
+    `report_dir`: the run's folder under reports/, when there is one here. `shown`: (this
+    model's comparisons, the sweep's) when `doc` is cut to one model (``--model``)."""
     spec = (info.get("params") or {}).get("spec")
     folders = [os.path.dirname(str(spec)) or "."] if spec else []
-    lines = [f"sweep {sweep_name} (run {info['run_id']}, {info['status']})"]
+    sid = f"sweep id {info['sweep_id']}, " if info.get("sweep_id") else ""
+    lines = [f"sweep {sweep_name} ({sid}run {info['run_id']}, {info['status']})"]
+    if doc.get("model_shown") and shown is not None:
+        lines.append(
+            f"model {doc['model_shown']} only (--model): {shown[0]} of the sweep's {shown[1]} "
+            "comparisons; every number is the whole sweep's (corrections over all its models)"
+        )
     if doc.get("sequential") is not None:  # a sequential sweep's comparisons are its sequences'
-        lines.append(sequential_table(doc["sequential"], folders))
+        lines.append(sequential_table(doc["sequential"], folders, shown[1] if shown else None))
     else:
         lines.append(comparison_table(doc["comparisons"], trials, folders=folders))
     lines.append(across_table(doc.get("across_tasks") or [], folders))
@@ -505,7 +531,9 @@ def sweep_report(
         for t in doc.get("incomplete") or []
     ]
     lines.append(sensitivity_section(doc.get("sensitivity"), folders))
-    lines += decision_lines(doc, folders)
+    if report_dir:
+        lines.append(f"report files: {report_dir}/")
+    lines += decision_lines(doc, folders)  # last: what to do
     return "\n".join(lines)
 
 
@@ -932,6 +960,18 @@ def sweep_rebuilt_note(n_rebuilt: int) -> str:
     return (
         f"note: {n_rebuilt} trial run(s) had lost their MLflow artifacts; "
         "they were run again (answers from the response cache) and logged anew"
+    )
+
+
+def other_sweep_runs_note(sweep_name: str, shown: str, others: Sequence[dict[str, Any]]) -> str:
+    """stderr line of `workbench report NAME` when the sweep has several runs (sweep ids):
+    which one is shown (the latest) and how to show another."""
+    listed = [f"{o['sweep_id'][:12]} (models {o['models'] or '?'}, {o['status']})" for o in others]
+    more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+    return (
+        f"note: sweep {sweep_name!r} has {len(others) + 1} runs; showing the latest, "
+        f"{shown[:12]}; other runs: {', '.join(listed[:5])}{more}; show one with "
+        "workbench report <sweep id>"
     )
 
 

@@ -194,7 +194,7 @@ def sweep(
         typer.echo(output.as_json(result))
     else:
         uri = safe_url(tracker.config.tracking_uri)
-        typer.echo(output.sweep_summary(result, uri, settings.reports_dir(), folders))
+        typer.echo(output.sweep_summary(result, uri, folders))
     if result.get("rebuilt"):
         typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
     if result["incomplete"]:
@@ -436,25 +436,50 @@ def _check_outputs(tracker: Tracker, outputs: list[tuple[str, Path]]) -> None:
 @app.command()
 @friendly
 def report(
-    sweep_name: Annotated[str, typer.Argument(help="Sweep name, e.g. plain_vs_technical.")],
+    sweep: Annotated[
+        str,
+        typer.Argument(
+            help="A sweep's name (its latest run), a sweep id or a unique prefix of one, or "
+            "an MLflow run id (the sweep's parent run or one of its trial runs).",
+        ),
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Show only this model's comparisons and sections."),
+    ] = None,
     as_json: JSON = False,
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis import decision
+    from experiments.sweeps.report_dirs import run_folder
+    from experiments.sweeps.report_view import only_model, sweep_models
     from experiments.tracking import Tracker
 
     tracker = Tracker()
-    info, doc = tracker.sweep_report(sweep_name)
-    decision.fill(doc)  # an older sweep's document: its recommendations worked out here
+    info, doc = tracker.sweep_report(sweep)
+    # an older sweep's document: its recommendations worked out here, on the whole sweep
+    # (before --model cuts it), so they are the sweep's
+    decision.fill(doc)
+    name = info["sweep"]
     trial_rows = doc.get("trial_rows") or tracker.sweep_trials(info["run_id"])
-    incomplete = doc.get("incomplete") or []
+    incomplete = doc.get("incomplete") or []  # the whole sweep's: --model does not hide them
+    shown: tuple[int, int] | None = None
+    if model is not None:
+        view = only_model(doc, trial_rows, model, sweep_models(doc, trial_rows, info["params"]))
+        doc, trial_rows, shown = view.doc, view.trial_rows, (view.shown, view.total)
+    folder = run_folder(settings.reports_dir(), name, info["sweep_id"])
+    here = str(folder) if folder.is_dir() else None
+    if info["by_name"] and info["others"]:
+        typer.echo(output.other_sweep_runs_note(name, info["sweep_id"], info["others"]), err=True)
     if as_json:
-        typer.echo(output.as_json({"run": info, **doc, "trial_rows": trial_rows}))
+        typer.echo(
+            output.as_json({"run": info, **doc, "trial_rows": trial_rows, "report_dir": here})
+        )
         if incomplete or info["status"] != "FINISHED":
             raise typer.Exit(1)
         return
-    typer.echo(output.sweep_report(sweep_name, info, doc, trial_rows))
+    typer.echo(output.sweep_report(name, info, doc, trial_rows, report_dir=here, shown=shown))
     if incomplete or info["status"] != "FINISHED":
-        typer.echo(output.sweep_not_complete_error(sweep_name, info["status"]), err=True)
+        typer.echo(output.sweep_not_complete_error(name, info["status"]), err=True)
         raise typer.Exit(1)

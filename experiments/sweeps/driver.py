@@ -27,6 +27,7 @@ from experiments.sweeps.plan import (
     trial_plan,
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
+from experiments.sweeps.report_dirs import ReportFolder
 from experiments.sweeps.sequential import (
     MemoryCache,
     SequentialRun,
@@ -161,7 +162,7 @@ def run_sweep(
             raise FinishedSweepKept(spec.name, [_incomplete_item(o) for o in failed])
         if progress:
             progress(len(trials.plan), len(trials.plan), "comparisons")
-        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, seq)
+        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, sid, seq)
         cost = _cost(spec, plan, trials, seq)
         if parent.running:  # this invocation changed the sweep: log what it cost
             with store_errors(tracker.config, "logging the sweep's cost"):
@@ -454,11 +455,14 @@ def _report(
     parent: ParentRun,
     reports_dir: Path | None,
     planned: list[PlannedTask],
+    sid: str,
     seq: SequentialRun | None = None,
-) -> tuple[dict[str, Any], list[str]]:
-    """Compare the outcomes, write reports/<sweep>/ and log the comparisons on the parent.
+) -> tuple[dict[str, Any], ReportFolder | None]:
+    """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`report_dirs`) and log the
+    comparisons on the parent.
 
-    Returns the comparisons document and the figure files written. What the plan skipped
+    Returns the comparisons document and the report folder written (None without
+    `reports_dir`). What the plan skipped
     (tasks, and variants a task cannot run) is in the document as ``skipped`` when any was.
     A sequential sweep's comparisons are its sequences' (``sequential``); its arms end on
     different rows, so it has no fixed-design tests, sensitivity analysis or figures.
@@ -476,7 +480,7 @@ def _report(
     else:
         table, across, figures, sens_figures = [], [], {}, {}
         sens = {"per_task": [], "notes": [SEQUENTIAL_NO_SENSITIVITY]}
-    written: list[str] = []
+    written: ReportFolder | None = None
     doc: dict[str, Any] = {
         "comparisons": table,
         "across_tasks": across,
@@ -490,10 +494,7 @@ def _report(
     tracker = parent.tracker
     try:
         if reports_dir is not None:
-            _write_report(reports_dir / spec.name, doc, {**figures, **sens_figures})
-            written = [
-                str(reports_dir / spec.name / f) for f in sorted({**figures, **sens_figures})
-            ]
+            written = _write_report(reports_dir, spec.name, sid, doc, {**figures, **sens_figures})
         # A FINISHED parent that already holds these comparisons is left untouched.
         logged = (
             None if parent.running else tracker.logged_comparisons(parent.run_id, sorted(figures))
@@ -528,10 +529,16 @@ def _summary(
     planned: list[PlannedTask],
     ordered: list[TrialRecord],
     doc: dict[str, Any],
-    written: list[str],
+    written: ReportFolder | None,
 ) -> dict[str, Any]:
-    """What `run_sweep` returns: the sweep, its parent run, its trials and its comparisons."""
+    """What `run_sweep` returns: the sweep, its parent run, its trials and its comparisons,
+    and its report folder (``report_dir``, ``latest``; ``figures``: the figures' paths in it)."""
     ok = not doc["incomplete"]
+    figures = (
+        []
+        if written is None
+        else [str(written.path / f) for f in written.files if f.endswith(".png")]
+    )
     return {
         "sweep": spec.name,
         "sweep_id": sid,
@@ -546,7 +553,16 @@ def _summary(
         "across_tasks": doc["across_tasks"],
         "sensitivity": doc["sensitivity"],
         **({"sequential": doc["sequential"]} if "sequential" in doc else {}),
-        "figures": written,
+        "figures": figures,
+        **(
+            {
+                "report_dir": str(written.path),
+                "report_files": list(written.files),
+                "latest": str(written.latest),
+            }
+            if written is not None
+            else {}
+        ),
         "rebuilt": trials.rebuilt,
         "experiment": f"{parent.tracker.config.experiment_prefix}/{spec.name}",
     }

@@ -1,4 +1,5 @@
-"""A sweep's results: comparisons, sensitivity, figures and the reports/<sweep>/ files."""
+"""A sweep's results: comparisons, sensitivity, figures and the reports/<sweep>/<sweep id>/
+files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 from experiments.analysis import compare as cmp
 from experiments.analysis import decision
 from experiments.analysis.sensitivity import sensitivity_report
-from experiments.files import atomic_write_bytes, atomic_write_text
 from experiments.names import figure_files
+from experiments.sweeps.report_dirs import ReportFolder, run_folder, write_run
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
@@ -20,25 +21,32 @@ from promptlib.tasks import Catalog
 
 
 class ReportError(WorkbenchError):
-    """reports/<sweep>/ cannot be written: the trials are logged, only the files are missing."""
+    """reports/<sweep>/<sweep id>/ cannot be written: the trials are logged, only the files
+    are missing."""
 
 
-def _write_report(out: Path, doc: dict[str, Any], figures: dict[str, Any]) -> None:
-    """reports/<sweep>/: figures, comparisons.json and .csv, each written atomically.
+def _write_report(
+    reports_dir: Path, sweep: str, sweep_id: str, doc: dict[str, Any], figures: dict[str, Any]
+) -> ReportFolder:
+    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv, written as one folder
+    (`report_dirs.write_run`: whole or not at all, this sweep id's folder only), then
+    reports/<sweep>/latest pointed at it.
 
     A folder that cannot be written (deleted, made read-only or replaced by a file mid-sweep)
     is one `ReportError` line; every trial is already logged, so a rerun only redoes this.
     """
     import io
 
+    files: dict[str, str | bytes] = {}
+    for filename, fig in figures.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=120, format="png")
+        files[filename] = buf.getvalue()
+    files["comparisons.json"] = json.dumps(doc, indent=1, default=str)
+    files["comparisons.csv"] = comparisons_csv(doc["comparisons"])
+    out = run_folder(reports_dir, sweep, sweep_id)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for filename, fig in figures.items():
-            buf = io.BytesIO()
-            fig.savefig(buf, dpi=120, format="png")
-            atomic_write_bytes(out / filename, buf.getvalue())
-        atomic_write_text(out / "comparisons.json", json.dumps(doc, indent=1, default=str))
-        atomic_write_text(out / "comparisons.csv", comparisons_csv(doc["comparisons"]))
+        return write_run(reports_dir, sweep, sweep_id, files)
     except OSError as e:
         raise ReportError(
             f"cannot write the sweep report to {out}/ ({e.strerror or e}"

@@ -15,25 +15,21 @@ from experiments.names import (
     GRADED,
     GRADES_PENDING,
     GRADES_SHA,
-    KIND,
-    LAST_RUN,
     SEQUENTIAL_MEASURES,
     TRIAL_ID,
     TRIAL_STATUS,
     _param,
     comparison_parts,
     cost_metric_name,
-    experiment_name,
     p_value_names,
     sequential_metric_name,
 )
-from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
 from experiments.tracking.store import SweepIncomplete, _store_op, store_errors
-from promptlib.errors import WorkbenchError
+from experiments.tracking.sweep_runs import SweepRuns
 
 
-class Reports(Parents):
+class Reports(Parents, SweepRuns):
     """Reading a sweep's trials and comparisons; logging its comparisons and sensitivity."""
 
     @_store_op("reading the sweep's trial runs")
@@ -136,30 +132,18 @@ class Reports(Parents):
             return None
 
     @_store_op("reading the sweep's runs")
-    def sweep_report(self, sweep_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The latest parent run of a sweep and its comparisons document."""
-        exp = self.client.get_experiment_by_name(
-            experiment_name(self.config.experiment_prefix, sweep_name)
-        )
-        if exp is None:
-            raise WorkbenchError(
-                f"no sweep named {sweep_name!r} in {safe_url(self.config.tracking_uri)}; "
-                "run 'workbench sweep ablations/<spec>.yaml' first"
-            )
-        runs = self.client.search_runs(
-            [exp.experiment_id], filter_string=f"tags.`{KIND}` = 'sweep'", max_results=10_000
-        )
-        if not runs:
-            raise WorkbenchError(f"sweep {sweep_name!r} has no parent run yet")
-        # the sweep run most recently (a resumed sweep reuses an older parent)
-        run = max(
-            runs,
-            key=lambda r: float(r.data.tags.get(LAST_RUN) or 0) or r.info.start_time / 1000,
-        )
+    def sweep_report(self, ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The sweep run `ref` names (`SweepRuns.find_sweep`: a name gives its latest run, a
+        sweep id or prefix, or an MLflow run id) and its comparisons document.
+
+        The run's `info` has its run id, status, params, sweep name and id, and ``others``:
+        the sweep's other runs, newest first (`SweepRun.to_dict`)."""
+        choice = self.find_sweep(ref)
+        run = choice.run
         try:
-            doc = json.loads(self._artifact_text(run.info.run_id, "comparisons.json"))
+            doc = json.loads(self._artifact_text(run.run_id, "comparisons.json"))
         except Exception as e:
-            status = run.info.status
+            status = run.status
             why = (
                 "it is still running, or was stopped before its comparisons"
                 if status == "RUNNING"
@@ -168,10 +152,18 @@ class Reports(Parents):
                 else "it did not finish"
             )
             raise SweepIncomplete(
-                f"sweep {sweep_name!r} (parent run {run.info.run_id}, {status}) has no "
-                f"comparisons yet: {why}; run the sweep again to resume it"
+                f"sweep {run.name!r} (sweep id {run.short_id}, parent run {run.run_id}, "
+                f"{status}) has no comparisons yet: {why}; run the sweep again to resume it"
             ) from e
-        info = {"run_id": run.info.run_id, "status": run.info.status, "params": run.data.params}
+        info = {
+            "run_id": run.run_id,
+            "status": run.status,
+            "params": dict(run.params),
+            "sweep": run.name,
+            "sweep_id": run.sweep_id,
+            "by_name": choice.by_name,
+            "others": [o.to_dict() for o in choice.others],
+        }
         return info, dict(doc)
 
     def log_sensitivity(

@@ -239,14 +239,26 @@ def test_comparison_table_shows_each_arms_invalid_rate() -> None:
 def test_sweep_summary_ends_with_where_to_look() -> None:
     from experiments.output import sweep_summary
 
+    sid = "3f" * 32
     result = {
         "sweep": "demo", "trials": 2, "resumed": 0, "parent_run_id": "abc", "skipped": [],
-        "comparisons": [], "across_tasks": [], "figures": ["reports/demo/forest.png"],
+        "comparisons": [], "across_tasks": [], "figures": [f"reports/demo/{sid}/forest.png"],
+        "report_dir": f"reports/demo/{sid}", "latest": "reports/demo/latest",
+        "report_files": ["comparisons.csv", "comparisons.json", "forest.png"],
         "experiment": "legal-prompt-workbench/demo",
     }  # fmt: skip
     lines = sweep_summary(result, "sqlite:///mlflow.db").splitlines()
     assert lines[0].startswith("sweep demo: 2 trials (0 resumed from MLflow)")
-    assert "figures: reports/demo/forest.png" in lines
+    # this sweep run's own folder (its sweep id), never reports/demo/ itself
+    assert (
+        f"reports written to reports/demo/{sid}/ (comparisons.csv, comparisons.json; figures: "
+        "forest.png); reports/demo/latest points at it"
+    ) in lines
+    assert "MLflow store: sqlite:///mlflow.db" in lines
+    assert not any("reports/demo/comparisons" in line for line in lines)
+    # where no symlink can be made, the LATEST file names the run
+    fallback = sweep_summary({**result, "latest": "reports/demo/LATEST"}, "sqlite:///m.db")
+    assert "reports/demo/LATEST names it" in fallback
     assert lines[-1].startswith("Open the MLflow UI on these runs: make ui")
     assert lines[-1].endswith("(experiment legal-prompt-workbench/demo)")
     assert sum("make ui" in line for line in lines) == 1

@@ -94,8 +94,12 @@ def test_run_and_sweep_from_a_subfolder_land_in_the_project(tmp_path: Path, lb_d
         sweep = _workbench(["sweep", "spec.yaml", *model, "--limit", "4"], env, sub)
         assert sweep.returncode == 0, sweep.stderr[-3000:]
         assert _announced(sweep.stderr) == []  # the store exists: nothing said again
-    assert (root / "reports" / "where_check" / "comparisons.csv").is_file()
-    assert f"table: {root / 'reports' / 'where_check' / 'comparisons.csv'}" in sweep.stdout
+    # the sweep run's own folder (reports/<sweep>/<sweep id>/), which `latest` names
+    folder = (root / "reports" / "where_check" / "latest").resolve()
+    assert folder.parent == (root / "reports" / "where_check").resolve()
+    assert (folder / "comparisons.csv").is_file()
+    written = f"reports written to {root / 'reports' / 'where_check' / folder.name}/ ("
+    assert written in sweep.stdout
     assert sorted(p.name for p in sub.iterdir()) == ["spec.yaml"]  # nothing in the subfolder
     # `workbench ui` there serves the project's store (what `make ui` at the root serves)
     ui = subprocess.run(

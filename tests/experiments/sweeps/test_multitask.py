@@ -202,7 +202,10 @@ def _run(tmp_path: Path, catalog: Catalog, name: str, tasks: list[str]) -> dict[
             tracker=tracker, lm_factory=lambda _name: lm, reports_dir=root / "reports",
         )  # fmt: skip
     result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
-    result["file"] = json.loads((root / "reports" / name / "comparisons.json").read_text())
+    # this sweep run's own folder (reports/<sweep>/<sweep id>/), as the result names it
+    report_dir = root / "reports" / name / result["sweep_id"]
+    assert result["report_dir"] == str(report_dir)
+    result["file"] = json.loads((report_dir / "comparisons.json").read_text())
     return result
 
 

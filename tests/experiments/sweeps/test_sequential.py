@@ -188,7 +188,8 @@ def test_a_clear_difference_stops_early_and_every_call_is_counted(
     assert m[metric_key(sequential_metric_name({**row, "model": "openai/stub"}, "n"))] == row["n"]
     assert parent.data.params["design"] == "sequential"
     assert parent.data.params["sequence"] == row["sequence"]
-    doc = json.loads((tmp_path / "reports" / "clear" / "comparisons.json").read_text())
+    report_dir = tmp_path / "reports" / "clear" / result["sweep_id"]  # this run's own folder
+    doc = json.loads((report_dir / "comparisons.json").read_text())
     assert doc["sequential"] == result["sequential"] and doc["comparisons"] == []
 
 

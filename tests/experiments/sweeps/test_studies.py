@@ -134,7 +134,10 @@ def test_demo_prints_a_cross_model_table_with_p_values(store: dict[str, Any]) ->
         ), out
     across = [line for line in out.splitlines() if " (3 tasks), p = " in line]
     assert len(across) == 2  # one across-task t-test per model
-    figures = sorted(p.name for p in (store["root"] / "reports" / "demo").glob("figure_*.png"))
+    # `make demo`'s figures: in its sweep run's folder, which reports/demo/latest names
+    latest = store["root"] / "reports" / "demo" / "latest"
+    assert latest.resolve().parent == (store["root"] / "reports" / "demo").resolve()
+    figures = sorted(p.name for p in latest.glob("figure_*.png"))
     assert figures == ["figure_demo_local_gemma3_270m.png", "figure_demo_local_smollm2.png"]
 
 
