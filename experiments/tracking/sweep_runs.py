@@ -185,7 +185,7 @@ class SweepRuns(TrackerBase):
         kind = run.data.tags.get(KIND)
         if kind == "trial" and run.data.tags.get(PARENT):
             parent = self.client.get_run(run.data.tags[PARENT])
-            if parent.data.tags.get(KIND) == "sweep":
+            if parent.data.tags.get(KIND) == "sweep" and parent.info.lifecycle_stage == "active":
                 return _run_of(parent)
         if kind == "sweep":
             return _run_of(run)
