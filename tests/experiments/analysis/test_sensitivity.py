@@ -382,7 +382,8 @@ def test_a_sweep_reports_and_logs_its_sensitivity(lb_dir: Path, tmp_path: Path) 
     )  # fmt: skip
     assert rep.returncode == 0, rep.stderr
     assert "Prompt sensitivity" in rep.stdout
-    assert (tmp_path / "reports" / "sens_check").is_dir() or "reports" in run.stdout
+    # the sweep run's own folder, named by its sweep id (reports/<sweep>/<sweep id>/)
+    assert (tmp_path / "reports" / "sens_check" / result["sweep_id"] / "forest.png").is_file()
 
 
 # ---- review findings (each would have failed before its fix) ---------------------------------

@@ -139,6 +139,9 @@ def test_demo_prints_a_cross_model_table_with_p_values(store: dict[str, Any]) ->
     assert latest.resolve().parent == (store["root"] / "reports" / "demo").resolve()
     figures = sorted(p.name for p in latest.glob("figure_*.png"))
     assert figures == ["figure_demo_local_gemma3_270m.png", "figure_demo_local_smollm2.png"]
+    # and the demo's output names that folder, not reports/demo/ itself
+    written = f"reports written to reports/demo/{latest.resolve().name}/ (comparisons.csv"
+    assert sum(line.startswith(written) for line in out.splitlines()) == 1, out
 
 
 def test_analysis_notebook_rebuilds_the_table(store: dict[str, Any]) -> None:
