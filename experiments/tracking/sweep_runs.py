@@ -190,9 +190,8 @@ class SweepRuns(TrackerBase):
         if kind == "sweep":
             return _run_of(run)
         raise SweepNotFound(
-            f"MLflow run {run_id} is a {kind or 'non-workbench'} run, not a sweep's parent run "
-            "or one of its trial runs; give a sweep's name, sweep id or run id "
-            "(workbench report <sweep>)"
+            f"MLflow run {run_id} is not a sweep's parent run or trial run (its {KIND} tag: "
+            f"{kind or 'none'}); give a sweep's name, a sweep id, or the id of one of those runs"
         )
 
     def _unknown(self, ref: str) -> str:

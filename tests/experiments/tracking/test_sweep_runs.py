@@ -67,7 +67,7 @@ def test_a_parent_or_trial_run_id_gives_its_sweep_run(tracker: Tracker) -> None:
     )
     assert tracker.find_sweep(trial.info.run_id).run.run_id == ids[A1]
     single = tracker.client.create_run(parent.info.experiment_id, tags={KIND: "run"})
-    with pytest.raises(SweepNotFound, match="is a run run, not a sweep's parent run"):
+    with pytest.raises(SweepNotFound, match=r"not a sweep's parent run or trial run .*: run\)"):
         tracker.find_sweep(single.info.run_id)
 
 
