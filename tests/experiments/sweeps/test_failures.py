@@ -151,12 +151,13 @@ def test_unwritable_outputs_are_found_before_any_model_call(
             r = run_cli(args, {**env, **extra}, tmp_path)
             line = one_clear_line(r)
             assert str(blocker) in line and what in line
-        # a sweep whose reports/ folder cannot be made (a file is in the way)
+        # a sweep whose reports/ folder cannot be made (a file is in the way): reports/ is
+        # beside the project file (env's mlflow.yaml in tmp_path), wherever the command runs
         spec = tmp_path / "spec.yaml"
         spec.write_text("name: blocked\n" + GOOD)
         cwd = tmp_path / "work"
         cwd.mkdir()
-        (cwd / "reports").write_text("a file, not a folder")
+        (tmp_path / "reports").write_text("a file, not a folder")
         r = run_cli(["sweep", str(spec), "--limit", "3", *base], env, cwd)
         assert "sweep reports" in one_clear_line(r)
         assert not stub.requests, "a model was called although the results could not be kept"
