@@ -112,7 +112,12 @@ def trial_summary(s: dict[str, Any]) -> str:
         f"{'invalid rate':<28}{_f(s['invalid_rate'])}",
         f"{'errors':<28}{s['n_errors']}",
         f"{'model calls / cache hits':<28}{s['model_calls']} / {s['cache_hits']}",
-        f"{'tokens in / out':<28}{s['tokens_in']} / {s['tokens_out']}",
+        f"{'tokens in / out':<28}"
+        + (
+            "not counted (log-likelihood scoring: no usage is returned)"
+            if str(s.get("scoring", "")).startswith("loglik") and not s["tokens_in"]
+            else f"{s['tokens_in']} / {s['tokens_out']}"
+        ),
         f"{'cost (USD)':<28}{_f(s['cost'], '.6f')}",
         f"{'wall time (s)':<28}{s['wall_time']}",
         f"predictions {s['predictions']}",
@@ -300,6 +305,13 @@ def across_table(across: list[dict[str, Any]], folders: Sequence[str] = ()) -> s
     difference is of A − B."""
     if not across:
         return "across tasks: no across-task test (a single task, or no comparison)"
+    if all(
+        r.get("n_tasks", 0) < 2 and r.get("p_value") is None and not r.get("missing_tasks")
+        for r in across
+    ):
+        # one line, not one "no test" line per comparison (a one-task sweep of 4 variants
+        # printed 6): the JSON keeps each row
+        return "across tasks: no across-task test (fewer than 2 tasks per comparison)"
     lines = ["across tasks:"]
     shown = _names(across, folders)
     for r in across:
@@ -353,7 +365,9 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str, folders: Sequence[s
     lines.append(f"MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
     lines.append(
-        "Open the MLflow UI on these runs: make ui  (or: workbench ui), then "
+        # workbench ui finds the same store from any folder of the project (or the user
+        # default); make ui only works at the project root
+        "Open the MLflow UI on these runs: workbench ui  (or make ui at the project root), then "
         f"http://127.0.0.1:5000{where}"
     )
     lines += decision_lines(result, folders)  # last: what to do, one line per comparison
@@ -396,9 +410,22 @@ def cost_line(cost: dict[str, Any]) -> str:
     return (
         f"cost ({cost['design']} design): {cost['model_calls']} model calls made now, "
         f"{cost['cache_hits']} rows from the cache or MLflow; {cost['rows_evaluated']} rows "
-        f"evaluated of the full grid's {cost['grid_calls']}{of_grid}; tokens "
-        f"{cost['tokens_in']} in, {cost['tokens_out']} out; cost {price}"
+        f"evaluated of the full grid's {cost['grid_calls']}{of_grid}; {_tokens(cost)}; "
+        f"cost {price}"
     )
+
+
+def _tokens(cost: dict[str, Any]) -> str:
+    """The tokens sent, saying which rows nobody counted (log-likelihood rows record none)
+    rather than printing their 0 as a total."""
+    uncounted = cost.get("tokens_uncounted_rows") or 0
+    counted = f"tokens {cost['tokens_in']} in, {cost['tokens_out']} out"
+    if not uncounted:
+        return counted
+    rows = f"{uncounted} log-likelihood row{'s' if uncounted != 1 else ''}"
+    if not cost["tokens_in"] and not cost["tokens_out"]:
+        return f"tokens not counted ({rows}: the model returns label log-probabilities, no usage)"
+    return f"{counted} (not counted: {rows})"
 
 
 def sequential_table(

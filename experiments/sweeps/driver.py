@@ -42,7 +42,7 @@ from experiments.tracking import log_sensitivity, store_errors
 from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import FIRST_ERROR_CHARS, TrialResult
-from experiments.trials.spec import ResolvedTrial, resolve_trial
+from experiments.trials.spec import LOGLIK, ResolvedTrial, resolve_trial
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
@@ -401,7 +401,10 @@ class SweepTrials:
                     False,
                 )
                 return
-            self.cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
+            self.cost.add(
+                result.model_calls, result.cache_hits, result.predictions, result.spent,
+                counted=result.spec.scoring not in LOGLIK,
+            )  # fmt: skip
             if not result.complete and (old is not None or self.parent.finished):
                 # a rerun never demotes a finished result: its FINISHED run stays the record
                 self.outcomes[i] = _outcome(

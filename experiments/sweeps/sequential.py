@@ -46,7 +46,7 @@ from experiments.sweeps.plan import PlannedTrial
 from experiments.sweeps.spec import SpecError
 from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import run_trial
-from experiments.trials.spec import ResolvedTrial
+from experiments.trials.spec import LOGLIK, ResolvedTrial
 from promptlib.tasks import Catalog
 
 
@@ -88,7 +88,10 @@ class Arm:
         if upto <= start or self.failed:
             return
         result = run_trial(self.full.window(start, upto), catalog, lm, cache=cache)
-        cost.add(result.model_calls, result.cache_hits, result.predictions, result.spent)
+        cost.add(
+            result.model_calls, result.cache_hits, result.predictions, result.spent,
+            counted=result.spec.scoring not in LOGLIK,
+        )  # fmt: skip
         self.preds += result.predictions
         if not result.complete:
             self.failed = result.failure_reason()

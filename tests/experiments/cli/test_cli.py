@@ -259,6 +259,6 @@ def test_sweep_summary_ends_with_where_to_look() -> None:
     # where no symlink can be made, the LATEST file names the run
     fallback = sweep_summary({**result, "latest": "reports/demo/LATEST"}, "sqlite:///m.db")
     assert "reports/demo/LATEST names it" in fallback
-    assert lines[-1].startswith("Open the MLflow UI on these runs: make ui")
+    assert lines[-1].startswith("Open the MLflow UI on these runs: workbench ui  (or make ui")
     assert lines[-1].endswith("(experiment legal-prompt-workbench/demo)")
     assert sum("make ui" in line for line in lines) == 1
