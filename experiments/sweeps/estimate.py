@@ -31,7 +31,7 @@ from experiments.analysis.clusters import for_rows
 from experiments.analysis.planned_power import Assumption, PlannedMDE, family_alpha, planned_mde
 from experiments.llm.backends import is_local
 from experiments.llm.speed import Speed
-from experiments.metrics import official_metric
+from experiments.metrics import task_metric
 from experiments.sweeps.plan import PlannedTask, dry_run_items, is_arm, plan_tasks, trial_plan
 from experiments.sweeps.report import _column
 from experiments.sweeps.spec import SweepSpec
@@ -322,7 +322,7 @@ def _task_plan(
     """A task's rows and, unless it is skipped or the design is sequential, its MDE80s."""
     task = catalog.task(p.task)
     n_split = len(task.rows(spec.split)) if task.has_split(spec.split) else None
-    metric = official_metric(p.task)
+    metric = task_metric(task)  # a user task's is its task.json's, as the sweep scores it
     plan = TaskPlan(
         task=p.task,
         rows=len(p.rows),

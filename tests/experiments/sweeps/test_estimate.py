@@ -165,3 +165,44 @@ def test_model_times_sum_the_dry_run_items() -> None:
     lines = output.model_time_lines([m, unmeasured], "ablations/x.yaml")
     assert "about 9 s on this machine" in lines[0]
     assert "run `workbench plan --measure ablations/x.yaml`" in lines[1]
+
+
+def test_a_user_task_is_planned_on_the_metric_its_task_json_declares(tmp_path: Path) -> None:
+    """`workbench task new --metric f1` or exact_match: the sweep scores the task with that
+    metric (`metrics.task_metric`), so the plan's MDE80 is that metric's (none for F1, which
+    is not simulated), not balanced accuracy's by the task's name."""
+    from promptlib.usertasks.build import TaskRequest, draft_task
+    from promptlib.usertasks.check import check_draft
+    from promptlib.usertasks.source import UserTaskSource
+    from promptlib.usertasks.write import write_task
+    from tests.usertask_data import clauses, write_csv
+
+    data = write_csv(tmp_path / "clauses.csv", clauses(80))
+    for metric in ("f1", "exact_match", "balanced_accuracy"):
+        request = TaskRequest(
+            name=f"mine_{metric}", source=str(data), inputs=("clause_text",),
+            answer="restricts", instruction="Does the clause restrict disclosure?",
+            metric=metric,
+        )  # fmt: skip
+        draft = draft_task(request, ("hearsay",))
+        write_task(tmp_path / "tasks", request.name, draft.files, False, check_draft(draft))
+    catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
+    path = tmp_path / "own.yaml"
+    path.write_text(
+        "name: own\ntasks: [mine_f1, mine_exact_match, mine_balanced_accuracy]\n"
+        'models: [openai/gpt-4o-mini]\naxes:\n  format: [base, "sep:colon_newline"]\n'
+        "comparisons: all_pairs\nn_resamples: 1000\n"
+    )
+    plan = plan_study(load_spec(path), catalog, ("openai/gpt-4o-mini",), _no_model, _never)
+    by_task = {t.task: t for t in plan.tasks}
+    f1, exact, balanced = (by_task[f"mine_{m}"] for m in ("f1", "exact_match", "balanced_accuracy"))
+    assert (f1.metric, exact.metric, balanced.metric) == (
+        "macro_f1", "exact_match", "balanced_accuracy",
+    )  # fmt: skip
+    assert f1.mde is not None and f1.mde.value is None and "no planned MDE" in f1.mde.note
+    rows = [r["answer"] for r in catalog.task("mine_exact_match").rows("test")]
+    assert exact.mde is not None and exact.mde.value == pytest.approx(
+        planned_mde(rows, "exact_match", n_resamples=1000).value
+    )
+    text = output.study_plan(plan)
+    assert "difference in macro f1, exact match, balanced accuracy" in text
