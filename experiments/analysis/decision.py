@@ -98,6 +98,19 @@ def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
     return 1 if diff > 0 else -1
 
 
+def _tied(row: Mapping[str, Any], arm: str, score: str) -> list[str]:
+    """The other draws of a best-of-k row whose score equals `arm`'s (its `score` field):
+    the range test picks one of tied draws by the variants' order (`draw_scores`; a row
+    written before it was recorded has none)."""
+    mine = row.get(score)
+    scores = row.get("draw_scores") or {}
+    if mine is None:
+        return []
+    return [
+        str(v) for v, s in scores.items() if v != arm and s is not None and abs(s - mine) <= 1e-12
+    ]
+
+
 def _includes_zero(low: Any, high: Any) -> bool:
     return low is not None and high is not None and low <= 0 <= high
 
@@ -114,9 +127,17 @@ def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     _, p_text, how = _p(row)
     if k:  # best vs worst of k draws: A is the best draw, B the worst, diff >= 0
         numbers = f"best - worst {diff:+.3f}, range test {p_text}"
+        best, worst = _tied(row, a, "score_a"), _tied(row, b, "score_b")
+        if sign > 0 and best:  # which of them is A is the variants' order, not the data
+            line = (
+                f"no single draw to use: {', '.join([a, *best])} tie for the best score; the "
+                f"draws differ ({numbers} < {alpha:g}{how}) and {b} is the worst of {k}"
+            )
+            return Recommendation("undecided", None, where + line)
         if sign > 0:
             rest = f"; {a} is the best by score, not tested against the other {k - 2}"
-            line = f"use {a} over {b}, the worst of {k} draws ({numbers} < {alpha:g}{how})"
+            also = f", tied with {', '.join(worst)}" if worst else ""
+            line = f"use {a} over {b}, the worst of {k} draws{also} ({numbers} < {alpha:g}{how})"
             return Recommendation("use", a, where + line + (rest if k > 2 else ""))
         line = f"no decision among the {k} draws: not told apart ({numbers} >= {alpha:g}{how}"
         return Recommendation("undecided", None, f"{where}{line}; n {row.get('n')})")

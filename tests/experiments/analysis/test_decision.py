@@ -300,3 +300,50 @@ def test_an_older_document_is_filled_as_a_new_one_is() -> None:
     doc = {**seq, "incomplete": [], "sensitivity": {}}
     text = output.sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc)
     assert text.splitlines()[-1] == "decision: " + for_sequential(seq["sequential"][0]).line
+
+
+# ---- best of k: ties, whatever the variants' order ------------------------------------------
+def _draws(hits: dict[str, list[bool]]) -> list[TrialRecord]:
+    """Draws of a yes/no task on the same rows, right where the hits say."""
+    n = len(next(iter(hits.values())))
+    y = ["Yes" if i % 2 else "No" for i in range(n)]
+    flip = {"Yes": "No", "No": "Yes"}
+    idx = [str(i) for i in range(n)]
+    out = []
+    for name, h in hits.items():
+        gens = [t if ok else flip[t] for t, ok in zip(y, h, strict=True)]
+        out.append(TrialRecord.of(name, "accuracy", idx, y, gens, FN(y, gens)))
+    return out
+
+
+def _best_of_k(arms: list[TrialRecord]) -> dict[str, Any]:
+    row = {"task": "t", "model": "m", **compare.best_vs_worst(arms, n_resamples=500)}
+    compare.correct([row], "holm")
+    return row
+
+
+def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> None:
+    """Two draws with the same best score and a clearly worse one: the range test rejects,
+    but which draw to "use" was the first of the tied in the spec's order (reordering the
+    variants named the other). Neither is the best: no single draw is named, in any order."""
+    top = [i % 7 != 0 for i in range(60)]
+    hits = {"x": top, "z": top[3:] + top[:3], "w": [i % 3 == 0 for i in range(60)]}
+    arms = _draws(hits)
+    scores = [float(arm.score or 0.0) for arm in arms]
+    assert scores[0] == scores[1] > scores[2]
+    for order in ([0, 1, 2], [1, 0, 2]):
+        row = _best_of_k([arms[i] for i in order])
+        rec = for_pair(row)
+        assert row["p_corrected"] < 0.05
+        assert rec.action == "undecided" and rec.choice is None
+        first, second = (arms[i].variant for i in order[:2])
+        assert f"no single draw to use: {first}, {second} tie for the best score" in rec.line
+        assert "w is the worst of 3" in rec.line
+    # a draw alone at the top is still the one to use, and a tie at the bottom is said
+    hits["x"] = [True] * 60
+    hits["v"] = hits["w"]
+    row = _best_of_k(_draws(hits))
+    rec = for_pair(row)
+    assert (rec.action, rec.choice) == ("use", "x")
+    other = "v" if row["b"] == "w" else "w"
+    assert f"the worst of 4 draws, tied with {other}" in rec.line
