@@ -76,14 +76,20 @@ def _mde(row: Mapping[str, Any]) -> str:
     return f"n {n}, MDE80 {mde:.3f}{flag}: {MISSED}"
 
 
+def _pv(p: float, alpha: float = ALPHA) -> str:
+    """A p-value as the table prints it (4 decimals), with more where those would round a
+    p below `alpha` up to it (p = 50/1001 is a call, "0.0500 < 0.05" reads as none)."""
+    return f"{p:.4f}" if p >= alpha or round(p, 4) < alpha else f"{p:.6f}"
+
+
 def _p(row: Mapping[str, Any]) -> tuple[float, str, str]:
     """The p-value decisions are made on, how the line names it, and its correction (a
     row without a corrected p, as an optimisation's single test, is decided on its p)."""
     corrected = row.get("p_corrected")
     if corrected is not None:
         how = f", {row['correction']}" if row.get("correction") else ""
-        return float(corrected), f"p corr {float(corrected):.4f}", how
-    return float(row["p_value"]), f"p {float(row['p_value']):.4f}", ""
+        return float(corrected), f"p corr {_pv(float(corrected))}", how
+    return float(row["p_value"]), f"p {_pv(float(row['p_value']))}", ""
 
 
 def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
@@ -224,9 +230,9 @@ def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     family = row.get("family_size") or 1
     p = float(row["p_corrected"] if row.get("p_corrected") is not None else row["p_value"])
     p_text = (
-        f"p corr {p:.4f} ({row.get('correction')} over {family} across-task tests)"
+        f"p corr {_pv(p, alpha)} ({row.get('correction')} over {family} across-task tests)"
         if family > 1
-        else f"p {p:.4f}"
+        else f"p {_pv(p, alpha)}"
     )
     cut = f"{' < ' if p < alpha else ' >= '}{alpha:g}"
     test = f"{row.get('test')}, {row.get('n_tasks')} tasks, {p_text}{cut}"
@@ -352,7 +358,7 @@ def for_heldout(
             "mde_unreliable": verdict.get("mde_unreliable"),
         }
         sign = called(row, alpha)
-        numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {p:.4f}"
+        numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {_pv(p, alpha)}"
         caveat = "; its 95% CI includes 0" if sign > 0 and _includes_zero(low, high) else ""
         tail = (
             f"({numbers} < {alpha:g}){caveat}" if sign else f"({numbers} >= {alpha:g}; {_mde(row)})"

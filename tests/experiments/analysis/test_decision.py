@@ -347,3 +347,24 @@ def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> Non
     assert (rec.action, rec.choice) == ("use", "x")
     other = "v" if row["b"] == "w" else "w"
     assert f"the worst of 4 draws, tied with {other}" in rec.line
+
+
+def test_a_p_just_below_the_level_is_not_printed_as_the_level() -> None:
+    """1,000 resamples give p = (b + 1) / 1001: b = 49 is p = 0.04995, a call, which four
+    decimals print as "p corr 0.0500 < 0.05". Shown with the digits that tell it apart."""
+    p = 50 / 1001
+    row = {"task": "t", "model": "m", "a": "A", "b": "B", "statistic": 0.1, "p_value": p,
+           "p_corrected": p, "correction": "Holm", "ci_low": 0.01, "ci_high": 0.2, "n": 80,
+           "mde_80": 0.15}  # fmt: skip
+    rec = for_pair(row)
+    assert rec.action == "use" and "p corr 0.049950 < 0.05, Holm" in rec.line
+    assert "0.0500 <" not in rec.line
+    across = {"model": "m", "a": "x", "b": "y", "test": "paired t-test over tasks",
+              "statistic": 3.0, "p_value": p, "n_tasks": 5, "mean_difference": 0.03}  # fmt: skip
+    assert "p 0.049950 < 0.05" in for_across(across).line
+    verdict = {"statistic": 0.1, "p_value": p, "heldout": {"n": 80}, "mde_80": 0.15}
+    held = decision.for_heldout(verdict, "v1", best_is_base=False)
+    assert held.action == "use" and "p 0.049950 < 0.05" in held.line
+    # away from the level, four decimals as the table prints them
+    assert "p corr 0.0300 < 0.05" in for_pair({**row, "p_corrected": 0.03}).line
+    assert "p corr 0.0500 >= 0.05" in for_pair({**row, "p_corrected": 0.05}).line
