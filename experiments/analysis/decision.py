@@ -39,6 +39,9 @@ Action = Literal["use", "keep", "equivalent", "undecided"]
 #: sequential row's ``decision`` is the sequence's own call: "A", "B", "best", ...)
 KEY = "recommendation"
 MISSED = "differences smaller than that would often be missed"
+#: how the status of a comparison not run on a task (a variant it skips) begins
+#: (`experiments.sweeps.report`); any other untested comparison has an incomplete trial
+SKIPPED = "skipped on this task"
 
 
 @dataclass(frozen=True)
@@ -272,14 +275,100 @@ def correct_across(across: list[dict[str, Any]], method: str) -> None:
         r["family_size"] = len(tested)
 
 
-def annotate(table: list[dict[str, Any]], across: list[dict[str, Any]], correction: str) -> None:
+def annotate(
+    table: list[dict[str, Any]],
+    across: list[dict[str, Any]],
+    correction: str,
+    final: bool = True,
+) -> None:
     """Give every comparison and across-task row its recommendation (in place); `table` is
-    already corrected (`compare.correct`)."""
+    already corrected (`compare.correct`). `final` False: the sweep has incomplete trials,
+    whose comparisons a rerun tests (`waiting`); the correction will then run over them
+    too, so a call is made only where it holds whatever they give (`_worst_case`)."""
+    waiting = [] if final else [r for r in table if _waiting(r)]
+    worst = _worst_case(table, correction, len(waiting))
     for row in table:
-        row[KEY] = for_pair(row).to_dict()
+        rec = _holds(for_pair(row), row, worst, len(waiting), "comparison")
+        row[KEY] = rec.to_dict()
     correct_across(across, correction)
+    late: dict[tuple[Any, ...], list[str]] = {}
+    for r in waiting:
+        late.setdefault(_pair_key(r), []).append(str(r.get("task")))
+    on_time = [r for r in across if _pair_key(r) not in late]
+    worst = _worst_case(on_time, correction, len(across) - len(on_time))
     for row in across:
-        row[KEY] = for_across(row).to_dict()
+        tasks = late.get(_pair_key(row))
+        rec = (
+            _late(row, tasks)
+            if tasks is not None
+            else _holds(for_across(row), row, worst, len(across) - len(on_time), "across-task test")
+        )
+        row[KEY] = rec.to_dict()
+
+
+def _waiting(row: Mapping[str, Any]) -> bool:
+    """An untested comparison a rerun tests: an arm's trial is incomplete (not a variant the
+    task skips, which no rerun runs)."""
+    status = str(row.get("status") or "")
+    return row.get("p_value") is None and not status.startswith(SKIPPED)
+
+
+def _pair_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a comparison row and its across-task row share (best_vs_worst: "best", "worst")."""
+    return (row.get("model"), row.get("a"), row.get("b"))
+
+
+def _worst_case(rows: list[dict[str, Any]], correction: str, waiting: int) -> dict[int, float]:
+    """Each tested row's corrected p (by id) when the `waiting` tests not run yet all give
+    p = 1: Holm's and Benjamini-Hochberg's adjusted p-values only grow with any input p, so
+    this bounds the corrected p the rerun can give (none without waiting tests)."""
+    tested = [r for r in rows if r.get("p_value") is not None]
+    if not waiting or not tested:
+        return {}
+    ps = [float(r["p_value"]) for r in tested] + [1.0] * waiting
+    adjusted = stats.holm(ps) if correction == "holm" else stats.benjamini_hochberg(ps)
+    return {id(r): p for r, p in zip(tested, adjusted, strict=False)}
+
+
+def _holds(
+    rec: Recommendation, row: Mapping[str, Any], worst: Mapping[int, float], waiting: int, what: str
+) -> Recommendation:
+    """A call of an incomplete sweep: kept, saying so, where it holds in the worst case;
+    else no decision yet (the corrected p the table shows is over the tests run so far)."""
+    if rec.action != "use" or id(row) not in worst:
+        return rec
+    p, n, s = worst[id(row)], _count(waiting, what), "s" if waiting == 1 else ""
+    if p < ALPHA:
+        line = f"{rec.line}; holds whatever the {n} waiting for incomplete trials give{s}"
+        return replace(rec, line=line)
+    if "task" in row:  # a comparison row
+        where, now, _ = _where(row), *_p(row)[1:]
+        label = "best - worst" if row.get("k") else "diff A - B"
+        diff = f"{label} {float(row['statistic']):+.3f}"
+    else:  # an across-task row (called only with a mean difference and a corrected p)
+        where, now = f"across tasks ({row.get('model')}): ", f"p corr {_pv(row['p_corrected'])}"
+        diff = f"mean diff A - B {float(row['mean_difference']):+.3f}"
+    line = (
+        f"{where}no decision yet between {row.get('a')} and {row.get('b')} ({diff}, {now} "
+        f"over the tests run so far): {n} of this sweep wait{s} for incomplete trials, and "
+        f"corrected over them too p may reach {_pv(p)}; rerun the same command"
+    )
+    return Recommendation("undecided", None, line)
+
+
+def _late(row: Mapping[str, Any], tasks: list[str]) -> Recommendation:
+    """An across-task test with tasks whose comparison waits for incomplete trials: the test
+    declared is over every task, not over those scored so far."""
+    line = (
+        f"across tasks ({row.get('model')}): no decision yet between {row.get('a')} and "
+        f"{row.get('b')}: {', '.join(tasks)} wait{'s' if len(tasks) == 1 else ''} for "
+        "incomplete trials, and the test is over every task; rerun the same command"
+    )
+    return Recommendation("undecided", None, line)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def annotate_sequential(rows: list[dict[str, Any]]) -> None:
@@ -293,16 +382,13 @@ def fill(doc: dict[str, Any]) -> None:
     (in place): a document written before recommendations were recorded (`workbench report`
     of an older sweep) gets the same lines as a new one."""
     table = doc.get("comparisons") or []
-    for row in table:
-        row.setdefault(KEY, for_pair(row).to_dict())
     for row in doc.get("sequential") or []:
         row.setdefault(KEY, for_sequential(row).to_dict())
     across = doc.get("across_tasks") or []
-    if any(KEY not in r for r in across):  # corrected over the family as `annotate` does
+    if any(KEY not in r for r in [*table, *across]):  # worked out as `annotate` does
         method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
-        correct_across(across, "bh" if method.startswith("Benjamini") else "holm")
-        for row in across:
-            row[KEY] = for_across(row).to_dict()
+        correction = "bh" if method.startswith("Benjamini") else "holm"
+        annotate(table, across, correction, final=not doc.get("incomplete"))
 
 
 def lines(doc: Mapping[str, Any]) -> list[str]:
@@ -311,7 +397,7 @@ def lines(doc: Mapping[str, Any]) -> list[str]:
     `doc` (`fill`: an older document's are worked out the same way)."""
     keys = ("comparisons", "sequential", "across_tasks")
     copy = {k: [dict(r) for r in doc[k]] for k in keys if doc.get(k) is not None}
-    fill(copy)
+    fill({**copy, "incomplete": doc.get("incomplete")})  # its rows are copy's
     rows = copy["sequential"] if "sequential" in copy else copy.get("comparisons", [])
     # a sweep of one task has no across-task comparison: no line for it
     across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
