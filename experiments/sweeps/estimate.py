@@ -171,7 +171,7 @@ class StudyPlan:
     design: str  # "fixed" or "sequential"
     comparisons: str  # "best_vs_worst", "all_pairs" or "N listed pair(s)"
     correction: str
-    family: int  # tested comparisons the correction runs over
+    family: int  # tested comparisons the correction runs over (a sequential elimination: one)
     n_resamples: int
     assumption: Assumption
     tasks: tuple[TaskPlan, ...]
@@ -239,6 +239,10 @@ def plan_study(
     by_model = {t.model: t for t in times}
     counts = {p.task: _comparisons(spec, p) for p in planned}
     family = sum(counts.values()) * len(models)
+    if spec.sequential is not None and isinstance(spec.comparisons, str):
+        # one elimination per (task, model) of two arms or more, alpha split over those
+        # (`sequential.run_sequential`); each splits its share over its own pairs
+        family = sum(1 for p in planned if counts[p.task]) * len(models)
     tasks = tuple(_task_plan(spec, catalog, p, counts[p.task], family, assumption) for p in planned)
     cells = []
     for model, p in itertools.product(models, planned):

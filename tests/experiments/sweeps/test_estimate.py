@@ -206,3 +206,29 @@ def test_a_user_task_is_planned_on_the_metric_its_task_json_declares(tmp_path: P
     )
     text = output.study_plan(plan)
     assert "difference in macro f1, exact match, balanced accuracy" in text
+
+
+@pytest.mark.data
+def test_a_sequential_elimination_plan_splits_alpha_as_the_sweep_does(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """all_pairs under the sequential design runs one elimination per (task, model), and
+    the family alpha is split over those (`sequential.n_comparisons`), each splitting its
+    share over its pairs: 2 here, not the 12 pairs the header said."""
+    from experiments.sweeps.sequential import n_comparisons
+
+    path = tmp_path / "seq.yaml"
+    path.write_text(
+        "name: seq\ntasks: [hearsay, abercrombie]\nmodels: [openai/gpt-4o-mini]\nlimit: 60\n"
+        'axes:\n  format: [base, "sep:colon_newline"]\n  demos: [none, base]\n'
+        "comparisons: all_pairs\nn_resamples: 1000\ndesign: sequential\n"
+        "sequential: {batch: 10, max_rows: 60, alpha: 0.05, seed: 0}\n"
+    )
+    spec = load_spec(path)
+    plan = plan_study(spec, catalog, ("openai/gpt-4o-mini",), _no_model, _never)
+    groups = [[nv.name for nv in p.variants] for p in plan_tasks(spec, catalog)]
+    assert plan.family == n_comparisons(spec.comparisons, groups) == 2
+    head = output.study_plan(plan).splitlines()[0]
+    assert head.endswith(
+        "alpha 0.05 split over 2 eliminations (Bonferroni; each splits its share over its pairs)"
+    )
