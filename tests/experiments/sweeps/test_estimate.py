@@ -232,3 +232,18 @@ def test_a_sequential_elimination_plan_splits_alpha_as_the_sweep_does(
     assert head.endswith(
         "alpha 0.05 split over 2 eliminations (Bonferroni; each splits its share over its pairs)"
     )
+
+
+@pytest.mark.data
+def test_a_model_litellm_has_no_price_for_is_priced_unknown_not_free(catalog: Catalog) -> None:
+    """litellm's cost_per_token gives 0.0 for some providers' models it has no price for
+    (Fireworks: a paid API): the plan showed "$0.0000" where the price is unknown."""
+    unknown = "fireworks_ai/accounts/someone/models/not-in-the-cost-map"
+    assert estimate_cost(unknown, 1000, 100) is None
+    assert estimate_cost("ollama/llama3", 1000, 100) == 0.0  # litellm's price: served locally
+    assert (estimate_cost("openai/gpt-4o-mini", 1000, 100) or 0.0) > 0
+    plan = plan_study(load_spec(DEMO), catalog, (unknown,), _no_model, _never, only=("hearsay",))
+    (cell,) = plan.cells
+    assert cell.cost is None and plan.times[0].cost is None
+    text = output.study_plan(plan)
+    assert "$0.0000" not in text and "unknown price" in text and "price unknown" in text
