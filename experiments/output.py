@@ -742,6 +742,11 @@ def _family(p: Any, corrected: str) -> str:
     if not p.family:
         return "none tested"
     tests = _count(p.family, "tested comparison")
+    if p.sequential_alpha is not None and p.comparisons in ("all_pairs", "best_vs_worst"):
+        return (
+            f"alpha {p.sequential_alpha:g} split over {_count(p.family, 'elimination')} "
+            "(Bonferroni; each splits its share over its pairs)"
+        )
     if p.sequential_alpha is not None:
         return f"alpha {p.sequential_alpha:g} split over {tests} (Bonferroni)"
     return f"{corrected} over {tests}"

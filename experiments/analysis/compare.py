@@ -309,6 +309,8 @@ def best_vs_worst(
         "ci_note": "no interval: best and worst are chosen after seeing the scores",
         "draw_ci": draw_ci,
         "draw_ci_note": draw_ci_note,
+        # every draw's score: draws tied with the best (or worst) are named as such
+        "draw_scores": {arm.variant: arm.score for arm in arms},
         "mde_80": None,
         "p_post_selection": post.p_value,
         "post_selection_test": "paired permutation test of the observed best vs worst draw: "

@@ -39,6 +39,9 @@ Action = Literal["use", "keep", "equivalent", "undecided"]
 #: sequential row's ``decision`` is the sequence's own call: "A", "B", "best", ...)
 KEY = "recommendation"
 MISSED = "differences smaller than that would often be missed"
+#: how the status of a comparison not run on a task (a variant it skips) begins
+#: (`experiments.sweeps.report`); any other untested comparison has an incomplete trial
+SKIPPED = "skipped on this task"
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,20 @@ def _mde(row: Mapping[str, Any]) -> str:
     return f"n {n}, MDE80 {mde:.3f}{flag}: {MISSED}"
 
 
+def _pv(p: float, alpha: float = ALPHA) -> str:
+    """A p-value as the table prints it (4 decimals), with more where those would round a
+    p below `alpha` up to it (p = 50/1001 is a call, "0.0500 < 0.05" reads as none)."""
+    return f"{p:.4f}" if p >= alpha or round(p, 4) < alpha else f"{p:.6f}"
+
+
 def _p(row: Mapping[str, Any]) -> tuple[float, str, str]:
     """The p-value decisions are made on, how the line names it, and its correction (a
     row without a corrected p, as an optimisation's single test, is decided on its p)."""
     corrected = row.get("p_corrected")
     if corrected is not None:
         how = f", {row['correction']}" if row.get("correction") else ""
-        return float(corrected), f"p corr {float(corrected):.4f}", how
-    return float(row["p_value"]), f"p {float(row['p_value']):.4f}", ""
+        return float(corrected), f"p corr {_pv(float(corrected))}", how
+    return float(row["p_value"]), f"p {_pv(float(row['p_value']))}", ""
 
 
 def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
@@ -96,6 +105,19 @@ def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
     if p >= alpha or diff == 0:
         return 0
     return 1 if diff > 0 else -1
+
+
+def _tied(row: Mapping[str, Any], arm: str, score: str) -> list[str]:
+    """The other draws of a best-of-k row whose score equals `arm`'s (its `score` field):
+    the range test picks one of tied draws by the variants' order (`draw_scores`; a row
+    written before it was recorded has none)."""
+    mine = row.get(score)
+    scores = row.get("draw_scores") or {}
+    if mine is None:
+        return []
+    return [
+        str(v) for v, s in scores.items() if v != arm and s is not None and abs(s - mine) <= 1e-12
+    ]
 
 
 def _includes_zero(low: Any, high: Any) -> bool:
@@ -114,9 +136,17 @@ def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     _, p_text, how = _p(row)
     if k:  # best vs worst of k draws: A is the best draw, B the worst, diff >= 0
         numbers = f"best - worst {diff:+.3f}, range test {p_text}"
+        best, worst = _tied(row, a, "score_a"), _tied(row, b, "score_b")
+        if sign > 0 and best:  # which of them is A is the variants' order, not the data
+            line = (
+                f"no single draw to use: {', '.join([a, *best])} tie for the best score; the "
+                f"draws differ ({numbers} < {alpha:g}{how}) and {b} is the worst of {k}"
+            )
+            return Recommendation("undecided", None, where + line)
         if sign > 0:
             rest = f"; {a} is the best by score, not tested against the other {k - 2}"
-            line = f"use {a} over {b}, the worst of {k} draws ({numbers} < {alpha:g}{how})"
+            also = f", tied with {', '.join(worst)}" if worst else ""
+            line = f"use {a} over {b}, the worst of {k} draws{also} ({numbers} < {alpha:g}{how})"
             return Recommendation("use", a, where + line + (rest if k > 2 else ""))
         line = f"no decision among the {k} draws: not told apart ({numbers} >= {alpha:g}{how}"
         return Recommendation("undecided", None, f"{where}{line}; n {row.get('n')})")
@@ -203,9 +233,9 @@ def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     family = row.get("family_size") or 1
     p = float(row["p_corrected"] if row.get("p_corrected") is not None else row["p_value"])
     p_text = (
-        f"p corr {p:.4f} ({row.get('correction')} over {family} across-task tests)"
+        f"p corr {_pv(p, alpha)} ({row.get('correction')} over {family} across-task tests)"
         if family > 1
-        else f"p {p:.4f}"
+        else f"p {_pv(p, alpha)}"
     )
     cut = f"{' < ' if p < alpha else ' >= '}{alpha:g}"
     test = f"{row.get('test')}, {row.get('n_tasks')} tasks, {p_text}{cut}"
@@ -245,14 +275,100 @@ def correct_across(across: list[dict[str, Any]], method: str) -> None:
         r["family_size"] = len(tested)
 
 
-def annotate(table: list[dict[str, Any]], across: list[dict[str, Any]], correction: str) -> None:
+def annotate(
+    table: list[dict[str, Any]],
+    across: list[dict[str, Any]],
+    correction: str,
+    final: bool = True,
+) -> None:
     """Give every comparison and across-task row its recommendation (in place); `table` is
-    already corrected (`compare.correct`)."""
+    already corrected (`compare.correct`). `final` False: the sweep has incomplete trials,
+    whose comparisons a rerun tests (`waiting`); the correction will then run over them
+    too, so a call is made only where it holds whatever they give (`_worst_case`)."""
+    waiting = [] if final else [r for r in table if _waiting(r)]
+    worst = _worst_case(table, correction, len(waiting))
     for row in table:
-        row[KEY] = for_pair(row).to_dict()
+        rec = _holds(for_pair(row), row, worst, len(waiting), "comparison")
+        row[KEY] = rec.to_dict()
     correct_across(across, correction)
+    late: dict[tuple[Any, ...], list[str]] = {}
+    for r in waiting:
+        late.setdefault(_pair_key(r), []).append(str(r.get("task")))
+    on_time = [r for r in across if _pair_key(r) not in late]
+    worst = _worst_case(on_time, correction, len(across) - len(on_time))
     for row in across:
-        row[KEY] = for_across(row).to_dict()
+        tasks = late.get(_pair_key(row))
+        rec = (
+            _late(row, tasks)
+            if tasks is not None
+            else _holds(for_across(row), row, worst, len(across) - len(on_time), "across-task test")
+        )
+        row[KEY] = rec.to_dict()
+
+
+def _waiting(row: Mapping[str, Any]) -> bool:
+    """An untested comparison a rerun tests: an arm's trial is incomplete (not a variant the
+    task skips, which no rerun runs)."""
+    status = str(row.get("status") or "")
+    return row.get("p_value") is None and not status.startswith(SKIPPED)
+
+
+def _pair_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a comparison row and its across-task row share (best_vs_worst: "best", "worst")."""
+    return (row.get("model"), row.get("a"), row.get("b"))
+
+
+def _worst_case(rows: list[dict[str, Any]], correction: str, waiting: int) -> dict[int, float]:
+    """Each tested row's corrected p (by id) when the `waiting` tests not run yet all give
+    p = 1: Holm's and Benjamini-Hochberg's adjusted p-values only grow with any input p, so
+    this bounds the corrected p the rerun can give (none without waiting tests)."""
+    tested = [r for r in rows if r.get("p_value") is not None]
+    if not waiting or not tested:
+        return {}
+    ps = [float(r["p_value"]) for r in tested] + [1.0] * waiting
+    adjusted = stats.holm(ps) if correction == "holm" else stats.benjamini_hochberg(ps)
+    return {id(r): p for r, p in zip(tested, adjusted, strict=False)}
+
+
+def _holds(
+    rec: Recommendation, row: Mapping[str, Any], worst: Mapping[int, float], waiting: int, what: str
+) -> Recommendation:
+    """A call of an incomplete sweep: kept, saying so, where it holds in the worst case;
+    else no decision yet (the corrected p the table shows is over the tests run so far)."""
+    if rec.action != "use" or id(row) not in worst:
+        return rec
+    p, n, s = worst[id(row)], _count(waiting, what), "s" if waiting == 1 else ""
+    if p < ALPHA:
+        line = f"{rec.line}; holds whatever the {n} waiting for incomplete trials give{s}"
+        return replace(rec, line=line)
+    if "task" in row:  # a comparison row
+        where, now, _ = _where(row), *_p(row)[1:]
+        label = "best - worst" if row.get("k") else "diff A - B"
+        diff = f"{label} {float(row['statistic']):+.3f}"
+    else:  # an across-task row (called only with a mean difference and a corrected p)
+        where, now = f"across tasks ({row.get('model')}): ", f"p corr {_pv(row['p_corrected'])}"
+        diff = f"mean diff A - B {float(row['mean_difference']):+.3f}"
+    line = (
+        f"{where}no decision yet between {row.get('a')} and {row.get('b')} ({diff}, {now} "
+        f"over the tests run so far): {n} of this sweep wait{s} for incomplete trials, and "
+        f"corrected over them too p may reach {_pv(p)}; rerun the same command"
+    )
+    return Recommendation("undecided", None, line)
+
+
+def _late(row: Mapping[str, Any], tasks: list[str]) -> Recommendation:
+    """An across-task test with tasks whose comparison waits for incomplete trials: the test
+    declared is over every task, not over those scored so far."""
+    line = (
+        f"across tasks ({row.get('model')}): no decision yet between {row.get('a')} and "
+        f"{row.get('b')}: {', '.join(tasks)} wait{'s' if len(tasks) == 1 else ''} for "
+        "incomplete trials, and the test is over every task; rerun the same command"
+    )
+    return Recommendation("undecided", None, line)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def annotate_sequential(rows: list[dict[str, Any]]) -> None:
@@ -266,16 +382,13 @@ def fill(doc: dict[str, Any]) -> None:
     (in place): a document written before recommendations were recorded (`workbench report`
     of an older sweep) gets the same lines as a new one."""
     table = doc.get("comparisons") or []
-    for row in table:
-        row.setdefault(KEY, for_pair(row).to_dict())
     for row in doc.get("sequential") or []:
         row.setdefault(KEY, for_sequential(row).to_dict())
     across = doc.get("across_tasks") or []
-    if any(KEY not in r for r in across):  # corrected over the family as `annotate` does
+    if any(KEY not in r for r in [*table, *across]):  # worked out as `annotate` does
         method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
-        correct_across(across, "bh" if method.startswith("Benjamini") else "holm")
-        for row in across:
-            row[KEY] = for_across(row).to_dict()
+        correction = "bh" if method.startswith("Benjamini") else "holm"
+        annotate(table, across, correction, final=not doc.get("incomplete"))
 
 
 def lines(doc: Mapping[str, Any]) -> list[str]:
@@ -284,7 +397,7 @@ def lines(doc: Mapping[str, Any]) -> list[str]:
     `doc` (`fill`: an older document's are worked out the same way)."""
     keys = ("comparisons", "sequential", "across_tasks")
     copy = {k: [dict(r) for r in doc[k]] for k in keys if doc.get(k) is not None}
-    fill(copy)
+    fill({**copy, "incomplete": doc.get("incomplete")})  # its rows are copy's
     rows = copy["sequential"] if "sequential" in copy else copy.get("comparisons", [])
     # a sweep of one task has no across-task comparison: no line for it
     across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
@@ -331,7 +444,7 @@ def for_heldout(
             "mde_unreliable": verdict.get("mde_unreliable"),
         }
         sign = called(row, alpha)
-        numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {p:.4f}"
+        numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {_pv(p, alpha)}"
         caveat = "; its 95% CI includes 0" if sign > 0 and _includes_zero(low, high) else ""
         tail = (
             f"({numbers} < {alpha:g}){caveat}" if sign else f"({numbers} >= {alpha:g}; {_mde(row)})"

@@ -344,6 +344,10 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> flo
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
+        if not prompt_cost and not completion_cost:
+            # some providers' models litellm has no entry for cost 0.0 (Fireworks): a price
+            # only where its map has the model (ollama's 0 is one), else unknown
+            litellm.get_model_info(model)
         return float(prompt_cost + completion_cost)
     except Exception:
         return None

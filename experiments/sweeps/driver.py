@@ -477,7 +477,7 @@ def _report(
         listed = {t["trial_id"] for t in incomplete}
         incomplete += [t for t in seq.failed if t["trial_id"] not in listed]
     if seq is None:
-        table, across = compare(spec, ordered, catalog, gone)
+        table, across = compare(spec, ordered, catalog, gone, final=not incomplete)
         figures = _figures(spec, ordered, table, catalog)
         sens, sens_figures = _sensitivity(spec, ordered, catalog, gone)
     else:

@@ -31,7 +31,7 @@ from experiments.analysis.clusters import for_rows
 from experiments.analysis.planned_power import Assumption, PlannedMDE, family_alpha, planned_mde
 from experiments.llm.backends import is_local
 from experiments.llm.speed import Speed
-from experiments.metrics import official_metric
+from experiments.metrics import task_metric
 from experiments.sweeps.plan import PlannedTask, dry_run_items, is_arm, plan_tasks, trial_plan
 from experiments.sweeps.report import _column
 from experiments.sweeps.spec import SweepSpec
@@ -171,7 +171,7 @@ class StudyPlan:
     design: str  # "fixed" or "sequential"
     comparisons: str  # "best_vs_worst", "all_pairs" or "N listed pair(s)"
     correction: str
-    family: int  # tested comparisons the correction runs over
+    family: int  # tested comparisons the correction runs over (a sequential elimination: one)
     n_resamples: int
     assumption: Assumption
     tasks: tuple[TaskPlan, ...]
@@ -239,6 +239,10 @@ def plan_study(
     by_model = {t.model: t for t in times}
     counts = {p.task: _comparisons(spec, p) for p in planned}
     family = sum(counts.values()) * len(models)
+    if spec.sequential is not None and isinstance(spec.comparisons, str):
+        # one elimination per (task, model) of two arms or more, alpha split over those
+        # (`sequential.run_sequential`); each splits its share over its own pairs
+        family = sum(1 for p in planned if counts[p.task]) * len(models)
     tasks = tuple(_task_plan(spec, catalog, p, counts[p.task], family, assumption) for p in planned)
     cells = []
     for model, p in itertools.product(models, planned):
@@ -322,7 +326,7 @@ def _task_plan(
     """A task's rows and, unless it is skipped or the design is sequential, its MDE80s."""
     task = catalog.task(p.task)
     n_split = len(task.rows(spec.split)) if task.has_split(spec.split) else None
-    metric = official_metric(p.task)
+    metric = task_metric(task)  # a user task's is its task.json's, as the sweep scores it
     plan = TaskPlan(
         task=p.task,
         rows=len(p.rows),

@@ -61,6 +61,7 @@ def compare(
     catalog: Catalog,
     skipped: Mapping[str, Mapping[str, str]] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    final: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
     declared across-task test (see `experiments.analysis.compare`), each with its
@@ -122,7 +123,8 @@ def compare(
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
     across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
-    decision.annotate(table, across, spec.correction)  # what to do, in a line each
+    # what to do, in a line each (`final` False: some trials are incomplete, see `annotate`)
+    decision.annotate(table, across, spec.correction, final)
     return table, across
 
 
@@ -138,7 +140,7 @@ def _skipped_row(
     no p-value, and a status saying which arm and why."""
     missing = [v for v in (a, b) if v in gone] or sorted(gone)
     row = cmp.untested(where, a, b, list(arms.values()), test)
-    row["status"] = "skipped on this task: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
+    row["status"] = f"{decision.SKIPPED}: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
     if a == "best":  # best_vs_worst with fewer than two variants run
         row["status"] += f" (only {len(arms)} variant(s) ran: no draws to compare)"
     return row

@@ -286,7 +286,7 @@ def test_an_older_document_is_filled_as_a_new_one_is() -> None:
     """`workbench report` of a sweep logged before recommendations (and its --json) gets
     the rows' recommendations worked out from the same numbers."""
     table = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])
-    across = [{"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks",
+    across: list[dict[str, Any]] = [{"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks",
                "statistic": 5.0, "p_value": 0.001, "n_tasks": 4, "mean_difference": 0.1,
                "tasks": ["t1", "t2", "t3", "t4"], "missing_tasks": []}]  # fmt: skip
     new = {"comparisons": [dict(r) for r in table], "across_tasks": [dict(r) for r in across]}
@@ -300,3 +300,159 @@ def test_an_older_document_is_filled_as_a_new_one_is() -> None:
     doc = {**seq, "incomplete": [], "sensitivity": {}}
     text = output.sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc)
     assert text.splitlines()[-1] == "decision: " + for_sequential(seq["sequential"][0]).line
+
+
+# ---- best of k: ties, whatever the variants' order ------------------------------------------
+def _draws(hits: dict[str, list[bool]]) -> list[TrialRecord]:
+    """Draws of a yes/no task on the same rows, right where the hits say."""
+    n = len(next(iter(hits.values())))
+    y = ["Yes" if i % 2 else "No" for i in range(n)]
+    flip = {"Yes": "No", "No": "Yes"}
+    idx = [str(i) for i in range(n)]
+    out = []
+    for name, h in hits.items():
+        gens = [t if ok else flip[t] for t, ok in zip(y, h, strict=True)]
+        out.append(TrialRecord.of(name, "accuracy", idx, y, gens, FN(y, gens)))
+    return out
+
+
+def _best_of_k(arms: list[TrialRecord]) -> dict[str, Any]:
+    row = {"task": "t", "model": "m", **compare.best_vs_worst(arms, n_resamples=500)}
+    compare.correct([row], "holm")
+    return row
+
+
+def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> None:
+    """Two draws with the same best score and a clearly worse one: the range test rejects,
+    but which draw to "use" was the first of the tied in the spec's order (reordering the
+    variants named the other). Neither is the best: no single draw is named, in any order."""
+    top = [i % 7 != 0 for i in range(60)]
+    hits = {"x": top, "z": top[3:] + top[:3], "w": [i % 3 == 0 for i in range(60)]}
+    arms = _draws(hits)
+    scores = [float(arm.score or 0.0) for arm in arms]
+    assert scores[0] == scores[1] > scores[2]
+    for order in ([0, 1, 2], [1, 0, 2]):
+        row = _best_of_k([arms[i] for i in order])
+        rec = for_pair(row)
+        assert row["p_corrected"] < 0.05
+        assert rec.action == "undecided" and rec.choice is None
+        first, second = (arms[i].variant for i in order[:2])
+        assert f"no single draw to use: {first}, {second} tie for the best score" in rec.line
+        assert "w is the worst of 3" in rec.line
+    # a draw alone at the top is still the one to use, and a tie at the bottom is said
+    hits["x"] = [True] * 60
+    hits["v"] = hits["w"]
+    row = _best_of_k(_draws(hits))
+    rec = for_pair(row)
+    assert (rec.action, rec.choice) == ("use", "x")
+    other = "v" if row["b"] == "w" else "w"
+    assert f"the worst of 4 draws, tied with {other}" in rec.line
+
+
+def test_a_p_just_below_the_level_is_not_printed_as_the_level() -> None:
+    """1,000 resamples give p = (b + 1) / 1001: b = 49 is p = 0.04995, a call, which four
+    decimals print as "p corr 0.0500 < 0.05". Shown with the digits that tell it apart."""
+    p = 50 / 1001
+    row = {"task": "t", "model": "m", "a": "A", "b": "B", "statistic": 0.1, "p_value": p,
+           "p_corrected": p, "correction": "Holm", "ci_low": 0.01, "ci_high": 0.2, "n": 80,
+           "mde_80": 0.15}  # fmt: skip
+    rec = for_pair(row)
+    assert rec.action == "use" and "p corr 0.049950 < 0.05, Holm" in rec.line
+    assert "0.0500 <" not in rec.line
+    across = {"model": "m", "a": "x", "b": "y", "test": "paired t-test over tasks",
+              "statistic": 3.0, "p_value": p, "n_tasks": 5, "mean_difference": 0.03}  # fmt: skip
+    assert "p 0.049950 < 0.05" in for_across(across).line
+    verdict = {"statistic": 0.1, "p_value": p, "heldout": {"n": 80}, "mde_80": 0.15}
+    held = decision.for_heldout(verdict, "v1", best_is_base=False)
+    assert held.action == "use" and "p 0.049950 < 0.05" in held.line
+    # away from the level, four decimals as the table prints them
+    assert "p corr 0.0300 < 0.05" in for_pair({**row, "p_corrected": 0.03}).line
+    assert "p corr 0.0500 >= 0.05" in for_pair({**row, "p_corrected": 0.05}).line
+
+
+# ---- an incomplete sweep: the correction will run over the comparisons a rerun tests --------
+def _pair_row(model: str, task: str, p: float | None, status: str = "tested") -> dict[str, Any]:
+    return {"model": model, "task": task, "a": "A", "b": "B", "status": status,
+            "statistic": None if p is None else 0.1, "p_value": p, "ci_low": 0.02,
+            "ci_high": 0.18, "n": 80, "mde_80": 0.15}  # fmt: skip
+
+
+def test_an_incomplete_sweep_calls_only_what_its_rerun_cannot_undo() -> None:
+    """m2's trial failed (a missing key): its comparison is untested, so Holm ran over the
+    other two alone and m1's p 0.03 read "use A over B". The rerun tests m2's too, and Holm
+    over all three lifts it to 0.06 whatever m2 gives above 0.03: the call is undone. A call
+    is made only where it holds with the waiting comparisons at p = 1 (Holm's and BH's
+    adjusted p-values only grow with any input p); a variant a task skips is not waiting."""
+    failed = "B failed (80 of 80 rows failed)"
+    skipped = "skipped on this task: B: needs a train split"
+    table = [
+        _pair_row("m1", "t1", 0.03),
+        _pair_row("m1", "t2", 0.0004),
+        _pair_row("m2", "t1", None, failed),
+        _pair_row("m2", "t2", None, skipped),
+    ]
+    compare.correct(table, "holm")
+    assert table[0]["p_corrected"] == pytest.approx(0.03)  # Holm over the 2 tested
+    decision.annotate(table, [], "holm", final=False)
+    shaky, sure = table[0]["recommendation"], table[1]["recommendation"]
+    assert shaky["action"] == "undecided" and shaky["choice"] is None
+    assert shaky["line"] == (
+        "t1 (m1): no decision yet between A and B (diff A - B +0.100, p corr 0.0300 over the "
+        "tests run so far): 1 comparison of this sweep waits for incomplete trials, and "
+        "corrected over them too p may reach 0.0600; rerun the same command"
+    )
+    assert sure["action"] == "use" and sure["choice"] == "A"
+    assert sure["line"].endswith(
+        "; holds whatever the 1 comparison waiting for incomplete trials gives"
+    )
+    # the rerun: m2's comparison tested (p 0.5), Holm over three undoes the first call
+    done = [dict(r) for r in table[:2]] + [_pair_row("m2", "t1", 0.5), table[3]]
+    compare.correct(done, "holm")
+    decision.annotate(done, [], "holm")
+    assert done[0]["p_corrected"] == pytest.approx(0.06)
+    assert done[0]["recommendation"]["action"] == "undecided"
+    assert done[1]["recommendation"]["choice"] == "A"
+    # a finished sweep (or an import: nothing to rerun) decides on the table's p corr
+    decision.annotate(table, [], "holm", final=True)
+    assert table[0]["recommendation"]["action"] == "use"
+
+
+def test_an_across_task_test_waiting_for_a_task_is_not_decided() -> None:
+    """The declared across-task test is over every task: run over the two scored so far
+    while the third waits for its trials, its "use" was a test of another set of tasks."""
+    table = [
+        _pair_row("m", "t1", 0.2),
+        _pair_row("m", "t2", 0.3),
+        _pair_row("m", "t3", None, "A incomplete (3 of 80 rows failed)"),
+    ]
+    compare.correct(table, "holm")
+    across: list[dict[str, Any]] = [
+        {"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks", "statistic": 40.0,
+         "p_value": 0.016, "n_tasks": 2, "mean_difference": 0.1, "tasks": ["t1", "t2"],
+         "missing_tasks": ["t3"]}
+    ]  # fmt: skip
+    decision.annotate(table, across, "holm", final=False)
+    rec = across[0]["recommendation"]
+    assert rec["action"] == "undecided"
+    assert rec["line"] == (
+        "across tasks (m): no decision yet between A and B: t3 waits for incomplete trials, "
+        "and the test is over every task; rerun the same command"
+    )
+    # another pair, all its tasks scored: Holm over it and the waiting test at p = 1
+    other = {**across[0], "b": "C", "p_value": 0.03, "tasks": ["t1", "t2", "t3"],
+             "missing_tasks": []}  # fmt: skip
+    decision.annotate(table, [*across, other], "holm", final=False)
+    assert other["p_corrected"] == pytest.approx(0.032)  # over the two tested so far
+    assert other["recommendation"]["line"] == (
+        "across tasks (m): no decision yet between A and C (mean diff A - B +0.100, p corr "
+        "0.0320 over the tests run so far): 1 across-task test of this sweep waits for "
+        "incomplete trials, and corrected over them too p may reach 0.0600; rerun the same "
+        "command"
+    )
+    decision.annotate(table, across, "holm", final=True)
+    assert across[0]["recommendation"]["choice"] == "A"
+    # `workbench report` of an older document of that sweep: the same lines
+    old = {"comparisons": [{k: v for k, v in r.items() if k != "recommendation"} for r in table],
+           "across_tasks": [{k: v for k, v in r.items() if k != "recommendation"} for r in across],
+           "incomplete": [{"task": "t3", "model": "m", "variant": "A"}]}  # fmt: skip
+    assert decision.lines(old)[-1] == f"decision: {rec['line']}"

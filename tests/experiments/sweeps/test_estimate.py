@@ -165,3 +165,85 @@ def test_model_times_sum_the_dry_run_items() -> None:
     lines = output.model_time_lines([m, unmeasured], "ablations/x.yaml")
     assert "about 9 s on this machine" in lines[0]
     assert "run `workbench plan --measure ablations/x.yaml`" in lines[1]
+
+
+def test_a_user_task_is_planned_on_the_metric_its_task_json_declares(tmp_path: Path) -> None:
+    """`workbench task new --metric f1` or exact_match: the sweep scores the task with that
+    metric (`metrics.task_metric`), so the plan's MDE80 is that metric's (none for F1, which
+    is not simulated), not balanced accuracy's by the task's name."""
+    from promptlib.usertasks.build import TaskRequest, draft_task
+    from promptlib.usertasks.check import check_draft
+    from promptlib.usertasks.source import UserTaskSource
+    from promptlib.usertasks.write import write_task
+    from tests.usertask_data import clauses, write_csv
+
+    data = write_csv(tmp_path / "clauses.csv", clauses(80))
+    for metric in ("f1", "exact_match", "balanced_accuracy"):
+        request = TaskRequest(
+            name=f"mine_{metric}", source=str(data), inputs=("clause_text",),
+            answer="restricts", instruction="Does the clause restrict disclosure?",
+            metric=metric,
+        )  # fmt: skip
+        draft = draft_task(request, ("hearsay",))
+        write_task(tmp_path / "tasks", request.name, draft.files, False, check_draft(draft))
+    catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
+    path = tmp_path / "own.yaml"
+    path.write_text(
+        "name: own\ntasks: [mine_f1, mine_exact_match, mine_balanced_accuracy]\n"
+        'models: [openai/gpt-4o-mini]\naxes:\n  format: [base, "sep:colon_newline"]\n'
+        "comparisons: all_pairs\nn_resamples: 1000\n"
+    )
+    plan = plan_study(load_spec(path), catalog, ("openai/gpt-4o-mini",), _no_model, _never)
+    by_task = {t.task: t for t in plan.tasks}
+    f1, exact, balanced = (by_task[f"mine_{m}"] for m in ("f1", "exact_match", "balanced_accuracy"))
+    assert (f1.metric, exact.metric, balanced.metric) == (
+        "macro_f1", "exact_match", "balanced_accuracy",
+    )  # fmt: skip
+    assert f1.mde is not None and f1.mde.value is None and "no planned MDE" in f1.mde.note
+    rows = [r["answer"] for r in catalog.task("mine_exact_match").rows("test")]
+    assert exact.mde is not None and exact.mde.value == pytest.approx(
+        planned_mde(rows, "exact_match", n_resamples=1000).value
+    )
+    text = output.study_plan(plan)
+    assert "difference in macro f1, exact match, balanced accuracy" in text
+
+
+@pytest.mark.data
+def test_a_sequential_elimination_plan_splits_alpha_as_the_sweep_does(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """all_pairs under the sequential design runs one elimination per (task, model), and
+    the family alpha is split over those (`sequential.n_comparisons`), each splitting its
+    share over its pairs: 2 here, not the 12 pairs the header said."""
+    from experiments.sweeps.sequential import n_comparisons
+
+    path = tmp_path / "seq.yaml"
+    path.write_text(
+        "name: seq\ntasks: [hearsay, abercrombie]\nmodels: [openai/gpt-4o-mini]\nlimit: 60\n"
+        'axes:\n  format: [base, "sep:colon_newline"]\n  demos: [none, base]\n'
+        "comparisons: all_pairs\nn_resamples: 1000\ndesign: sequential\n"
+        "sequential: {batch: 10, max_rows: 60, alpha: 0.05, seed: 0}\n"
+    )
+    spec = load_spec(path)
+    plan = plan_study(spec, catalog, ("openai/gpt-4o-mini",), _no_model, _never)
+    groups = [[nv.name for nv in p.variants] for p in plan_tasks(spec, catalog)]
+    assert plan.family == n_comparisons(spec.comparisons, groups) == 2
+    head = output.study_plan(plan).splitlines()[0]
+    assert head.endswith(
+        "alpha 0.05 split over 2 eliminations (Bonferroni; each splits its share over its pairs)"
+    )
+
+
+@pytest.mark.data
+def test_a_model_litellm_has_no_price_for_is_priced_unknown_not_free(catalog: Catalog) -> None:
+    """litellm's cost_per_token gives 0.0 for some providers' models it has no price for
+    (Fireworks: a paid API): the plan showed "$0.0000" where the price is unknown."""
+    unknown = "fireworks_ai/accounts/someone/models/not-in-the-cost-map"
+    assert estimate_cost(unknown, 1000, 100) is None
+    assert estimate_cost("ollama/llama3", 1000, 100) == 0.0  # litellm's price: served locally
+    assert (estimate_cost("openai/gpt-4o-mini", 1000, 100) or 0.0) > 0
+    plan = plan_study(load_spec(DEMO), catalog, (unknown,), _no_model, _never, only=("hearsay",))
+    (cell,) = plan.cells
+    assert cell.cost is None and plan.times[0].cost is None
+    text = output.study_plan(plan)
+    assert "$0.0000" not in text and "unknown price" in text and "price unknown" in text
