@@ -241,7 +241,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         parts.append("inv: share of the arm's rows whose output is not a valid label")
     if "k" in first:
         parts.append(
-            f"test: {first['test']} of max - min over the {first['k']} draws "
+            f"test: {first['test']} of max - min over the {first['k']} variants "
             f"(R={first['n_resamples']} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
             "The paper's post-selection pair test (anti-conservative) is in the JSON as "
             "p_post_selection"

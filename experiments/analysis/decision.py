@@ -129,26 +129,26 @@ def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     after `correct`): "use" the arm the test calls better, else "undecided"."""
     where, a, b, k = _where(row), str(row["a"]), str(row["b"]), row.get("k")
     if row.get("p_value") is None:
-        among = "among the draws" if (a, b) == ("best", "worst") else f"between {a} and {b}"
+        among = "among the variants" if (a, b) == ("best", "worst") else f"between {a} and {b}"
         why = f"not tested ({row.get('status')})"
         return Recommendation("undecided", None, f"{where}no decision {among}: {why}")
     sign, diff = called(row, alpha), float(row["statistic"])
     _, p_text, how = _p(row)
-    if k:  # best vs worst of k draws: A is the best draw, B the worst, diff >= 0
+    if k:  # best vs worst of k variants: A is the best draw, B the worst, diff >= 0
         numbers = f"best - worst {diff:+.3f}, range test {p_text}"
         best, worst = _tied(row, a, "score_a"), _tied(row, b, "score_b")
         if sign > 0 and best:  # which of them is A is the variants' order, not the data
             line = (
-                f"no single draw to use: {', '.join([a, *best])} tie for the best score; the "
-                f"draws differ ({numbers} < {alpha:g}{how}) and {b} is the worst of {k}"
+                f"no single variant to use: {', '.join([a, *best])} tie for the best score; the "
+                f"variants differ ({numbers} < {alpha:g}{how}) and {b} is the worst of {k}"
             )
             return Recommendation("undecided", None, where + line)
         if sign > 0:
             rest = f"; {a} is the best by score, not tested against the other {k - 2}"
             also = f", tied with {', '.join(worst)}" if worst else ""
-            line = f"use {a} over {b}, the worst of {k} draws{also} ({numbers} < {alpha:g}{how})"
+            line = f"use {a} over {b}, the worst of {k} variants{also} ({numbers} < {alpha:g}{how})"
             return Recommendation("use", a, where + line + (rest if k > 2 else ""))
-        line = f"no decision among the {k} draws: not told apart ({numbers} >= {alpha:g}{how}"
+        line = f"no decision among the {k} variants: not told apart ({numbers} >= {alpha:g}{how}"
         return Recommendation("undecided", None, f"{where}{line}; n {row.get('n')})")
     low, high = row.get("ci_low"), row.get("ci_high")
     numbers = f"diff A - B {diff:+.3f}{_ci(low, high)}, {p_text}"
@@ -241,9 +241,9 @@ def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     test = f"{row.get('test')}, {row.get('n_tasks')} tasks, {p_text}{cut}"
     if (a, b) == ("best", "worst"):  # Fisher's combination: no direction across tasks
         line = (
-            f"the draws differ on at least one task ({test}): which draw to use is per task"
+            f"the variants differ on at least one task ({test}): which variant to use is per task"
             if p < alpha
-            else f"no decision: the draws are not shown to differ on any task ({test})"
+            else f"no decision: the variants are not shown to differ on any task ({test})"
         )
         return Recommendation("undecided", None, where + line)
     mean = row.get("mean_difference")

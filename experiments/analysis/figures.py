@@ -486,7 +486,7 @@ def draws_figure(
                     fontsize=7)  # fmt: skip
     has_chance = _score_axes(ax, tasks, metric, chance or {})
     ax.set_title(
-        f"{name} — {model}\nscore of each demonstration draw; p: range permutation test",
+        f"{name} — {model}\nscore of each variant; p: range permutation test",
         fontsize=9,
     )
     handles, _ = ax.get_legend_handles_labels()

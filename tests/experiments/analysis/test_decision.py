@@ -118,7 +118,7 @@ def test_best_vs_worst_names_the_best_draw_and_what_was_not_tested() -> None:
            "p_value": 0.001, "p_corrected": 0.003, "correction": "Holm", "n": 95}  # fmt: skip
     rec = for_pair(row)
     assert rec.action == "use" and rec.choice == "seed=1"
-    assert "use seed=1 over seed=3, the worst of 5 draws" in rec.line
+    assert "use seed=1 over seed=3, the worst of 5 variants" in rec.line
     assert "not tested against the other 3" in rec.line
     assert for_pair({**row, "p_corrected": 0.2}).action == "undecided"
 
@@ -337,7 +337,7 @@ def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> Non
         assert row["p_corrected"] < 0.05
         assert rec.action == "undecided" and rec.choice is None
         first, second = (arms[i].variant for i in order[:2])
-        assert f"no single draw to use: {first}, {second} tie for the best score" in rec.line
+        assert f"no single variant to use: {first}, {second} tie for the best score" in rec.line
         assert "w is the worst of 3" in rec.line
     # a draw alone at the top is still the one to use, and a tie at the bottom is said
     hits["x"] = [True] * 60
@@ -346,7 +346,7 @@ def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> Non
     rec = for_pair(row)
     assert (rec.action, rec.choice) == ("use", "x")
     other = "v" if row["b"] == "w" else "w"
-    assert f"the worst of 4 draws, tied with {other}" in rec.line
+    assert f"the worst of 4 variants, tied with {other}" in rec.line
 
 
 def test_a_p_just_below_the_level_is_not_printed_as_the_level() -> None:
