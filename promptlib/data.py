@@ -23,6 +23,7 @@ from pathlib import Path
 from promptlib import inputs
 from promptlib.errors import (
     DataError,
+    NoLegalBenchDataError,
     UnknownTaskError,
     WorkbenchError,
     did_you_mean,
@@ -510,9 +511,8 @@ def default_source(
         "folder in LegalBench's layout (it holds tasks/<task>/train.tsv)"
     )
     if not project_dir:
-        raise DataError(
-            f"no LegalBench data configured: {ways}; or pass --hf to download nguha/legalbench"
-        )
+        how = f"{ways}; or pass --hf to download nguha/legalbench"
+        raise NoLegalBenchDataError(f"no LegalBench data configured: {how}", how)
     return LocalSource(
         project_dir,
         f"data directory {{}} (legalbench_dir: in {_braces(project_file)}) does not exist; "

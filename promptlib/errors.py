@@ -24,6 +24,18 @@ class DataError(WorkbenchError):
     """A data directory, TSV file or archive is missing or malformed."""
 
 
+class NoLegalBenchDataError(DataError):
+    """No LegalBench data is configured at all (not: a configured folder is missing or broken,
+    which stays a plain `DataError`): the catalog can still hold the user's own tasks.
+
+    `how` is the ways to configure it, for the note that says only the user's tasks are there.
+    """
+
+    def __init__(self, message: str, how: str) -> None:
+        super().__init__(message)
+        self.how = how
+
+
 class TemplateError(WorkbenchError):
     """A prompt file cannot be parsed, or names a column the data lacks."""
 

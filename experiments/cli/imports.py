@@ -81,11 +81,11 @@ def _tasks(
     # start-up time: the CLI imports a command's modules when it runs
     from experiments import metrics
     from experiments.imports.identity import catalog_texts
-    from promptlib.usertasks.source import CombinedSource
+    from promptlib.usertasks.source import user_task_names
 
     catalog = _catalog(data_dir, hf, prompts_dir)
     source = catalog.source
-    mine = set(source.user.names()) if isinstance(source, CombinedSource) else set()
+    mine = user_task_names(source)
     known = {
         n: metrics.task_metric(catalog.task(n)) if n in mine else metrics.official_metric(n)
         for n in catalog.names()

@@ -173,6 +173,16 @@ RETRIES = 4
 TIMEOUT = 60.0
 
 
+#: the catalog notes already printed (once a process, however many catalogs a command makes)
+_NOTED: set[str] = set()
+
+
+def _note_once(note: str) -> None:
+    if note not in _NOTED:
+        _NOTED.add(note)
+        typer.echo(note, err=True)
+
+
 @dataclass
 class Setup:
     """The shared options of a command, turned into a catalog, models and a cache on demand."""
@@ -188,22 +198,44 @@ class Setup:
     no_cache: bool = False
     _catalog: Any = field(default=None, repr=False)
 
+    def _project_file(self) -> dict[str, Any]:
+        """Where `legalbench_dir:` is read from when neither --hf, --data-dir nor
+        $LEGALBENCH_DIR gives the data: the project file, or (none found) the user-level one,
+        which the error names when no file sets it."""
+        given = self.hf or self.data_dir or os.environ.get(settings.DATA_DIR_ENV)
+        if given:
+            return {}
+        project = settings.data_default()
+        return {"project_dir": project.path, "project_file": project.file}
+
+    def legalbench(self) -> Any:
+        """LegalBench's tasks alone (`promptlib.data.default_source`); raises
+        `NoLegalBenchDataError` when no data is configured."""
+        # start-up time: the CLI imports a command's modules when it runs
+        from promptlib.data import default_source
+
+        return default_source(
+            data_dir=self.data_dir,
+            hf=self.hf,
+            prompts_dir=self.prompts_dir,
+            **self._project_file(),
+        )
+
     def catalog(self) -> Any:
         if self._catalog is None:
             # start-up time: the CLI imports a command's modules when it runs
             from promptlib.tasks import Catalog
             from promptlib.usertasks.source import catalog_source
 
-            given = self.hf or self.data_dir or os.environ.get(settings.DATA_DIR_ENV)
-            project = None if given else settings.data_default()
-            # LegalBench's tasks, and the user's own (WORKBENCH_TASKS_DIR) beside them
+            # LegalBench's tasks, and the user's own (WORKBENCH_TASKS_DIR) beside them; with
+            # no LegalBench data configured, the user's alone, which one line says
             self._catalog = Catalog(
                 catalog_source(
                     data_dir=self.data_dir,
                     hf=self.hf,
                     prompts_dir=self.prompts_dir,
-                    project_dir=project.path if project else None,
-                    project_file=project.file if project else "mlflow.yaml",
+                    **self._project_file(),
+                    announce=_note_once,
                 )
             )
         return self._catalog

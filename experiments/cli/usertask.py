@@ -15,8 +15,8 @@ import typer
 
 from experiments import bounds, output
 from experiments.cli.app import app
-from experiments.cli.options import HF, JSON, DataDir, PromptsDir, bounded, friendly
-from promptlib.errors import DataError
+from experiments.cli.options import HF, JSON, DataDir, PromptsDir, Setup, bounded, friendly
+from promptlib.errors import DataError, NoLegalBenchDataError
 
 task_app = typer.Typer(
     help="Your own labelled data as a task: task new (from a CSV, JSONL or Parquet file), "
@@ -121,7 +121,8 @@ def task_new(
     """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.settings import tasks_dir
-    from promptlib.data import default_source, read_text
+    from promptlib.data import read_text
+    from promptlib.legalbench_names import LEGALBENCH_TASKS
     from promptlib.usertasks.build import TaskRequest, draft_task
     from promptlib.usertasks.check import check_draft
     from promptlib.usertasks.infer import parse_labels
@@ -152,8 +153,13 @@ def task_new(
         slice_column=slice_column,
         hf_split=hf_split,
     )
-    legalbench = default_source(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir)
-    draft = draft_task(request, legalbench.names())
+    # LegalBench's names are refused even with no LegalBench data configured (it would
+    # shadow the task once there is); a configured folder's own names too
+    try:
+        configured = Setup(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir).legalbench().names()
+    except NoLegalBenchDataError:
+        configured = ()
+    draft = draft_task(request, tuple(sorted({*LEGALBENCH_TASKS, *configured})))
     folder = write_task(tasks_dir(), name, draft.files, force, check=check_draft(draft))
     if as_json:
         typer.echo(
