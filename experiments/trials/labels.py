@@ -48,7 +48,10 @@ def display_path(path: str, folders: Sequence[str | os.PathLike[str]] = ()) -> s
         full = os.path.abspath(path)
         for start in (os.getcwd(), *folders):
             rel = os.path.relpath(full, os.path.abspath(start))
-            if len(rel) < len(shown):
+            # a path as written from here (no ..) beats a shorter one that climbs out of a
+            # spec's folder: ../instructions/x.yaml reads as a file the user never named
+            climbs = rel.split(os.sep, 1)[0] == os.pardir
+            if len(rel) < len(shown) and not (climbs and not os.path.isabs(shown)):
                 shown = rel
     except (OSError, ValueError):  # no current folder, or another drive: as written
         return path

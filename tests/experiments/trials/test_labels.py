@@ -34,6 +34,11 @@ def test_a_file_path_is_shown_relative_to_here_when_shorter(
     assert display_name("gpt-4 prompt v1") == "gpt-4 prompt v1"
     far = "/" + "/".join(["elsewhere"] * 3) + "/x.yaml"  # ../../.. would be longer
     assert display_path(far) == far
+    # as the user wrote it from here, not climbing out of the spec's folder (the shipped
+    # own_task example printed ../instructions/nda_disclosure_plain.yaml)
+    (tmp_path / "ablations" / "examples").mkdir(parents=True)
+    written = "ablations/instructions/plain.yaml"
+    assert display_path(written, [str(tmp_path / "ablations" / "examples")]) == written
 
 
 def test_tables_print_short_paths_and_leave_the_names_whole(
