@@ -143,6 +143,12 @@ def draft_task(
         metric=request.metric,
         where=where,
     )
+    if inferred.labels is not None:
+        # each row's answer as its label is spelled ('yes.' -> 'Yes'): the demonstrations
+        # show one spelling and a class-balanced draw sees one class per label
+        spelled = {normalize_label(x): x for x in inferred.labels}
+        for r in every:
+            r[GOLD_COLUMN] = spelled[normalize_label(r[GOLD_COLUMN])]
     train_where = train_raw.where if train_raw is not None else main.where
     if train_given is not None or request.train_fraction is not None:
         if train_given is not None:

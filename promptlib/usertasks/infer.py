@@ -10,6 +10,11 @@ Inference, on the answers as LegalBench compares them (`normalize_label`):
 
 Each label is written as the rows most often write it. Labels come in a fixed order (Yes
 before No, True before False, else alphabetical), so the same data gives the same task.
+
+Two answers that LegalBench's comparison makes one ('-1' and '1', 'A+' and 'A', '1.5' and
+'15': punctuation is dropped) are refused as labels unless they differ only in case,
+spacing, surrounding quotes or a closing full stop ('Yes', 'yes.'): merged, a three-way
+task would be scored as two-way and a reply '1' counted right for a '-1' row.
 """
 
 from __future__ import annotations
@@ -107,6 +112,27 @@ def _surface_forms(answers: Sequence[str]) -> dict[str, str]:
     return forms
 
 
+def _spelling(answer: str) -> str:
+    """An answer as a person reads it, case, spacing, surrounding quotes and a closing full
+    stop (or ! ?) set aside: two answers equal here are one label written two ways."""
+    return " ".join(answer.split()).casefold().strip("\"'`").rstrip(".!?").strip()
+
+
+def _refuse_merged(answers: Sequence[str], labels: Sequence[str], where: str) -> None:
+    """Refuse an answer that the comparison (`normalize_label`) makes one with a label it
+    does not merely respell: the metric could not tell the two apart."""
+    by_key = {normalize_label(x): x for x in labels}
+    for a in dict.fromkeys(answers):
+        label = by_key.get(normalize_label(a))
+        if label is not None and _spelling(a) != _spelling(label):
+            raise DataError(
+                f"{where}: answers {label!r} and {a!r} are one label once punctuation and "
+                "case are dropped, as replies are compared (LegalBench's normalisation), so "
+                "no score could tell them apart; write them one way, or rename one of them "
+                "(e.g. 'minus 1', 'A plus')"
+            )
+
+
 def label_order(labels: Sequence[str]) -> tuple[str, ...]:
     """Yes before No and True before False; any other set alphabetically (case-blind)."""
     keys = sorted(normalize_label(x) for x in labels)
@@ -149,8 +175,12 @@ def infer(
                 f"{where} holds {len(stray)} answer(s) not in --labels ({', '.join(labels)}): "
                 f"{first_few([repr(x) for x in stray])}; add them to --labels or fix those rows"
             )
+        _refuse_merged(answers, labels, where)
         return Inferred(kind, tuple(labels), _metric(metric, kind), "as --labels gives")
     n_labels = len(forms)
+    few = n_labels == 2 or (n_labels <= MAX_CLASSES and len(answers) >= 2 * n_labels)
+    if task_type in _CLASSIFICATION or (task_type is None and few):  # a label set
+        _refuse_merged(answers, list(forms.values()), where)
     if task_type in _CLASSIFICATION:
         if task_type == "binary" and n_labels != 2:
             raise DataError(
@@ -168,7 +198,7 @@ def infer(
         return Inferred(task_type, None, _metric(metric, task_type), "as --type says")
     if n_labels == 2:
         kind = "binary"
-    elif n_labels <= MAX_CLASSES and len(answers) >= 2 * n_labels:
+    elif few:
         kind = "multi-class"
     else:
         found = sum(_inside(a, text) for a, text in zip(answers, inputs, strict=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,46 @@ def test_stated_labels_are_kept_and_checked(tmp_path: Path, csv_file: Path) -> N
         parse_labels("Yes,yes.")
     with pytest.raises(DataError, match="needs a label set"):
         draft_task(_request(csv_file, metric="f1", task_type="generation"), LEGALBENCH)
+
+
+def _scored(answers: list[str], tmp_path: Path, **kw: object) -> TaskRequest:
+    rows = [{"t": f"clause number {i}", "a": answers[i % len(answers)]} for i in range(30)]
+    path = write_csv(tmp_path / "scored.csv", rows)
+    return _request(
+        path, **{"inputs": ("t",), "answer": "a", "slice_column": None, "demos": 0, **kw}
+    )
+
+
+@pytest.mark.parametrize(
+    ("answers", "pair", "given"),
+    [(["-1", "0", "1"], "'-1' and '1'", "1,0"), (["A+", "A", "B"], "'A+' and 'A'", "A,B"),
+     (["1.5", "15", "2"], "'1.5' and '15'", "15,2")],
+)  # fmt: skip
+def test_labels_the_comparison_cannot_tell_apart_are_refused(
+    tmp_path: Path, answers: list[str], pair: str, given: str
+) -> None:
+    """'-1', '0' and '1' became a binary task ('-1', '0'): every '1' row was scored as '-1',
+    and a reply '1' counted right on a '-1' row (punctuation is dropped before comparing)."""
+    with pytest.raises(DataError, match=re.escape(f"answers {pair} are one label once punct")):
+        draft_task(_scored(answers, tmp_path), LEGALBENCH)
+    with pytest.raises(DataError, match="one label once punctuation"):
+        draft_task(_scored(answers, tmp_path, labels=parse_labels(given)), LEGALBENCH)
+    # free text is not a label set: exact match compares them as LegalBench does, no refusal
+    ext = draft_task(_scored(answers, tmp_path, task_type="generation"), LEGALBENCH)
+    assert ext.inferred.labels is None
+
+
+def test_a_label_written_two_ways_is_one_label_spelled_one_way(tmp_path: Path) -> None:
+    """'yes.' and 'YES' are the label 'Yes': the TSVs and the demonstrations spell it so (a
+    class-balanced draw grouped them as three classes)."""
+    draft = draft_task(
+        _scored(["Yes", "No", "Yes", "No", "yes.", " NO"], tmp_path, demos=4), LEGALBENCH
+    )
+    assert draft.inferred.labels == ("Yes", "No")
+    answers = {r.split("\t")[-1] for r in draft.text("test.tsv").splitlines()[1:]}
+    assert answers == {"Yes", "No"}
+    shown = [line for line in draft.text("base_prompt.txt").splitlines() if line.startswith("A: ")]
+    assert sorted(shown) == ["A: No", "A: No", "A: Yes", "A: Yes"]
 
 
 # ---- refusals ----------------------------------------------------------------------------------
