@@ -311,12 +311,13 @@ def _split(
     rows: list[Row], request: TaskRequest, inferred: Inferred, where: str
 ) -> tuple[list[Row], list[Row]]:
     """(train, test) of one file: `train_fraction` of the rows (of each label, for a label
-    set) drawn with the seed; both in file order."""
+    set) drawn with the seed from the rows in content order, so the same rows in another
+    order give the same split; both in file order."""
     assert request.train_fraction is not None
     rng = np.random.default_rng(request.seed)
     groups: dict[str, list[int]] = {}
-    for n, r in enumerate(rows):
-        key = normalize_label(r[GOLD_COLUMN]) if inferred.labels is not None else ""
+    for n in _content_order(rows, request.inputs):
+        key = normalize_label(rows[n][GOLD_COLUMN]) if inferred.labels is not None else ""
         groups.setdefault(key, []).append(n)
     picked: set[int] = set()
     for key in sorted(groups):
@@ -345,7 +346,10 @@ def _demos(train: list[Row], request: TaskRequest, inferred: Inferred, where: st
             f"row(s) can give them; lower --demos, or give more train rows"
             + (" (--train-fraction)" if request.train_fraction else "")
         )
-    candidates = [(DemoRef("train", r["index"]), r) for r in train]
+    # drawn from the rows in content order: the same rows in another order give the same
+    # demonstrations
+    ordered = [train[n] for n in _content_order(train, request.inputs)]
+    candidates = [(DemoRef("train", r["index"]), r) for r in ordered]
     try:
         picks = sample_demos(
             candidates, k, request.seed, balanced=inferred.labels is not None, what=where
@@ -362,6 +366,14 @@ def _demos(train: list[Row], request: TaskRequest, inferred: Inferred, where: st
         ) from None
     by_index = {r["index"]: r for r in train}
     return [by_index[p.index] for p in picks]
+
+
+def _content_order(rows: Sequence[Row], inputs: Sequence[str]) -> list[int]:
+    """The rows' positions sorted by their content (inputs, then answer), file order on a
+    tie: what a seeded draw walks, so it does not depend on how the file was sorted."""
+    return sorted(
+        range(len(rows)), key=lambda n: (*(rows[n][c] for c in inputs), rows[n][GOLD_COLUMN])
+    )
 
 
 def _refuse_repeats(rows: list[Row], request: TaskRequest, where: str) -> None:

@@ -3,8 +3,11 @@ every bad input is refused with the file, the column and what to do, nothing wri
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
+import random
 import re
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.taskmeta import DEFAULT_TASKS_DIR, META_FILE, read_meta
 from promptlib.tasks import Catalog
-from promptlib.usertasks.build import TaskRequest, draft_task
+from promptlib.usertasks.build import TaskDraft, TaskRequest, draft_task
 from promptlib.usertasks.check import check_draft
 from promptlib.usertasks.infer import parse_labels
 from promptlib.usertasks.read import read_rows
@@ -251,6 +254,36 @@ def test_a_label_written_two_ways_is_one_label_spelled_one_way(tmp_path: Path) -
     assert answers == {"Yes", "No"}
     shown = [line for line in draft.text("base_prompt.txt").splitlines() if line.startswith("A: ")]
     assert sorted(shown) == ["A: No", "A: No", "A: Yes", "A: Yes"]
+
+
+def _split_content(draft: TaskDraft) -> tuple[set[str], set[str], str]:
+    """(test texts, train texts, the demonstrations' block of base_prompt.txt)."""
+    texts = {
+        s: {r["clause_text"] for r in csv.DictReader(io.StringIO(draft.text(f"{s}.tsv")),
+                                                      delimiter="\t")}
+        for s in ("test", "train")
+    }  # fmt: skip
+    return texts["test"], texts["train"], draft.text("base_prompt.txt")
+
+
+@pytest.mark.parametrize("how", ["fraction", "demos only", "train file"])
+def test_the_split_and_demonstrations_do_not_depend_on_row_order(tmp_path: Path, how: str) -> None:
+    """The same rows sorted another way (by the spreadsheet, say) gave another test set and
+    other demonstrations for the same seed: a task's score depended on the file's order."""
+    rows = clauses(60)
+    shuffled = rows[:]
+    random.Random(5).shuffle(shuffled)
+    drafts = []
+    for n, order in enumerate((rows, shuffled)):
+        if how == "train file":  # the test file as it is, the train file in either order
+            main = write_csv(tmp_path / f"test{n}.csv", rows[:40])
+            train = write_csv(tmp_path / f"train{n}.csv", [r for r in order if r in rows[40:]])
+            request = _request(main, train_source=str(train))
+        else:
+            fraction = 0.3 if how == "fraction" else None
+            request = _request(write_csv(tmp_path / f"rows{n}.csv", order), train_fraction=fraction)
+        drafts.append(draft_task(request, LEGALBENCH))
+    assert _split_content(drafts[0]) == _split_content(drafts[1])
 
 
 # ---- refusals ----------------------------------------------------------------------------------
