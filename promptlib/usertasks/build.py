@@ -25,7 +25,6 @@ from promptlib.data import is_empty_answer
 from promptlib.demos import sample_demos
 from promptlib.errors import DataError, VariantError, did_you_mean, first_few
 from promptlib.gold import GOLD_COLUMN, gold_shown, names_gold
-from promptlib.leakage import content_key
 from promptlib.taskmeta import META_FILE, TaskMeta
 from promptlib.tasks import normalize_label
 from promptlib.templates import PLACEHOLDER, fill, parse_prompt
@@ -376,13 +375,19 @@ def _content_order(rows: Sequence[Row], inputs: Sequence[str]) -> list[int]:
     )
 
 
+def _input_key(row: Row, inputs: Sequence[str]) -> tuple[str, ...]:
+    """A row's inputs as a reader compares them: spaces collapsed and case set aside (a
+    demonstration 'THE RECIPIENT SHALL...' gives away the answer to 'The Recipient shall...')."""
+    return tuple(" ".join(row[c].split()).casefold() for c in inputs)
+
+
 def _refuse_repeats(rows: list[Row], request: TaskRequest, where: str) -> None:
     """One file split by the command: two rows with the same input could land in train and
     test alike (a demonstration the model is then asked about), so repeats are refused."""
-    seen: dict[tuple[tuple[str, str], ...], str] = {}
+    seen: dict[tuple[str, ...], str] = {}
     pairs = []
     for r in rows:
-        key = content_key(r, request.inputs)
+        key = _input_key(r, request.inputs)
         if key in seen:
             pairs.append((seen[key], r["index"]))
         else:
@@ -391,27 +396,25 @@ def _refuse_repeats(rows: list[Row], request: TaskRequest, where: str) -> None:
         shown = [f"rows {int(a) + 1} and {int(b) + 1}" for a, b in pairs]
         raise DataError(
             f"{where}: {len(pairs)} row(s) repeat another row's input ({first_few(shown, SHOWN)}"
-            ", counted from 1, spaces ignored); one could land in train and the other in test, "
-            "a demonstration the model is then asked about: remove the repeated rows"
+            ", counted from 1, case and spaces ignored); one could land in train and the other in "
+            "test, a demonstration the model is then asked about: remove the repeated rows"
         )
 
 
 def _refuse_crossing(
     train: list[Row], test: list[Row], request: TaskRequest, test_where: str, train_where: str
 ) -> None:
-    """A test row whose inputs equal a train row's (spaces ignored) could be shown as its own
-    demonstration: refused, naming both rows."""
-    keys = {content_key(r, request.inputs): r["index"] for r in train}
-    crossing = [
-        (keys[k], r["index"]) for r in test if (k := content_key(r, request.inputs)) in keys
-    ]
+    """A test row whose inputs equal a train row's (case and spaces ignored) could be shown
+    as its own demonstration: refused, naming both rows."""
+    keys = {_input_key(r, request.inputs): r["index"] for r in train}
+    crossing = [(keys[k], r["index"]) for r in test if (k := _input_key(r, request.inputs)) in keys]
     if crossing:
         shown = [f"test row {int(b) + 1} = train row {int(a) + 1}" for a, b in crossing]
         raise DataError(
             f"{len(crossing)} row(s) are in both train ({train_where}) and test ({test_where}) "
-            f"with the same input ({first_few(shown, SHOWN)}, counted from 1, spaces ignored): "
-            "a model would be shown the answer it is asked for; remove them from one of the "
-            "files"
+            f"with the same input ({first_few(shown, SHOWN)}, counted from 1, case and spaces "
+            "ignored): a model would be shown the answer it is asked for; remove them from one "
+            "of the files"
         )
 
 

@@ -339,6 +339,22 @@ def test_refuses_rows_in_both_train_and_test(tmp_path: Path) -> None:
     _refused(tmp_path, _request(dup, train_fraction=0.3), r"repeat another row's input")
 
 
+def test_rows_differing_only_in_case_are_one_input(tmp_path: Path) -> None:
+    """A demonstration 'THE RECIPIENT SHALL NOT...' answers the test row 'The Recipient shall
+    not...': case-only repeats passed both checks, a leak the model is then asked about."""
+    rows = clauses(40)
+    loud = {**rows[7], "clause_text": rows[7]["clause_text"].upper()}
+    test = write_csv(tmp_path / "test.csv", rows[:30])
+    train = write_csv(tmp_path / "train.csv", [*rows[30:], loud])
+    msg = _refused(
+        tmp_path, _request(test, train_source=str(train)), r"1 row\(s\) are in both train"
+    )
+    assert "test row 8 = train row 11" in msg and "case and spaces ignored" in msg
+    dup = write_csv(tmp_path / "dup.csv", [*rows[:20], {**rows[3], "clause_text": rows[3][
+        "clause_text"].lower()}])  # fmt: skip
+    _refused(tmp_path, _request(dup), r"repeat another row's input \(rows 4 and 21")
+
+
 def test_refuses_a_legalbench_name(tmp_path: Path, csv_file: Path) -> None:
     _refused(tmp_path, _request(csv_file, name="hearsay"), "is a LegalBench task already")
     _refused(tmp_path, _request(csv_file, name="../evil"), "use letters, digits")
