@@ -144,6 +144,20 @@ def test_values_are_text_as_written(tmp_path: Path) -> None:
     assert list(read_rows(str(jpath)).rows) == [{"a": "1", "b": "true"}, {"a": "2", "b": None}]
 
 
+def test_whole_numbers_stored_as_floats_are_whole_numbers(tmp_path: Path) -> None:
+    """A Parquet label column of 1.0 and 0.0 (pandas stores 0/1 so once a value was missing)
+    made the labels '1.0' and '0.0', which the comparison reads as '10' and '00': a reply
+    '1' was scored wrong on every row."""
+    rows = [{"t": f"clause number {i}", "a": float(i % 2)} for i in range(20)]
+    draft = draft_task(
+        _request(write_parquet(tmp_path / "f.parquet", rows), inputs=("t",), answer="a",
+                 slice_column=None, demos=0), LEGALBENCH,
+    )  # fmt: skip
+    assert draft.inferred.labels == ("0", "1")
+    mixed = write_jsonl(tmp_path / "m.jsonl", [{"a": 2}, {"a": 0.5}, {"a": 3.0}])
+    assert [r["a"] for r in read_rows(str(mixed)).rows] == ["2", "0.5", "3"]
+
+
 def test_tsvs_keep_tabs_quotes_and_newlines(tmp_path: Path) -> None:
     rows = clauses(20)
     rows[3]["clause_text"] = 'He said "stop"\tthen\nleft; the Recipient shall not tell anyone.'
