@@ -245,6 +245,13 @@ def _check_columns(raw: RawRows, request: TaskRequest) -> None:
             f"column {twice[0]!r} is given two roles (input, answer, slice); give each column "
             "one role"
         )
+    for column in request.inputs:  # each is a {{column}} of the query template
+        m = PLACEHOLDER.fullmatch("{{" + column + "}}")
+        if m is None or m.group(1) != column or any(ch in column for ch in "\r\n\t"):
+            raise DataError(
+                f"{raw.where}: input column {column!r} cannot be a {{{{column}}}} of the prompt "
+                "(braces, line breaks, tabs or spaces at its ends); rename it in the file"
+            )
     for column in [*request.inputs] + ([request.slice_column] if request.slice_column else []):
         if column in RESERVED:
             raise DataError(
@@ -461,9 +468,17 @@ def _base_prompt(
 
 
 def _tsv(columns: Sequence[str], rows: list[Row]) -> str:
-    """A split in LegalBench's TSV dialect (tabs, double quotes), read back by `read_tsv`."""
+    """A split in LegalBench's TSV dialect (tabs, double quotes), read back by `read_tsv`.
+
+    Every field is quoted when one holds a carriage return: the writer leaves a lone
+    carriage return unquoted (its line ends are newlines), and the reader ends a line there."""
     out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t", quotechar='"', lineterminator="\n")
+    if any("\r" in r[c] for r in rows for c in columns):
+        writer = csv.writer(
+            out, delimiter="\t", quotechar='"', lineterminator="\n", quoting=csv.QUOTE_ALL
+        )
+    else:
+        writer = csv.writer(out, delimiter="\t", quotechar='"', lineterminator="\n")
     writer.writerow(columns)
     for r in rows:
         writer.writerow([r[c] for c in columns])

@@ -169,6 +169,19 @@ def test_tsvs_keep_tabs_quotes_and_newlines(tmp_path: Path) -> None:
     assert rows[3]["clause_text"] in texts
 
 
+def test_tsvs_keep_a_carriage_return(tmp_path: Path) -> None:
+    """A lone '\r' in a cell (JSON "\r", an old Mac export) was written unquoted and read
+    back as a line end: the task was refused as 'does not read back as written'."""
+    rows = clauses(20)
+    rows[5]["clause_text"] = "The Recipient shall not\rdisclose the pricing schedule."
+    rows[6]["kind"] = "nda\r"  # the last column: read back as 'nda', silently
+    path = write_jsonl(tmp_path / "cr.jsonl", rows)
+    folder = _make(tmp_path, _request(path, demos=0))
+    back = [r for s in ("train", "test") for r in read_tsv(folder / f"{s}.tsv").rows]
+    assert {r["clause_text"] for r in back} == {r["clause_text"] for r in rows}
+    assert {r["kind"] for r in back} == {r["kind"] for r in rows}
+
+
 # ---- inference ---------------------------------------------------------------------------------
 def test_multi_class_extraction_and_generation_are_inferred(tmp_path: Path) -> None:
     multi = [
@@ -409,6 +422,18 @@ def test_refuses_unknown_columns_with_did_you_mean(tmp_path: Path, csv_file: Pat
     _refused(tmp_path, _request(csv_file, inputs=("clause",)), "did you mean 'clause_text'")
     _refused(tmp_path, _request(csv_file, slice_column="kinds"), "did you mean 'kind'")
     _refused(tmp_path, _request(csv_file, inputs=("restricts",)), "given two roles")
+
+
+@pytest.mark.parametrize("column", ["{{x}}", "a}b", " padded ", "two\nlines"])
+def test_refuses_an_input_column_no_template_can_name(tmp_path: Path, column: str) -> None:
+    """A column named '{{x}}' became the query's '{{{{x}}}}': refused only after writing, as
+    'does not read back as written ... please report this'."""
+    rows = [{column: r["clause_text"], "restricts": r["restricts"]} for r in clauses(20)]
+    path = write_jsonl(tmp_path / "odd.jsonl", rows)
+    _refused(
+        tmp_path, _request(path, inputs=(column,), slice_column=None),
+        f"input column {re.escape(repr(column))} cannot be a {{{{column}}}} of the prompt",
+    )  # fmt: skip
 
 
 def test_refuses_an_input_that_is_the_answer(tmp_path: Path) -> None:
