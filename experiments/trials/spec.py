@@ -170,6 +170,22 @@ def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> lis
     return [rows[int(i)] for i in picks]
 
 
+def _refuse_extended_labels(task: str, labels: Sequence[str]) -> None:
+    """Summed log-likelihood never picks a label that extends another by a mark or a word
+    ('No, but' after 'No'): its sum is the shorter label's plus the log-probabilities of the
+    rest, all negative. Refused rather than run: that label's class would score recall 0
+    whatever the prompt (none of LegalBench's label sets has such a pair; a user's may)."""
+    for short in labels:
+        for long in labels:
+            if long != short and long.startswith(short) and not long[len(short)].isalnum():
+                raise WorkbenchError(
+                    f"task {task!r}: label {long!r} starts with label {short!r}, so --scoring "
+                    f"loglik (summed log-probabilities) never chooses {long!r}: its sum adds "
+                    "only negative terms to the other's; use --scoring loglik-norm (per byte) "
+                    "or generate, or rename one of the labels"
+                )
+
+
 def resolve_trial(
     spec: TrialSpec, catalog: Catalog, lm: LM, *, hand_graded: bool = False
 ) -> ResolvedTrial:
@@ -233,11 +249,13 @@ def resolve_trial(
                 f"log-likelihood scoring needs a label set; task {task.name!r} is "
                 f"{task.spec.task_type}: use --scoring generate"
             )
+        # the labels as shown (a verbalizer's words): what the model's sums are taken over
+        shown = compiled.answer_labels or labels
+        if LOGLIK[spec.scoring] == "sum":
+            _refuse_extended_labels(task.name, shown)
         # a served model's server (and the alignment check its sums pass) and a local
         # model's weights are part of its identity
         lm_identity = loglik_identity(spec.model, lm)
-        # the labels as shown (a verbalizer's words): what the model's sums are taken over
-        shown = compiled.answer_labels or labels
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in shown],

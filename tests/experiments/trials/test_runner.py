@@ -427,3 +427,32 @@ def test_spent_prices_the_calls_made_not_the_cached_rows(catalog: Catalog, tmp_p
     again = run_trial(spec, catalog, PricedLM(), cache=cache)
     assert again.model_calls == 0 and again.spent == 0.0
     assert again.cost == pytest.approx(0.01)  # the trial's answers keep their price
+
+
+def test_summed_loglik_refuses_a_label_that_extends_another(tmp_path: Path) -> None:
+    """A user task's labels 'No' and 'No, but': under summed log-likelihood 'No, but' scores
+    'No' plus negative terms, so it was never chosen (local/smollm2: 0 of 5 rows, 2 of 5 per
+    byte) and its class scored recall 0 with no sign; per byte it can win, so that runs."""
+    from promptlib.errors import WorkbenchError
+    from promptlib.usertasks.build import TaskRequest, draft_task
+    from promptlib.usertasks.source import UserTaskSource
+    from promptlib.usertasks.write import write_task
+    from tests.usertask_data import write_csv
+
+    answers = ["No", "No, but", "Yes"]
+    rows = [{"text": f"clause number {i}", "label": answers[i % 3]} for i in range(30)]
+    data = write_csv(tmp_path / "rows.csv", rows)
+    request = TaskRequest(
+        name="hedged", source=str(data), inputs=("text",), answer="label",
+        instruction="Does the clause restrict disclosure?", demos=0,
+    )  # fmt: skip
+    write_task(tmp_path / "tasks", "hedged", draft_task(request, ()).files, False)
+    catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
+    assert catalog.task("hedged").spec.labels == ("No", "No, but", "Yes")
+    spec = TrialSpec(task="hedged", variant=parse_spec("base"), model="scripted/lm", limit=3)
+    with pytest.raises(WorkbenchError, match=r"label 'No, but' starts with label 'No'"):
+        resolve_trial(dataclasses.replace(spec, scoring="loglik"), catalog, ScriptedLM())
+    resolved = resolve_trial(
+        dataclasses.replace(spec, scoring="loglik-norm"), catalog, ScriptedLM()
+    )
+    assert resolved.decoding["continuations"] == [" No", " No, but", " Yes"]
