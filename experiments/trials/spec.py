@@ -41,12 +41,17 @@ _LONG_FORM = {"rule_qa": 150}
 
 
 def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decoding:
-    """Temperature 0; classification and extraction stop at the first newline."""
+    """Temperature 0; classification and extraction stop at the first newline.
+
+    A user's extraction or generation task gets room for its longest answer (64 tokens cut
+    a longer reply, which then matched no answer on every such row, whatever the model)."""
     if spec.name in _LONG_FORM:
         return Decoding(max_tokens=_LONG_FORM[spec.name], stop=(), mode=mode)
     if spec.is_classification:
         longest = max((len(x) for x in spec.labels or ()), default=8)
         return Decoding(max_tokens=max(8, longest // 2 + 8), stop=("\n",), mode=mode)
+    if spec.longest_answer is not None:  # a user task's (`workbench task new`)
+        return Decoding(max_tokens=max(64, spec.longest_answer // 2 + 8), stop=("\n",), mode=mode)
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
 
 
