@@ -26,9 +26,8 @@ from promptlib.demos import sample_demos
 from promptlib.errors import DataError, VariantError, did_you_mean, first_few
 from promptlib.gold import GOLD_COLUMN, gold_shown, names_gold
 from promptlib.taskmeta import META_FILE, TaskMeta
-from promptlib.tasks import normalize_label
 from promptlib.templates import PLACEHOLDER, fill, parse_prompt
-from promptlib.usertasks.infer import Inferred, infer
+from promptlib.usertasks.infer import Inferred, infer, label_key
 from promptlib.usertasks.read import HubLoader, RawRows, read_rows
 from promptlib.variants import BASE_FILE, DemoRef
 
@@ -145,9 +144,9 @@ def draft_task(
     if inferred.labels is not None:
         # each row's answer as its label is spelled ('yes.' -> 'Yes'): the demonstrations
         # show one spelling and a class-balanced draw sees one class per label
-        spelled = {normalize_label(x): x for x in inferred.labels}
+        spelled = {label_key(x): x for x in inferred.labels}
         for r in every:
-            r[GOLD_COLUMN] = spelled[normalize_label(r[GOLD_COLUMN])]
+            r[GOLD_COLUMN] = spelled[label_key(r[GOLD_COLUMN])]
     train_where = train_raw.where if train_raw is not None else main.where
     if train_given is not None or request.train_fraction is not None:
         if train_given is not None:
@@ -302,7 +301,7 @@ def _clean_rows(raw: RawRows, request: TaskRequest) -> list[Row]:
 
 
 def _refuse_constant(answers: Sequence[str], raw: RawRows | None, request: TaskRequest) -> None:
-    different = {normalize_label(a) for a in answers}
+    different = {label_key(a) for a in answers}
     if len(different) < 2:
         where = raw.where if raw is not None else "the rows (test and --train together)"
         raise DataError(
@@ -323,7 +322,7 @@ def _split(
     rng = np.random.default_rng(request.seed)
     groups: dict[str, list[int]] = {}
     for n in _content_order(rows, request.inputs):
-        key = normalize_label(rows[n][GOLD_COLUMN]) if inferred.labels is not None else ""
+        key = label_key(rows[n][GOLD_COLUMN]) if inferred.labels is not None else ""
         groups.setdefault(key, []).append(n)
     picked: set[int] = set()
     for key in sorted(groups):

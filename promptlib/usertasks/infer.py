@@ -1,7 +1,8 @@
 """The task type, label set and metric of a user's rows: inferred from the answers, or as the
 user states them (checked against the answers).
 
-Inference, on the answers as LegalBench compares them (`normalize_label`):
+Inference, on the answers as LegalBench compares them (`label_key`: `normalize_label`, with
+spaces inside an answer collapsed, so a doubled or non-breaking space is no other label):
 
 - two different answers: *binary*, those two are the labels;
 - up to `MAX_CLASSES` different answers, each seen twice on average: *multi-class*;
@@ -70,6 +71,14 @@ class Inferred:
         return f"{what}; metric {_METRIC_WORDS[self.metric]}"
 
 
+def label_key(answer: str) -> str:
+    """An answer as labels are told apart: LegalBench's comparison (`normalize_label`) with
+    the spaces inside it collapsed. 'Not applicable' written with a non-breaking or a doubled
+    space (a copy from a web page, a typo) was another label, a binary task a 3-way one, and
+    a reply 'Not applicable' wrong on those rows; the rows are then spelled as the label."""
+    return " ".join(normalize_label(answer).split())
+
+
 def metric_name(raw: str) -> str:
     """A metric as the user wrote it (f1, balanced-accuracy, ...) -> its canonical name."""
     key = raw.strip().lower()
@@ -84,7 +93,7 @@ def metric_name(raw: str) -> str:
 def parse_labels(raw: str) -> tuple[str, ...]:
     """``--labels "Yes,No"`` -> ('Yes', 'No'), checked (no empty or repeated label)."""
     items = tuple(x.strip() for x in raw.split(","))
-    empty = [x for x in items if not normalize_label(x)]
+    empty = [x for x in items if not label_key(x)]
     if empty or len(items) < 2:
         raise DataError(
             f"--labels {raw!r}: give at least two labels, comma-separated, none empty or only "
@@ -92,12 +101,12 @@ def parse_labels(raw: str) -> tuple[str, ...]:
         )
     seen: dict[str, str] = {}
     for x in items:
-        if normalize_label(x) in seen:
+        if label_key(x) in seen:
             raise DataError(
-                f"--labels {raw!r}: {seen[normalize_label(x)]!r} and {x!r} are one label once "
+                f"--labels {raw!r}: {seen[label_key(x)]!r} and {x!r} are one label once "
                 "case and punctuation are dropped (as replies are compared); give each once"
             )
-        seen[normalize_label(x)] = x
+        seen[label_key(x)] = x
     return items
 
 
@@ -106,7 +115,7 @@ def _surface_forms(answers: Sequence[str]) -> dict[str, str]:
     counts = Counter(answers)
     forms: dict[str, str] = {}
     for a in dict.fromkeys(answers):
-        key = normalize_label(a)
+        key = label_key(a)
         if key not in forms or counts[a] > counts[forms[key]]:
             forms[key] = a
     return forms
@@ -119,11 +128,11 @@ def _spelling(answer: str) -> str:
 
 
 def _refuse_merged(answers: Sequence[str], labels: Sequence[str], where: str) -> None:
-    """Refuse an answer that the comparison (`normalize_label`) makes one with a label it
+    """Refuse an answer that the comparison (`label_key`) makes one with a label it
     does not merely respell: the metric could not tell the two apart."""
-    by_key = {normalize_label(x): x for x in labels}
+    by_key = {label_key(x): x for x in labels}
     for a in dict.fromkeys(answers):
-        label = by_key.get(normalize_label(a))
+        label = by_key.get(label_key(a))
         if label is not None and _spelling(a) != _spelling(label):
             raise DataError(
                 f"{where}: answers {label!r} and {a!r} are one label once punctuation and "
@@ -135,10 +144,10 @@ def _refuse_merged(answers: Sequence[str], labels: Sequence[str], where: str) ->
 
 def label_order(labels: Sequence[str]) -> tuple[str, ...]:
     """Yes before No and True before False; any other set alphabetically (case-blind)."""
-    keys = sorted(normalize_label(x) for x in labels)
+    keys = sorted(label_key(x) for x in labels)
     for pos, neg in _POSITIVE_FIRST:
         if keys == sorted([pos, neg]):
-            by = {normalize_label(x): x for x in labels}
+            by = {label_key(x): x for x in labels}
             return (by[pos], by[neg])
     return tuple(sorted(labels, key=lambda x: (x.casefold(), x)))
 
@@ -168,7 +177,7 @@ def infer(
             )
         if kind == "binary" and len(labels) != 2:
             raise DataError(f"--type binary needs two labels, but --labels gives {len(labels)}")
-        given = {normalize_label(x) for x in labels}
+        given = {label_key(x) for x in labels}
         stray = [forms[k] for k in forms if k not in given]
         if stray:
             raise DataError(

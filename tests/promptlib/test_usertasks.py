@@ -270,6 +270,24 @@ def test_labels_the_comparison_cannot_tell_apart_are_refused(
     assert ext.inferred.labels is None
 
 
+def test_a_label_with_a_doubled_or_non_breaking_space_is_the_same_label(tmp_path: Path) -> None:
+    """'Not applicable' with a non-breaking space (copied from a web page) or a doubled one
+    was another label: a binary task became 4-way, with three labels that look alike, and a
+    reply 'Not applicable' was wrong on those rows."""
+    answers = ["Applicable", "Not applicable", "Not\xa0applicable", "Not  applicable"]
+    draft = draft_task(_scored(answers * 2, tmp_path), LEGALBENCH)
+    assert (draft.inferred.task_type, draft.inferred.labels) == (
+        "binary",
+        ("Applicable", "Not applicable"),
+    )
+    rows = _tsv_rows(draft.text("test.tsv"))
+    assert {r["answer"] for r in rows} == {"Applicable", "Not applicable"}
+
+
+def _tsv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+
+
 def test_a_label_written_two_ways_is_one_label_spelled_one_way(tmp_path: Path) -> None:
     """'yes.' and 'YES' are the label 'Yes': the TSVs and the demonstrations spell it so (a
     class-balanced draw grouped them as three classes)."""
