@@ -207,6 +207,9 @@ class TaskSpec:
     user_task: bool = False
     #: a user task's column that splits its rows into slices (reports by slice), if any
     slice_column: str | None = None
+    #: a user task's longest answer in characters, when it has no label set: its replies
+    #: need room for it (`experiments.trials.spec.decoding_for`)
+    longest_answer: int | None = None
 
     @property
     def is_classification(self) -> bool:
@@ -410,6 +413,9 @@ class Task:
             label_sources=label_sources,
             user_task=True,
             slice_column=meta.slice_column,
+            longest_answer=None
+            if meta.labels is not None
+            else max((len(a) for t in tables.values() for a in t.column("answer")), default=0),
         )
 
     def _labels(

@@ -41,12 +41,17 @@ _LONG_FORM = {"rule_qa": 150}
 
 
 def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decoding:
-    """Temperature 0; classification and extraction stop at the first newline."""
+    """Temperature 0; classification and extraction stop at the first newline.
+
+    A user's extraction or generation task gets room for its longest answer (64 tokens cut
+    a longer reply, which then matched no answer on every such row, whatever the model)."""
     if spec.name in _LONG_FORM:
         return Decoding(max_tokens=_LONG_FORM[spec.name], stop=(), mode=mode)
     if spec.is_classification:
         longest = max((len(x) for x in spec.labels or ()), default=8)
         return Decoding(max_tokens=max(8, longest // 2 + 8), stop=("\n",), mode=mode)
+    if spec.longest_answer is not None:  # a user task's (`workbench task new`)
+        return Decoding(max_tokens=max(64, spec.longest_answer // 2 + 8), stop=("\n",), mode=mode)
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
 
 
@@ -170,6 +175,22 @@ def select_rows(rows: list[dict[str, str]], limit: int | None, seed: int) -> lis
     return [rows[int(i)] for i in picks]
 
 
+def _refuse_extended_labels(task: str, labels: Sequence[str]) -> None:
+    """Summed log-likelihood never picks a label that extends another by a mark or a word
+    ('No, but' after 'No'): its sum is the shorter label's plus the log-probabilities of the
+    rest, all negative. Refused rather than run: that label's class would score recall 0
+    whatever the prompt (none of LegalBench's label sets has such a pair; a user's may)."""
+    for short in labels:
+        for long in labels:
+            if long != short and long.startswith(short) and not long[len(short)].isalnum():
+                raise WorkbenchError(
+                    f"task {task!r}: label {long!r} starts with label {short!r}, so --scoring "
+                    f"loglik (summed log-probabilities) never chooses {long!r}: its sum adds "
+                    "only negative terms to the other's; use --scoring loglik-norm (per byte) "
+                    "or generate, or rename one of the labels"
+                )
+
+
 def resolve_trial(
     spec: TrialSpec, catalog: Catalog, lm: LM, *, hand_graded: bool = False
 ) -> ResolvedTrial:
@@ -233,11 +254,13 @@ def resolve_trial(
                 f"log-likelihood scoring needs a label set; task {task.name!r} is "
                 f"{task.spec.task_type}: use --scoring generate"
             )
+        # the labels as shown (a verbalizer's words): what the model's sums are taken over
+        shown = compiled.answer_labels or labels
+        if LOGLIK[spec.scoring] == "sum":
+            _refuse_extended_labels(task.name, shown)
         # a served model's server (and the alignment check its sums pass) and a local
         # model's weights are part of its identity
         lm_identity = loglik_identity(spec.model, lm)
-        # the labels as shown (a verbalizer's words): what the model's sums are taken over
-        shown = compiled.answer_labels or labels
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in shown],

@@ -25,11 +25,9 @@ from promptlib.data import is_empty_answer
 from promptlib.demos import sample_demos
 from promptlib.errors import DataError, VariantError, did_you_mean, first_few
 from promptlib.gold import GOLD_COLUMN, gold_shown, names_gold
-from promptlib.leakage import content_key
 from promptlib.taskmeta import META_FILE, TaskMeta
-from promptlib.tasks import normalize_label
 from promptlib.templates import PLACEHOLDER, fill, parse_prompt
-from promptlib.usertasks.infer import Inferred, infer
+from promptlib.usertasks.infer import Inferred, infer, label_key
 from promptlib.usertasks.read import HubLoader, RawRows, read_rows
 from promptlib.variants import BASE_FILE, DemoRef
 
@@ -143,6 +141,12 @@ def draft_task(
         metric=request.metric,
         where=where,
     )
+    if inferred.labels is not None:
+        # each row's answer as its label is spelled ('yes.' -> 'Yes'): the demonstrations
+        # show one spelling and a class-balanced draw sees one class per label
+        spelled = {label_key(x): x for x in inferred.labels}
+        for r in every:
+            r[GOLD_COLUMN] = spelled[label_key(r[GOLD_COLUMN])]
     train_where = train_raw.where if train_raw is not None else main.where
     if train_given is not None or request.train_fraction is not None:
         if train_given is not None:
@@ -240,6 +244,13 @@ def _check_columns(raw: RawRows, request: TaskRequest) -> None:
             f"column {twice[0]!r} is given two roles (input, answer, slice); give each column "
             "one role"
         )
+    for column in request.inputs:  # each is a {{column}} of the query template
+        m = PLACEHOLDER.fullmatch("{{" + column + "}}")
+        if m is None or m.group(1) != column or any(ch in column for ch in "\r\n\t"):
+            raise DataError(
+                f"{raw.where}: input column {column!r} cannot be a {{{{column}}}} of the prompt "
+                "(braces, line breaks, tabs or spaces at its ends); rename it in the file"
+            )
     for column in [*request.inputs] + ([request.slice_column] if request.slice_column else []):
         if column in RESERVED:
             raise DataError(
@@ -290,7 +301,7 @@ def _clean_rows(raw: RawRows, request: TaskRequest) -> list[Row]:
 
 
 def _refuse_constant(answers: Sequence[str], raw: RawRows | None, request: TaskRequest) -> None:
-    different = {normalize_label(a) for a in answers}
+    different = {label_key(a) for a in answers}
     if len(different) < 2:
         where = raw.where if raw is not None else "the rows (test and --train together)"
         raise DataError(
@@ -305,12 +316,13 @@ def _split(
     rows: list[Row], request: TaskRequest, inferred: Inferred, where: str
 ) -> tuple[list[Row], list[Row]]:
     """(train, test) of one file: `train_fraction` of the rows (of each label, for a label
-    set) drawn with the seed; both in file order."""
+    set) drawn with the seed from the rows in content order, so the same rows in another
+    order give the same split; both in file order."""
     assert request.train_fraction is not None
     rng = np.random.default_rng(request.seed)
     groups: dict[str, list[int]] = {}
-    for n, r in enumerate(rows):
-        key = normalize_label(r[GOLD_COLUMN]) if inferred.labels is not None else ""
+    for n in _content_order(rows, request.inputs):
+        key = label_key(rows[n][GOLD_COLUMN]) if inferred.labels is not None else ""
         groups.setdefault(key, []).append(n)
     picked: set[int] = set()
     for key in sorted(groups):
@@ -339,7 +351,10 @@ def _demos(train: list[Row], request: TaskRequest, inferred: Inferred, where: st
             f"row(s) can give them; lower --demos, or give more train rows"
             + (" (--train-fraction)" if request.train_fraction else "")
         )
-    candidates = [(DemoRef("train", r["index"]), r) for r in train]
+    # drawn from the rows in content order: the same rows in another order give the same
+    # demonstrations
+    ordered = [train[n] for n in _content_order(train, request.inputs)]
+    candidates = [(DemoRef("train", r["index"]), r) for r in ordered]
     try:
         picks = sample_demos(
             candidates, k, request.seed, balanced=inferred.labels is not None, what=where
@@ -358,13 +373,27 @@ def _demos(train: list[Row], request: TaskRequest, inferred: Inferred, where: st
     return [by_index[p.index] for p in picks]
 
 
+def _content_order(rows: Sequence[Row], inputs: Sequence[str]) -> list[int]:
+    """The rows' positions sorted by their content (inputs, then answer), file order on a
+    tie: what a seeded draw walks, so it does not depend on how the file was sorted."""
+    return sorted(
+        range(len(rows)), key=lambda n: (*(rows[n][c] for c in inputs), rows[n][GOLD_COLUMN])
+    )
+
+
+def _input_key(row: Row, inputs: Sequence[str]) -> tuple[str, ...]:
+    """A row's inputs as a reader compares them: spaces collapsed and case set aside (a
+    demonstration 'THE RECIPIENT SHALL...' gives away the answer to 'The Recipient shall...')."""
+    return tuple(" ".join(row[c].split()).casefold() for c in inputs)
+
+
 def _refuse_repeats(rows: list[Row], request: TaskRequest, where: str) -> None:
     """One file split by the command: two rows with the same input could land in train and
     test alike (a demonstration the model is then asked about), so repeats are refused."""
-    seen: dict[tuple[tuple[str, str], ...], str] = {}
+    seen: dict[tuple[str, ...], str] = {}
     pairs = []
     for r in rows:
-        key = content_key(r, request.inputs)
+        key = _input_key(r, request.inputs)
         if key in seen:
             pairs.append((seen[key], r["index"]))
         else:
@@ -373,27 +402,25 @@ def _refuse_repeats(rows: list[Row], request: TaskRequest, where: str) -> None:
         shown = [f"rows {int(a) + 1} and {int(b) + 1}" for a, b in pairs]
         raise DataError(
             f"{where}: {len(pairs)} row(s) repeat another row's input ({first_few(shown, SHOWN)}"
-            ", counted from 1, spaces ignored); one could land in train and the other in test, "
-            "a demonstration the model is then asked about: remove the repeated rows"
+            ", counted from 1, case and spaces ignored); one could land in train and the other in "
+            "test, a demonstration the model is then asked about: remove the repeated rows"
         )
 
 
 def _refuse_crossing(
     train: list[Row], test: list[Row], request: TaskRequest, test_where: str, train_where: str
 ) -> None:
-    """A test row whose inputs equal a train row's (spaces ignored) could be shown as its own
-    demonstration: refused, naming both rows."""
-    keys = {content_key(r, request.inputs): r["index"] for r in train}
-    crossing = [
-        (keys[k], r["index"]) for r in test if (k := content_key(r, request.inputs)) in keys
-    ]
+    """A test row whose inputs equal a train row's (case and spaces ignored) could be shown
+    as its own demonstration: refused, naming both rows."""
+    keys = {_input_key(r, request.inputs): r["index"] for r in train}
+    crossing = [(keys[k], r["index"]) for r in test if (k := _input_key(r, request.inputs)) in keys]
     if crossing:
         shown = [f"test row {int(b) + 1} = train row {int(a) + 1}" for a, b in crossing]
         raise DataError(
             f"{len(crossing)} row(s) are in both train ({train_where}) and test ({test_where}) "
-            f"with the same input ({first_few(shown, SHOWN)}, counted from 1, spaces ignored): "
-            "a model would be shown the answer it is asked for; remove them from one of the "
-            "files"
+            f"with the same input ({first_few(shown, SHOWN)}, counted from 1, case and spaces "
+            "ignored): a model would be shown the answer it is asked for; remove them from one "
+            "of the files"
         )
 
 
@@ -440,9 +467,17 @@ def _base_prompt(
 
 
 def _tsv(columns: Sequence[str], rows: list[Row]) -> str:
-    """A split in LegalBench's TSV dialect (tabs, double quotes), read back by `read_tsv`."""
+    """A split in LegalBench's TSV dialect (tabs, double quotes), read back by `read_tsv`.
+
+    Every field is quoted when one holds a carriage return: the writer leaves a lone
+    carriage return unquoted (its line ends are newlines), and the reader ends a line there."""
     out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t", quotechar='"', lineterminator="\n")
+    if any("\r" in r[c] for r in rows for c in columns):
+        writer = csv.writer(
+            out, delimiter="\t", quotechar='"', lineterminator="\n", quoting=csv.QUOTE_ALL
+        )
+    else:
+        writer = csv.writer(out, delimiter="\t", quotechar='"', lineterminator="\n")
     writer.writerow(columns)
     for r in rows:
         writer.writerow([r[c] for c in columns])

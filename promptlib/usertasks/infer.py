@@ -1,7 +1,8 @@
 """The task type, label set and metric of a user's rows: inferred from the answers, or as the
 user states them (checked against the answers).
 
-Inference, on the answers as LegalBench compares them (`normalize_label`):
+Inference, on the answers as LegalBench compares them (`label_key`: `normalize_label`, with
+spaces inside an answer collapsed, so a doubled or non-breaking space is no other label):
 
 - two different answers: *binary*, those two are the labels;
 - up to `MAX_CLASSES` different answers, each seen twice on average: *multi-class*;
@@ -10,6 +11,11 @@ Inference, on the answers as LegalBench compares them (`normalize_label`):
 
 Each label is written as the rows most often write it. Labels come in a fixed order (Yes
 before No, True before False, else alphabetical), so the same data gives the same task.
+
+Two answers that LegalBench's comparison makes one ('-1' and '1', 'A+' and 'A', '1.5' and
+'15': punctuation is dropped) are refused as labels unless they differ only in case,
+spacing, surrounding quotes or a closing full stop ('Yes', 'yes.'): merged, a three-way
+task would be scored as two-way and a reply '1' counted right for a '-1' row.
 """
 
 from __future__ import annotations
@@ -65,6 +71,14 @@ class Inferred:
         return f"{what}; metric {_METRIC_WORDS[self.metric]}"
 
 
+def label_key(answer: str) -> str:
+    """An answer as labels are told apart: LegalBench's comparison (`normalize_label`) with
+    the spaces inside it collapsed. 'Not applicable' written with a non-breaking or a doubled
+    space (a copy from a web page, a typo) was another label, a binary task a 3-way one, and
+    a reply 'Not applicable' wrong on those rows; the rows are then spelled as the label."""
+    return " ".join(normalize_label(answer).split())
+
+
 def metric_name(raw: str) -> str:
     """A metric as the user wrote it (f1, balanced-accuracy, ...) -> its canonical name."""
     key = raw.strip().lower()
@@ -79,7 +93,7 @@ def metric_name(raw: str) -> str:
 def parse_labels(raw: str) -> tuple[str, ...]:
     """``--labels "Yes,No"`` -> ('Yes', 'No'), checked (no empty or repeated label)."""
     items = tuple(x.strip() for x in raw.split(","))
-    empty = [x for x in items if not normalize_label(x)]
+    empty = [x for x in items if not label_key(x)]
     if empty or len(items) < 2:
         raise DataError(
             f"--labels {raw!r}: give at least two labels, comma-separated, none empty or only "
@@ -87,12 +101,12 @@ def parse_labels(raw: str) -> tuple[str, ...]:
         )
     seen: dict[str, str] = {}
     for x in items:
-        if normalize_label(x) in seen:
+        if label_key(x) in seen:
             raise DataError(
-                f"--labels {raw!r}: {seen[normalize_label(x)]!r} and {x!r} are one label once "
+                f"--labels {raw!r}: {seen[label_key(x)]!r} and {x!r} are one label once "
                 "case and punctuation are dropped (as replies are compared); give each once"
             )
-        seen[normalize_label(x)] = x
+        seen[label_key(x)] = x
     return items
 
 
@@ -101,18 +115,39 @@ def _surface_forms(answers: Sequence[str]) -> dict[str, str]:
     counts = Counter(answers)
     forms: dict[str, str] = {}
     for a in dict.fromkeys(answers):
-        key = normalize_label(a)
+        key = label_key(a)
         if key not in forms or counts[a] > counts[forms[key]]:
             forms[key] = a
     return forms
 
 
+def _spelling(answer: str) -> str:
+    """An answer as a person reads it, case, spacing, surrounding quotes and a closing full
+    stop (or ! ?) set aside: two answers equal here are one label written two ways."""
+    return " ".join(answer.split()).casefold().strip("\"'`").rstrip(".!?").strip()
+
+
+def _refuse_merged(answers: Sequence[str], labels: Sequence[str], where: str) -> None:
+    """Refuse an answer that the comparison (`label_key`) makes one with a label it
+    does not merely respell: the metric could not tell the two apart."""
+    by_key = {label_key(x): x for x in labels}
+    for a in dict.fromkeys(answers):
+        label = by_key.get(label_key(a))
+        if label is not None and _spelling(a) != _spelling(label):
+            raise DataError(
+                f"{where}: answers {label!r} and {a!r} are one label once punctuation and "
+                "case are dropped, as replies are compared (LegalBench's normalisation), so "
+                "no score could tell them apart; write them one way, or rename one of them "
+                "(e.g. 'minus 1', 'A plus')"
+            )
+
+
 def label_order(labels: Sequence[str]) -> tuple[str, ...]:
     """Yes before No and True before False; any other set alphabetically (case-blind)."""
-    keys = sorted(normalize_label(x) for x in labels)
+    keys = sorted(label_key(x) for x in labels)
     for pos, neg in _POSITIVE_FIRST:
         if keys == sorted([pos, neg]):
-            by = {normalize_label(x): x for x in labels}
+            by = {label_key(x): x for x in labels}
             return (by[pos], by[neg])
     return tuple(sorted(labels, key=lambda x: (x.casefold(), x)))
 
@@ -142,15 +177,19 @@ def infer(
             )
         if kind == "binary" and len(labels) != 2:
             raise DataError(f"--type binary needs two labels, but --labels gives {len(labels)}")
-        given = {normalize_label(x) for x in labels}
+        given = {label_key(x) for x in labels}
         stray = [forms[k] for k in forms if k not in given]
         if stray:
             raise DataError(
                 f"{where} holds {len(stray)} answer(s) not in --labels ({', '.join(labels)}): "
                 f"{first_few([repr(x) for x in stray])}; add them to --labels or fix those rows"
             )
+        _refuse_merged(answers, labels, where)
         return Inferred(kind, tuple(labels), _metric(metric, kind), "as --labels gives")
     n_labels = len(forms)
+    few = n_labels == 2 or (n_labels <= MAX_CLASSES and len(answers) >= 2 * n_labels)
+    if task_type in _CLASSIFICATION or (task_type is None and few):  # a label set
+        _refuse_merged(answers, list(forms.values()), where)
     if task_type in _CLASSIFICATION:
         if task_type == "binary" and n_labels != 2:
             raise DataError(
@@ -168,7 +207,7 @@ def infer(
         return Inferred(task_type, None, _metric(metric, task_type), "as --type says")
     if n_labels == 2:
         kind = "binary"
-    elif n_labels <= MAX_CLASSES and len(answers) >= 2 * n_labels:
+    elif few:
         kind = "multi-class"
     else:
         found = sum(_inside(a, text) for a, text in zip(answers, inputs, strict=True))

@@ -3,7 +3,8 @@ the `datasets` library, every value turned into a string (None where the value i
 
 CSV cells are read as text, never as numbers ("007" stays "007"), and only an empty cell is
 missing ("NA" or "None" is text, as a label may be). JSON values that are not strings are
-written as JSON ("1", "true"); a null is missing. `datasets` caches what it reads: a file is
+written as JSON ("1", "true"), a whole number stored as a float as the whole number (1.0 is
+"1"); a null is missing. `datasets` caches what it reads: a file is
 read with a temporary cache, removed afterwards, so nothing is left behind.
 """
 
@@ -177,6 +178,10 @@ def _text(value: Any) -> Value:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        # a column of whole numbers stored as floats (pandas does, once a value was missing):
+        # 1.0 would be a label '1.0', which the comparison reads as '10', so a reply '1' missed
+        return str(int(value))
     if isinstance(value, int | float):
         return str(value)
     return json.dumps(value, ensure_ascii=False, default=str)

@@ -3,8 +3,12 @@ every bad input is refused with the file, the column and what to do, nothing wri
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,7 @@ from promptlib.leakage import evaluation_rows
 from promptlib.render import compile_prompt
 from promptlib.taskmeta import DEFAULT_TASKS_DIR, META_FILE, read_meta
 from promptlib.tasks import Catalog
-from promptlib.usertasks.build import TaskRequest, draft_task
+from promptlib.usertasks.build import TaskDraft, TaskRequest, draft_task
 from promptlib.usertasks.check import check_draft
 from promptlib.usertasks.infer import parse_labels
 from promptlib.usertasks.read import read_rows
@@ -140,6 +144,20 @@ def test_values_are_text_as_written(tmp_path: Path) -> None:
     assert list(read_rows(str(jpath)).rows) == [{"a": "1", "b": "true"}, {"a": "2", "b": None}]
 
 
+def test_whole_numbers_stored_as_floats_are_whole_numbers(tmp_path: Path) -> None:
+    """A Parquet label column of 1.0 and 0.0 (pandas stores 0/1 so once a value was missing)
+    made the labels '1.0' and '0.0', which the comparison reads as '10' and '00': a reply
+    '1' was scored wrong on every row."""
+    rows = [{"t": f"clause number {i}", "a": float(i % 2)} for i in range(20)]
+    draft = draft_task(
+        _request(write_parquet(tmp_path / "f.parquet", rows), inputs=("t",), answer="a",
+                 slice_column=None, demos=0), LEGALBENCH,
+    )  # fmt: skip
+    assert draft.inferred.labels == ("0", "1")
+    mixed = write_jsonl(tmp_path / "m.jsonl", [{"a": 2}, {"a": 0.5}, {"a": 3.0}])
+    assert [r["a"] for r in read_rows(str(mixed)).rows] == ["2", "0.5", "3"]
+
+
 def test_tsvs_keep_tabs_quotes_and_newlines(tmp_path: Path) -> None:
     rows = clauses(20)
     rows[3]["clause_text"] = 'He said "stop"\tthen\nleft; the Recipient shall not tell anyone.'
@@ -149,6 +167,19 @@ def test_tsvs_keep_tabs_quotes_and_newlines(tmp_path: Path) -> None:
         r["clause_text"] for s in ("train", "test") for r in read_tsv(folder / f"{s}.tsv").rows
     }
     assert rows[3]["clause_text"] in texts
+
+
+def test_tsvs_keep_a_carriage_return(tmp_path: Path) -> None:
+    """A lone '\r' in a cell (JSON "\r", an old Mac export) was written unquoted and read
+    back as a line end: the task was refused as 'does not read back as written'."""
+    rows = clauses(20)
+    rows[5]["clause_text"] = "The Recipient shall not\rdisclose the pricing schedule."
+    rows[6]["kind"] = "nda\r"  # the last column: read back as 'nda', silently
+    path = write_jsonl(tmp_path / "cr.jsonl", rows)
+    folder = _make(tmp_path, _request(path, demos=0))
+    back = [r for s in ("train", "test") for r in read_tsv(folder / f"{s}.tsv").rows]
+    assert {r["clause_text"] for r in back} == {r["clause_text"] for r in rows}
+    assert {r["kind"] for r in back} == {r["kind"] for r in rows}
 
 
 # ---- inference ---------------------------------------------------------------------------------
@@ -212,6 +243,94 @@ def test_stated_labels_are_kept_and_checked(tmp_path: Path, csv_file: Path) -> N
         draft_task(_request(csv_file, metric="f1", task_type="generation"), LEGALBENCH)
 
 
+def _scored(answers: list[str], tmp_path: Path, **kw: object) -> TaskRequest:
+    rows = [{"t": f"clause number {i}", "a": answers[i % len(answers)]} for i in range(30)]
+    path = write_csv(tmp_path / "scored.csv", rows)
+    return _request(
+        path, **{"inputs": ("t",), "answer": "a", "slice_column": None, "demos": 0, **kw}
+    )
+
+
+@pytest.mark.parametrize(
+    ("answers", "pair", "given"),
+    [(["-1", "0", "1"], "'-1' and '1'", "1,0"), (["A+", "A", "B"], "'A+' and 'A'", "A,B"),
+     (["1.5", "15", "2"], "'1.5' and '15'", "15,2")],
+)  # fmt: skip
+def test_labels_the_comparison_cannot_tell_apart_are_refused(
+    tmp_path: Path, answers: list[str], pair: str, given: str
+) -> None:
+    """'-1', '0' and '1' became a binary task ('-1', '0'): every '1' row was scored as '-1',
+    and a reply '1' counted right on a '-1' row (punctuation is dropped before comparing)."""
+    with pytest.raises(DataError, match=re.escape(f"answers {pair} are one label once punct")):
+        draft_task(_scored(answers, tmp_path), LEGALBENCH)
+    with pytest.raises(DataError, match="one label once punctuation"):
+        draft_task(_scored(answers, tmp_path, labels=parse_labels(given)), LEGALBENCH)
+    # free text is not a label set: exact match compares them as LegalBench does, no refusal
+    ext = draft_task(_scored(answers, tmp_path, task_type="generation"), LEGALBENCH)
+    assert ext.inferred.labels is None
+
+
+def test_a_label_with_a_doubled_or_non_breaking_space_is_the_same_label(tmp_path: Path) -> None:
+    """'Not applicable' with a non-breaking space (copied from a web page) or a doubled one
+    was another label: a binary task became 4-way, with three labels that look alike, and a
+    reply 'Not applicable' was wrong on those rows."""
+    answers = ["Applicable", "Not applicable", "Not\xa0applicable", "Not  applicable"]
+    draft = draft_task(_scored(answers * 2, tmp_path), LEGALBENCH)
+    assert (draft.inferred.task_type, draft.inferred.labels) == (
+        "binary",
+        ("Applicable", "Not applicable"),
+    )
+    rows = _tsv_rows(draft.text("test.tsv"))
+    assert {r["answer"] for r in rows} == {"Applicable", "Not applicable"}
+
+
+def _tsv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+
+
+def test_a_label_written_two_ways_is_one_label_spelled_one_way(tmp_path: Path) -> None:
+    """'yes.' and 'YES' are the label 'Yes': the TSVs and the demonstrations spell it so (a
+    class-balanced draw grouped them as three classes)."""
+    draft = draft_task(
+        _scored(["Yes", "No", "Yes", "No", "yes.", " NO"], tmp_path, demos=4), LEGALBENCH
+    )
+    assert draft.inferred.labels == ("Yes", "No")
+    answers = {r.split("\t")[-1] for r in draft.text("test.tsv").splitlines()[1:]}
+    assert answers == {"Yes", "No"}
+    shown = [line for line in draft.text("base_prompt.txt").splitlines() if line.startswith("A: ")]
+    assert sorted(shown) == ["A: No", "A: No", "A: Yes", "A: Yes"]
+
+
+def _split_content(draft: TaskDraft) -> tuple[set[str], set[str], str]:
+    """(test texts, train texts, the demonstrations' block of base_prompt.txt)."""
+    texts = {
+        s: {r["clause_text"] for r in csv.DictReader(io.StringIO(draft.text(f"{s}.tsv")),
+                                                      delimiter="\t")}
+        for s in ("test", "train")
+    }  # fmt: skip
+    return texts["test"], texts["train"], draft.text("base_prompt.txt")
+
+
+@pytest.mark.parametrize("how", ["fraction", "demos only", "train file"])
+def test_the_split_and_demonstrations_do_not_depend_on_row_order(tmp_path: Path, how: str) -> None:
+    """The same rows sorted another way (by the spreadsheet, say) gave another test set and
+    other demonstrations for the same seed: a task's score depended on the file's order."""
+    rows = clauses(60)
+    shuffled = rows[:]
+    random.Random(5).shuffle(shuffled)
+    drafts = []
+    for n, order in enumerate((rows, shuffled)):
+        if how == "train file":  # the test file as it is, the train file in either order
+            main = write_csv(tmp_path / f"test{n}.csv", rows[:40])
+            train = write_csv(tmp_path / f"train{n}.csv", [r for r in order if r in rows[40:]])
+            request = _request(main, train_source=str(train))
+        else:
+            fraction = 0.3 if how == "fraction" else None
+            request = _request(write_csv(tmp_path / f"rows{n}.csv", order), train_fraction=fraction)
+        drafts.append(draft_task(request, LEGALBENCH))
+    assert _split_content(drafts[0]) == _split_content(drafts[1])
+
+
 # ---- refusals ----------------------------------------------------------------------------------
 def _refused(tmp_path: Path, request: TaskRequest, match: str) -> str:
     with pytest.raises(DataError, match=match) as e:
@@ -265,6 +384,22 @@ def test_refuses_rows_in_both_train_and_test(tmp_path: Path) -> None:
     _refused(tmp_path, _request(dup, train_fraction=0.3), r"repeat another row's input")
 
 
+def test_rows_differing_only_in_case_are_one_input(tmp_path: Path) -> None:
+    """A demonstration 'THE RECIPIENT SHALL NOT...' answers the test row 'The Recipient shall
+    not...': case-only repeats passed both checks, a leak the model is then asked about."""
+    rows = clauses(40)
+    loud = {**rows[7], "clause_text": rows[7]["clause_text"].upper()}
+    test = write_csv(tmp_path / "test.csv", rows[:30])
+    train = write_csv(tmp_path / "train.csv", [*rows[30:], loud])
+    msg = _refused(
+        tmp_path, _request(test, train_source=str(train)), r"1 row\(s\) are in both train"
+    )
+    assert "test row 8 = train row 11" in msg and "case and spaces ignored" in msg
+    dup = write_csv(tmp_path / "dup.csv", [*rows[:20], {**rows[3], "clause_text": rows[3][
+        "clause_text"].lower()}])  # fmt: skip
+    _refused(tmp_path, _request(dup), r"repeat another row's input \(rows 4 and 21")
+
+
 def test_refuses_a_legalbench_name(tmp_path: Path, csv_file: Path) -> None:
     _refused(tmp_path, _request(csv_file, name="hearsay"), "is a LegalBench task already")
     _refused(tmp_path, _request(csv_file, name="../evil"), "use letters, digits")
@@ -305,6 +440,18 @@ def test_refuses_unknown_columns_with_did_you_mean(tmp_path: Path, csv_file: Pat
     _refused(tmp_path, _request(csv_file, inputs=("clause",)), "did you mean 'clause_text'")
     _refused(tmp_path, _request(csv_file, slice_column="kinds"), "did you mean 'kind'")
     _refused(tmp_path, _request(csv_file, inputs=("restricts",)), "given two roles")
+
+
+@pytest.mark.parametrize("column", ["{{x}}", "a}b", " padded ", "two\nlines"])
+def test_refuses_an_input_column_no_template_can_name(tmp_path: Path, column: str) -> None:
+    """A column named '{{x}}' became the query's '{{{{x}}}}': refused only after writing, as
+    'does not read back as written ... please report this'."""
+    rows = [{column: r["clause_text"], "restricts": r["restricts"]} for r in clauses(20)]
+    path = write_jsonl(tmp_path / "odd.jsonl", rows)
+    _refused(
+        tmp_path, _request(path, inputs=(column,), slice_column=None),
+        f"input column {re.escape(repr(column))} cannot be a {{{{column}}}} of the prompt",
+    )  # fmt: skip
 
 
 def test_refuses_an_input_that_is_the_answer(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ ONE_STRATUM = (
     "sara_numeric_within_10pct",
     "citation_open_contains",
     "definition_extraction_stemmed_match",
+    "exact_match",  # a user task's (`workbench task new`): one hit per row, like these
 )
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]

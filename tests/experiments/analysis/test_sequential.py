@@ -82,6 +82,20 @@ def test_f1_metrics_are_refused_with_the_fixed_design_named() -> None:
         PairedSequence("ssla_f1", ["a", "b"])
     with pytest.raises(WorkbenchError, match="unknown metric"):
         PairedSequence("f2", ["a", "b"])
+    with pytest.raises(NotSequential, match="fixed design"):
+        PairedSequence("macro_f1", ["a", "b"])
+
+
+def test_exact_match_is_a_share_of_rows() -> None:
+    """A user task's exact_match is one hit per row: it was refused as 'not a mean of
+    per-row terms', so no own extraction task could run a sequential design."""
+    seq = PairedSequence("exact_match", [f"span {i}" for i in range(400)])
+    look = None
+    for _ in range(40):
+        look = seq.update([True] * 10, [False] * 10)
+        if look.decision != "continue":
+            break
+    assert look is not None and look.decision == "A" and look.n_rows < 100
 
 
 def test_a_clear_winner_stops_early_with_a_interval_above_zero() -> None:

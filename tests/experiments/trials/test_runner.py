@@ -427,3 +427,59 @@ def test_spent_prices_the_calls_made_not_the_cached_rows(catalog: Catalog, tmp_p
     again = run_trial(spec, catalog, PricedLM(), cache=cache)
     assert again.model_calls == 0 and again.spent == 0.0
     assert again.cost == pytest.approx(0.01)  # the trial's answers keep their price
+
+
+def test_summed_loglik_refuses_a_label_that_extends_another(tmp_path: Path) -> None:
+    """A user task's labels 'No' and 'No, but': under summed log-likelihood 'No, but' scores
+    'No' plus negative terms, so it was never chosen (local/smollm2: 0 of 5 rows, 2 of 5 per
+    byte) and its class scored recall 0 with no sign; per byte it can win, so that runs."""
+    from promptlib.errors import WorkbenchError
+    from promptlib.usertasks.build import TaskRequest, draft_task
+    from promptlib.usertasks.source import UserTaskSource
+    from promptlib.usertasks.write import write_task
+    from tests.usertask_data import write_csv
+
+    answers = ["No", "No, but", "Yes"]
+    rows = [{"text": f"clause number {i}", "label": answers[i % 3]} for i in range(30)]
+    data = write_csv(tmp_path / "rows.csv", rows)
+    request = TaskRequest(
+        name="hedged", source=str(data), inputs=("text",), answer="label",
+        instruction="Does the clause restrict disclosure?", demos=0,
+    )  # fmt: skip
+    write_task(tmp_path / "tasks", "hedged", draft_task(request, ()).files, False)
+    catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
+    assert catalog.task("hedged").spec.labels == ("No", "No, but", "Yes")
+    spec = TrialSpec(task="hedged", variant=parse_spec("base"), model="scripted/lm", limit=3)
+    with pytest.raises(WorkbenchError, match=r"label 'No, but' starts with label 'No'"):
+        resolve_trial(dataclasses.replace(spec, scoring="loglik"), catalog, ScriptedLM())
+    resolved = resolve_trial(
+        dataclasses.replace(spec, scoring="loglik-norm"), catalog, ScriptedLM()
+    )
+    assert resolved.decoding["continuations"] == [" No", " No, but", " Yes"]
+
+
+def test_a_user_free_text_task_has_room_for_its_longest_answer(tmp_path: Path) -> None:
+    """A user's generation task with answers of ~300 characters had the 64-token budget of
+    LegalBench's: every reply was cut below the answer's length, so no row could ever match
+    (exact match 0 whatever the model), and nothing said so."""
+    from experiments.trials.spec import decoding_for
+    from promptlib.usertasks.build import TaskRequest, draft_task
+    from promptlib.usertasks.source import UserTaskSource
+    from promptlib.usertasks.write import write_task
+    from tests.usertask_data import write_csv
+
+    long_answer = "The supplier shall deliver the goods, insure them and keep records " * 4
+    for name, answer in (("long_summaries", long_answer.strip()), ("short_summaries", "ok")):
+        rows = [{"text": f"clause number {i}", "summary": f"{answer} {i}"} for i in range(20)]
+        request = TaskRequest(
+            name=name, source=str(write_csv(tmp_path / f"{name}.csv", rows)), inputs=("text",),
+            answer="summary", instruction="Summarise the clause.", task_type="generation",
+            demos=0,
+        )  # fmt: skip
+        write_task(tmp_path / "tasks", name, draft_task(request, ()).files, False)
+    catalog = Catalog(UserTaskSource(tmp_path / "tasks"))
+    spec = catalog.task("long_summaries").spec
+    assert spec.longest_answer == len(long_answer.strip()) + 3 and spec.longest_answer > 250
+    assert decoding_for(spec, "chat").max_tokens == spec.longest_answer // 2 + 8
+    # short answers keep LegalBench's budget (and so the trial ids they had)
+    assert decoding_for(catalog.task("short_summaries").spec, "chat").max_tokens == 64
