@@ -15,7 +15,10 @@ Which arm is A:
 - a pooled effect of an axis (``instruction: reference − description``) takes as A the level
   listed first, unless a declared pair contrasts exactly these two levels of that axis (and
   no other axis): then the declared order, so the pooled effect has the sign of that pair's
-  row in the comparisons table (`LevelOrder`).
+  row in the comparisons table (`LevelOrder`); else the order of the first pair of listed
+  variants that contrasts these two levels alone (the first row `all_pairs` makes of them),
+  which on a full grid is the level listed first, and where the variants are not a full grid
+  (an import's) is still the sign of a row of the table.
 """
 
 from __future__ import annotations
@@ -72,18 +75,20 @@ class LevelOrder:
     def of(cls, variants: Iterable[str], pairs: Sequence[tuple[str, str]] = ()) -> LevelOrder:
         """From the variants in the study's order and the pairs the user declared."""
         rank: dict[str, dict[str, int]] = {}
-        for name in variants:
+        listed = list(dict.fromkeys(variants))
+        for name in listed:
             for axis, level in _axes(name).items():
                 levels = rank.setdefault(axis, {})
                 levels.setdefault(level, len(levels))
         declared: dict[tuple[str, frozenset[str]], tuple[str, str]] = {}
-        for a, b in pairs:
+        for a, b in [*pairs, *_one_axis_pairs(listed)]:
             xa, xb = _axes(a), _axes(b)
             differ = [k for k in dict.fromkeys([*xa, *xb]) if xa.get(k) != xb.get(k)]
             if len(differ) == 1 and differ[0] in xa and differ[0] in xb:
                 axis = differ[0]
                 # the first declaration of two levels wins (a later reversed one is a pair
-                # of its own in the table, and cannot turn the pooled effect around)
+                # of its own in the table, and cannot turn the pooled effect around); after
+                # the declared pairs, the listed variants' own pairs (`_one_axis_pairs`)
                 declared.setdefault((axis, frozenset((xa[axis], xb[axis]))), (xa[axis], xb[axis]))
         return cls(rank, declared)
 
@@ -99,3 +104,25 @@ class LevelOrder:
         """Where `level` is listed among its axis's levels (one not listed: after, by name),
         to sort contrasts in the study's order."""
         return (self.rank.get(axis, {}).get(level, math.inf), level)
+
+
+def _one_axis_pairs(variants: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs `all_pairs` makes of `variants` that differ in one axis only, in its order.
+
+    Why: where the variants are not a full grid (an import's, in name order) the level listed
+    first overall can be the later one in every pair of variants that contrasts the two
+    levels alone (``fmt=1,instr=b``, ``fmt=2,instr=a``, ``fmt=2,instr=b``: the table's row
+    is ``instr=a`` − ``instr=b``); the pooled effect takes that row's sign. On a full grid
+    (a spec's axes) this is the order of the levels as listed."""
+    parsed = [_axes(v) for v in variants]
+    found: list[tuple[int, int]] = []
+    for axis in dict.fromkeys(k for x in parsed for k in x):
+        cells: dict[tuple[tuple[str, str], ...], list[int]] = {}
+        for i, x in enumerate(parsed):
+            if axis in x:
+                rest = tuple(sorted((k, v) for k, v in x.items() if k != axis))
+                cells.setdefault(rest, []).append(i)
+        for members in cells.values():
+            found += [(i, j) for i, j in itertools.combinations(members, 2)
+                      if parsed[i][axis] != parsed[j][axis]]  # fmt: skip
+    return [(variants[i], variants[j]) for i, j in sorted(set(found))]

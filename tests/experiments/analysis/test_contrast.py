@@ -50,3 +50,39 @@ def test_a_declared_pair_of_one_axis_orients_its_pooled_effect() -> None:
     assert (c.a, c.b) == ("reference", "description")
     # names that are not axis=level pairs (an import) orient nothing and break nothing
     assert LevelOrder.of(["gpt prompt v1", "v2"], [("gpt prompt v1", "v2")]).rank == {}
+
+
+def test_a_pooled_effect_of_variants_not_a_full_grid_has_the_table_rows_sign() -> None:
+    """An import's variants in name order: ``instr=b`` is listed first overall (fmt=1 has only
+    b), but the only pair contrasting the two levels alone is (fmt=2,instr=a; fmt=2,instr=b),
+    so the table's row is a − b and the pooled effect must be a − b too (it said b − a)."""
+    variants = ["fmt=1,instr=b", "fmt=2,instr=a", "fmt=2,instr=b"]
+    row = next(c for c in all_pairs(variants) if {c.a, c.b} == set(variants[1:]))
+    assert (row.a, row.b) == ("fmt=2,instr=a", "fmt=2,instr=b")
+    order = LevelOrder.of(variants)
+    assert order.contrast("instr", "b", "a") == Contrast("a", "b")
+    # a declared pair still wins over the listed order
+    declared = LevelOrder.of(variants, [("fmt=2,instr=b", "fmt=2,instr=a")])
+    assert declared.contrast("instr", "a", "b") == Contrast("b", "a")
+    # a full grid: the level listed first, as before, whatever the axis order
+    grid = ["x=2,y=q", "x=2,y=p", "x=1,y=q", "x=1,y=p"]
+    assert LevelOrder.of(grid).contrast("y", "p", "q") == Contrast("q", "p")
+    assert LevelOrder.of(grid).contrast("x", "1", "2") == Contrast("2", "1")
+
+
+def test_a_pooled_effect_of_an_import_like_order_agrees_with_the_tables_sign() -> None:
+    """End to end: the sensitivity report's pooled effect of instr over two tasks whose
+    variants are not a full grid is a − b, its per-task effects the score differences."""
+    from experiments.analysis import sensitivity as S
+    from tests.experiments.analysis.test_sensitivity import _trial
+
+    hits = {"fmt=1,instr=b": [1, 0] * 10, "fmt=2,instr=a": [1] * 16 + [0] * 4,
+            "fmt=2,instr=b": [1] * 8 + [0] * 12}  # fmt: skip
+    trials = [_trial(t, "m", v, h) for t in ("t1", "t2") for v, h in hits.items()]
+    rep = S.sensitivity_report(trials, n_resamples=200, order=list(hits))
+    (row,) = [r for r in rep["meta_analysis"] if r["axis"] == "instr"]
+    assert (row["a"], row["b"]) == ("instr=a", "instr=b")
+    by = {(t.task, t.variant): float(t.score or 0.0) for t in trials}
+    for task, effect in zip(row["tasks"], row["effects"], strict=True):
+        assert effect == pytest.approx(by[(task, "fmt=2,instr=a")] - by[(task, "fmt=2,instr=b")])
+    assert row["pooled"] > 0
