@@ -697,7 +697,13 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
     width = max(6.0, 1.6 + 0.55 * len(variants))
     show = short_names(variants)
     key = _key_entries(show.key(), width)
-    ticks = [show(v) if key else _short_variant(v) for v in variants]
+    # levels alone (``reference · 0``, the axes in the axis label) only where every variant
+    # has the same axes and the levels tell them apart: ``shots=1`` and ``cot=1`` (an
+    # import's) were two columns both ticked ``1``
+    plain = [_short_variant(v) for v in variants]
+    same_axes = len({tuple(_axes(v)) for v in variants}) == 1
+    by_level = not key and same_axes and len(set(plain)) == len(plain)
+    ticks = plain if by_level else [show(v) for v in variants]
     fig, axes = plt.subplots(
         len(models), 1,
         figsize=(width, 1.0 + (0.45 * max(1, len(tasks)) + 2.2) * len(models) + _key_height(key)),
@@ -710,7 +716,7 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
             if r["model"] == model:
                 for v, s in r["scores"].items():
                     grid[tasks.index(r["task"]), variants.index(v)] = s
-        ax.set_xlabel(f"variant ({_variant_axes(variants)})")
+        ax.set_xlabel(f"variant ({_variant_axes(variants)})" if by_level else "variant")
         ax.set_ylabel("task")
         ax.set_title(f"Score of each prompt variant — {model}", fontsize=10)
         if not tasks:

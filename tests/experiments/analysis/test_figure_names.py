@@ -212,3 +212,22 @@ def test_the_forest_key_lists_only_what_its_headings_shorten() -> None:
         f"nda_disclosure_plain=instruction_file={plain}",
         f"nda_disclosure_checklist=instruction_file={checklist}",
     ]
+
+
+def test_heatmap_columns_of_variants_with_different_axes_are_told_apart() -> None:
+    """An import's ``shots=1`` and ``cot=1``: the heatmap ticked both columns ``1`` (the levels
+    alone, the axes of the first name in the axis label); each column now names its variant."""
+    from experiments.analysis.figures import sensitivity_heatmap
+
+    scores = {"shots=1": 0.4, "cot=1": 0.8, "shots=2": 0.6}
+    row = {"model": "m", "task": "t", "metric": "balanced_accuracy", "scores": scores}
+    fig = sensitivity_heatmap({"per_task": [row], "variants": list(scores)})
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == list(scores)
+    assert fig.axes[0].get_xlabel() == "variant"
+    # the same axes everywhere: the levels alone, the axis named once
+    same = {"instruction=a,seed=0": 0.4, "instruction=b,seed=0": 0.8}
+    row = {**row, "scores": same}
+    fig = sensitivity_heatmap({"per_task": [row], "variants": list(same)})
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a · 0", "b · 0"]
+    assert fig.axes[0].get_xlabel() == "variant (instruction, seed)"
