@@ -575,18 +575,36 @@ def variance_share_figure(report: Mapping[str, Any]) -> Any:
     return fig
 
 
-def _forest_names(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, ShortNames], list[str]]:
-    """Per axis, the short forms of its levels; and the key's entries (axis-prefixed when
-    more than one axis has abbreviated levels)."""
+def _drawn_key(show: ShortNames, drawn: Sequence[str]) -> list[tuple[str, str]]:
+    """`show`'s key (`ShortNames.key`) cut to the names the figure draws."""
+    return [(s, full) for (s, full), n in zip(show.key(), _abbreviated(show), strict=True)
+            if n in drawn]  # fmt: skip
+
+
+def _abbreviated(show: ShortNames) -> list[str]:
+    """The full names `ShortNames.key` lists, in its order."""
+    return [n for n, s in show.short.items() if s != n]
+
+
+def _forest_names(
+    rows: Sequence[Mapping[str, Any]], variants: Sequence[str] = ()
+) -> tuple[dict[str, ShortNames], list[str]]:
+    """Per axis, the short forms of its levels (numbered over the levels of every variant of
+    the study, `variants`, as the other figures number them); and the key's entries
+    (axis-prefixed when more than one axis has abbreviated levels)."""
     levels: dict[str, list[str]] = {}  # per axis, its levels as names: ``axis=level``
     for r in rows:
         for side in ("a", "b"):
             levels.setdefault(str(r["axis"]), []).append(str(r[side]))
+    study: dict[str, list[str]] = {}
+    for v in variants:
+        for axis, level in _axes(v).items():
+            study.setdefault(axis, []).append(f"{axis}={level}")
     # one axis each: shortened as the comparison figure shortens one-axis variant names
-    show = {axis: short_names(names) for axis, names in levels.items()}
+    show = {axis: short_names([*study.get(axis, ()), *names]) for axis, names in levels.items()}
     # a level drawn as itself (the heading names its axis) needs no line in the key
     listed = {
-        axis: [(s, full) for s, full in names.key() if full != f"{axis}={s}"]
+        axis: [(s, full) for s, full in _drawn_key(names, levels[axis]) if full != f"{axis}={s}"]
         for axis, names in show.items()
     }
     abbreviated = [axis for axis, entries in listed.items() if entries]
@@ -616,7 +634,7 @@ def forest_figure(report: Mapping[str, Any]) -> Any:
     rows = list(report.get("meta_analysis") or [])
     z = float(norm.ppf(0.975))
     metrics = sorted({str(r["metric"]) for r in rows})  # pooled only within one metric
-    show, key = _forest_names(rows)
+    show, key = _forest_names(rows, list(report.get("variants") or ()))
     labels: list[str] = []
     n_lines = sum(len(r["tasks"]) + 2 for r in rows)
     fig, ax = plt.subplots(
@@ -695,8 +713,10 @@ def sensitivity_heatmap(report: Mapping[str, Any]) -> Any:
     listed = [v for v in report.get("variants") or () if v in seen]
     variants = listed + [v for v in seen if v not in listed]
     width = max(6.0, 1.6 + 0.55 * len(variants))
-    show = short_names(variants)
-    key = _key_entries(show.key(), width)
+    # numbered over every variant of the study, as the comparison figure numbers them: a
+    # variant no task scored (incomplete everywhere) is not drawn but keeps its number
+    show = short_names([*(report.get("variants") or ()), *variants])
+    key = _key_entries(_drawn_key(show, variants), width)
     # levels alone (``reference · 0``, the axes in the axis label) only where every variant
     # has the same axes and the levels tell them apart: ``shots=1`` and ``cot=1`` (an
     # import's) were two columns both ticked ``1``

@@ -231,3 +231,28 @@ def test_heatmap_columns_of_variants_with_different_axes_are_told_apart() -> Non
     fig = sensitivity_heatmap({"per_task": [row], "variants": list(same)})
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a · 0", "b · 0"]
     assert fig.axes[0].get_xlabel() == "variant (instruction, seed)"
+
+
+def test_a_variant_no_task_scored_keeps_its_number_in_every_figure() -> None:
+    """Six long-stem files (V1..V6) and V2 incomplete everywhere: the comparison figure
+    draws it (n/a) as V2, but the heatmap and forest numbered only what they drew, so their
+    V2 was the study's V3. Now V3 is V3 in every figure, and each key lists what it draws."""
+    from experiments.analysis.figures import forest_figure, sensitivity_heatmap
+
+    full = [f"instruction_file={p}" for p in _paths(True)]
+    scored = [v for v in full if v != full[1]]
+    row = {"model": "m", "task": "t", "metric": "accuracy",
+           "scores": {v: 0.5 + 0.05 * j for j, v in enumerate(scored)}}  # fmt: skip
+    fig = sensitivity_heatmap({"per_task": [row], "variants": full})
+    columns = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert columns == ["V1", "V3", "V4", "V5", "V6"]
+    (key,) = fig.legends
+    lines = ["".join(t.get_text().split()) for t in key.get_texts()]
+    assert lines == [f"V{i + 1}={full[i]}" for i in (0, 2, 3, 4, 5)]
+    meta = {**_meta("instruction_file", "x", "y"), "a": full[0], "b": full[2]}
+    fig = forest_figure({"meta_analysis": [meta], "variants": full})
+    heads = [t.get_text() for t in fig.axes[0].get_yticklabels() if "[m]" in t.get_text()]
+    assert heads == ["instruction_file: V1 − V3  [m]"]
+    (key,) = fig.legends
+    lines = ["".join(t.get_text().split()) for t in key.get_texts()]
+    assert lines == [f"V1={full[0]}", f"V3={full[2]}"]
