@@ -59,6 +59,7 @@ def _runner(hits: dict[str, list[bool]]) -> Any:
             cost=None,
             spent=None,
             complete=True,
+            spec=SimpleNamespace(scoring="generate"),  # the cost counts a generated row's tokens
         )
 
     return run_trial
