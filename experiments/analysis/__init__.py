@@ -8,6 +8,7 @@ from experiments.analysis.clusters import Clustering
 from experiments.analysis.compare import best_vs_worst, pair
 from experiments.analysis.intervals import metric_interval
 from experiments.analysis.power import MDE
+from experiments.analysis.records import AcrossTaskTest, Comparison, Recommendation
 from experiments.analysis.sensitivity import (
     format_sensitivity,
     pooled_effects,
@@ -34,12 +35,15 @@ from experiments.analysis.stats import (
 __all__ = [
     "MDE",
     "SEQUENCE",
+    "AcrossTaskTest",
     "Clustering",
+    "Comparison",
     "Elimination",
     "Interval",
     "Look",
     "NotSequential",
     "PairedSequence",
+    "Recommendation",
     "benjamini_hochberg",
     "best_vs_worst",
     "bootstrap_ci",

@@ -28,6 +28,7 @@ table and figure read the same `a` and `b`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from experiments.analysis import clusters, power, stats
@@ -35,6 +36,7 @@ from experiments.analysis.align import same_rows, stat_inputs
 from experiments.analysis.clusters import Clustering
 from experiments.analysis.contrast import Contrast, all_pairs
 from experiments.analysis.intervals import metric_interval
+from experiments.analysis.records import AcrossTaskTest, Adjustment, Comparison
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 
@@ -81,39 +83,15 @@ def _check(where: str, statistic: float, expected: float, what: str) -> None:
         )
 
 
-def untested(where: str, a: str, b: str, arms: Sequence[TrialRecord], test: str) -> dict[str, Any]:
-    return {
-        "a": a,
-        "b": b,
-        "status": "; ".join(x.why_not() for x in arms if not x.complete),
-        "metric": arms[0].metric,
-        "score_a": None,
-        "score_b": None,
-        "statistic": None,
-        "p_value": None,
-        "test": test,
-        "exact": None,
-        "n_resamples": None,
-        "n": None,
-        "n_discordant": None,
-        "ci_low": None,
-        "ci_high": None,
-        "ci_note": None,
-        "ci_method": None,
-        "ci_a_low": None,
-        "ci_a_high": None,
-        "ci_a_note": None,
-        "ci_b_low": None,
-        "ci_b_high": None,
-        "ci_b_note": None,
-        "mde_80": None,
-        "mde_note": None,
-        "mde_method": None,
-        "mde_unreliable": None,
-        "n_clusters": None,
-        "clustered_by": None,
-        "cluster_note": None,
-    }
+def untested(where: str, a: str, b: str, arms: Sequence[TrialRecord], test: str) -> Comparison:
+    """A comparison not tested (an arm is incomplete): its status says why, no p-value."""
+    return Comparison(
+        a=a,
+        b=b,
+        status="; ".join(x.why_not() for x in arms if not x.complete),
+        metric=arms[0].metric,
+        test=test,
+    )
 
 
 def interval(
@@ -139,7 +117,7 @@ def pair(
     intervals: bool = True,
     peers: Sequence[TrialRecord] = (),
     memo: dict[tuple[str, ...], Clustering] | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
     """Paired permutation test of A vs B on their official metric, swapping clusters, with
     the interval of the difference and of each arm's score (unless `intervals` is False,
     for simulations of the test alone).
@@ -154,9 +132,11 @@ def pair(
     if not (a.complete and b.complete):
         row = untested(where, a.variant, b.variant, (a, b), name)
         # a score is shown only for an arm that is complete
-        row["score_a"] = a.score if a.complete else None
-        row["score_b"] = b.score if b.complete else None
-        return row
+        return replace(
+            row,
+            score_a=a.score if a.complete else None,
+            score_b=b.score if b.complete else None,
+        )
     if a.metric != b.metric:
         raise WorkbenchError(
             f"{where}: {a.variant} and {b.variant} are scored with different metrics"
@@ -177,9 +157,9 @@ def pair(
     diff = Contrast(a.variant, b.variant).diff(a.score, b.score)
     assert diff is not None
     _check(where, res.statistic, diff, "score_a - score_b")
-    row = _tested_row(a, b, res) | _cluster_fields(c)
+    row = Comparison(**_tested_row(a, b, res), **_cluster_fields(c))
     if not intervals:
-        return untested(where, a.variant, b.variant, (a, b), name) | row
+        return row
     ci = interval(y, pa, pb, a.metric, c, seed)
     ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
 
@@ -188,18 +168,17 @@ def pair(
         y, pa, pb, metric=a.metric, clusters=c.ids, n_resamples=n_resamples, seed=seed,
         by_class=False,
     )  # fmt: skip
-    return {
-        **_tested_row(a, b, res),
+    return replace(
+        row,
         **_ci_fields("ci", ci, _disagreement(res.p_value, ci.low, ci.high)),
-        "ci_method": ci.method,
+        ci_method=ci.method,
         **_ci_fields("ci_a", ci_a),
         **_ci_fields("ci_b", ci_b),
-        "mde_80": mde.value,
-        "mde_note": mde.note,
-        "mde_method": mde.method,
-        "mde_unreliable": mde.unreliable,
-        **_cluster_fields(c),
-    }
+        mde_80=mde.value,
+        mde_note=mde.note,
+        mde_method=mde.method,
+        mde_unreliable=mde.unreliable,
+    )
 
 
 def _tested_row(a: TrialRecord, b: TrialRecord, res: stats.PermutationResult) -> dict[str, Any]:
@@ -263,7 +242,7 @@ def best_vs_worst(
     cluster_by: ClusterBy = "prompt",
     column: dict[str, str] | None = None,
     intervals: bool = True,
-) -> dict[str, Any]:
+) -> Comparison:
     """Range permutation test over k draws (clusters permuted as units); the post-selection
     pair test beside it, and each draw's own interval (unless `intervals` is False)."""
     name = "range permutation test"
@@ -284,39 +263,40 @@ def best_vs_worst(
     post = stats.post_selection_pair_test(
         y, preds, metric=metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
-    draw_ci, draw_ci_note = {}, {}
+    draw_ci: dict[str, list[float | None]] = {}
+    draw_ci_note: dict[str, str | None] = {}
     for arm, pred in zip(arms, preds, strict=True) if intervals else ():
         ci = interval(y, pred, None, metric, c, seed)
         draw_ci[arm.variant] = [ci.low, ci.high]
         draw_ci_note[arm.variant] = _ci_note(ci)
-    return {
-        "a": best,
-        "b": worst,
-        "status": "tested",
-        "metric": metric,
-        "score_a": sb,
-        "score_b": sw,
-        "statistic": res.statistic,
-        "p_value": res.p_value,
-        "test": res.test,
-        "exact": False,
-        "n_resamples": res.n_resamples,
-        "n": res.n,
-        "n_discordant": None,
-        "k": len(arms),
-        "ci_low": None,  # an interval for a pair chosen after the fact would be biased
-        "ci_high": None,
-        "ci_note": "no interval: best and worst are chosen after seeing the scores",
-        "draw_ci": draw_ci,
-        "draw_ci_note": draw_ci_note,
+    return Comparison(
+        a=best,
+        b=worst,
+        status="tested",
+        metric=metric,
+        score_a=sb,
+        score_b=sw,
+        statistic=res.statistic,
+        p_value=res.p_value,
+        test=res.test,
+        exact=False,
+        n_resamples=res.n_resamples,
+        n=res.n,
+        n_discordant=None,
+        k=len(arms),
+        ci_low=None,  # an interval for a pair chosen after the fact would be biased
+        ci_high=None,
+        ci_note="no interval: best and worst are chosen after seeing the scores",
+        draw_ci=draw_ci,
+        draw_ci_note=draw_ci_note,
         # every draw's score: draws tied with the best (or worst) are named as such
-        "draw_scores": {arm.variant: arm.score for arm in arms},
-        "mde_80": None,
-        "p_post_selection": post.p_value,
-        "post_selection_test": "paired permutation test of the observed best vs worst draw: "
+        draw_scores={arm.variant: arm.score for arm in arms},
+        mde_80=None,
+        p_post_selection=post.p_value,
+        post_selection_test="paired permutation test of the observed best vs worst draw: "
         "post-selection, anti-conservative (as in the paper)",
         **_cluster_fields(c),
-    }
+    )
 
 
 def range_test(
@@ -329,19 +309,19 @@ def range_test(
     )
 
 
-def correct(rows: list[dict[str, Any]], method: str) -> None:
-    """Holm and BH adjustments over the tested rows (in place); untested rows get None."""
-    tested = [r for r in rows if r["p_value"] is not None]
-    ps = [r["p_value"] for r in tested]
+def correct(rows: Sequence[Comparison], method: str) -> list[Comparison]:
+    """`rows` with Holm and BH adjustments over the tested ones; untested rows get None (every
+    row has every key: comparisons.csv takes its columns from the rows in order)."""
+    tested = [i for i, r in enumerate(rows) if r.p_value is not None]
+    ps = [float(rows[i].p_value or 0.0) for i in tested]
     holm = stats.holm(ps) if ps else []
     bh = stats.benjamini_hochberg(ps) if ps else []
-    for r in rows:  # every row has every key (comparisons.csv takes its columns from row 1)
-        r["p_holm"] = r["p_bh"] = r["p_corrected"] = r["correction"] = r["family_size"] = None
-    for r, ph, pb in zip(tested, holm, bh, strict=True):
-        r["p_holm"], r["p_bh"] = ph, pb
-        r["p_corrected"] = ph if method == "holm" else pb
-        r["correction"] = "Holm" if method == "holm" else "Benjamini-Hochberg"
-        r["family_size"] = len(tested)
+    out = [replace(r, adjusted=Adjustment()) for r in rows]
+    name = "Holm" if method == "holm" else "Benjamini-Hochberg"
+    for i, ph, pb in zip(tested, holm, bh, strict=True):
+        adjusted = Adjustment(ph, pb, ph if method == "holm" else pb, name, len(tested))
+        out[i] = replace(rows[i], adjusted=adjusted)
+    return out
 
 
 def pairs_of(kind: str | Sequence[tuple[str, str]], names: Sequence[str]) -> list[tuple[str, str]]:
@@ -355,61 +335,55 @@ def pairs_of(kind: str | Sequence[tuple[str, str]], names: Sequence[str]) -> lis
 
 
 def across_tasks(
-    table: list[dict[str, Any]],
+    table: Sequence[Comparison],
     *,
     kind: str,
     test: AcrossTest,
     all_tasks: Sequence[str],
-) -> list[dict[str, Any]]:
+) -> list[AcrossTaskTest]:
     """One declared across-task test per (model, comparison); missing tasks are listed."""
-    out: list[dict[str, Any]] = []
-    models = sorted({r["model"] for r in table})
+    out: list[AcrossTaskTest] = []
+    models = sorted({str(r.model) for r in table})
     if kind == "best_vs_worst":
         for model in models:
-            rows = [r for r in table if r["model"] == model]
-            tested = [r for r in rows if r["p_value"] is not None]
-            missing = sorted(set(all_tasks) - {r["task"] for r in tested})
-            res = _fisher([r["p_value"] for r in tested])
-            names = [r["task"] for r in tested]
-            out.append(
-                {"model": model, "a": "best", "b": "worst", **res, "tasks": names,
-                 "missing_tasks": missing}
-            )  # fmt: skip
+            rows = [r for r in table if r.model == model]
+            tested = [r for r in rows if r.p_value is not None]
+            missing = sorted(set(all_tasks) - {str(r.task) for r in tested})
+            res = _fisher([float(r.p_value) for r in tested if r.p_value is not None])
+            names = [str(r.task) for r in tested]
+            out.append(AcrossTaskTest(model, "best", "worst", *res, names, missing))
         return out
-    keys = sorted({(r["model"], r["a"], r["b"]) for r in table})
+    keys = sorted({(str(r.model), r.a, r.b) for r in table})
     for model, a, b in keys:
-        rows = [r for r in table if (r["model"], r["a"], r["b"]) == (model, a, b)]
-        tested = [r for r in rows if r["status"] == "tested"]  # complete arms only
-        missing = sorted(set(all_tasks) - {r["task"] for r in tested})
-        result = stats.across_tasks(
-            test, [r["score_a"] for r in tested], [r["score_b"] for r in tested]
-        )
-        metrics = sorted({r["metric"] for r in tested})
+        rows = [r for r in table if (r.model, r.a, r.b) == (model, a, b)]
+        tested = [r for r in rows if r.status == "tested"]  # complete arms only
+        missing = sorted(set(all_tasks) - {str(r.task) for r in tested})
+        result = stats.across_tasks(test, [r.score_a for r in tested], [r.score_b for r in tested])
+        metrics = sorted({str(r.metric) for r in tested})
         if len(metrics) > 1:
             result = stats.AcrossTasks(
                 result.test, None, None, len(tested), None,
                 f"the tasks are scored with different official metrics ({', '.join(metrics)}):"
                 " a mean of their differences has no single meaning; declare a sweep per metric",
             )  # fmt: skip
-        names = [r["task"] for r in tested]
+        names = [str(r.task) for r in tested]
         out.append(
-            {"model": model, "a": a, "b": b, **_as_dict(result), "tasks": names,
-             "missing_tasks": missing}
+            AcrossTaskTest(
+                model, a, b, result.test, result.statistic, result.p_value, result.n_tasks,
+                result.mean_difference, result.note, names, missing,
+            )
         )  # fmt: skip
     return out
 
 
-def _as_dict(res: Any) -> dict[str, Any]:
-    return dict(vars(res)) if not isinstance(res, dict) else dict(res)
-
-
-def _fisher(p_values: list[float]) -> dict[str, Any]:
+def _fisher(
+    p_values: list[float],
+) -> tuple[str, float | None, float | None, int, float | None, str | None]:
+    """Fisher's combination: test, statistic, p-value, tasks, mean difference (none), note."""
     from scipy.stats import combine_pvalues
 
     test = "Fisher's combination of per-task range permutation tests"
     if len(p_values) < 2:
-        return {"test": test, "statistic": None, "p_value": None, "n_tasks": len(p_values),
-                "mean_difference": None, "note": "fewer than 2 tested tasks"}  # fmt: skip
+        return test, None, None, len(p_values), None, "fewer than 2 tested tasks"
     r = combine_pvalues(p_values, method="fisher")
-    return {"test": test, "statistic": float(r.statistic), "p_value": float(r.pvalue),
-            "n_tasks": len(p_values), "mean_difference": None, "note": None}  # fmt: skip
+    return test, float(r.statistic), float(r.pvalue), len(p_values), None, None

@@ -25,41 +25,43 @@ printed last. The rules keep the sentence from saying more than the numbers do:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from experiments.analysis import stats
+from experiments.analysis.records import (
+    RECOMMENDATION,
+    AcrossCorrection,
+    AcrossTaskTest,
+    Action,
+    Comparison,
+    Recommendation,
+)
+
+__all__ = ["ALPHA", "KEY", "SKIPPED", "Action", "Recommendation", "annotate", "fill", "lines"]
 
 #: the level decisions are made at (fixed designs; a sequential design carries its own)
 ALPHA = 0.05
 
-Action = Literal["use", "keep", "equivalent", "undecided"]
 #: the key a comparison row, across-task row or optimisation report carries it under (a
 #: sequential row's ``decision`` is the sequence's own call: "A", "B", "best", ...)
-KEY = "recommendation"
+KEY = RECOMMENDATION
 MISSED = "differences smaller than that would often be missed"
 #: how the status of a comparison not run on a task (a variant it skips) begins
 #: (`experiments.sweeps.report`); any other untested comparison has an incomplete trial
 SKIPPED = "skipped on this task"
 
 
-@dataclass(frozen=True)
-class Recommendation:
-    """An action ("use" an arm, "keep" the base, the arms are "equivalent", or
-    "undecided"), the arm it names (None unless use/keep), and the sentence to print."""
-
-    action: Action
-    choice: str | None
-    line: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+Row = TypeVar("Row", Comparison, AcrossTaskTest)
 
 
-def _where(row: Mapping[str, Any]) -> str:
+def _where(row: Mapping[str, Any] | Comparison) -> str:
     """The line's start: "task (model): " for a sweep's or import's row, else nothing."""
-    task, model = row.get("task"), row.get("model")
+    if isinstance(row, Comparison):
+        task, model = row.task, row.model
+    else:
+        task, model = row.get("task"), row.get("model")
     if task is None:
         return ""
     return f"{task} ({model}): " if model is not None else f"{task}: "
@@ -69,13 +71,13 @@ def _ci(low: Any, high: Any, what: str = "95% CI") -> str:
     return "" if low is None or high is None else f", {what} [{low:+.3f}, {high:+.3f}]"
 
 
-def _mde(row: Mapping[str, Any]) -> str:
+def _mde(row: Comparison) -> str:
     """The rows and the MDE80 of a comparison that did not decide (as the table's columns)."""
-    n = row.get("n")
-    mde = row.get("mde_80")
+    n = row.n
+    mde = row.mde_80
     if mde is None:  # the table's '-': no effect reaches 80% power, or too many units
         return f"n {n}; no MDE80 (see mde_note)"
-    flag = ", flagged unreliable" if row.get("mde_unreliable") else ""
+    flag = ", flagged unreliable" if row.mde_unreliable else ""
     return f"n {n}, MDE80 {mde:.3f}{flag}: {MISSED}"
 
 
@@ -85,34 +87,34 @@ def _pv(p: float, alpha: float = ALPHA) -> str:
     return f"{p:.4f}" if p >= alpha or round(p, 4) < alpha else f"{p:.6f}"
 
 
-def _p(row: Mapping[str, Any]) -> tuple[float, str, str]:
+def _p(row: Comparison) -> tuple[float, str, str]:
     """The p-value decisions are made on, how the line names it, and its correction (a
     row without a corrected p, as an optimisation's single test, is decided on its p)."""
-    corrected = row.get("p_corrected")
+    corrected = row.p_corrected
     if corrected is not None:
-        how = f", {row['correction']}" if row.get("correction") else ""
+        how = f", {row.correction}" if row.correction else ""
         return float(corrected), f"p corr {_pv(float(corrected))}", how
-    return float(row["p_value"]), f"p {_pv(float(row['p_value']))}", ""
+    assert row.p_value is not None
+    return float(row.p_value), f"p {_pv(float(row.p_value))}", ""
 
 
-def called(row: Mapping[str, Any], alpha: float = ALPHA) -> int:
+def called(row: Comparison, alpha: float = ALPHA) -> int:
     """+1 when A is called better, -1 when B is, 0 when nothing is called (untested, the
     corrected p not below `alpha`, or a zero difference)."""
-    if row.get("p_value") is None or row.get("statistic") is None:
+    if row.p_value is None or row.statistic is None:
         return 0
     p, _, _ = _p(row)
-    diff = float(row["statistic"])
+    diff = float(row.statistic)
     if p >= alpha or diff == 0:
         return 0
     return 1 if diff > 0 else -1
 
 
-def _tied(row: Mapping[str, Any], arm: str, score: str) -> list[str]:
-    """The other draws of a best-of-k row whose score equals `arm`'s (its `score` field):
-    the range test picks one of tied draws by the variants' order (`draw_scores`; a row
-    written before it was recorded has none)."""
-    mine = row.get(score)
-    scores = row.get("draw_scores") or {}
+def _tied(row: Comparison, arm: str, mine: float | None) -> list[str]:
+    """The other draws of a best-of-k row whose score equals `arm`'s (`mine`): the range
+    test picks one of tied draws by the variants' order (`draw_scores`; a row written
+    before it was recorded has none)."""
+    scores = row.draw_scores or {}
     if mine is None:
         return []
     return [
@@ -124,19 +126,20 @@ def _includes_zero(low: Any, high: Any) -> bool:
     return low is not None and high is not None and low <= 0 <= high
 
 
-def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
+def for_pair(row: Comparison, alpha: float = ALPHA) -> Recommendation:
     """A fixed-design comparison row (`experiments.analysis.compare.pair` or `best_vs_worst`,
     after `correct`): "use" the arm the test calls better, else "undecided"."""
-    where, a, b, k = _where(row), str(row["a"]), str(row["b"]), row.get("k")
-    if row.get("p_value") is None:
+    where, a, b, k = _where(row), str(row.a), str(row.b), row.k
+    if row.p_value is None:
         among = "among the variants" if (a, b) == ("best", "worst") else f"between {a} and {b}"
-        why = f"not tested ({row.get('status')})"
+        why = f"not tested ({row.status})"
         return Recommendation("undecided", None, f"{where}no decision {among}: {why}")
-    sign, diff = called(row, alpha), float(row["statistic"])
+    assert row.statistic is not None  # a tested row has its statistic
+    sign, diff = called(row, alpha), float(row.statistic)
     _, p_text, how = _p(row)
     if k:  # best vs worst of k variants: A is the best draw, B the worst, diff >= 0
         numbers = f"best - worst {diff:+.3f}, range test {p_text}"
-        best, worst = _tied(row, a, "score_a"), _tied(row, b, "score_b")
+        best, worst = _tied(row, a, row.score_a), _tied(row, b, row.score_b)
         if sign > 0 and best:  # which of them is A is the variants' order, not the data
             line = (
                 f"no single variant to use: {', '.join([a, *best])} tie for the best score; the "
@@ -149,8 +152,8 @@ def for_pair(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
             line = f"use {a} over {b}, the worst of {k} variants{also} ({numbers} < {alpha:g}{how})"
             return Recommendation("use", a, where + line + (rest if k > 2 else ""))
         line = f"no decision among the {k} variants: not told apart ({numbers} >= {alpha:g}{how}"
-        return Recommendation("undecided", None, f"{where}{line}; n {row.get('n')})")
-    low, high = row.get("ci_low"), row.get("ci_high")
+        return Recommendation("undecided", None, f"{where}{line}; n {row.n})")
+    low, high = row.ci_low, row.ci_high
     numbers = f"diff A - B {diff:+.3f}{_ci(low, high)}, {p_text}"
     if sign == 0:
         line = f"no decision between {a} and {b} ({numbers} >= {alpha:g}{how}; {_mde(row)})"
@@ -207,38 +210,38 @@ def for_sequential(row: Mapping[str, Any]) -> Recommendation:
     return Recommendation("undecided", None, where + line + (inside if interval else ""))
 
 
-def _direction(row: Mapping[str, Any]) -> int:
+def _direction(row: AcrossTaskTest) -> int:
     """The across-task test's direction when its statistic and the mean difference agree
     (+1: A, -1: B), else 0. The t and sign-flip statistics share the mean's sign; Wilcoxon's
     W+ points to A when above its null centre n(n+1)/4 (ties may make it and the mean differ)."""
-    mean = row.get("mean_difference")
+    mean = row.mean_difference
     if mean is None or mean == 0:
         return 0
     sign = 1 if mean > 0 else -1
-    stat, n = row.get("statistic"), row.get("n_tasks")
-    if "Wilcoxon" in str(row.get("test")) and stat is not None and n:
+    stat, n = row.statistic, row.n_tasks
+    if "Wilcoxon" in str(row.test) and stat is not None and n:
         w = float(stat) - n * (n + 1) / 4
         if w == 0 or (w > 0) != (sign > 0):
             return 0
     return sign
 
 
-def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
+def for_across(row: AcrossTaskTest, alpha: float = ALPHA) -> Recommendation:
     """A declared across-task test (`experiments.analysis.compare.across_tasks`), with
     ``p_corrected`` set by `correct_across`."""
-    where, a, b = f"across tasks ({row.get('model')}): ", str(row.get("a")), str(row.get("b"))
-    if row.get("p_value") is None:
-        why = f"not tested ({row.get('note') or 'no p-value'})"
+    where, a, b = f"across tasks ({row.model}): ", str(row.a), str(row.b)
+    if row.p_value is None:
+        why = f"not tested ({row.note or 'no p-value'})"
         return Recommendation("undecided", None, f"{where}no decision: {why}")
-    family = row.get("family_size") or 1
-    p = float(row["p_corrected"] if row.get("p_corrected") is not None else row["p_value"])
+    family = row.family_size or 1
+    p = float(row.p_corrected if row.p_corrected is not None else row.p_value)
     p_text = (
-        f"p corr {_pv(p, alpha)} ({row.get('correction')} over {family} across-task tests)"
+        f"p corr {_pv(p, alpha)} ({row.correction} over {family} across-task tests)"
         if family > 1
         else f"p {_pv(p, alpha)}"
     )
     cut = f"{' < ' if p < alpha else ' >= '}{alpha:g}"
-    test = f"{row.get('test')}, {row.get('n_tasks')} tasks, {p_text}{cut}"
+    test = f"{row.test}, {row.n_tasks} tasks, {p_text}{cut}"
     if (a, b) == ("best", "worst"):  # Fisher's combination: no direction across tasks
         line = (
             f"the variants differ on at least one task ({test}): which variant to use is per task"
@@ -246,7 +249,7 @@ def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
             else f"no decision: the variants are not shown to differ on any task ({test})"
         )
         return Recommendation("undecided", None, where + line)
-    mean = row.get("mean_difference")
+    mean = row.mean_difference
     numbers = "" if mean is None else f"mean diff A - B {mean:+.3f}, "
     sign = _direction(row) if p < alpha else 0
     if sign:
@@ -261,107 +264,111 @@ def for_across(row: Mapping[str, Any], alpha: float = ALPHA) -> Recommendation:
     return Recommendation("undecided", None, where + line)
 
 
-def correct_across(across: list[dict[str, Any]], method: str) -> None:
-    """Adjust the across-task p-values over the sweep's across-task tests (in place), by the
-    sweep's correction: several pairs or models are several tests, as the per-task rows are."""
-    tested = [r for r in across if r.get("p_value") is not None]
-    ps = [float(r["p_value"]) for r in tested]
+def correct_across(across: Sequence[AcrossTaskTest], method: str) -> list[AcrossTaskTest]:
+    """`across` with its p-values adjusted over the sweep's across-task tests, by the sweep's
+    correction: several pairs or models are several tests, as the per-task rows are."""
+    tested = [i for i, r in enumerate(across) if r.p_value is not None]
+    ps = [float(across[i].p_value or 0.0) for i in tested]
     adjusted = (stats.holm(ps) if method == "holm" else stats.benjamini_hochberg(ps)) if ps else []
-    for r in across:
-        r["p_corrected"] = r["correction"] = r["family_size"] = None
-    for r, p in zip(tested, adjusted, strict=True):
-        r["p_corrected"] = p
-        r["correction"] = "Holm" if method == "holm" else "Benjamini-Hochberg"
-        r["family_size"] = len(tested)
+    out = [replace(r, adjusted=AcrossCorrection()) for r in across]
+    name = "Holm" if method == "holm" else "Benjamini-Hochberg"
+    for i, p in zip(tested, adjusted, strict=True):
+        out[i] = replace(across[i], adjusted=AcrossCorrection(p, name, len(tested)))
+    return out
 
 
 def annotate(
-    table: list[dict[str, Any]],
-    across: list[dict[str, Any]],
+    table: Sequence[Comparison],
+    across: Sequence[AcrossTaskTest],
     correction: str,
     final: bool = True,
-) -> None:
-    """Give every comparison and across-task row its recommendation (in place); `table` is
-    already corrected (`compare.correct`). `final` False: the sweep has incomplete trials,
-    whose comparisons a rerun tests (`waiting`); the correction will then run over them
-    too, so a call is made only where it holds whatever they give (`_worst_case`)."""
+) -> tuple[list[Comparison], list[AcrossTaskTest]]:
+    """Every comparison and across-task row with its recommendation (the across-task rows
+    corrected too); `table` is already corrected (`compare.correct`). `final` False: the
+    sweep has incomplete trials, whose comparisons a rerun tests (`waiting`); the correction
+    will then run over them too, so a call is made only where it holds whatever they give
+    (`_worst_case`)."""
     waiting = [] if final else [r for r in table if _waiting(r)]
     worst = _worst_case(table, correction, len(waiting))
-    for row in table:
-        rec = _holds(for_pair(row), row, worst, len(waiting), "comparison")
-        row[KEY] = rec.to_dict()
-    correct_across(across, correction)
+    rows = [
+        replace(row, recommendation=_holds(for_pair(row), row, worst.get(i), len(waiting)))
+        for i, row in enumerate(table)
+    ]
+    across = correct_across(across, correction)
     late: dict[tuple[Any, ...], list[str]] = {}
     for r in waiting:
-        late.setdefault(_pair_key(r), []).append(str(r.get("task")))
-    on_time = [r for r in across if _pair_key(r) not in late]
-    worst = _worst_case(on_time, correction, len(across) - len(on_time))
-    for row in across:
+        late.setdefault(_pair_key(r), []).append(str(r.task))
+    on_time = [i for i, r in enumerate(across) if _pair_key(r) not in late]
+    worst = _worst_case([across[i] for i in on_time], correction, len(across) - len(on_time))
+    worst = {on_time[j]: p for j, p in worst.items()}
+    n_late = len(across) - len(on_time)
+    done = []
+    for i, row in enumerate(across):
         tasks = late.get(_pair_key(row))
-        rec = (
-            _late(row, tasks)
-            if tasks is not None
-            else _holds(for_across(row), row, worst, len(across) - len(on_time), "across-task test")
-        )
-        row[KEY] = rec.to_dict()
+        rec = _late(row, tasks) if tasks is not None else _holds(
+            for_across(row), row, worst.get(i), n_late
+        )  # fmt: skip
+        done.append(replace(row, recommendation=rec))
+    return rows, done
 
 
-def _waiting(row: Mapping[str, Any]) -> bool:
+def _waiting(row: Comparison) -> bool:
     """An untested comparison a rerun tests: an arm's trial is incomplete (not a variant the
     task skips, which no rerun runs)."""
-    status = str(row.get("status") or "")
-    return row.get("p_value") is None and not status.startswith(SKIPPED)
+    return row.p_value is None and not str(row.status or "").startswith(SKIPPED)
 
 
-def _pair_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def _pair_key(row: Comparison | AcrossTaskTest) -> tuple[Any, ...]:
     """What a comparison row and its across-task row share (best_vs_worst: "best", "worst")."""
-    return (row.get("model"), row.get("a"), row.get("b"))
+    return (row.model, row.a, row.b)
 
 
-def _worst_case(rows: list[dict[str, Any]], correction: str, waiting: int) -> dict[int, float]:
-    """Each tested row's corrected p (by id) when the `waiting` tests not run yet all give
-    p = 1: Holm's and Benjamini-Hochberg's adjusted p-values only grow with any input p, so
-    this bounds the corrected p the rerun can give (none without waiting tests)."""
-    tested = [r for r in rows if r.get("p_value") is not None]
+def _worst_case(rows: Sequence[Row], correction: str, waiting: int) -> dict[int, float]:
+    """Each tested row's corrected p (by position in `rows`) when the `waiting` tests not run
+    yet all give p = 1: Holm's and Benjamini-Hochberg's adjusted p-values only grow with any
+    input p, so this bounds the corrected p the rerun can give (none without waiting tests)."""
+    tested = [i for i, r in enumerate(rows) if r.p_value is not None]
     if not waiting or not tested:
         return {}
-    ps = [float(r["p_value"]) for r in tested] + [1.0] * waiting
+    ps = [float(rows[i].p_value or 0.0) for i in tested] + [1.0] * waiting
     adjusted = stats.holm(ps) if correction == "holm" else stats.benjamini_hochberg(ps)
-    return {id(r): p for r, p in zip(tested, adjusted, strict=False)}
+    return dict(zip(tested, adjusted, strict=False))
 
 
 def _holds(
-    rec: Recommendation, row: Mapping[str, Any], worst: Mapping[int, float], waiting: int, what: str
+    rec: Recommendation, row: Comparison | AcrossTaskTest, worst: float | None, waiting: int
 ) -> Recommendation:
-    """A call of an incomplete sweep: kept, saying so, where it holds in the worst case;
-    else no decision yet (the corrected p the table shows is over the tests run so far)."""
-    if rec.action != "use" or id(row) not in worst:
+    """A call of an incomplete sweep: kept, saying so, where it holds in the worst case
+    (`worst`: its corrected p when every waiting test gives p = 1); else no decision yet
+    (the corrected p the table shows is over the tests run so far)."""
+    if rec.action != "use" or worst is None:
         return rec
-    p, n, s = worst[id(row)], _count(waiting, what), "s" if waiting == 1 else ""
+    what = "comparison" if isinstance(row, Comparison) else "across-task test"
+    p, n, s = worst, _count(waiting, what), "s" if waiting == 1 else ""
     if p < ALPHA:
         line = f"{rec.line}; holds whatever the {n} waiting for incomplete trials give{s}"
         return replace(rec, line=line)
-    if "task" in row:  # a comparison row
+    if isinstance(row, Comparison):
         where, now, _ = _where(row), *_p(row)[1:]
-        label = "best - worst" if row.get("k") else "diff A - B"
-        diff = f"{label} {float(row['statistic']):+.3f}"
+        label = "best - worst" if row.k else "diff A - B"
+        diff = f"{label} {float(row.statistic or 0.0):+.3f}"
     else:  # an across-task row (called only with a mean difference and a corrected p)
-        where, now = f"across tasks ({row.get('model')}): ", f"p corr {_pv(row['p_corrected'])}"
-        diff = f"mean diff A - B {float(row['mean_difference']):+.3f}"
+        where, now = f"across tasks ({row.model}): ", f"p corr {_pv(float(row.p_corrected or 0))}"
+        diff = f"mean diff A - B {float(row.mean_difference or 0.0):+.3f}"
     line = (
-        f"{where}no decision yet between {row.get('a')} and {row.get('b')} ({diff}, {now} "
+        f"{where}no decision yet between {row.a} and {row.b} ({diff}, {now} "
         f"over the tests run so far): {n} of this sweep wait{s} for incomplete trials, and "
         f"corrected over them too p may reach {_pv(p)}; rerun the same command"
     )
     return Recommendation("undecided", None, line)
 
 
-def _late(row: Mapping[str, Any], tasks: list[str]) -> Recommendation:
+def _late(row: AcrossTaskTest, tasks: list[str]) -> Recommendation:
     """An across-task test with tasks whose comparison waits for incomplete trials: the test
     declared is over every task, not over those scored so far."""
     line = (
-        f"across tasks ({row.get('model')}): no decision yet between {row.get('a')} and "
-        f"{row.get('b')}: {', '.join(tasks)} wait{'s' if len(tasks) == 1 else ''} for "
+        f"across tasks ({row.model}): no decision yet between {row.a} and "
+        f"{row.b}: {', '.join(tasks)} wait{'s' if len(tasks) == 1 else ''} for "
         "incomplete trials, and the test is over every task; rerun the same command"
     )
     return Recommendation("undecided", None, line)
@@ -388,7 +395,18 @@ def fill(doc: dict[str, Any]) -> None:
     if any(KEY not in r for r in [*table, *across]):  # worked out as `annotate` does
         method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
         correction = "bh" if method.startswith("Benjamini") else "holm"
-        annotate(table, across, correction, final=not doc.get("incomplete"))
+        rows, tests = annotate(
+            [Comparison.from_dict(r) for r in table],
+            [AcrossTaskTest.from_dict(r) for r in across],
+            correction,
+            final=not doc.get("incomplete"),
+        )
+        # the stored dicts gain what `annotate` adds, each key where a new row has it
+        for d, row in zip(table, rows, strict=True):
+            d[KEY] = _recommended(row)
+        for d, test in zip(across, tests, strict=True):
+            d["p_corrected"], d["correction"] = test.p_corrected, test.correction
+            d["family_size"], d[KEY] = test.family_size, _recommended(test)
 
 
 def lines(doc: Mapping[str, Any]) -> list[str]:
@@ -402,6 +420,11 @@ def lines(doc: Mapping[str, Any]) -> list[str]:
     # a sweep of one task has no across-task comparison: no line for it
     across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
     return [f"decision: {r[KEY]['line']}" for r in [*rows, *across]]
+
+
+def _recommended(row: Comparison | AcrossTaskTest) -> dict[str, Any]:
+    assert row.recommendation is not None  # `annotate` gives every row one
+    return row.recommendation.to_dict()
 
 
 def _tasks(row: Mapping[str, Any]) -> set[str]:
@@ -436,13 +459,17 @@ def for_heldout(
     else:
         low, high = verdict.get("difference_ci_low"), verdict.get("difference_ci_high")
         d, p = float(verdict["statistic"]), float(verdict["p_value"])
-        row = {
-            "statistic": d,
-            "p_value": p,
-            "n": (verdict.get("heldout") or {}).get("n"),
-            "mde_80": verdict.get("mde_80"),
-            "mde_unreliable": verdict.get("mde_unreliable"),
-        }
+        row = Comparison(
+            a=best,
+            b="base",
+            status="tested",
+            metric=None,
+            statistic=d,
+            p_value=p,
+            n=(verdict.get("heldout") or {}).get("n"),
+            mde_80=verdict.get("mde_80"),
+            mde_unreliable=verdict.get("mde_unreliable"),
+        )
         sign = called(row, alpha)
         numbers = f"best - base {d:+.3f}{_ci(low, high)}, p {_pv(p, alpha)}"
         caveat = "; its 95% CI includes 0" if sign > 0 and _includes_zero(low, high) else ""

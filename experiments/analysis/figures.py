@@ -29,6 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from experiments.analysis.contrast import MINUS, Contrast
+from experiments.analysis.records import Comparison
 from experiments.trials.labels import ShortNames, short_names
 from experiments.trials.record import TrialRecord, parse_axes
 
@@ -83,21 +84,17 @@ def _note(value: Any) -> str | None:
     return str(value) if value else None
 
 
-def _arm_interval(rows: Sequence[Mapping[str, Any]], variant: str) -> tuple[Interval | None, bool]:
-    """A variant's own interval from the first pair row naming it, and whether it is flagged.
-
-    An arm is flagged by its own note (`ci_a_note`/`ci_b_note`); a row without per-arm notes
-    flags its arms by the row's `ci_note` (same rows, same class sizes), erring towards a flag.
-    """
+def _arm_interval(rows: Sequence[Comparison], variant: str) -> tuple[Interval | None, bool]:
+    """A variant's own interval from the first pair row naming it, and whether it is flagged
+    (by its own note, `ci_a_note`/`ci_b_note`)."""
     for r in rows:
-        for side in ("a", "b"):
-            if r.get(side) == variant:
-                iv = _interval(r.get(f"ci_{side}_low"), r.get(f"ci_{side}_high"))
-                if iv is None:
-                    continue
-                own = f"ci_{side}_note"
-                flagged = _note(r[own]) if own in r else _note(r.get("ci_note"))
-                return iv, flagged is not None
+        for low, high, note, arm in (
+            (r.ci_a_low, r.ci_a_high, r.ci_a_note, r.a),
+            (r.ci_b_low, r.ci_b_high, r.ci_b_note, r.b),
+        ):
+            iv = _interval(low, high) if arm == variant else None
+            if iv is not None:
+                return iv, _note(note) is not None
     return None, False
 
 
@@ -132,12 +129,12 @@ def _signed(v: float) -> str:
     return f"{v:+.2f}"
 
 
-def _difference_label(row: Mapping[str, Any], value: float, iv: Interval | None) -> str:
+def _difference_label(row: Comparison, value: float, iv: Interval | None) -> str:
     text = _signed(value)
     text += f" [{_signed(iv[0])}, {_signed(iv[1])}]" if iv else " (no interval)"
-    text += f"  {_p_label(row.get('p_value'))}"
-    if row.get("n_clusters") is not None and row.get("n") is not None:
-        text += f"\n{row['n']} rows, {row['n_clusters']} clusters"
+    text += f"  {_p_label(row.p_value)}"
+    if row.n_clusters is not None and row.n is not None:
+        text += f"\n{row.n} rows, {row.n_clusters} clusters"
     return text
 
 
@@ -159,7 +156,7 @@ def _legend_extras(
 def _difference_panel(
     ax: Any,
     tasks: Sequence[str],
-    table: Sequence[Mapping[str, Any]],
+    table: Sequence[Comparison],
     metric: str,
     what: str,
     one_colour: bool = False,
@@ -174,36 +171,34 @@ def _difference_panel(
     would overprint each other): the table has them. Returns (an interval drawn, a flagged
     one drawn, the value labels)."""
     show = names or ShortNames()
-    pairs = list(dict.fromkeys((r["a"], r["b"]) for r in table if r["task"] in tasks))
+    pairs = list(dict.fromkeys((r.a, r.b) for r in table if r.task in tasks))
     labelled: set[int] = set()
     drawn_any = flagged_any = False
     texts: list[Any] = []
     top = 0.1
-    per_task = max(1, max((sum(r["task"] == t for r in table) for t in tasks), default=1))
+    per_task = max(1, max((sum(r.task == t for r in table) for t in tasks), default=1))
     for i, t in enumerate(tasks):
-        rows = [r for r in table if r["task"] == t]
+        rows = [r for r in table if r.task == t]
         step = 0.8 / max(1, len(rows))
         for j, r in enumerate(rows):
             x = i + (j - (len(rows) - 1) / 2) * step
-            k = 0 if one_colour else pairs.index((r["a"], r["b"]))
-            value = r.get("statistic")
+            k = 0 if one_colour else pairs.index((r.a, r.b))
+            value = r.statistic
             if value is None:
-                value = Contrast(r["a"], r["b"]).diff(r.get("score_a"), r.get("score_b"))
-            if value is None or r.get("p_value") is None:
+                value = Contrast(r.a, r.b).diff(r.score_a, r.score_b)
+            if value is None or r.p_value is None:
                 ax.text(x, 0.0, "incomplete", ha="center", va="bottom", rotation=90, fontsize=6)
                 continue
-            iv = _interval(r.get("ci_low"), r.get("ci_high"))
-            pair = Contrast(show(r["a"]), show(r["b"]))
+            iv = _interval(r.ci_low, r.ci_high)
+            pair = Contrast(show(r.a), show(r.b))
             label = None if one_colour or k in labelled else pair.label
             labelled.add(k)
             ax.scatter([x], [value], color=_COLORS[k % len(_COLORS)],
                        marker=_MARKERS[(k // len(_COLORS)) % len(_MARKERS)], s=22, zorder=5,
-                       label=label, gid=f"difference point:{t}:{r['a']}:{r['b']}")  # fmt: skip
+                       label=label, gid=f"difference point:{t}:{r.a}:{r.b}")  # fmt: skip
             if iv is not None:
-                flagged = _note(r.get("ci_note")) is not None
-                _errorbar(
-                    ax, x, value, iv, flagged=flagged, gid=f"difference:{t}:{r['a']}:{r['b']}"
-                )
+                flagged = _note(r.ci_note) is not None
+                _errorbar(ax, x, value, iv, flagged=flagged, gid=f"difference:{t}:{r.a}:{r.b}")
                 drawn_any, flagged_any = True, flagged_any or flagged
                 top = max(top, abs(iv[0]), abs(iv[1]))
             top = max(top, abs(value))
@@ -330,7 +325,7 @@ def pair_figure(
     name: str,
     model: str,
     outcomes: Sequence[TrialRecord],
-    table: Sequence[dict[str, Any]],
+    table: Sequence[Comparison],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:
     """Scores with their 95% intervals, and each tested pair's paired difference below.
@@ -343,11 +338,11 @@ def pair_figure(
     variants = list(dict.fromkeys(o.variant for o in outcomes))
     score = {(o.task, o.variant): o.score for o in outcomes}
     metric = _metric_label(outcomes)
-    show = short_names([*variants, *(str(r[k]) for r in table for k in ("a", "b"))])
-    per_task = max([sum(r["task"] == t for r in table) for t in tasks] or [1])
+    show = short_names([*variants, *(n for r in table for n in (r.a, r.b))])
+    per_task = max([sum(r.task == t for r in table) for t in tasks] or [1])
     # the legends at the right: the variants' (38: its longest fixed line, the flag's) and
     # the pairs', in columns of `_LEGEND_ROWS`
-    pairs = list(dict.fromkeys(Contrast(show(r["a"]), show(r["b"])).label for r in table))
+    pairs = list(dict.fromkeys(Contrast(show(r.a), show(r.b)).label for r in table))
     columns = max(1, math.ceil(len(pairs) / _LEGEND_ROWS))
     side = max(
         _text_width(max([38, *(len(show(v)) for v in variants)]), 7) + 0.45,
@@ -374,7 +369,7 @@ def pair_figure(
                 ax.text(x, 0.02, "n/a", ha="center", fontsize=6, rotation=90)
                 continue
             patch = next(patches)
-            iv, flagged = _arm_interval([r for r in table if r["task"] == t], v)
+            iv, flagged = _arm_interval([r for r in table if r.task == t], v)
             if iv is None:
                 _no_interval(ax, x, 0.02)
             else:
@@ -384,11 +379,11 @@ def pair_figure(
                     patch.set_edgecolor("white")
                 any_interval, any_flagged = True, any_flagged or flagged
     for i, t in enumerate(tasks):
-        rows = [r for r in table if r["task"] == t]
+        rows = [r for r in table if r.task == t]
         if len(rows) == 1:  # several pairs: their p-values are on the difference panel
             tops = [score.get((t, v)) or 0.0 for v in variants]
             tops += [iv[1] for v in variants if (iv := _arm_interval(rows, v)[0])]
-            ax.text(i, min(max(tops) + 0.02, 1.04), _p_label(rows[0]["p_value"]), ha="center",
+            ax.text(i, min(max(tops) + 0.02, 1.04), _p_label(rows[0].p_value), ha="center",
                     fontsize=7)  # fmt: skip
     has_chance = _score_axes(ax, tasks, metric, chance or {})
     ax.set_title(f"{name} — {model}\nscore of each variant; p: paired permutation test",
@@ -419,16 +414,16 @@ def pair_figure(
     return fig
 
 
-def _difference_title(table: Sequence[Mapping[str, Any]], show: ShortNames) -> str:
+def _difference_title(table: Sequence[Comparison], show: ShortNames) -> str:
     """The difference panel's title: what is drawn, A − B named when the figure has one pair,
     and the interval's method when the rows share one."""
     title = f"paired difference A {MINUS} B of the official score, with its 95% interval"
-    pairs = list(dict.fromkeys((str(r["a"]), str(r["b"])) for r in table))
+    pairs = list(dict.fromkeys((r.a, r.b) for r in table))
     if len(pairs) == 1:
         title += "\n" + textwrap.fill(f"A {MINUS} B = {Contrast(*map(show, pairs[0])).label}", 75)
-    elif max(Counter(r["task"] for r in table).values(), default=0) > _LABELLED_ROWS:
+    elif max(Counter(r.task for r in table).values(), default=0) > _LABELLED_ROWS:
         title += "\n(values and p-values: the comparisons table)"
-    methods = {r["ci_method"] for r in table if r.get("ci_method")}
+    methods = {r.ci_method for r in table if r.ci_method}
     if len(methods) == 1:
         title += "\n" + textwrap.fill(f"interval: {methods.pop()}", 75)
     return title
@@ -438,7 +433,7 @@ def draws_figure(
     name: str,
     model: str,
     outcomes: Sequence[TrialRecord],
-    table: Sequence[dict[str, Any]],
+    table: Sequence[Comparison],
     chance: Mapping[str, float | None] | None = None,
 ) -> Any:
     """Each draw's score with its 95% interval (`draw_ci`), best and worst marked; below,
@@ -450,10 +445,10 @@ def draws_figure(
     any_interval = any_flagged = labelled = False
     for i, t in enumerate(tasks):
         draws = [o for o in outcomes if o.task == t]
-        rows = [r for r in table if r["task"] == t]
-        row = rows[0] if rows else {}
-        cis = row.get("draw_ci") or {}
-        notes = row.get("draw_ci_note") or {}
+        rows = [r for r in table if r.task == t]
+        row = rows[0] if rows else None
+        cis = (row.draw_ci if row else None) or {}
+        notes = (row.draw_ci_note if row else None) or {}
         step = 0.7 / max(1, len(draws))
         xs = {o.variant: i + (j - (len(draws) - 1) / 2) * step for j, o in enumerate(draws)}
         for o in draws:
@@ -473,16 +468,19 @@ def draws_figure(
                 _errorbar(ax, x, o.score, iv, flagged=flagged, gid=f"interval:{t}:{o.variant}",
                           color="#4C72B0")  # fmt: skip
                 any_interval, any_flagged = True, any_flagged or flagged
-        if rows and row.get("p_value") is None:
+        if row is not None and row.p_value is None:
             ax.text(i, 1.04, _p_label(None), ha="center", fontsize=7)
-        elif rows:
-            for side, color, marker, label in (("a", "#55A868", "^", "best"),
-                                               ("b", "#C44E52", "v", "worst")):  # fmt: skip
-                x = xs.get(row[side], float(i))
-                ax.scatter([x], [row[f"score_{side}"]], color=color, marker=marker, s=60,
+        elif row is not None:
+            marks = (
+                (row.a, row.score_a, "#55A868", "^", "best"),
+                (row.b, row.score_b, "#C44E52", "v", "worst"),
+            )
+            for arm, y, color, marker, label in marks:
+                x = xs.get(arm, float(i))
+                ax.scatter([x], [y], color=color, marker=marker, s=60,
                            zorder=5, label=label if i == 0 else None)  # fmt: skip
-            tops = [row["score_a"]] + [iv[1] for p in cis.values() if (iv := _interval(*p))]
-            ax.text(i, min(max(tops) + 0.03, 1.04), _p_label(row["p_value"]), ha="center",
+            tops = [row.score_a or 0.0] + [iv[1] for p in cis.values() if (iv := _interval(*p))]
+            ax.text(i, min(max(tops) + 0.03, 1.04), _p_label(row.p_value), ha="center",
                     fontsize=7)  # fmt: skip
     has_chance = _score_axes(ax, tasks, metric, chance or {})
     ax.set_title(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
+from experiments.analysis.records import Comparison
 from experiments.imports.arms import CORRECTNESS
 from experiments.trials.record import TrialRecord
 
@@ -28,36 +29,40 @@ def z_test(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
-def pairing_notes(table: list[dict[str, Any]], records: Sequence[TrialRecord]) -> list[str]:
-    """For each tested pair on correctness: both p-values (adds `p_unpaired` to its row)."""
-    by = {(r.task, r.model, r.variant): r for r in records}
-    notes = []
+def pairing_notes(
+    table: Sequence[Comparison], records: Sequence[TrialRecord]
+) -> tuple[list[Comparison], list[str]]:
+    """For each tested pair on correctness: both p-values (its row gains `p_unpaired`)."""
+    by: dict[tuple[str | None, ...], TrialRecord] = {
+        (r.task, r.model, r.variant): r for r in records
+    }
+    notes, out = [], []
     for row in table:
-        if row.get("status") != "tested" or row.get("metric") != CORRECTNESS or "k" in row:
+        out.append(row)
+        if row.status != "tested" or row.metric != CORRECTNESS or row.is_range:
             continue
-        a, b = by[(row["task"], row["model"], row["a"])], by[(row["task"], row["model"], row["b"])]
-        if row.get("n_clusters") is not None and row["n_clusters"] < row["n"]:
+        a, b = by[(row.task, row.model, row.a)], by[(row.task, row.model, row.b)]
+        if row.n_clusters is not None and row.n is not None and row.n_clusters < row.n:
             notes.append(
-                f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: no unpaired z-test: "
-                + _units(row)
+                f"{row.task} ({row.model}) {row.a} vs {row.b}: no unpaired z-test: " + _units(row)
             )
             continue
         p = z_test([c is True for c in a.correct], [c is True for c in b.correct])
-        row["p_unpaired"], row["unpaired_test"] = p, TEST
+        out[-1] = replace(row, p_unpaired=p, unpaired_test=TEST)
         if p is None:
             continue
         notes.append(
-            f"{row['task']} ({row['model']}) {row['a']} vs {row['b']}: paired p = "
-            f"{row['p_value']:.4f}; unpaired z-test on the same {row['n']} rows p = {p:.4f} "
+            f"{row.task} ({row.model}) {row.a} vs {row.b}: paired p = "
+            f"{row.p_value:.4f}; unpaired z-test on the same {row.n} rows p = {p:.4f} "
             "(ignores that the rows are shared; the paired p is the verdict)"
         )
-    return notes
+    return out, notes
 
 
-def _units(row: dict[str, Any]) -> str:
+def _units(row: Comparison) -> str:
     """Why rows are not independent: a sample's epochs only (no prompt identity), or rows
     given one prompt (by the source's identity or the task's texts, epochs with them)."""
-    n, c, how = row["n"], row["n_clusters"], str(row.get("clustered_by") or "")
+    n, c, how = row.n, row.n_clusters, str(row.clustered_by or "")
     if how.startswith("sample (its epochs"):
         return (
             f"its {n} rows are the epochs of {c} samples, not independent rows (the paired "

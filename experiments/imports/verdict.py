@@ -5,11 +5,12 @@ test) and the prompt-sensitivity report, on the imported arms. No second statist
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from experiments.analysis import sensitivity_report
 from experiments.analysis.align import row_order
+from experiments.analysis.records import Comparison
 from experiments.imports.arms import Arms
 from experiments.imports.identity import Units
 from experiments.imports.pairing import pairing_notes
@@ -69,9 +70,8 @@ def verdict(
     cluster_by = cluster_rule(records)
     spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
     table, across_rows = compare(spec, records, catalog=None, progress=progress)  # type: ignore[arg-type]
-    for row in table:
-        _label(row, arms.units.get((row["task"], row["model"])))
-    pairing = pairing_notes(table, records)
+    table = [_label(row, arms.units.get((str(row.task), str(row.model)))) for row in table]
+    table, pairing = pairing_notes(table, records)
     # pooled effects oriented as the comparisons' pairs (`analysis.contrast`): name order
     sensitivity = _sensitivity(records, n_resamples, cluster_by, [v.name for v in spec.variants])
     for row in sensitivity.get("per_task", []):
@@ -80,8 +80,8 @@ def verdict(
             row["clustering"] = how.label
     return {
         "import": name,
-        "comparisons": table,
-        "across_tasks": across_rows,
+        "comparisons": [r.to_dict() for r in table],
+        "across_tasks": [r.to_dict() for r in across_rows],
         "sensitivity": sensitivity,
         "left_out": [asdict(x) for x in arms.left_out],
         "notes": list(arms.notes),
@@ -104,13 +104,13 @@ def cluster_rule(records: Sequence[TrialRecord]) -> str:
     return BY_KEY if any(r.prompt_hashes for r in records) else CLUSTER_BY
 
 
-def _label(row: dict[str, Any], how: Units | None) -> None:
+def _label(row: Comparison, how: Units | None) -> Comparison:
     """A tested comparison says how its rows were clustered (`clustered_by`: the source's
     prompt identity, the task's texts, or rows tested as independent units) and, where rows
     are independent for want of a key, why (`cluster_note`)."""
-    if how is None or row.get("clustered_by") is None:
-        return
-    row["clustered_by"], row["cluster_note"] = how.label, how.note
+    if how is None or row.clustered_by is None:
+        return row
+    return replace(row, clustered_by=how.label, cluster_note=how.note)
 
 
 def _sensitivity(

@@ -217,30 +217,30 @@ def _compare(
     row = compare.pair(arms[0], arms[1], n_resamples=cfg.n_resamples, where=f"{cfg.task} held-out")
     # each arm's interval as the comparison computed it (clusters resampled); none for an arm
     # the comparison could not test
-    ci = SimpleNamespace(low=row["ci_a_low"], high=row["ci_a_high"], note=row["ci_a_note"])
-    base_ci = SimpleNamespace(low=row["ci_b_low"], high=row["ci_b_high"], note=row["ci_b_note"])
-    how = "exact" if row["exact"] else f"{row['n_resamples']} resamples"
-    of = units(row["n_clusters"], row["n"], row["clustered_by"])
+    ci = SimpleNamespace(low=row.ci_a_low, high=row.ci_a_high, note=row.ci_a_note)
+    base_ci = SimpleNamespace(low=row.ci_b_low, high=row.ci_b_high, note=row.ci_b_note)
+    how = "exact" if row.exact else f"{row.n_resamples} resamples"
+    of = units(row.n_clusters, row.n, row.clustered_by)
     return {
         "heldout": {
-            "score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": row["n"],
-            "ci_note": ci.note, "n_clusters": row["n_clusters"],
+            "score": best.score, "ci_low": ci.low, "ci_high": ci.high, "n": row.n,
+            "ci_note": ci.note, "n_clusters": row.n_clusters,
             # the test's units, as the sweep table's `clus`: rows either prompt gave the same
             # rendered prompt (its hash) are one cluster, swapped and resampled whole
-            "clustered_by": row["clustered_by"], "cluster_note": row["cluster_note"],
+            "clustered_by": row.clustered_by, "cluster_note": row.cluster_note,
         },
         "base_heldout": {
             "score": base.score, "ci_low": base_ci.low, "ci_high": base_ci.high,
             "ci_note": base_ci.note,
         },
-        "p_value": row["p_value"],
-        "statistic": row["statistic"],
+        "p_value": row.p_value,
+        "statistic": row.statistic,
         # best - base: its interval and the MDE80 of the test, as a sweep's table shows them
-        "difference_ci_low": row["ci_low"], "difference_ci_high": row["ci_high"],
-        "mde_80": row["mde_80"], "mde_unreliable": row["mde_unreliable"],
-        "metric": row["metric"],
-        "test": f"{row['test']}, two-sided, {row['metric']}, {how}, "
-        f"{row['n_discordant']} discordant of {of}",
+        "difference_ci_low": row.ci_low, "difference_ci_high": row.ci_high,
+        "mde_80": row.mde_80, "mde_unreliable": row.mde_unreliable,
+        "metric": row.metric,
+        "test": f"{row.test}, two-sided, {row.metric}, {how}, "
+        f"{row.n_discordant} discordant of {of}",
         "n_dev": n_dev,
         "heldout_indices": list(split.heldout),
         # the rows behind the scores, CI and p-value (held-out, minus --heldout-limit's

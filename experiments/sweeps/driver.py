@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
 from experiments.sweeps.cost import Cost
@@ -476,17 +477,19 @@ def _report(
         # logging pass then answered it (the rerun resumes the loop from the cache)
         listed = {t["trial_id"] for t in incomplete}
         incomplete += [t for t in seq.failed if t["trial_id"] not in listed]
+    table: list[Comparison] = []
+    across: list[AcrossTaskTest] = []
     if seq is None:
         table, across = compare(spec, ordered, catalog, gone, final=not incomplete)
         figures = _figures(spec, ordered, table, catalog)
         sens, sens_figures = _sensitivity(spec, ordered, catalog, gone)
     else:
-        table, across, figures, sens_figures = [], [], {}, {}
+        figures, sens_figures = {}, {}
         sens = {"per_task": [], "notes": [SEQUENTIAL_NO_SENSITIVITY]}
     written: ReportFolder | None = None
     doc: dict[str, Any] = {
-        "comparisons": table,
-        "across_tasks": across,
+        "comparisons": [r.to_dict() for r in table],
+        "across_tasks": [r.to_dict() for r in across],
         "incomplete": incomplete,
         "sensitivity": sens,
     }

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis import compare as cmp
 from experiments.analysis import decision
+from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.analysis.sensitivity import sensitivity_report
 from experiments.names import figure_files
 from experiments.sweeps.report_dirs import ReportFolder, run_folder, write_run
@@ -62,7 +64,7 @@ def compare(
     skipped: Mapping[str, Mapping[str, str]] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     final: bool = True,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Comparison], list[AcrossTaskTest]]:
     """The sweep's comparisons per (model, task), corrected across the sweep, and the
     declared across-task test (see `experiments.analysis.compare`), each with its
     recommendation (`experiments.analysis.decision`). `progress(done, total,
@@ -72,7 +74,7 @@ def compare(
     with such an arm is listed for that task as skipped, with the reason, never tested on the
     arms that did run; the across-task test takes only the tasks that tested it."""
 
-    table: list[dict[str, Any]] = []
+    table: list[Comparison] = []
     groups: dict[tuple[str, str], dict[str, TrialRecord]] = {}
     for o in outcomes:
         groups.setdefault((o.model, o.task), {})[o.variant] = o
@@ -118,14 +120,13 @@ def compare(
                     else cmp.pair(arms[a], arms[b], peers=peers, memo=memo, **how)
                 )
                 tick(where)
-        table += [{"model": model, "task": task, **row} for row in rows]
-    cmp.correct(table, spec.correction)
+        table += [replace(row, model=model, task=task) for row in rows]
+    table = cmp.correct(table, spec.correction)
     tasks = list(dict.fromkeys(o.task for o in outcomes))
     kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
     across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
     # what to do, in a line each (`final` False: some trials are incomplete, see `annotate`)
-    decision.annotate(table, across, spec.correction, final)
-    return table, across
+    return decision.annotate(table, across, spec.correction, final)
 
 
 def _skipped_row(
@@ -135,15 +136,14 @@ def _skipped_row(
     arms: Mapping[str, TrialRecord],
     gone: Mapping[str, str],
     test: str,
-) -> dict[str, Any]:
+) -> Comparison:
     """A comparison not computed on a task because an arm could not run there: no score and
     no p-value, and a status saying which arm and why."""
     missing = [v for v in (a, b) if v in gone] or sorted(gone)
-    row = cmp.untested(where, a, b, list(arms.values()), test)
-    row["status"] = f"{decision.SKIPPED}: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
+    status = f"{decision.SKIPPED}: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
     if a == "best":  # best_vs_worst with fewer than two variants run
-        row["status"] += f" (only {len(arms)} variant(s) ran: no draws to compare)"
-    return row
+        status += f" (only {len(arms)} variant(s) ran: no draws to compare)"
+    return replace(cmp.untested(where, a, b, list(arms.values()), test), status=status)
 
 
 def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | None:
@@ -161,7 +161,7 @@ def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | No
 
 
 def _figures(
-    spec: SweepSpec, outcomes: list[TrialRecord], table: list[dict[str, Any]], catalog: Catalog
+    spec: SweepSpec, outcomes: list[TrialRecord], table: list[Comparison], catalog: Catalog
 ) -> dict[str, Any]:
     # start-up time: matplotlib, only when figures are drawn
     from experiments.analysis.figures import draws_figure, pair_figure
@@ -175,7 +175,7 @@ def _figures(
     files = figure_files(spec.name, sorted({o.model for o in outcomes}))
     for model, filename in files.items():  # models with one `safe_model`: each its own
         mine = [o for o in outcomes if o.model == model]
-        rows = [r for r in table if r["model"] == model]
+        rows = [r for r in table if r.model == model]
         draw = draws_figure if spec.comparisons == "best_vs_worst" else pair_figure
         figures[filename] = draw(spec.name, model, mine, rows, chance)
     return figures

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from experiments import ids
+from experiments.analysis.records import Comparison
 from experiments.llm.types import Completion, Decoding
 from experiments.sweeps.plan import PlannedTrial, plan_tasks, trial_plan
 from experiments.sweeps.report import compare
@@ -154,9 +155,10 @@ def simulate(
             outcomes.append(TrialRecord.from_result(result, variant=t.variant.name, run_id="-"))
         table, _ = compare(spec, outcomes, catalog)
         row = table[0]
-        rejections += int(row["p_value"] is not None and row["p_value"] < alpha)
-        powers.append(power_from_mde(p_a - p_b, row["mde_80"], alpha))
-        stats_seen.append(row["statistic"])
+        rejections += int(row.p_value is not None and row.p_value < alpha)
+        assert row.mde_80 is not None and row.statistic is not None, row.status
+        powers.append(power_from_mde(p_a - p_b, row.mde_80, alpha))
+        stats_seen.append(row.statistic)
     return SimulationResult(
         n_sims=n_sims,
         alpha=alpha,
@@ -347,7 +349,7 @@ def variant_setup(
 
 def run_variants(
     setup: VariantSetup, catalog: Any, lm: VariantLM
-) -> tuple[list[TrialRecord], dict[str, Any]]:
+) -> tuple[list[TrialRecord], Comparison]:
     """Run every trial of `setup` with `lm` and compare them (best vs worst): the records and
     the comparison's row, as the sweep's report computes it."""
     outcomes = []
@@ -416,8 +418,8 @@ def simulate_variants(
             scores[o.variant].append(o.score)
             invalid += sum(r.generation is not None and r.parsed is None for r in o.rows)
             n_scored += len(o.rows)
-        rejections += int(row["p_value"] is not None and row["p_value"] < alpha)
-        used.append(int(row["n"]))
+        rejections += int(row.p_value is not None and row.p_value < alpha)
+        used.append(int(row.n or 0))
     return VariantSimulation(
         n_sims=n_sims,
         alpha=alpha,

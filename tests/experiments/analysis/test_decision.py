@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from experiments import output
 from experiments.analysis import compare, decision, stats
 from experiments.analysis.decision import for_across, for_pair, for_sequential
+from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
 
@@ -34,18 +36,31 @@ def _arms(hits_a: list[bool], hits_b: list[bool]) -> tuple[TrialRecord, TrialRec
     return out[0], out[1]
 
 
-def _table(hits_a: list[bool], hits_b: list[bool]) -> list[dict[str, Any]]:
+def C(**row: Any) -> Comparison:
+    """A comparison row with the given fields (the rest None, as a stored row's missing keys)."""
+    return Comparison.from_dict(row)
+
+
+def X(**row: Any) -> AcrossTaskTest:
+    """An across-task row with the given fields."""
+    return AcrossTaskTest.from_dict(row)
+
+
+def _table(hits_a: list[bool], hits_b: list[bool]) -> list[Comparison]:
     """One tested comparison as a sweep's table holds it: corrected and recommended."""
-    row = {"model": "m", "task": "hearsay", **compare.pair(*_arms(hits_a, hits_b), n_resamples=500)}
-    table = [row]
-    compare.correct(table, "holm")
-    decision.annotate(table, [], "holm")
+    row = replace(compare.pair(*_arms(hits_a, hits_b), n_resamples=500), model="m", task="hearsay")
+    table, _ = decision.annotate(compare.correct([row], "holm"), [], "holm")
     return table
 
 
-def _diff_in_table(table: list[dict[str, Any]]) -> str:
+def _rec(row: Comparison | AcrossTaskTest) -> Any:
+    assert row.recommendation is not None
+    return row.recommendation
+
+
+def _diff_in_table(table: list[Comparison]) -> str:
     """The diff column (headed 'A − B') of the printed comparison table (its one data row)."""
-    head, line, *_ = output.comparison_table(table).splitlines()
+    head, line, *_ = output.comparison_table([r.to_dict() for r in table]).splitlines()
     start = head.index(" A − B ") - 1  # 'A − B' is right-aligned in a column of 7
     return line[start : start + 7].strip()
 
@@ -59,34 +74,34 @@ def _hits(n: int, rate: float, seed: int) -> list[bool]:
 def test_a_significant_win_for_b_says_use_b_with_the_tables_sign() -> None:
     table = _table([i % 3 == 0 for i in range(90)], [i % 9 != 0 for i in range(90)])
     row = table[0]
-    assert row["statistic"] < 0 and row["p_corrected"] < 0.05
-    rec = row["recommendation"]
-    assert rec["action"] == "use" and rec["choice"] == "B"
+    assert row.statistic < 0 and row.p_corrected < 0.05
+    rec = _rec(row)
+    assert rec.action == "use" and rec.choice == "B"
     shown = _diff_in_table(table)
-    assert shown.startswith("-") and f"diff A - B {shown}" in rec["line"]
-    assert rec["line"].startswith("hearsay (m): use B over A (")
-    assert f"p corr {row['p_corrected']:.4f} < 0.05, Holm" in rec["line"]
+    assert shown.startswith("-") and f"diff A - B {shown}" in rec.line
+    assert rec.line.startswith("hearsay (m): use B over A (")
+    assert f"p corr {row.p_corrected:.4f} < 0.05, Holm" in rec.line
 
 
 def test_a_significant_win_for_a_says_use_a() -> None:
     table = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])
-    rec = table[0]["recommendation"]
-    assert rec["action"] == "use" and rec["choice"] == "A"
-    assert rec["line"].startswith("hearsay (m): use A over B (diff A - B +")
-    assert f"diff A - B {_diff_in_table(table)}" in rec["line"]
+    rec = _rec(table[0])
+    assert rec.action == "use" and rec.choice == "A"
+    assert rec.line.startswith("hearsay (m): use A over B (diff A - B +")
+    assert f"diff A - B {_diff_in_table(table)}" in rec.line
 
 
 def test_no_significant_difference_is_no_decision_with_n_and_the_mde() -> None:
     a = [i % 4 != 0 for i in range(60)]
     b = [i % 4 != 1 for i in range(60)]  # the same accuracy, other rows wrong
     table = _table(a, b)
-    row, rec = table[0], table[0]["recommendation"]
-    assert row["p_corrected"] >= 0.05
-    assert rec["action"] == "undecided" and rec["choice"] is None
-    assert rec["line"].startswith("hearsay (m): no decision between A and B (diff A - B +0.000")
-    assert f"n 60, MDE80 {row['mde_80']:.3f}" in rec["line"]
-    assert "differences smaller than that would often be missed" in rec["line"]
-    assert "use" not in rec["line"].split("(")[0]
+    row, rec = table[0], _rec(table[0])
+    assert row.p_corrected >= 0.05
+    assert rec.action == "undecided" and rec.choice is None
+    assert rec.line.startswith("hearsay (m): no decision between A and B (diff A - B +0.000")
+    assert f"n 60, MDE80 {row.mde_80:.3f}" in rec.line
+    assert "differences smaller than that would often be missed" in rec.line
+    assert "use" not in rec.line.split("(")[0]
 
 
 def test_a_significant_raw_p_that_the_correction_lifts_is_not_called() -> None:
@@ -94,7 +109,7 @@ def test_a_significant_raw_p_that_the_correction_lifts_is_not_called() -> None:
     row = {"task": "t", "model": "m", "a": "A", "b": "B", "statistic": 0.1, "p_value": 0.01,
            "p_corrected": 0.2, "correction": "Holm", "ci_low": 0.02, "ci_high": 0.18,
            "n": 80, "mde_80": 0.15, "mde_unreliable": True}  # fmt: skip
-    rec = for_pair(row)
+    rec = for_pair(C(**row))
     assert rec.action == "undecided" and "p corr 0.2000 >= 0.05" in rec.line
     assert "MDE80 0.150, flagged unreliable" in rec.line
 
@@ -107,20 +122,20 @@ def _lost(name: str = "C", n: int = 10) -> TrialRecord:
 
 def test_an_untested_comparison_says_why() -> None:
     a, _ = _arms([True] * 10, [False] * 10)
-    row = {"task": "t", "model": "m", **compare.pair(a, _lost(), n_resamples=100)}
+    row = replace(compare.pair(a, _lost(), n_resamples=100), task="t", model="m")
     rec = for_pair(row)
     assert rec.action == "undecided" and rec.choice is None
-    assert rec.line == f"t (m): no decision between A and C: not tested ({row['status']})"
+    assert rec.line == f"t (m): no decision between A and C: not tested ({row.status})"
 
 
 def test_best_vs_worst_names_the_best_draw_and_what_was_not_tested() -> None:
     row = {"task": "t", "model": "m", "a": "seed=1", "b": "seed=3", "k": 5, "statistic": 0.12,
            "p_value": 0.001, "p_corrected": 0.003, "correction": "Holm", "n": 95}  # fmt: skip
-    rec = for_pair(row)
+    rec = for_pair(C(**row))
     assert rec.action == "use" and rec.choice == "seed=1"
     assert "use seed=1 over seed=3, the worst of 5 variants" in rec.line
     assert "not tested against the other 3" in rec.line
-    assert for_pair({**row, "p_corrected": 0.2}).action == "undecided"
+    assert for_pair(C(**{**row, "p_corrected": 0.2})).action == "undecided"
 
 
 # ---- the property: never against the table ------------------------------------------------
@@ -143,7 +158,7 @@ def test_the_call_never_contradicts_the_table(x: dict[str, Any]) -> None:
            "p_value": x["p_value"], "p_corrected": min(1.0, x["p_value"] * x["lift"]),
            "correction": "Holm", "ci_low": d - x["half"], "ci_high": d + x["half"], "n": 50,
            "mde_80": x["mde_80"], "score_a": 0.5, "score_b": 0.5 - d}  # fmt: skip
-    rec = for_pair(row)
+    rec = for_pair(C(**row))
     table_diff = f"{d:+.3f}"  # the table prints diff as `{statistic:>+7.3f}`
     assert f"diff A - B {table_diff}" in rec.line
     if rec.action == "use":
@@ -163,13 +178,13 @@ def test_real_comparisons_are_called_the_tables_way(seed: int) -> None:
     rng = np.random.default_rng(seed)
     rates = rng.uniform(0.3, 0.95, size=2)
     table = _table(_hits(50, rates[0], seed), _hits(50, rates[1], seed + 100))
-    row, rec = table[0], table[0]["recommendation"]
-    assert row["statistic"] == pytest.approx(row["score_a"] - row["score_b"])
-    assert f"diff A - B {_diff_in_table(table)}" in rec["line"]
-    if rec["action"] == "use":
-        assert (rec["choice"] == "A") == (row["statistic"] > 0) and row["p_corrected"] < 0.05
+    row, rec = table[0], _rec(table[0])
+    assert row.statistic == pytest.approx(row.score_a - row.score_b)
+    assert f"diff A - B {_diff_in_table(table)}" in rec.line
+    if rec.action == "use":
+        assert (rec.choice == "A") == (row.statistic > 0) and row.p_corrected < 0.05
     else:
-        assert row["p_corrected"] >= 0.05
+        assert row.p_corrected >= 0.05
 
 
 # ---- sequential, across tasks -----------------------------------------------------------------
@@ -209,42 +224,43 @@ def test_a_best_of_k_not_identified_names_no_winner() -> None:
 
 
 def test_across_tasks_is_corrected_over_the_sweeps_across_tests() -> None:
-    across: list[dict[str, Any]] = [
-        {"model": "m", "a": "x", "b": "y", "test": "paired t-test over tasks", "statistic": -4.0,
-         "p_value": 0.01, "n_tasks": 5, "mean_difference": -0.04, "note": None},
-        {"model": "m", "a": "x", "b": "z", "test": "paired t-test over tasks", "statistic": 3.0,
-         "p_value": 0.03, "n_tasks": 5, "mean_difference": 0.03, "note": None},
-        {"model": "m", "a": "y", "b": "z", "test": "paired t-test over tasks", "statistic": 1.0,
-         "p_value": 0.3, "n_tasks": 5, "mean_difference": 0.01, "note": None},
+    across = [
+        X(model="m", a="x", b="y", test="paired t-test over tasks", statistic=-4.0,
+          p_value=0.01, n_tasks=5, mean_difference=-0.04, note=None),
+        X(model="m", a="x", b="z", test="paired t-test over tasks", statistic=3.0,
+          p_value=0.03, n_tasks=5, mean_difference=0.03, note=None),
+        X(model="m", a="y", b="z", test="paired t-test over tasks", statistic=1.0,
+          p_value=0.3, n_tasks=5, mean_difference=0.01, note=None),
     ]  # fmt: skip
-    decision.annotate([], across, "holm")
-    first, second, third = (r["recommendation"] for r in across)
-    assert (first["action"], first["choice"]) == ("use", "y")
-    assert "p corr 0.0300 (Holm over 3 across-task tests) < 0.05" in first["line"]
-    assert "mean diff A - B -0.040" in first["line"]
-    assert second["action"] == "undecided"  # 0.03 alone would pass; Holm makes it 0.06
-    assert "p corr 0.0600 (Holm over 3 across-task tests) >= 0.05" in second["line"]
-    assert third["action"] == "undecided"
+    _, across = decision.annotate([], across, "holm")
+    first, second, third = (_rec(r) for r in across)
+    assert (first.action, first.choice) == ("use", "y")
+    assert "p corr 0.0300 (Holm over 3 across-task tests) < 0.05" in first.line
+    assert "mean diff A - B -0.040" in first.line
+    assert second.action == "undecided"  # 0.03 alone would pass; Holm makes it 0.06
+    assert "p corr 0.0600 (Holm over 3 across-task tests) >= 0.05" in second.line
+    assert third.action == "undecided"
 
 
 def test_a_wilcoxon_that_points_against_the_mean_is_not_called() -> None:
     row = {"model": "m", "a": "x", "b": "y", "test": "Wilcoxon signed-rank over tasks",
            "statistic": 2.0, "p_value": 0.01, "n_tasks": 6, "mean_difference": 0.05}  # fmt: skip
-    rec = for_across(row)  # W+ = 2 < 6*7/4: the ranks point to y, the mean to x
+    rec = for_across(X(**row))  # W+ = 2 < 6*7/4: the ranks point to y, the mean to x
     assert rec.action == "undecided" and "disagree" in rec.line
-    assert for_across({**row, "statistic": 19.0}).choice == "x"
+    assert for_across(X(**{**row, "statistic": 19.0})).choice == "x"
 
 
 # ---- where the lines are printed and written -------------------------------------------------
 def test_sweep_and_report_print_the_decisions_last() -> None:
     table = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])
     result = {"sweep": "s", "trials": 2, "resumed": 0, "parent_run_id": "r", "skipped": [],
-              "comparisons": table, "across_tasks": [], "experiment": "p/s"}  # fmt: skip
+              "comparisons": [r.to_dict() for r in table], "across_tasks": [],
+              "experiment": "p/s"}  # fmt: skip
     lines = output.sweep_summary(result, "sqlite:///x").splitlines()
-    assert lines[-1] == "decision: " + table[0]["recommendation"]["line"]
+    assert lines[-1] == "decision: " + _rec(table[0]).line
     assert lines[-2].startswith("Open the MLflow UI")
     # a document written before recommendations existed: worked out the same way
-    old = [{k: v for k, v in table[0].items() if k != "recommendation"}]
+    old = [replace(table[0], recommendation=None).to_dict()]
     doc = {"comparisons": old, "across_tasks": [], "incomplete": [], "sensitivity": {}}
     text = output.sweep_report("s", {"run_id": "r", "status": "FINISHED"}, doc)
     assert text.splitlines()[-1] == lines[-1]
@@ -255,14 +271,13 @@ def test_comparisons_csv_gains_a_last_column_and_keeps_the_others_bytes() -> Non
     the recommendation are exactly those of the file without it."""
     tested = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])[0]
     first = compare.untested("w", "best", "worst", [_lost()], "range permutation test")
-    first |= {"model": "m", "task": "u", "status": "skipped"}
-    tested.pop("recommendation")
-    later = {**tested, "k": 3, "draw_ci": {"A": [0.1, 0.2]}, "p_post_selection": 0.01}
-    rows = [first, later]
-    compare.correct(rows, "holm")
-    before = comparisons_csv([dict(r) for r in rows]).splitlines()
-    decision.annotate(rows, [], "holm")
-    after = comparisons_csv(rows).splitlines()
+    first = replace(first, model="m", task="u", status="skipped")
+    tested = replace(tested, recommendation=None)
+    later = replace(tested, k=3, draw_ci={"A": [0.1, 0.2]}, p_post_selection=0.01)
+    rows = compare.correct([first, later], "holm")
+    before = comparisons_csv([r.to_dict() for r in rows]).splitlines()
+    rows, _ = decision.annotate(rows, [], "holm")
+    after = comparisons_csv([r.to_dict() for r in rows]).splitlines()
     assert after[0] == before[0] + ",recommendation"
     parsed = list(csv.DictReader(io.StringIO("\n".join(after))))
     for old_line, new_line, row in zip(before[1:], after[1:], parsed, strict=True):
@@ -288,10 +303,10 @@ def test_an_older_document_is_filled_as_a_new_one_is() -> None:
     table = _table([i % 9 != 0 for i in range(90)], [i % 3 == 0 for i in range(90)])
     across: list[dict[str, Any]] = [{"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks",
                "statistic": 5.0, "p_value": 0.001, "n_tasks": 4, "mean_difference": 0.1,
-               "tasks": ["t1", "t2", "t3", "t4"], "missing_tasks": []}]  # fmt: skip
-    new = {"comparisons": [dict(r) for r in table], "across_tasks": [dict(r) for r in across]}
-    decision.annotate(new["comparisons"], new["across_tasks"], "holm")
-    old = {"comparisons": [{k: v for k, v in r.items() if k != "recommendation"} for r in table],
+               "note": None, "tasks": ["t1", "t2", "t3", "t4"], "missing_tasks": []}]  # fmt: skip
+    rows, tests = decision.annotate(table, [X(**r) for r in across], "holm")
+    new = {"comparisons": [r.to_dict() for r in rows], "across_tasks": [r.to_dict() for r in tests]}
+    old = {"comparisons": [replace(r, recommendation=None).to_dict() for r in table],
            "across_tasks": [dict(r) for r in across]}  # fmt: skip
     decision.fill(old)
     assert old == new
@@ -316,9 +331,9 @@ def _draws(hits: dict[str, list[bool]]) -> list[TrialRecord]:
     return out
 
 
-def _best_of_k(arms: list[TrialRecord]) -> dict[str, Any]:
-    row = {"task": "t", "model": "m", **compare.best_vs_worst(arms, n_resamples=500)}
-    compare.correct([row], "holm")
+def _best_of_k(arms: list[TrialRecord]) -> Comparison:
+    row = replace(compare.best_vs_worst(arms, n_resamples=500), task="t", model="m")
+    (row,) = compare.correct([row], "holm")
     return row
 
 
@@ -334,7 +349,7 @@ def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> Non
     for order in ([0, 1, 2], [1, 0, 2]):
         row = _best_of_k([arms[i] for i in order])
         rec = for_pair(row)
-        assert row["p_corrected"] < 0.05
+        assert row.p_corrected < 0.05
         assert rec.action == "undecided" and rec.choice is None
         first, second = (arms[i].variant for i in order[:2])
         assert f"no single variant to use: {first}, {second} tie for the best score" in rec.line
@@ -345,7 +360,7 @@ def test_draws_tied_for_the_best_score_name_no_single_draw_in_any_order() -> Non
     row = _best_of_k(_draws(hits))
     rec = for_pair(row)
     assert (rec.action, rec.choice) == ("use", "x")
-    other = "v" if row["b"] == "w" else "w"
+    other = "v" if row.b == "w" else "w"
     assert f"the worst of 4 variants, tied with {other}" in rec.line
 
 
@@ -356,25 +371,25 @@ def test_a_p_just_below_the_level_is_not_printed_as_the_level() -> None:
     row = {"task": "t", "model": "m", "a": "A", "b": "B", "statistic": 0.1, "p_value": p,
            "p_corrected": p, "correction": "Holm", "ci_low": 0.01, "ci_high": 0.2, "n": 80,
            "mde_80": 0.15}  # fmt: skip
-    rec = for_pair(row)
+    rec = for_pair(C(**row))
     assert rec.action == "use" and "p corr 0.049950 < 0.05, Holm" in rec.line
     assert "0.0500 <" not in rec.line
     across = {"model": "m", "a": "x", "b": "y", "test": "paired t-test over tasks",
               "statistic": 3.0, "p_value": p, "n_tasks": 5, "mean_difference": 0.03}  # fmt: skip
-    assert "p 0.049950 < 0.05" in for_across(across).line
+    assert "p 0.049950 < 0.05" in for_across(X(**across)).line
     verdict = {"statistic": 0.1, "p_value": p, "heldout": {"n": 80}, "mde_80": 0.15}
     held = decision.for_heldout(verdict, "v1", best_is_base=False)
     assert held.action == "use" and "p 0.049950 < 0.05" in held.line
     # away from the level, four decimals as the table prints them
-    assert "p corr 0.0300 < 0.05" in for_pair({**row, "p_corrected": 0.03}).line
-    assert "p corr 0.0500 >= 0.05" in for_pair({**row, "p_corrected": 0.05}).line
+    assert "p corr 0.0300 < 0.05" in for_pair(C(**{**row, "p_corrected": 0.03})).line
+    assert "p corr 0.0500 >= 0.05" in for_pair(C(**{**row, "p_corrected": 0.05})).line
 
 
 # ---- an incomplete sweep: the correction will run over the comparisons a rerun tests --------
-def _pair_row(model: str, task: str, p: float | None, status: str = "tested") -> dict[str, Any]:
-    return {"model": model, "task": task, "a": "A", "b": "B", "status": status,
-            "statistic": None if p is None else 0.1, "p_value": p, "ci_low": 0.02,
-            "ci_high": 0.18, "n": 80, "mde_80": 0.15}  # fmt: skip
+def _pair_row(model: str, task: str, p: float | None, status: str = "tested") -> Comparison:
+    return C(model=model, task=task, a="A", b="B", status=status,
+             statistic=None if p is None else 0.1, p_value=p, ci_low=0.02,
+             ci_high=0.18, n=80, mde_80=0.15)  # fmt: skip
 
 
 def test_an_incomplete_sweep_calls_only_what_its_rerun_cannot_undo() -> None:
@@ -391,30 +406,29 @@ def test_an_incomplete_sweep_calls_only_what_its_rerun_cannot_undo() -> None:
         _pair_row("m2", "t1", None, failed),
         _pair_row("m2", "t2", None, skipped),
     ]
-    compare.correct(table, "holm")
-    assert table[0]["p_corrected"] == pytest.approx(0.03)  # Holm over the 2 tested
-    decision.annotate(table, [], "holm", final=False)
-    shaky, sure = table[0]["recommendation"], table[1]["recommendation"]
-    assert shaky["action"] == "undecided" and shaky["choice"] is None
-    assert shaky["line"] == (
+    table = compare.correct(table, "holm")
+    assert table[0].p_corrected == pytest.approx(0.03)  # Holm over the 2 tested
+    rows, _ = decision.annotate(table, [], "holm", final=False)
+    shaky, sure = _rec(rows[0]), _rec(rows[1])
+    assert shaky.action == "undecided" and shaky.choice is None
+    assert shaky.line == (
         "t1 (m1): no decision yet between A and B (diff A - B +0.100, p corr 0.0300 over the "
         "tests run so far): 1 comparison of this sweep waits for incomplete trials, and "
         "corrected over them too p may reach 0.0600; rerun the same command"
     )
-    assert sure["action"] == "use" and sure["choice"] == "A"
-    assert sure["line"].endswith(
+    assert sure.action == "use" and sure.choice == "A"
+    assert sure.line.endswith(
         "; holds whatever the 1 comparison waiting for incomplete trials gives"
     )
     # the rerun: m2's comparison tested (p 0.5), Holm over three undoes the first call
-    done = [dict(r) for r in table[:2]] + [_pair_row("m2", "t1", 0.5), table[3]]
-    compare.correct(done, "holm")
-    decision.annotate(done, [], "holm")
-    assert done[0]["p_corrected"] == pytest.approx(0.06)
-    assert done[0]["recommendation"]["action"] == "undecided"
-    assert done[1]["recommendation"]["choice"] == "A"
+    done = compare.correct([*table[:2], _pair_row("m2", "t1", 0.5), table[3]], "holm")
+    done, _ = decision.annotate(done, [], "holm")
+    assert done[0].p_corrected == pytest.approx(0.06)
+    assert _rec(done[0]).action == "undecided"
+    assert _rec(done[1]).choice == "A"
     # a finished sweep (or an import: nothing to rerun) decides on the table's p corr
-    decision.annotate(table, [], "holm", final=True)
-    assert table[0]["recommendation"]["action"] == "use"
+    rows, _ = decision.annotate(table, [], "holm", final=True)
+    assert _rec(rows[0]).action == "use"
 
 
 def test_an_across_task_test_waiting_for_a_task_is_not_decided() -> None:
@@ -425,34 +439,33 @@ def test_an_across_task_test_waiting_for_a_task_is_not_decided() -> None:
         _pair_row("m", "t2", 0.3),
         _pair_row("m", "t3", None, "A incomplete (3 of 80 rows failed)"),
     ]
-    compare.correct(table, "holm")
-    across: list[dict[str, Any]] = [
-        {"model": "m", "a": "A", "b": "B", "test": "paired t-test over tasks", "statistic": 40.0,
-         "p_value": 0.016, "n_tasks": 2, "mean_difference": 0.1, "tasks": ["t1", "t2"],
-         "missing_tasks": ["t3"]}
+    table = compare.correct(table, "holm")
+    across = [
+        X(model="m", a="A", b="B", test="paired t-test over tasks", statistic=40.0,
+          p_value=0.016, n_tasks=2, mean_difference=0.1, tasks=["t1", "t2"],
+          missing_tasks=["t3"])
     ]  # fmt: skip
-    decision.annotate(table, across, "holm", final=False)
-    rec = across[0]["recommendation"]
-    assert rec["action"] == "undecided"
-    assert rec["line"] == (
+    _, done = decision.annotate(table, across, "holm", final=False)
+    rec = _rec(done[0])
+    assert rec.action == "undecided"
+    assert rec.line == (
         "across tasks (m): no decision yet between A and B: t3 waits for incomplete trials, "
         "and the test is over every task; rerun the same command"
     )
     # another pair, all its tasks scored: Holm over it and the waiting test at p = 1
-    other = {**across[0], "b": "C", "p_value": 0.03, "tasks": ["t1", "t2", "t3"],
-             "missing_tasks": []}  # fmt: skip
-    decision.annotate(table, [*across, other], "holm", final=False)
-    assert other["p_corrected"] == pytest.approx(0.032)  # over the two tested so far
-    assert other["recommendation"]["line"] == (
+    other = replace(across[0], b="C", p_value=0.03, tasks=["t1", "t2", "t3"], missing_tasks=[])
+    _, (_, other) = decision.annotate(table, [*across, other], "holm", final=False)
+    assert other.p_corrected == pytest.approx(0.032)  # over the two tested so far
+    assert _rec(other).line == (
         "across tasks (m): no decision yet between A and C (mean diff A - B +0.100, p corr "
         "0.0320 over the tests run so far): 1 across-task test of this sweep waits for "
         "incomplete trials, and corrected over them too p may reach 0.0600; rerun the same "
         "command"
     )
-    decision.annotate(table, across, "holm", final=True)
-    assert across[0]["recommendation"]["choice"] == "A"
+    _, final = decision.annotate(table, across, "holm", final=True)
+    assert _rec(final[0]).choice == "A"
     # `workbench report` of an older document of that sweep: the same lines
-    old = {"comparisons": [{k: v for k, v in r.items() if k != "recommendation"} for r in table],
-           "across_tasks": [{k: v for k, v in r.items() if k != "recommendation"} for r in across],
+    old = {"comparisons": [r.to_dict() for r in table],
+           "across_tasks": [r.to_dict() for r in across],
            "incomplete": [{"task": "t3", "model": "m", "variant": "A"}]}  # fmt: skip
-    assert decision.lines(old)[-1] == f"decision: {rec['line']}"
+    assert decision.lines(old)[-1] == f"decision: {rec.line}"

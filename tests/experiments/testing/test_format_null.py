@@ -89,7 +89,7 @@ def test_right_in_the_shown_words_is_one_and_invalid_replies_never_count(
             assert all(
                 r.scored == NOT_SHOWN and (r.generation or "").strip() == r.answer for r in o.rows
             )
-    assert row["p_value"] == 1.0 and row["statistic"] == 0.0
+    assert row.p_value == 1.0 and row.statistic == 0.0
 
 
 def _setup(
@@ -113,8 +113,8 @@ def test_failed_rows_are_failure_states_and_the_comparison_tests_nothing(
     failed = [r for r in hit.rows if r.error is not None]
     assert [r.index for r in failed] == rows and all(r.correct is None for r in failed)
     assert all(o.complete and o.score == 1.0 for o in records if o.variant != victim)
-    assert row["p_value"] is None and row["n"] is None and row["score_a"] is None
-    assert row["status"] == f"{victim} incomplete (3 of 40 rows failed)", row["status"]
+    assert row.p_value is None and row.n is None and row.score_a is None
+    assert row.status == f"{victim} incomplete (3 of 40 rows failed)", row.status
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_row_order_and_variant_order_change_no_score_and_no_p_value(
         seen.append((
             {o.variant: o.score for o in records},
             {o.variant: o.rows[0].index for o in records},
-            (row["a"], row["b"], row["p_value"], row["p_post_selection"], row["n"]),
+            (row.a, row.b, row.p_value, row.p_post_selection, row.n),
         ))  # fmt: skip
     assert seen[1][1] != seen[0][1]  # the rows really came in another order
     assert seen[0][0] == seen[1][0] == seen[2][0]
