@@ -158,12 +158,12 @@ def test_pair_reports_rows_and_clusters() -> None:
         return TrialRecord.of(name, "accuracy", idx, yr, gens, fn(yr, gens), prompt_hashes=hashes)
 
     row = compare.pair(arm("A", ar), arm("B", br), n_resamples=2000)
-    assert row["n"] == 60 and row["n_clusters"] == 30 and row["clustered_by"] == "prompt"
+    assert row.n == 60 and row.n_clusters == 30 and row.clustered_by == "prompt"
     plain = stats.paired_permutation_test(y, a, b, metric="accuracy", n_resamples=2000)
-    assert row["p_value"] == pytest.approx(plain.p_value)
-    assert row["ci_a_low"] <= fn(yr, ar) <= row["ci_a_high"]
+    assert row.p_value == pytest.approx(plain.p_value)
+    assert row.ci_a_low <= fn(yr, ar) <= row.ci_a_high
     rows = compare.pair(arm("A", ar), arm("B", br), n_resamples=2000, cluster_by="rows")
-    assert rows["n_clusters"] == 60 and rows["p_value"] < row["p_value"]
+    assert rows.n_clusters == 60 and rows.p_value < row.p_value
 
 
 def test_reduced_null_simulation_20_texts_repeated_30_times() -> None:
@@ -222,9 +222,9 @@ def test_rows_without_a_prompt_hash_are_named_not_hidden() -> None:
         for n, g in (("A", a), ("B", b))
     ]
     row = compare.pair(*arms, n_resamples=500)
-    assert row["cluster_note"] and "10 of 20 rows have no prompt hash" in row["cluster_note"]
+    assert row.cluster_note and "10 of 20 rows have no prompt hash" in row.cluster_note
     full = [TrialRecord.of(x.variant, x.metric, idx, y, x.generations, x.score) for x in arms]
-    assert "20 of 20" in compare.pair(*full, n_resamples=500)["cluster_note"]
+    assert "20 of 20" in compare.pair(*full, n_resamples=500).cluster_note
     with pytest.raises(Exception, match="prompt hashes for 20 rows"):
         compare.pair(
             TrialRecord.of("A", "accuracy", idx, y, a, fn(y, a), prompt_hashes=["h"] * 5),
@@ -257,7 +257,8 @@ def test_comparisons_csv_takes_every_row_s_keys() -> None:
     fn = stats.metric_fn("accuracy")
     done = [TrialRecord.of(n, "accuracy", idx, y, g, fn(y, g)) for n, g in (("A", a), ("B", b))]
     lost = TrialRecord.of("C", "accuracy", idx, y, [None] * 20, None, status="failed", n_errors=20)
-    rows = [compare.pair(done[0], lost, n_resamples=200), compare.pair(*done, n_resamples=200)]
+    pairs = [compare.pair(done[0], lost, n_resamples=200), compare.pair(*done, n_resamples=200)]
+    rows = [r.to_dict() for r in pairs]
     assert set(rows[0]) <= set(rows[1])
     parsed = list(csv.DictReader(io.StringIO(comparisons_csv(rows))))
     assert parsed[1]["ci_method"] and parsed[0]["p_value"] == ""
@@ -277,9 +278,10 @@ def test_an_mde_outside_its_validated_range_is_marked() -> None:
             TrialRecord.of(name, "accuracy", idx, y, g, fn(y, g))
             for name, g in (("A", a), ("B", b))
         ]
-        row = compare.pair(*arms, n_resamples=500) | {"task": "t", "p_corrected": 1.0}
-        line = output.comparison_table([row]).splitlines()[1]
-        marks[n] = (row["mde_unreliable"], "?" in line)
+        row = compare.pair(*arms, n_resamples=500)
+        line = output.comparison_table([{**row.to_dict(), "task": "t", "p_corrected": 1.0}])
+        line = line.splitlines()[1]
+        marks[n] = (row.mde_unreliable, "?" in line)
     assert marks == {16: (True, True), 120: (False, False)}
 
 
@@ -305,9 +307,9 @@ def test_an_interval_that_disagrees_with_the_test_says_so() -> None:
             for n, g in (("A", as_), ("B", bs))
         ]
         rows.append(compare.pair(*arms, n_resamples=2000))
-    assert rows[0]["p_value"] < 0.05
+    assert rows[0].p_value < 0.05
     for r in rows:
-        excludes = r["ci_low"] > 0 or r["ci_high"] < 0
-        said = "contains 0" in (r["ci_note"] or "") or "excludes 0" in (r["ci_note"] or "")
-        assert said == ((r["p_value"] < 0.05) != excludes), r
-    assert "unreliable: unreliable" not in " ".join(str(r["ci_note"]) for r in rows)
+        excludes = r.ci_low > 0 or r.ci_high < 0
+        said = "contains 0" in (r.ci_note or "") or "excludes 0" in (r.ci_note or "")
+        assert said == ((r.p_value < 0.05) != excludes), r
+    assert "unreliable: unreliable" not in " ".join(str(r.ci_note) for r in rows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def _sweep(long_stems: bool) -> tuple[list[TrialRecord], list[dict[str, Any]], d
         arms = {r.variant: r for r in records if r.task == t}
         for a, b in itertools.combinations(names, 2):  # all_pairs: 15 per task
             row = pair(arms[a], arms[b], n_resamples=100, peers=list(arms.values()))
-            table.append({"model": "org/model", "task": t, **row})
+            table.append(replace(row, model="org/model", task=t))
     return records, table, sensitivity_report(records, n_resamples=100)
 
 
@@ -166,7 +167,7 @@ def test_value_labels_of_a_few_pairs_stay_inside_their_panel(tmp_path: Path) -> 
         arms = {r.variant: r for r in records if r.task == t}
         for a, b in itertools.combinations(names, 2):
             row = pair(arms[a], arms[b], n_resamples=100, peers=list(arms.values()))
-            table.append({"model": "m", "task": t, **row})
+            table.append(replace(row, model="m", task=t))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fig = pair_figure("three", "m", records, table)

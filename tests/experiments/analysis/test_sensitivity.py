@@ -643,9 +643,9 @@ def test_the_spread_p_value_is_the_comparisons_range_test() -> None:
         for n_resamples in (200, 999):
             row = compare.best_vs_worst(arms, n_resamples=n_resamples)
             (sens,) = S.sensitivity_report(ts, n_resamples=n_resamples)["per_task"]
-            assert sens["spread_p_value"] == row["p_value"]
-            assert sens["spread"] == pytest.approx(row["statistic"], abs=1e-12)
-            assert sens["n_clusters"] == row.get("n_clusters", sens["n_clusters"]) == 60
+            assert sens["spread_p_value"] == row.p_value
+            assert sens["spread"] == pytest.approx(row.statistic, abs=1e-12)
+            assert sens["n_clusters"] == row.n_clusters == 60
 
 
 def _duplicated(trials: list[TrialRecord], times: int, hashes: bool) -> list[TrialRecord]:

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -342,12 +343,12 @@ def test_compare_never_uses_an_incomplete_arm_and_pairs_in_a_canonical_order() -
                    generations=[a.generations[j] for j in shuffled])  # fmt: skip
     r1 = compare.pair(a, b, n_resamples=999)
     r2 = compare.pair(a2, b, n_resamples=999)
-    assert r1["p_value"] == r2["p_value"] and r1["statistic"] == r2["statistic"]
+    assert r1.p_value == r2.p_value and r1.statistic == r2.statistic
     # an incomplete arm that still carries a score is neither tested nor used across tasks
     bad = b.replace(status="incomplete", n_errors=3)
     rows = []
     for t, (x, y) in enumerate([(a, bad), (a, b), (a, b)]):
-        rows.append({"model": "m", "task": f"t{t}", **compare.pair(x, y, n_resamples=999)})
-    assert rows[0]["p_value"] is None and rows[0]["score_b"] is None
+        rows.append(replace(compare.pair(x, y, n_resamples=999), model="m", task=f"t{t}"))
+    assert rows[0].p_value is None and rows[0].score_b is None
     (across,) = compare.across_tasks(rows, kind="pairs", test="t", all_tasks=["t0", "t1", "t2"])
-    assert across["missing_tasks"] == ["t0"] and across["n_tasks"] == 2
+    assert across.missing_tasks == ["t0"] and across.n_tasks == 2

@@ -52,11 +52,11 @@ def test_the_sweeps_comparisons_know_that_trials_are_incomplete() -> None:
         _arm("m2", "B", None),
     ]
     table, _ = compare(_spec(), arms, catalog=None, final=False)  # type: ignore[arg-type]
-    m1, m2 = table
+    m1, m2 = (r.to_dict() for r in table)
     assert m1["recommendation"]["action"] == "use" and m1["recommendation"]["choice"] == "A"
     assert m1["recommendation"]["line"].endswith(
         "; holds whatever the 1 comparison waiting for incomplete trials gives"
     )
     assert m2["p_value"] is None and "not tested (B failed" in m2["recommendation"]["line"]
     table, _ = compare(_spec(), arms, catalog=None)  # type: ignore[arg-type]
-    assert "waiting" not in table[0]["recommendation"]["line"]
+    assert "waiting" not in table[0].to_dict()["recommendation"]["line"]

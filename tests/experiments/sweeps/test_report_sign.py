@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.container import ErrorbarContainer
 
+from experiments.analysis.records import Comparison
 from experiments.analysis.sensitivity import format_sensitivity
 from experiments.metrics import balanced_accuracy
 from experiments.output import comparison_table
@@ -65,7 +66,7 @@ def _spec() -> SweepSpec:
 
 
 @pytest.fixture(scope="module")
-def report() -> tuple[SweepSpec, list[TrialRecord], list[dict[str, Any]], dict[str, Any]]:
+def report() -> tuple[SweepSpec, list[TrialRecord], list[Comparison], dict[str, Any]]:
     spec = _spec()
     records = [_record(m, t, v) for (m, t) in CORRECT for v in (REF, DESC)]  # plan order
     table, _ = compare(spec, records, catalog=None)  # type: ignore[arg-type]
@@ -73,20 +74,20 @@ def report() -> tuple[SweepSpec, list[TrialRecord], list[dict[str, Any]], dict[s
     return spec, records, table, sens
 
 
-def _row(table: list[dict[str, Any]], model: str, task: str) -> dict[str, Any]:
-    (row,) = [r for r in table if (r["model"], r["task"]) == (model, task)]
+def _row(table: list[Comparison], model: str, task: str) -> Comparison:
+    (row,) = [r for r in table if (r.model, r.task) == (model, task)]
     return row
 
 
 def test_the_table_has_a_positive_and_a_negative_difference(report: Any) -> None:
     _, _, table, _ = report
     for model in ("gemma", "llama"):
-        assert _row(table, model, "hearsay")["statistic"] > 0.05
-        assert _row(table, model, "abercrombie")["statistic"] < -0.05
+        assert _row(table, model, "hearsay").statistic > 0.05
+        assert _row(table, model, "abercrombie").statistic < -0.05
     for r in table:
-        assert (r["a"], r["b"]) == (REF, DESC)
-        assert r["statistic"] == pytest.approx(r["score_a"] - r["score_b"], abs=1e-12)
-    assert "A − B" in comparison_table(table).splitlines()[0]
+        assert (r.a, r.b) == (REF, DESC)
+        assert r.statistic == pytest.approx(r.score_a - r.score_b, abs=1e-12)
+    assert "A − B" in comparison_table([r.to_dict() for r in table]).splitlines()[0]
 
 
 def _forest_points(ax: Any) -> dict[tuple[str, str], tuple[float, float, float, str]]:
@@ -116,7 +117,7 @@ def test_the_forest_plot_draws_the_tables_differences_with_its_sign(report: Any)
     drawn = _forest_points(ax)
     assert len(drawn) == 4
     for (model, task), (x, _, _, heading) in drawn.items():
-        assert x == pytest.approx(_row(table, model, task)["statistic"], abs=1e-12)
+        assert x == pytest.approx(_row(table, model, task).statistic, abs=1e-12)
         assert heading == f"instruction: reference − description  [{model}]"
     for model in ("gemma", "llama"):
         (meta,) = [m for m in sens["meta_analysis"] if m["model"] == model]
@@ -125,7 +126,7 @@ def test_the_forest_plot_draws_the_tables_differences_with_its_sign(report: Any)
             _, lo, hi, _ = drawn[(model, task)]
             assert (lo, hi) == pytest.approx(tuple(ci), abs=1e-12)
         assert meta["paired_t"]["mean_difference"] == pytest.approx(
-            sum(_row(table, model, t)["statistic"] for t in ("hearsay", "abercrombie")) / 2
+            sum(_row(table, model, t).statistic for t in ("hearsay", "abercrombie")) / 2
         )
     # the pooled diamonds: [low, pooled, high, pooled] of each row, in the same sign
     diamonds = [p.get_xy()[:4, 0] for p in ax.patches]
@@ -134,7 +135,7 @@ def test_the_forest_plot_draws_the_tables_differences_with_its_sign(report: Any)
         for m in sens["meta_analysis"]
     ]
     # the axis label names A − B with the table header's A and B
-    a, b = (x.partition("=")[2] for x in (table[0]["a"], table[0]["b"]))
+    a, b = (x.partition("=")[2] for x in (table[0].a, table[0].b))
     assert f"A − B = {a} − {b}" in ax.get_xlabel()
 
 
@@ -158,8 +159,8 @@ def test_the_pair_figure_draws_the_tables_differences(report: Any) -> None:
             bars[str(c.lines[2][0].get_gid()).split(":")[1]] = (min(y0, y1), max(y0, y1))
         for task in ("hearsay", "abercrombie"):
             row = _row(table, model, task)
-            assert points[task] == pytest.approx(row["statistic"], abs=1e-12)
-            assert bars[task] == pytest.approx((row["ci_low"], row["ci_high"]), abs=1e-12)
+            assert points[task] == pytest.approx(row.statistic, abs=1e-12)
+            assert bars[task] == pytest.approx((row.ci_low, row.ci_high), abs=1e-12)
         assert f"A − B = {REF} − {DESC}" in dx.get_title()
         legend = [t.get_text() for t in dx.get_legend().get_texts()]
         assert legend == [f"{REF} − {DESC}"]

@@ -46,7 +46,7 @@ def test_a_partial_reorder_keeps_each_rows_cluster_and_the_p_value() -> None:
     assert {p.index: p.prompt_hash for p in a2.rows} == {p.index: p.prompt_hash for p in a.rows}
     r1 = compare.pair(a, b, n_resamples=999)
     r2 = compare.pair(a2, b, n_resamples=999)
-    assert (r1["p_value"], r1["n_clusters"]) == (r2["p_value"], r2["n_clusters"])
+    assert (r1.p_value, r1.n_clusters) == (r2.p_value, r2.n_clusters)
 
 
 def test_a_reorder_moves_errors_and_costs_with_their_row() -> None:
