@@ -83,7 +83,7 @@ def sweep(
         typer.Option(
             "--ray-address",
             help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: a "
-            "private local Ray instance). See docs/scale-out.md.",
+            "private local Ray instance). See docs/how-to/ray.md.",
         ),
     ] = None,
     batch: Annotated[
