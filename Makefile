@@ -8,7 +8,7 @@ PORT ?= 5000
 export LEGALBENCH_DIR ?= $(abspath ../shared/legalbench)
 export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 
-.PHONY: demo ui test lint docs setup setup-dev clean
+.PHONY: demo ui test test-fast lint docs setup setup-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ docs: setup-dev
 ## a worker that crashes ends the run with its error, not a replacement that may hang)
 test: lint docs
 	$(BIN)/pytest -n 3 --dist loadfile --max-worker-restart=0 --durations=25
+
+## test-fast: the tests that need neither the LegalBench data nor much time (no lint, no docs):
+## the loop to run while editing; `make test` before a commit lands
+test-fast: setup-dev
+	$(BIN)/pytest -n 3 --dist loadfile --max-worker-restart=0 -m "not slow and not data" -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
