@@ -23,6 +23,7 @@ Each is run with `cluster_by: rows` (every row its own unit, as before) and the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 
@@ -80,6 +81,11 @@ class Task:
         )
 
 
+def _rejects(p: float | None) -> int:
+    """1 when a test rejects at ALPHA (an untested row, p None, does not)."""
+    return int(p is not None and p < ALPHA)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sims", type=int, default=1000)
@@ -110,7 +116,7 @@ def main() -> None:
                     arms[0], arms[1], n_resamples=1000, seed=sim, cluster_by=by, intervals=False
                 )
                 key = (task.name, "paired", by)
-                counts[key] = counts.get(key, 0) + int(row["p_value"] < ALPHA)
+                counts[key] = counts.get(key, 0) + _rejects(row.p_value)
                 if sim < args.ci_sims:  # the comparison's own interval of the difference
                     answers, gens, idx = same_rows(arms[:2], task.name)
                     c = compare.clustering(arms[:2], idx, by)
@@ -123,16 +129,16 @@ def main() -> None:
                     arms, n_resamples=1000, seed=sim, cluster_by=by, intervals=False
                 )
                 key = (task.name, f"range (k = {K})", by)
-                counts[key] = counts.get(key, 0) + int(rr["p_value"] < ALPHA)
-                range_rows.append({"model": "sim", "task": task.name, **rr})
+                counts[key] = counts.get(key, 0) + _rejects(rr.p_value)
+                range_rows.append(dataclasses.replace(rr, model="sim", task=task.name))
             if range_rows:
                 fisher = compare.across_tasks(
-                    [r for r in range_rows if r["task"] in {t.name for t in fisher_tasks}],
+                    [r for r in range_rows if r.task in {t.name for t in fisher_tasks}],
                     kind="best_vs_worst", test="permutation",
                     all_tasks=[t.name for t in fisher_tasks],
                 )[0]  # fmt: skip
                 key = ("Fisher over " + ", ".join(t.name for t in fisher_tasks), "Fisher", by)
-                counts[key] = counts.get(key, 0) + int(fisher["p_value"] < ALPHA)
+                counts[key] = counts.get(key, 0) + _rejects(fisher.p_value)
         if sim in (0, 9) or (sim + 1) % 100 == 0:
             print(f"  {sim + 1} sims, {time.perf_counter() - t0:.0f} s", flush=True)
     se = math.sqrt(ALPHA * (1 - ALPHA) / args.sims)

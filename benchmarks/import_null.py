@@ -124,7 +124,8 @@ def paired_p(arms: Arms, seed: int = 0) -> tuple[float, int]:
         a, b, n_resamples=R, seed=seed, where=f"{a.task} ({a.model})",
         cluster_by=cluster_rule(records), intervals=False, peers=records,
     )  # fmt: skip
-    return float(row["p_value"]), int(row["n_clusters"])
+    assert row.p_value is not None and row.n_clusters is not None, row.status
+    return float(row.p_value), int(row.n_clusters)
 
 
 def library_run(
