@@ -82,14 +82,3 @@ def latest_id(sweep_dir: Path) -> str | None:
         except (FileNotFoundError, NotADirectoryError):
             return None
     return name if _SWEEP_ID.fullmatch(name) else None
-
-
-def run_ids(sweep_dir: Path) -> list[str]:
-    """The sweep ids with a report folder in `sweep_dir` (not `latest`, not temporaries)."""
-    if not sweep_dir.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in sweep_dir.iterdir()
-        if _SWEEP_ID.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
-    )

@@ -18,9 +18,9 @@ from experiments.sweeps.report_dirs import (
     latest_id,
     point_latest,
     run_folder,
-    run_ids,
     write_run,
 )
+from tests.support.report_dirs import run_ids
 
 A, B = "a" * 64, "b" * 64
 

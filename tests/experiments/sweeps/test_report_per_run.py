@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from experiments.sweeps.report_dirs import latest_id, run_ids
+from experiments.sweeps.report_dirs import latest_id
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import run_cli, workbench_env
+from tests.support.report_dirs import run_ids
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 
