@@ -269,7 +269,7 @@ tasks: [hearsay, abercrombie]
 requires: [rule_reference_prompt.txt, rule_description_prompt.txt]
 models: [fake/m]
 limit: {limit}
-scoring: loglik
+scoring: {scoring}
 fixed: {{demos: none}}
 axes:
   instruction: [base, reference, description]
@@ -278,10 +278,17 @@ n_resamples: {resamples}
 {more}"""
 
 
-def _fixed(name: str, comparisons: str, more: str = "") -> Callable[..., dict[str, str]]:
+def _fixed(
+    name: str, comparisons: str, more: str = "", scoring: str = "loglik"
+) -> Callable[..., dict[str, str]]:
     def run(root: Path, cli: Callable[..., Any]) -> dict[str, str]:
         text = FIXED.format(
-            name=name, limit=LIMIT, comparisons=comparisons, resamples=RESAMPLES, more=more
+            name=name,
+            limit=LIMIT,
+            comparisons=comparisons,
+            resamples=RESAMPLES,
+            more=more,
+            scoring=scoring,
         )
         return {"sweep.json": cli("sweep", _spec(root, name, text), "--json").stdout}
 
@@ -311,6 +318,13 @@ def _sequential(
         return {"sweep.json": cli("sweep", _spec(root, name, text), "--json").stdout}
 
     return run
+
+
+def _single_run(root: Path, cli: Callable[..., Any]) -> dict[str, str]:
+    """`workbench run`: one trial, saved under runs/ and logged to MLflow."""
+    out = cli("run", "hearsay", "--model", "fake/m", "--variant", "demos=none",
+              "--limit", str(LIMIT), "--scoring", "generate", "--json")  # fmt: skip
+    return {"run.json": out.stdout}
 
 
 def _sensitivity(root: Path, cli: Callable[..., Any]) -> dict[str, str]:
@@ -404,13 +418,16 @@ SCENARIOS: dict[str, Callable[[Path, Callable[..., Any]], dict[str, str]]] = {
     "fixed_vs_base": _fixed("fixed-vs-base", PAIRS_VS_BASE),
     "fixed_all_pairs": _fixed("fixed-all-pairs", "all_pairs", "correction: bh\n"),
     "fixed_best_vs_worst": _fixed("fixed-best-vs-worst", "best_vs_worst"),
-    "sequential_pairs": _sequential("seq-pairs", PAIRS_VS_BASE, ", delta: 0.3"),
+    "fixed_generate": _fixed("fixed-generate", PAIRS_VS_BASE, scoring="generate"),
+    # a margin so wide that the pairs stop early as equivalent (the fake is at chance)
+    "sequential_pairs": _sequential("seq-pairs", PAIRS_VS_BASE, ", delta: 0.9"),
     "sequential_all_pairs": _sequential("seq-all-pairs", "all_pairs"),
     "sequential_best_vs_worst": _sequential(
         "seq-best-vs-worst", "best_vs_worst", across="across_tasks: permutation\n"
     ),
     "sequential_group": _sequential("seq-group", PAIRS_VS_BASE, ", method: group"),
     "sensitivity_grid": _sensitivity,
+    "single_run": _single_run,
     "import_jsonl": _import_jsonl,
     "import_csv": _import_csv,
     "import_inspect": _import_inspect,
@@ -484,8 +501,12 @@ def test_outputs_are_the_pinned_bytes(name: str, lb: Path, tmp_path: Path) -> No
 
 
 def _diff(label: str, pinned: str, now: str) -> str:
-    """A unified diff; a one-line JSON document (the `--json` output) is shown indented,
-    so the changed key stands out (the comparison itself is of the bytes)."""
+    """A readable difference: the changed cells of a CSV, else a unified diff (a one-line
+    JSON document, as `--json` prints, shown indented). The comparison is of the bytes."""
+    if label.endswith(".csv"):
+        cells = _csv_cells(pinned, now)
+        if cells:
+            return f"{label}: changed cells (row, column: pinned -> now)\n{cells}\n"
     a, b = pinned, now
     with contextlib.suppress(ValueError):
         if pinned.count("\n") <= 1 and now.count("\n") <= 1:
@@ -496,7 +517,24 @@ def _diff(label: str, pinned: str, now: str) -> str:
         a.splitlines(keepends=True), b.splitlines(keepends=True), f"pinned/{label}",
         f"now/{label}", n=2,
     )  # fmt: skip
-    return "".join(lines)
+    return "".join(line if len(line) < 400 else line[:400] + " [...]\n" for line in lines)
+
+
+def _csv_cells(pinned: str, now: str) -> str:
+    """Each changed cell of two CSV texts with the same header and row count, else ''."""
+    import csv
+    import io
+
+    a, b = (list(csv.reader(io.StringIO(t))) for t in (pinned, now))
+    if not a or not b or a[0] != b[0] or len(a) != len(b):
+        return ""
+    out = [
+        f"  row {i}, {col}: {x!r} -> {y!r}"
+        for i, (ra, rb) in enumerate(zip(a[1:], b[1:], strict=True), 1)
+        for col, x, y in zip(a[0], ra, rb, strict=False)
+        if x != y
+    ]
+    return "\n".join(out[:40]) if out else ""
 
 
 def main(names: Sequence[str]) -> None:
