@@ -199,6 +199,7 @@ LAYERS = (
     ("trials",),
     ("analysis",),
     ("output",),
+    ("reports",),  # a report's files (comparisons.json, .csv, figures) and their folders
     ("tracking",),
     ("generate",),
     ("sweeps", "optimize"),

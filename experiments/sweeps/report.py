@@ -3,16 +3,15 @@ files."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis.plan import ComparisonPlan, plan_sensitivity, run_plan
 from experiments.names import figure_files
-from experiments.sweeps.report_dirs import ReportFolder, run_folder, write_run
+from experiments.reports.files import report_files
+from experiments.reports.folders import ReportFolder, run_folder, write_run
 from experiments.sweeps.spec import SpecError, SweepSpec
-from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -26,22 +25,14 @@ class ReportError(WorkbenchError):
 def _write_report(
     reports_dir: Path, sweep: str, sweep_id: str, doc: dict[str, Any], figures: dict[str, Any]
 ) -> ReportFolder:
-    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv, written as one folder
-    (`report_dirs.write_run`: whole or not at all, this sweep id's folder only), then
-    reports/<sweep>/latest pointed at it.
+    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv (`reports.files`),
+    written as one folder (`reports.folders.write_run`: whole or not at all, this sweep id's
+    folder only), then reports/<sweep>/latest pointed at it.
 
     A folder that cannot be written (deleted, made read-only or replaced by a file mid-sweep)
     is one `ReportError` line; every trial is already logged, so a rerun only redoes this.
     """
-    import io
-
-    files: dict[str, str | bytes] = {}
-    for filename, fig in figures.items():
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=120, format="png")
-        files[filename] = buf.getvalue()
-    files["comparisons.json"] = json.dumps(doc, indent=1, default=str)
-    files["comparisons.csv"] = comparisons_csv(doc["comparisons"])
+    files = report_files(doc, figures)
     out = run_folder(reports_dir, sweep, sweep_id)
     try:
         return write_run(reports_dir, sweep, sweep_id, files)
