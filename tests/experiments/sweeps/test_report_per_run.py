@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from experiments.sweeps.report_dirs import latest_id, run_ids
+from experiments.reports.folders import latest_id, run_ids
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import run_cli, workbench_env
 
