@@ -283,9 +283,10 @@ def test_the_table_marks_an_mde_the_validation_did_not_reach() -> None:
             TrialRecord.of(name, "balanced_accuracy", idx, list(y), list(g), fn(y, g))
             for name, g in (("A", a), ("B", b))
         ]
-        row = compare.pair(*arms, n_resamples=500)
-        text = output.comparison_table([{**row.to_dict(), "task": "t", "p_corrected": 1.0}])
-        lines[n_min] = (row.mde_unreliable, "?" in text.splitlines()[1], row.mde_note)
+        pair = compare.pair(*arms, n_resamples=500)
+        row = {**pair.to_dict(), "task": "t", "p_corrected": 1.0}
+        text = output.comparison_table([row])
+        lines[n_min] = (pair.mde_unreliable, "?" in text.splitlines()[1], pair.mde_note)
     assert lines[5][:2] == (True, True) and "share 0.050" in lines[5][2]
     assert lines[20][:2] == (False, False) and "unreliable" not in lines[20][2]
     assert "or did not reach them" in output.comparison_table([row], explain=True)
