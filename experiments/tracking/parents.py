@@ -159,13 +159,6 @@ class Parents(TrackerBase):
                 self.client.update_run(run_id, status="RUNNING")
             return run_id
 
-    def run_exists(self, run_id: str) -> bool:
-        try:
-            run = self.client.get_run(run_id)
-        except Exception:
-            return False
-        return bool(run.info.lifecycle_stage == "active")
-
     def log_search_space(self, parent_id: str, space: dict[str, Any]) -> None:
         """The study's axes, levels and left-out notes on its parent run (search_space.json)."""
         self.client.log_dict(parent_id, space, SEARCH_SPACE)
