@@ -20,9 +20,6 @@ from experiments.trials.labels import display_name
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
-#: bootstrap resamples behind the comparison table's 95% CI (see experiments/analysis/compare.py)
-CI_RESAMPLES = 2000
-
 
 def _f(x: Any, spec: str = ".4f") -> str:
     return "-" if x is None else format(x, spec)
@@ -254,9 +251,12 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        # start-up: the analysis (scipy) loads only once there are comparisons to print
+        from experiments.analysis.intervals import F1_RESAMPLES
+
         methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
         parts.append(
-            f"95% CI of A − B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
+            f"95% CI of A − B: {'; '.join(methods) or f'paired bootstrap ({F1_RESAMPLES})'}; "
             "'!' marks an interval flagged degenerate or unreliable, or one that points "
             "another way than the test (see ci_note in the JSON)"
         )
