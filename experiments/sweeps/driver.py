@@ -355,8 +355,8 @@ class SweepTrials:
                     stack.close()
                     deferred.append(i)
                     continue
-                if claim.startswith("done:"):
-                    run_id = claim.removeprefix("done:")
+                if claim.finished is not None:
+                    run_id = claim.finished
                     preds = tracker.stored_predictions(run_id)
                     if preds is not None:
                         stack.close()
