@@ -440,7 +440,7 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
 
 def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
     """Where `workbench sweep` wrote this sweep run's files: its own folder, named by its
-    sweep id (`sweeps.report_dirs`), and the `latest` pointer (symlink, or LATEST file) now
+    sweep id (`reports.folders`), and the `latest` pointer (symlink, or LATEST file) now
     naming it."""
     table = [f for f in files if f.startswith("comparisons.")]
     figures = [f for f in files if f not in table]
