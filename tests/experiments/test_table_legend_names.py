@@ -123,3 +123,15 @@ def test_a_decision_line_never_shortens_a_name_inside_another(
     assert "instruction_file=a,seed=1" not in "\n".join(lines)
     assert f"between instruction_file=a and {twin}" in lines[1], lines
     assert f" {long} " in table.splitlines()[1]
+
+
+def test_one_file_spelled_two_ways_prints_two_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # two variants (two names, two trials) whose paths reach one file: shortened, both read
+    # "instruction_file=specs/a.yaml"; as written they differ
+    a, b = "instruction_file=specs/a.yaml", "instruction_file=./specs/a.yaml"
+    row = {**BVW_ROW, "a": a, "b": b, "draw_scores": {a: 0.7, b: 0.5}}
+    first = comparison_table([row]).splitlines()[1]
+    assert f" {a} " in first and f" {b} " in first, first
