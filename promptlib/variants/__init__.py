@@ -2,8 +2,11 @@
 
 - `promptlib.variants.variant`: the `PromptVariant` type (its levels, checks, id and
   transformations) and `DemoRef`;
-- `promptlib.variants.spec`: the ``key=value,...`` spec grammar (`parse_spec`) and the YAML
-  text files its ``instruction_file`` / ``register_file`` keys name;
+- `promptlib.variants.axes`: the one table of prompt axes (each spec key, the field it sets,
+  whether sweeps vary it, how the optimiser searches it, its MLflow param);
+- `promptlib.variants.spec`: the ``key=value,...`` spec grammar (`parse_spec`);
+- `promptlib.variants.textfiles`: the YAML text files its ``instruction_file`` and
+  ``register_file`` keys name;
 - `promptlib.variants.saved`: variants saved as JSON (`load_variant_file`).
 """
 
@@ -15,7 +18,8 @@ from promptlib.variants.saved import (
     load_variant_file,
     variant_from_saved,
 )
-from promptlib.variants.spec import _SPEC_KEYS, _read_text_file, parse_spec, text_file_review
+from promptlib.variants.spec import parse_spec
+from promptlib.variants.textfiles import _read_text_file, text_file_review
 from promptlib.variants.variant import (
     AS_DRAWN,
     BASE_FILE,
@@ -49,7 +53,6 @@ __all__ = [
     "REGISTERS",
     "REGISTER_FILES",
     "REPORT_FIELD",
-    "_SPEC_KEYS",
     "DemoRef",
     "PromptVariant",
     "_read_text_file",
