@@ -4,13 +4,14 @@ workbench reads it.
 Each `Axis` names the key (``demos``, ``verbalizer``...), the `PromptVariant` field it sets,
 how a level parses in a spec (``workbench run --variant``, a sweep spec's ``fixed:`` and
 ``axes:``), whether a sweep may vary it, whether and how the optimiser searches it (`Search`),
-and the MLflow param a trial's run logs it as (`Track`). The four places that once listed the
-axes each read this table:
+and the MLflow param a trial's run logs it as (`Track`). The places that once listed the axes
+each read this table:
 
 - `promptlib.variants.spec.parse_spec`: the keys a variant spec takes (`spec_keys`);
 - `experiments.sweeps.spec`: the axes a sweep spec may fix or vary (`sweep_axes`);
 - `experiments.optimize.space`: the params a study searches (`searches`);
-- `experiments.tracking.trial_runs`: a trial run's axis params (`tracked_params`).
+- `experiments.tracking.trial_runs`: a trial run's axis params (`tracked_params`);
+- `experiments.analysis.sensitivity`: the axes whose levels are draws (`draw_axes`).
 
 A new axis is one entry here (appended: the order is the order keys are listed, parsed and
 logged in) plus its renderer (`promptlib.render`) and, for a new field, `PromptVariant`'s.
@@ -85,6 +86,9 @@ class Axis:
     sweep: bool = True  # a sweep spec may fix or vary it
     search: Search | None = None  # None: the optimiser does not search it
     track: Track | None = None  # None: not an MLflow param of its own
+    # its levels are random draws (a seed): exchangeable, with no direction to pool across
+    # tasks in the sensitivity analysis (`experiments.analysis.sensitivity`)
+    draw: bool = False
 
 
 _SIGNED_INT = re.compile(r"[+-]?\d+")
@@ -193,6 +197,7 @@ PROMPT_AXES: tuple[Axis, ...] = (
         _seed,
         search=Search("demo_seed", "base"),
         track=Track("seed", lambda v: v.seed),
+        draw=True,
     ),
     # the optimiser draws from train only (train+test would draw held-out rows)
     Axis("pool", "pool", _level("pool"), track=Track("pool", lambda v: v.pool)),
@@ -244,6 +249,7 @@ PROMPT_AXES: tuple[Axis, ...] = (
             "order", "extended", unset=AS_DRAWN, value=int, conflicts=lambda p: p["demos"] == "none"
         ),
         track=Track("order", lambda v: v.order, when_unset=False),
+        draw=True,
     ),
     # format grammar points drawn for the optimiser (`--space extended`), a param of their
     # own beside `format` (a layout with format=claude would be two formats)
@@ -257,6 +263,11 @@ PROMPT_AXES: tuple[Axis, ...] = (
         ),
     ),
 )
+
+
+def draw_axes() -> tuple[str, ...]:
+    """The axes whose levels are random draws (seed, order), in the table's order."""
+    return tuple(a.name for a in PROMPT_AXES if a.draw)
 
 
 def spec_parsers() -> dict[str, Callable[[str, Fields], None]]:
