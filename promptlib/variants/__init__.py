@@ -19,7 +19,7 @@ from promptlib.variants.saved import (
     variant_from_saved,
 )
 from promptlib.variants.spec import parse_spec
-from promptlib.variants.textfiles import _read_text_file, text_file_review
+from promptlib.variants.textfiles import _read_text_file, read_text_file, text_file_review
 from promptlib.variants.variant import (
     AS_DRAWN,
     BASE_FILE,
@@ -59,6 +59,7 @@ __all__ = [
     "frame_file",
     "load_variant_file",
     "parse_spec",
+    "read_text_file",
     "text_file_review",
     "variant_from_saved",
 ]

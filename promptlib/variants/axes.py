@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from promptlib.errors import VariantError
 from promptlib.formats import canonical_format
-from promptlib.variants.textfiles import _read_text_file
+from promptlib.variants.textfiles import read_text_file
 from promptlib.variants.variant import (
     AS_DRAWN,
     MAX_K,
@@ -57,9 +57,10 @@ class Search:
     value: Callable[[str], Any] = str  # (extended) a level -> the field's value
     # (extended) levels no prompt combines, given the trial's other params, when this one is set
     conflicts: Callable[[Mapping[str, Any]], bool] | None = None
-    # (extended) the levels a task (a `promptlib.tasks.Task`) supports, the first the unset
-    # one, appending to the notes what was left out and why; None: the built-in axes, whose
-    # levels `experiments.optimize.space` works out itself
+    # (extended) the levels a task (a `promptlib.tasks.Task`: typed Any, as promptlib.tasks
+    # imports this package) supports, the first the unset one, appending to the notes what
+    # was left out and why; None: the built-in axes, whose levels (and notes, in the order
+    # studies logged them) `experiments.optimize.space` works out itself
     levels: Callable[[Any, list[str]], list[str]] | None = None
 
 
@@ -148,7 +149,7 @@ def _text_file(axis: str, key: str) -> Callable[[str, Fields], None]:
         if value == NO_FILE:
             return
         fields.setdefault(axis, "custom")
-        fields[f"{axis}_text"] = _read_text_file(value, key)
+        fields[f"{axis}_text"] = read_text_file(value, key)
 
     return parse
 

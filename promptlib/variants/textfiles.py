@@ -11,11 +11,9 @@ from promptlib.gold import refuse_gold_placeholder
 from promptlib.yamlsafe import safe_yaml_load
 
 
-def _read_text_file(path: str, key: str) -> str:
+def read_text_file(path: str, key: str) -> str:
     """User text for an axis, from a YAML file with a `text:` entry (e.g. under ablations/)."""
-    # the workbench's one YAML loader (no aliases, bounded depth); imported here, not at the
-    # top, so importing promptlib does not import experiments
-
+    # the workbench's one YAML loader (no aliases, bounded depth)
     p = Path(path).expanduser()
     doc = safe_yaml_load(read_text(p, f"{key}: file", VariantError), str(p), VariantError)
     if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
@@ -37,3 +35,6 @@ def text_file_review(path: str | Path, key: str = "instruction_file") -> bool | 
     if not isinstance(flag, bool):
         raise VariantError(f"{p}: 'reviewed' must be true or false, not {flag!r}")
     return flag
+
+
+_read_text_file = read_text_file  # the name callers outside promptlib used first
