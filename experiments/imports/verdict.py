@@ -131,6 +131,6 @@ def _sensitivity(
     try:
         return sensitivity_report(
             records, n_resamples=n_resamples, cluster_by=cluster_by, order=order
-        )
+        ).to_dict()  # the document's section: `verdict` labels its rows' clustering
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}

@@ -3,6 +3,7 @@ files."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -205,7 +206,7 @@ def _sensitivity(
             if spec.cluster_by.startswith("column:")
             else None
         )
-        sens = sensitivity_report(
+        report = sensitivity_report(
             ordered,
             n_resamples=spec.n_resamples,
             cluster_by=spec.cluster_by,
@@ -216,7 +217,8 @@ def _sensitivity(
         )
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
-    sens["notes"] = [*sens.get("notes", []), *_skip_notes(spec, skipped or {})]
+    notes = [*report.notes, *_skip_notes(spec, skipped or {})]
+    sens = dataclasses.replace(report, notes=notes).to_dict()  # the document's section
     return sens, (sensitivity_figures(sens) if sens.get("per_task") else {})
 
 
