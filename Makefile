@@ -8,7 +8,7 @@ PORT ?= 5000
 export LEGALBENCH_DIR ?= $(abspath ../shared/legalbench)
 export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 
-.PHONY: demo ui test lint setup setup-dev clean
+.PHONY: demo ui test test-fast lint docs setup setup-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,12 +43,22 @@ lint: setup-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-## test: lint, type-check, then every test (data-, model- and cluster-backed ones included),
+## docs: build the docs site with --strict (a broken link or a stale page fails) into site/;
+## the CLI reference is generated from the Typer app at build time
+docs: setup-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+## test: lint, type-check, build the docs, then every test (data-, model- and cluster-backed ones included),
 ## three at a time (pytest-xdist; a test file stays on one worker: module fixtures, servers;
 ## many tests wait on subprocesses and servers, so 3 workers use 2 cores better than 2;
 ## a worker that crashes ends the run with its error, not a replacement that may hang)
-test: lint
+test: lint docs
 	$(BIN)/pytest -n 3 --dist loadfile --max-worker-restart=0 --durations=25
 
+## test-fast: the tests that need neither the LegalBench data nor much time (no lint, no docs):
+## the loop to run while editing; `make test` before a commit lands
+test-fast: setup-dev
+	$(BIN)/pytest -n 3 --dist loadfile --max-worker-restart=0 -m "not slow and not data" -q
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -1,12 +1,12 @@
 """Screenshot the MLflow UI comparing a sweep's trial runs, in headless Chromium.
 
-Used for the README's picture of `make demo` (docs/mlflow-ui.png). It serves the store named
+Used for the docs' picture of `make demo` (docs/images/mlflow-ui.png). It serves the store named
 in mlflow.yaml (or $WORKBENCH_MLFLOW_CONFIG) with `workbench ui` on a free loopback port,
 opens the compare view of the sweep's latest parent run's child runs, and writes a PNG. The
 MLflow UI is a JavaScript app: Chromium gets a virtual-time budget to load it, and a PNG too
 small to hold a table (a spinner) is retried, then refused.
 
-    .venv/bin/python docs/screenshot_mlflow.py --sweep demo --out docs/mlflow-ui.png
+    .venv/bin/python docs/screenshot_mlflow.py --sweep demo --out docs/images/mlflow-ui.png
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def shoot(chromium: str, url: str, out: Path, size: str, budget_ms: int) -> None
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", default="demo", help="sweep name (its MLflow experiment)")
-    ap.add_argument("--out", type=Path, default=Path("docs/mlflow-ui.png"))
+    ap.add_argument("--out", type=Path, default=Path("docs/images/mlflow-ui.png"))
     ap.add_argument("--view", choices=("compare", "runs"), default="compare")
     ap.add_argument("--size", default="1600,1200", help="window size W,H in pixels")
     ap.add_argument("--budget", type=int, default=40_000, help="virtual time budget (ms)")

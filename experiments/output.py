@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.trials.labels import display_name
+from experiments.trials.labels import display_name, table_names
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
@@ -147,10 +147,10 @@ def _invalid_by_arm(trials: Sequence[dict[str, Any]] | None) -> dict[tuple[Any, 
 def _names(
     rows: Sequence[dict[str, Any]], folders: Sequence[str], keys: Sequence[str] = ("a", "b")
 ) -> dict[str, str]:
-    """Each variant name in `rows` as tables print it: a text file's path relative to the
-    current folder or a spec's folder (`folders`) when shorter (`trials.labels.display_name`;
-    display only, the name itself is unchanged)."""
-    return {str(r[k]): display_name(str(r[k]), folders) for r in rows for k in keys if k in r}
+    """Each variant name in `rows` as tables print it: a text file as its stem, unless two
+    names would then read the same (`trials.labels.table_names`; display only, the name
+    itself is unchanged)."""
+    return table_names((str(r[k]) for r in rows for k in keys if k in r), folders)
 
 
 def comparison_table(
@@ -158,8 +158,10 @@ def comparison_table(
     trials: Sequence[dict[str, Any]] | None = None,
     of: str = "sweep",
     folders: Sequence[str] = (),
+    explain: bool = False,
 ) -> str:
-    """The comparisons of a sweep, one line each, and a footnote saying how p was computed.
+    """The comparisons of a sweep, one line each, and a legend of at most three lines naming
+    the test, the interval and the correction; `explain`: the full method instead.
 
     `trials` (per-trial rows with model, task, variant and invalid_rate) adds the columns
     'inv A' / 'inv B': the share of each arm's rows whose output is not a valid label
@@ -189,7 +191,10 @@ def comparison_table(
     if not tested:
         out.append("no comparison was tested: every one involves an incomplete trial")
         return "\n".join(out)
-    out.append(_comparison_footnote(tested, show_invalid, of))
+    if explain:
+        out.append(_comparison_footnote(tested, show_invalid, of))
+    else:
+        out += _comparison_legend(tested, show_invalid, of)
     return "\n".join(out)
 
 
@@ -226,6 +231,40 @@ def _comparison_rows(
     return out
 
 
+def _short_method(method: str) -> str:
+    """An interval method's name, without its details (`analysis.intervals`)."""
+    if method.startswith("Bayesian"):
+        return "Bayesian (Jeffreys posteriors)"
+    head = method.split("),", 1)[0]
+    return head + ")" if "(" in head and not head.endswith(")") else head
+
+
+def _comparison_legend(tested: list[dict[str, Any]], show_invalid: bool, of: str) -> list[str]:
+    """The table's legend: three short lines naming the metric, the test, the interval and
+    the correction; the full method is `--explain`'s (and the JSON's fields)."""
+    first = tested[0]
+    metrics = ", ".join(sorted({str(r["metric"]) for r in tested}))
+    units = (
+        "rows; clus: clusters the tests resample"
+        if of == "sweep"
+        else _units_footnote(tested, of).removeprefix("n: ")
+    ) + ("; inv: invalid outputs" * show_invalid)
+    family = first.get("family_size") or len(tested)
+    shown = f" ({len(tested)} shown here)" if family != len(tested) else ""
+    correction = f"{first.get('correction', 'Holm')} over {family} tests{shown}"
+    if "k" in first:
+        test = f"{first['test']} of max - min over {first['k']} variants (A best, B worst)"
+    else:
+        test = f"{str(first['test']).split(' (')[0]}, two-sided"
+    methods = sorted({_short_method(str(r["ci_method"])) for r in tested if r.get("ci_method")})
+    ci = "; ".join(methods) or "paired bootstrap"
+    return [
+        f"A − B in {metrics}; n: {units}",
+        f"p: {test}; p corr: {correction}; 95% CI: {ci}; MDE80: simulated",
+        "! interval flagged, ? MDE flagged (ci_note, mde_note); full method: --explain",
+    ]
+
+
 def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: str) -> str:
     """How the tested comparisons were computed: metric, units, test, interval, MDE, correction."""
     first = tested[0]
@@ -254,9 +293,16 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
-        methods = sorted({str(r["ci_method"]) for r in tested if r.get("ci_method")})
+        counts: dict[str, int] = {}
+        for r in tested:
+            if r.get("ci_method"):
+                counts[str(r["ci_method"])] = counts.get(str(r["ci_method"]), 0) + 1
+        each = [
+            f"{m} ({n} of {len(tested)} comparisons)" if len(counts) > 1 else m
+            for m, n in sorted(counts.items())
+        ]
+        parts += [f"95% CI of A − B: {m}" for m in each or [f"paired bootstrap ({CI_RESAMPLES})"]]
         parts.append(
-            f"95% CI of A − B: {'; '.join(methods) or f'paired bootstrap ({CI_RESAMPLES})'}; "
             "'!' marks an interval flagged degenerate or unreliable, or one that points "
             "another way than the test (see ci_note in the JSON)"
         )
@@ -276,7 +322,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         f"p corr: {first.get('correction', 'Holm')} across this {of}'s {family} "
         f"tested comparisons{shown}"
     )
-    return ". ".join(parts) + "."
+    return "method:\n" + "\n".join(f"  {p}." for p in parts)
 
 
 def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
@@ -330,7 +376,9 @@ def across_table(across: list[dict[str, Any]], folders: Sequence[str] = ()) -> s
     return "\n".join(lines)
 
 
-def sweep_summary(result: dict[str, Any], tracking_uri: str, folders: Sequence[str] = ()) -> str:
+def sweep_summary(
+    result: dict[str, Any], tracking_uri: str, folders: Sequence[str] = (), explain: bool = False
+) -> str:
     """`workbench sweep`: header, skipped tasks, comparison and across-task tables, where to look.
 
     `result` is `run_sweep`'s dict; its optional `trial_rows` (per-trial invalid rates) feed
@@ -345,18 +393,17 @@ def sweep_summary(result: dict[str, Any], tracking_uri: str, folders: Sequence[s
     lines += [f"skipped {s['task']}: {s['reason']}" for s in result["skipped"]]
     lines += note_lines(result.get("notes") or [])
     if result.get("sequential") is not None:
-        lines.append(sequential_table(result["sequential"], folders))
+        lines.append(sequential_table(result["sequential"], folders, explain=explain))
     else:
         lines.append(comparison_table(result["comparisons"], result.get("trial_rows"),
-                                      folders=folders))  # fmt: skip
+                                      folders=folders, explain=explain))  # fmt: skip
         lines.append(across_table(result["across_tasks"], folders))
     if result.get("cost"):
         lines.append(cost_line(result["cost"]))
     sens = result.get("sensitivity") or {}
     if sens.get("per_task") or sens.get("error"):
         lines.append(
-            sens.get("error")
-            or f"prompt sensitivity: workbench report {result['sweep']}  (section at the end)"
+            sens.get("error") or f"prompt sensitivity: in workbench report {result['sweep']}"
         )
     if result.get("report_dir"):
         lines.append(
@@ -393,7 +440,7 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
 
 def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
     """Where `workbench sweep` wrote this sweep run's files: its own folder, named by its
-    sweep id (`sweeps.report_dirs`), and the `latest` pointer (symlink, or LATEST file) now
+    sweep id (`reports.folders`), and the `latest` pointer (symlink, or LATEST file) now
     naming it."""
     table = [f for f in files if f.startswith("comparisons.")]
     figures = [f for f in files if f not in table]
@@ -429,7 +476,10 @@ def _tokens(cost: dict[str, Any]) -> str:
 
 
 def sequential_table(
-    rows: list[dict[str, Any]], folders: Sequence[str] = (), family: int | None = None
+    rows: list[dict[str, Any]],
+    folders: Sequence[str] = (),
+    family: int | None = None,
+    explain: bool = False,
 ) -> str:
     """A sequential sweep's comparisons: the decision, the rows at the stop and the interval
     reached, the looks, and the arms eliminated (when, on how many rows). `family`: how many
@@ -437,6 +487,9 @@ def sequential_table(
     if not rows:
         return "no sequential comparisons (nothing to compare)"
     shown = _names(rows, folders)
+    eliminated = table_names(
+        [*shown, *(str(e["variant"]) for r in rows for e in r.get("eliminated") or ())], folders
+    )
     arm = max([24, *map(len, shown.values())])
     out = [
         f"{'model':<18} {'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
@@ -458,13 +511,35 @@ def sequential_table(
             f"{len(r.get('looks') or ()):>5}  {decided}"
         )
         out += [
-            f"    eliminated {display_name(str(e['variant']), folders)} after {e['rows']} rows "
+            f"    eliminated {eliminated.get(str(e['variant']), str(e['variant']))} after "
+            f"{e['rows']} rows "
             f"(by {e['by']})"
             for e in r.get("eliminated") or ()
         ]
     first = rows[0]
-    out.append(_sequential_legend(first, family or len(rows)))
+    if explain:
+        out.append(_sequential_legend(first, family or len(rows)))
+    else:
+        out += _sequential_short_legend(first, family or len(rows))
     return "\n".join(out)
+
+
+def _sequential_short_legend(first: dict[str, Any], n: int) -> list[str]:
+    """The sequential table's legend in three short lines; `--explain` gives the full text."""
+    level = f"{first['alpha']:.4g} per comparison (Bonferroni over {n})"
+    if first.get("method") == "group":
+        design = f"group-sequential, looks every {first['batch']} rows"
+        interval = f"repeated confidence interval (normal theory); test: {first['sequence']}"
+    else:
+        design = f"anytime-valid, looks after every {first['batch']} rows"
+        interval = f"confidence sequence ({first['sequence']}); no p-values"
+    by_prompt = first.get("clustered_by") == "prompt"
+    clus = "; clus: clusters of rows given one prompt" if by_prompt else ""
+    return [
+        f"design: sequential, {design}; level {level}",
+        f"interval: {interval}",
+        f"rows: on both arms at the stop{clus}; full method: --explain",
+    ]
 
 
 def _sequential_legend(first: dict[str, Any], n: int) -> str:
@@ -532,6 +607,7 @@ def sweep_report(
     *,
     report_dir: str | None = None,
     shown: tuple[int, int] | None = None,
+    explain: bool = False,
 ) -> str:
     """`workbench report`: a sweep's tables again, from its MLflow parent run (a text file's
     path shown relative to here or to the spec's folder, its `spec` param, when shorter).
@@ -548,9 +624,11 @@ def sweep_report(
             "comparisons; every number is the whole sweep's (corrections over all its models)"
         )
     if doc.get("sequential") is not None:  # a sequential sweep's comparisons are its sequences'
-        lines.append(sequential_table(doc["sequential"], folders, shown[1] if shown else None))
+        lines.append(
+            sequential_table(doc["sequential"], folders, shown[1] if shown else None, explain)
+        )
     else:
-        lines.append(comparison_table(doc["comparisons"], trials, folders=folders))
+        lines.append(comparison_table(doc["comparisons"], trials, folders=folders, explain=explain))
     lines.append(across_table(doc.get("across_tasks") or [], folders))
     lines += [
         f"incomplete: {t['task']} · {display_name(str(t['variant']), folders)} · {t['model']} "
@@ -1071,7 +1149,7 @@ def _left_out_lines(left_out: Sequence[dict[str, Any]], shown: int = 10) -> list
     return lines
 
 
-def import_summary(result: dict[str, Any]) -> str:
+def import_summary(result: dict[str, Any], explain: bool = False) -> str:
     """`workbench import` and `workbench compare`: what was read, the rows left out, the
     scoring notes, the comparison and across-task tables, sensitivity, where it is tracked."""
     files = result["files"]
@@ -1090,7 +1168,7 @@ def import_summary(result: dict[str, Any]) -> str:
             "between models: A and B are models, and the 'model' column (shown with more than "
             "one) names the prompt variant they were both given"
         )
-    lines.append(comparison_table(result["comparisons"], of="import"))
+    lines.append(comparison_table(result["comparisons"], of="import", explain=explain))
     lines += [f"pairing: {n}" for n in result.get("pairing") or []]
     lines.append(across_table(result["across_tasks"]))
     lines.append(sensitivity_section(result.get("sensitivity")))

@@ -10,7 +10,16 @@ import typer
 
 from experiments import bounds, output
 from experiments.cli.app import app
-from experiments.cli.options import HF, JSON, DataDir, PromptsDir, _catalog, bounded, friendly
+from experiments.cli.options import (
+    HF,
+    JSON,
+    DataDir,
+    Explain,
+    PromptsDir,
+    _catalog,
+    bounded,
+    friendly,
+)
 from experiments.settings import NO_TRACK_ENV
 
 if TYPE_CHECKING:
@@ -133,6 +142,7 @@ def import_(
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
+    explain: Explain = False,
 ) -> None:
     """Import results made elsewhere, compare their variants with paired tests, track it."""
     # start-up time: the CLI imports a command's modules when it runs
@@ -147,7 +157,7 @@ def import_(
             known_tasks=known, name=name, track=not no_track, texts=texts, progress=bar,
         )  # fmt: skip
     doc = result.to_dict()  # output sits below imports: it prints the document
-    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc))
+    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc, explain))
 
 
 @app.command("compare")
@@ -164,6 +174,7 @@ def compare(
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
+    explain: Explain = False,
 ) -> None:
     """Compare a tracked import again (e.g. --rescore, or the range test for best-of-k)."""
     # start-up time: the CLI imports a command's modules when it runs
@@ -174,4 +185,4 @@ def compare(
     with output.progress_bar(f"compare {name}") as bar:  # stderr, on a terminal only
         result = compare_import(name, tests=tests, known_tasks=known, texts=texts, progress=bar)
     doc = result.to_dict()
-    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc))
+    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc, explain))

@@ -128,6 +128,10 @@ PromptsDir = Annotated[
     typer.Option("--prompts-dir", help="With --hf: a LegalBench checkout's tasks/ folder."),
 ]
 JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Explain = Annotated[
+    bool,
+    typer.Option("--explain", help="Under the table, the full method of every test and interval."),
+]
 TaskArg = Annotated[str, typer.Argument(help="Task name, e.g. hearsay.")]
 ModelOpt = Annotated[
     str, typer.Option("--model", help="litellm model, e.g. openai/gpt-4o-mini, or local/...")

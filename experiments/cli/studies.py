@@ -20,6 +20,7 @@ from experiments.cli.options import (
     ApiBase,
     Concurrency,
     DataDir,
+    Explain,
     Method,
     ModelOpt,
     NoCache,
@@ -74,6 +75,7 @@ def sweep(
     hf: HF = False,
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
+    explain: Explain = False,
     executor: Annotated[
         str,
         typer.Option("--executor", help="Where trials run: local (this process) or ray."),
@@ -83,7 +85,7 @@ def sweep(
         typer.Option(
             "--ray-address",
             help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: a "
-            "private local Ray instance). See docs/scale-out.md.",
+            "private local Ray instance). See docs/how-to/ray.md.",
         ),
     ] = None,
     batch: Annotated[
@@ -195,7 +197,7 @@ def sweep(
     else:
         uri = safe_url(tracker.config.tracking_uri)
         # output sits below sweeps (tests/test_import_graph.py): it prints the document
-        typer.echo(output.sweep_summary(result.to_dict(), uri, folders))
+        typer.echo(output.sweep_summary(result.to_dict(), uri, folders, explain))
     if result.rebuilt:
         typer.echo(output.sweep_rebuilt_note(len(result.rebuilt)), err=True)
     if not result.ok:
@@ -449,11 +451,12 @@ def report(
         typer.Option("--model", help="Show only this model's comparisons and sections."),
     ] = None,
     as_json: JSON = False,
+    explain: Explain = False,
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis import decision
-    from experiments.sweeps.report_dirs import run_folder
+    from experiments.reports.folders import run_folder
     from experiments.sweeps.report_view import only_model, sweep_models
     from experiments.tracking import Tracker
 
@@ -480,7 +483,8 @@ def report(
         if incomplete or info["status"] != "FINISHED":
             raise typer.Exit(1)
         return
-    typer.echo(output.sweep_report(name, info, doc, trial_rows, report_dir=here, shown=shown))
+    typer.echo(output.sweep_report(name, info, doc, trial_rows, report_dir=here, shown=shown,
+                                    explain=explain))  # fmt: skip
     if incomplete or info["status"] != "FINISHED":
         typer.echo(output.sweep_not_complete_error(name, info["status"]), err=True)
         raise typer.Exit(1)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
+from experiments.reports.folders import ReportFolder
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
@@ -27,7 +28,6 @@ from experiments.sweeps.plan import (
     trial_plan,
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
-from experiments.sweeps.report_dirs import ReportFolder
 from experiments.sweeps.result import ReportFiles, SweepResult
 from experiments.sweeps.sequential import (
     MemoryCache,
@@ -463,7 +463,7 @@ def _report(
     seq: SequentialRun | None = None,
     rows: list[SequentialComparison] | None = None,
 ) -> tuple[dict[str, Any], ReportFolder | None]:
-    """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`report_dirs`) and log the
+    """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`reports.folders`) and log the
     comparisons on the parent.
 
     Returns the comparisons document and the report folder written (None without

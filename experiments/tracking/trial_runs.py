@@ -122,9 +122,13 @@ class TrialRuns(Parents, Registry):
         self.client.log_text(run_id, _jsonl(result), "predictions.jsonl")
         self.client.log_dict(run_id, summary, "summary.json")
         if compiled.labels:
-            fig = confusion_figure(result, compiled.labels)
+            # start-up time: matplotlib, only when a trial with labels is logged
+            from experiments.analysis.figures import close, confusion_figure
+
+            title = f"{spec.task}: {spec.variant.label}"
+            fig = confusion_figure(result.predictions, compiled.labels, title)
             self.client.log_figure(run_id, fig, "confusion_matrix.png")
-            _close(fig)
+            close(fig)
         self._log_dataset(run_id, spec.task, spec.split, rows, source)
 
     def _log_dataset(
@@ -248,38 +252,3 @@ def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
 
 def _jsonl(result: TrialResult) -> str:
     return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)
-
-
-def confusion_figure(result: TrialResult, labels: tuple[str, ...]) -> Any:
-    """Confusion matrix of a trial (rows: answers; columns: parsed outputs, plus 'invalid')."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    cols = [*labels, "invalid"]
-    m = np.zeros((len(labels), len(cols)), dtype=int)
-    for p in result.predictions:
-        if p.answer not in labels:
-            continue
-        j = cols.index(p.parsed) if p.parsed in labels else len(labels)
-        m[labels.index(p.answer), j] += 1
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(cols), 1.0 + 0.8 * len(labels)))
-    ax.imshow(m, cmap="Blues")
-    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("model output")
-    ax.set_ylabel("answer")
-    for i in range(m.shape[0]):
-        for j in range(m.shape[1]):
-            ax.text(j, i, str(m[i, j]), ha="center", va="center")
-    ax.set_title(f"{result.spec.task}: {result.spec.variant.label}", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def _close(fig: Any) -> None:
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)

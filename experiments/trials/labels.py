@@ -4,6 +4,9 @@ are shorter.
 
 - `display_name` (tables): each text-file level (``instruction_file=<path>``) with its path
   relative to the current folder or the spec's folder, when that is shorter than as written.
+- `table_names` (tables, given every name shown together): each text-file level as its file's
+  stem (``instruction_file=lawyer``), unless two names would then read the same: those keep
+  their `display_name`.
 - `short_names` (figures): names longer than `SHORT` become short unique forms (a text
   file's stem, ``lawyer``, or V1, V2, ... in order), with a key (`ShortNames.key`) mapping
   each back to its full name, which the figure draws beside the plot.
@@ -68,6 +71,30 @@ def display_name(name: str, folders: Sequence[str | os.PathLike[str]] = ()) -> s
             shown = display_path(value, folders)
             if shown != value:
                 name = name.replace(f"{axis}={value}", f"{axis}={shown}", 1)
+    return name
+
+
+def table_names(
+    names: Iterable[str], folders: Sequence[str | os.PathLike[str]] = ()
+) -> dict[str, str]:
+    """Each of `names` as a table prints it: its text-file levels as their stems, short and
+    still unique among `names` (a clash keeps the clashing names' `display_name`)."""
+    names = list(dict.fromkeys(names))
+    stems = {n: _stemmed(n) for n in names}
+    count: dict[str, int] = {}
+    for s in stems.values():
+        count[s] = count.get(s, 0) + 1
+    shown = {n: s if count[s] == 1 else display_name(n, folders) for n, s in stems.items()}
+    if len(set(shown.values())) < len(shown):  # a stem equal to another's path: whole paths
+        return {n: display_name(n, folders) for n in names}
+    return shown
+
+
+def _stemmed(name: str) -> str:
+    """`name` with each text-file level replaced by the file's stem."""
+    for axis, value in (_axes(name) or {}).items():
+        if _file_level(axis, value):
+            name = name.replace(f"{axis}={value}", f"{axis}={_stem(value)}", 1)
     return name
 
 

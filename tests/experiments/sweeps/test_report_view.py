@@ -72,9 +72,14 @@ def test_one_models_rows_and_notes_are_kept_and_the_rest_left_out() -> None:
 def test_the_footnote_counts_the_whole_family_not_the_rows_shown() -> None:
     d = doc()
     whole = comparison_table(d["comparisons"])
-    assert "Holm across this sweep's 2 tested comparisons." in whole
+    assert "p corr: Holm over 2 tests;" in whole
+    assert "Holm across this sweep's 2 tested comparisons." in comparison_table(
+        d["comparisons"], explain=True
+    )
     view = only_model(d, [], M1, [M1, M2])
     cut = comparison_table(view.doc["comparisons"])
+    assert "p corr: Holm over 2 tests (1 shown here);" in cut
+    cut = comparison_table(view.doc["comparisons"], explain=True)
     assert "Holm across this sweep's 2 tested comparisons (1 shown here)." in cut
     assert "0.0200" in cut and "0.2000" not in cut  # M1's corrected p, as the sweep has it
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments.output import comparison_table, dry_run, sweep_report
-from experiments.trials.labels import display_name, display_path, short_names
+from experiments.trials.labels import display_name, display_path, short_names, table_names
 
 
 def test_a_file_path_is_shown_relative_to_here_when_shorter(
@@ -54,17 +54,39 @@ def test_tables_print_short_paths_and_leave_the_names_whole(
     before = copy.deepcopy(row)
     text = comparison_table([row])
     assert str(tmp_path) not in text
-    assert "instruction_file=specs/lawyer.yaml" in text and "A − B" in text.splitlines()[0]
+    # a file's stem: short, and unique among the names shown
+    assert "instruction_file=lawyer " in text and "instruction_file=paralegal " in text
+    assert "A − B" in text.splitlines()[0]
     assert row == before  # display only
     # `workbench report`: relative to the spec's folder, read from the parent run's params
     info = {"run_id": "r", "status": "FINISHED", "params": {"spec": f"{tmp_path}/specs/s.yaml"}}
     doc = {"comparisons": [row], "across_tasks": [], "sensitivity": None}
     report = sweep_report("s", info, doc)
-    assert "instruction_file=lawyer.yaml" in report and str(tmp_path) not in report
+    assert "instruction_file=lawyer " in report and str(tmp_path) not in report
     # the dry run shows the whole (short) name, not its first 28 characters
     item = {"task": "hearsay", "variant": a, "model": "m", "n": 40, "prompt_tokens_est": 10,
             "cost_est": None}  # fmt: skip
-    assert "instruction_file=specs/lawyer.yaml" in dry_run([item], [])
+    assert "instruction_file=lawyer " in dry_run([item], [])
+
+
+def test_table_names_are_stems_unless_two_clash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    a, b = (f"instruction_file={tmp_path}/{d}/lawyer.yaml" for d in ("specs", "old"))
+    c = f"instruction_file={tmp_path}/specs/judge.yaml,seed=1"
+    shown = table_names([a, b, c, "instruction=reference"])
+    # two files named lawyer.yaml: each keeps its (short) path; the others their stems
+    assert shown == {
+        a: "instruction_file=specs/lawyer.yaml",
+        b: "instruction_file=old/lawyer.yaml",
+        c: "instruction_file=judge,seed=1",
+        "instruction=reference": "instruction=reference",
+    }
+    assert len(set(shown.values())) == len(shown)
+    # a stem that reads as another name's whole form: every name as display_name shows it
+    clash = ["instruction_file=x", f"instruction_file={tmp_path}/x.yaml"]
+    assert len(set(table_names(clash).values())) == 2
 
 
 def test_short_names_in_figures() -> None:
