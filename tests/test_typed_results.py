@@ -45,6 +45,7 @@ DICT_RETURNS = {
     "experiments.analysis.sensitivity:sensitivity_metrics": "MLflow metric name -> value",
     "experiments.analysis.sensitivity:variance_shares": "model's section of a report's dict",
     "experiments.tracking:import_grades": "the trial's summary.json, as stored",
+    "experiments.reports:report_files": "serialiser: a report folder's file name -> bytes",
 }
 
 # names only imported under `if TYPE_CHECKING:` where an annotation uses them
