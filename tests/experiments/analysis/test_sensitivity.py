@@ -21,6 +21,7 @@ from experiments.analysis.sensitivity.groups import _group
 from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
 from experiments.trials.record import TrialRecord, parse_axes
+from tests.conftest import mlflow_store
 
 INSTRUCTIONS = ("description", "reference")
 REGISTERS = ("default", "plain", "technical")
@@ -295,7 +296,7 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
 
     config = TrackingConfig(
-        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),
+        tracking_uri=mlflow_store(tmp_path), artifact_location=str(tmp_path / "art"),
         experiment_prefix="sens-test", prompt_registry=False, source="test",
     )  # fmt: skip
     tracker = Tracker(config)

@@ -14,6 +14,7 @@ from experiments.testing.sequential_sim import SetAccuracy, prepare
 from experiments.testing.stub_server import StubOpenAI
 from promptlib import Catalog
 from promptlib.errors import WorkbenchError
+from tests.conftest import mlflow_store
 
 BASE = "name: s\ntasks: [hearsay]\nfixed: {demos: none}\naxes: {instruction: [reference, description]}\n"  # fmt: skip
 
@@ -115,7 +116,7 @@ def _tracker(root: Path) -> Any:
 
     return Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{root}/mlflow.db",
+            tracking_uri=mlflow_store(root),
             artifact_location=(root / "artifacts").as_uri(),
             experiment_prefix="seq",
             prompt_registry=False,
