@@ -344,6 +344,7 @@ def test_a_best_vs_worst_call_that_leaves_several_arms_does_not_name_the_best() 
     assert "not identified" not in text
 
 
+@pytest.mark.slow
 def test_the_parent_run_says_whether_best_of_k_identified_the_best(tmp_path: Path) -> None:
     """Issue 29, point 1: the table says when a best-of-k "best" leaves several arms in
     contention; the parent run's tags (a real local MLflow store) say it too, instead of a

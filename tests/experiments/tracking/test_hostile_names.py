@@ -121,6 +121,7 @@ def tracker(tmp_path: Path) -> Tracker:
     )
 
 
+@pytest.mark.slow
 def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
     """p-value metrics, sequential tags, run names and params, comparisons.csv, on a real
     store; names whose keys would coincide (two non-Latin names) each keep their value."""
