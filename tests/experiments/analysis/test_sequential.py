@@ -296,6 +296,7 @@ def test_best_of_k_spends_less_and_keeps_its_level() -> None:
     assert _within(null["best_vs_worst_rate"], 0.05, 200), null
 
 
+@pytest.mark.slow
 def test_shuffle_check_results_do_not_depend_on_the_input_order() -> None:
     bench = _bench()
     check = bench.shuffle_check(bench.Cell("small", n=300), 100, seed=61)

@@ -171,6 +171,7 @@ def test_equivalence_stops_under_the_null_and_rarely_at_the_margin() -> None:
     assert rate <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / sims), rate
 
 
+@pytest.mark.slow
 def test_one_sequence_decides_as_the_vectorised_ones() -> None:
     """`PairedSequence` with a plan and `simulate_paired(method="group")` run the same test."""
     rng = np.random.default_rng(5)

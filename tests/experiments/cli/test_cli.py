@@ -108,6 +108,7 @@ def test_bad_input_exits_2_with_a_message_and_no_output(
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_no_data_configured_says_what_to_do(tmp_path: Path) -> None:
     # a folder with no mlflow.yaml above (the repository's names the data: see below)
     r = workbench("tasks", cwd=tmp_path)

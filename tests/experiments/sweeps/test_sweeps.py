@@ -88,6 +88,7 @@ def test_shipped_specs_plan_and_skip_missing_splits(catalog: Catalog) -> None:
         assert all(p.skipped or p.rows for p in plan_tasks(spec, catalog))
 
 
+@pytest.mark.slow
 def test_cli_bad_spec_exits_2(tmp_path: Path) -> None:
     path = write(tmp_path, "name: x\ntasks: [hearsay]\naxes:\n  colour: [red]\n")
     r = subprocess.run(
