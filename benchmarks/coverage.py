@@ -37,7 +37,8 @@ The paired bound treatment is decided over all classes of a sample
 (`intervals.pooled_extra`), as `metric_interval` decides it.
 
     nice -n 10 .venv/bin/python benchmarks/coverage.py            # the full table
-    # as measured for coverage_table.COVERAGE (parts in parallel, then merged):
+    # as measured for coverage_table.COVERAGE, the package data file
+    # experiments/analysis/data/interval_coverage.csv (parts in parallel, then merged):
     #   --part exact --out e.json; --part paired --n 20 40 50 --sims 1000 --out p1.json
     #   (--n 100: p2.json, --n 200: p3.json); --part classes --classes 3 --sims 600 --seed 3
     #   --out c3.json (5: seed 5; 10: --sims 250 --seed 10); --part spanning --span-sims 300
@@ -45,12 +46,15 @@ The paired bound treatment is decided over all classes of a sample
     #   50 --f1-sims 300 --seed 21 (--n 100: seed 22; --n 200 --f1-sims 200 --seed 23);
     #   --merge e.json p1.json p2.json p3.json c3.json c5.json c10.json s.json f1*.json --emit
     .venv/bin/python benchmarks/coverage.py --quick               # seconds; what the test runs
-    .venv/bin/python benchmarks/coverage.py --emit                # the table for coverage_table.py
+    .venv/bin/python benchmarks/coverage.py --emit                # the full table, written to
+    #   experiments/analysis/data/interval_coverage.csv (--emit PATH: elsewhere)
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import itertools
 import json
 import math
@@ -58,6 +62,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,6 +72,7 @@ from experiments.analysis import coverage_table, intervals
 from experiments.metrics import ssla_counts
 
 FloatArray = NDArray[np.float64]
+DATA_FILE = Path(coverage_table.__file__).parent / coverage_table.COVERAGE_FILE
 GRID_N = (20, 40, 50, 100, 200)
 SHARES = (0.1, 0.2, 0.5)
 RECALLS = (0.5, 0.7, 0.9, 0.95, 0.97, 0.99, 1.0)  # 0.97-1.0: the ceiling
@@ -682,10 +688,11 @@ def interior(cells: list[Cell]) -> list[Cell]:
     return out
 
 
-def emit(cells: list[Cell], sims: int) -> str:
-    """The COVERAGE literal: per (family, kind) the interior scenarios, and per
-    (family + "+ceiling", kind) every scenario (the ceiling included)."""
-    by: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {}
+def coverage_table_of(cells: list[Cell]) -> coverage_table.CoverageTable:
+    """`coverage_table.COVERAGE` from measured cells: per (family, kind) the interior
+    scenarios, and per (family + "+ceiling", kind) every scenario (the ceiling included);
+    sorted by family and kind, then by cell."""
+    by: coverage_table.CoverageTable = {}
     for c in interior(cells):
         low, worst = c.worst
         by.setdefault((c.family, c.kind), {})[(c.n, c.share)] = (
@@ -701,17 +708,28 @@ def emit(cells: list[Cell], sims: int) -> str:
                 round(c.median, 3),
                 worst,
             )
-    lines = [
-        f"COVERAGE_SIMS = {sims}  # simulations per paired cell (single-variant cells are exact)",
-        "COVERAGE: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {",
-    ]
-    for key, table_ in sorted(by.items()):
-        lines.append(f"    {key!r}: {{")
-        for k, v in sorted(table_.items()):
-            lines.append(f"        {k!r}: {v!r},")
-        lines.append("    },")
-    lines.append("}")
-    return "\n".join(lines)
+    return {key: dict(sorted(table_.items())) for key, table_ in sorted(by.items())}
+
+
+def coverage_csv(table_: coverage_table.CoverageTable) -> str:
+    """The package data file's text (`coverage_table.read_coverage` reads it back exactly:
+    floats are written in their shortest round-trip form)."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(coverage_table.COVERAGE_COLUMNS)
+    for (family, kind), cells in table_.items():
+        for (n, share), (low, median, worst) in cells.items():
+            out.writerow((family, kind, n, share, low, median, worst))
+    return buf.getvalue()
+
+
+def emit(cells: list[Cell], sims: int, path: Path = DATA_FILE) -> str:
+    """Write the measured table to `path` (the package data file by default); what to say."""
+    path.write_text(coverage_csv(coverage_table_of(cells)), encoding="utf-8")
+    return (
+        f"wrote {path}; simulations per paired cell: {sims} "
+        f"(coverage_table.COVERAGE_SIMS is {coverage_table.COVERAGE_SIMS})"
+    )
 
 
 def _save(path: str, cells: list[Cell], lines: list[str], meta: dict[str, object]) -> None:
@@ -744,7 +762,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="n = 20, 100; 200 sims; seconds")
     ap.add_argument("--out", help="save the cells as JSON (to --merge later)")
     ap.add_argument("--merge", nargs="*", help="print the table of saved JSON parts")
-    ap.add_argument("--emit", action="store_true", help="print the COVERAGE literal")
+    ap.add_argument(
+        "--emit",
+        nargs="?",
+        const=str(DATA_FILE),
+        metavar="CSV",
+        help=f"write the measured table (default: the package data file, {DATA_FILE.name})",
+    )
     args = ap.parse_args(argv)
     t0 = time.time()
     meta: dict[str, object] = {"part": args.part, "n": args.n, "sims": args.sims,
@@ -793,7 +817,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines))
     if args.emit:
         print()
-        print(emit(cells, int(args.sims)))
+        print(emit(cells, int(args.sims), Path(args.emit)))
     print(f"\n({time.time() - t0:.0f} s)")
 
 

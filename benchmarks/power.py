@@ -11,8 +11,9 @@ difficulty or independent arms, the direction of the effect, clusters or not):
    `stats.paired_permutation_test` (two-sided, R = 10,000, clusters swapped whole);
 3. the rejection rate at p <= 0.05 over all samples x fresh draws must be 0.80 +- 0.05.
 
-The old normal-approximation MDE (`stats.minimum_detectable_effect`) is measured the same way
-for comparison. Samples whose MDE is None ("cannot reach power ...") are counted, not tested.
+The old normal-approximation MDE (`tests/support/normal_mde.py`, once
+`stats.minimum_detectable_effect`) is measured the same way for comparison. Samples whose
+MDE is None ("cannot reach power ...") are counted, not tested.
 
 Generating model: answers have exact class counts; row (or text) i of class c has a latent
 difficulty z_i ~ N(0, 1); A is right with probability expit(l_c + s z_i + e_c) and B with
@@ -45,11 +46,12 @@ from a power curve of the real test measured at 14 true differences.
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -218,9 +220,14 @@ class Result:
 
 
 def _old_mde(y: NDArray[Any], a: NDArray[Any], b: NDArray[Any], ids: NDArray[Any]) -> float:
-    params = inspect.signature(stats.minimum_detectable_effect).parameters
-    extra = {"clusters": ids} if "clusters" in params else {}
-    return float(stats.minimum_detectable_effect(y, a, b, **extra))  # type: ignore[arg-type]
+    """The old normal-approximation MDE: test-only code now (tests/support/normal_mde.py), so
+    the repository root goes on the path to import it when the script runs from anywhere."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.support.normal_mde import normal_approximation_mde
+
+    return float(normal_approximation_mde(y, a, b, clusters=ids))
 
 
 def _rejects(

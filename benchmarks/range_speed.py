@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis import stats
+from experiments.analysis.stats import range_test
 from experiments.metrics import METRICS
 
 N, K, R = 2000, 5, 1000
@@ -91,7 +92,9 @@ def main() -> None:
     scores = [METRICS["balanced_accuracy"](list(p), list(y)) for p in preds]
     dec = stats.checked_decomposition("balanced_accuracy", yo, preds, scores)
     assert dec is not None
-    t = best_of(lambda: stats._range_null_decomposed(dec, R, np.random.default_rng(0), "gather"))
+    t = best_of(
+        lambda: range_test._range_null_decomposed(dec, R, np.random.default_rng(0), "gather")
+    )
     print(f"  worst case, balanced_accuracy, per-row gather path (null only): {t:.3f}s")
     # an F1 metric on entity lists (rows have many distinct statistics: gather path)
     rng = np.random.default_rng(2)

@@ -71,7 +71,7 @@ def _sweep(
     seconds = time.perf_counter() - t0
     assert result["status"] == "complete", result["incomplete"]
     gens = {
-        tid: [p["generation"] for p in tracker.load_predictions(run_id)]
+        tid: [p.generation for p in tracker.load_predictions(run_id)]
         for tid, run_id in tracker.finished_trials(result["parent_run_id"]).items()
     }
     return seconds, result, gens

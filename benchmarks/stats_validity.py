@@ -1,4 +1,4 @@
-"""Validity of experiments/analysis/stats.py by simulation: size, power and interval coverage.
+"""Validity of experiments/analysis/stats/ by simulation: size, power and interval coverage.
 
 1. Best vs worst of k = 5 interchangeable variants (n = 100 rows, balanced and 80/20
    classes, balanced accuracy): rejection rate at alpha = 0.05 of

@@ -20,9 +20,6 @@ from experiments.trials.labels import display_name, table_names
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
 
-#: bootstrap resamples behind the comparison table's 95% CI (see experiments/analysis/compare.py)
-CI_RESAMPLES = 2000
-
 
 def _f(x: Any, spec: str = ".4f") -> str:
     return "-" if x is None else format(x, spec)
@@ -293,6 +290,9 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        # start-up: the analysis (scipy) loads only once there are comparisons to print
+        from experiments.analysis.intervals import F1_RESAMPLES
+
         counts: dict[str, int] = {}
         for r in tested:
             if r.get("ci_method"):
@@ -301,7 +301,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
             f"{m} ({n} of {len(tested)} comparisons)" if len(counts) > 1 else m
             for m, n in sorted(counts.items())
         ]
-        parts += [f"95% CI of A − B: {m}" for m in each or [f"paired bootstrap ({CI_RESAMPLES})"]]
+        parts += [f"95% CI of A − B: {m}" for m in each or [f"paired bootstrap ({F1_RESAMPLES})"]]
         parts.append(
             "'!' marks an interval flagged degenerate or unreliable, or one that points "
             "another way than the test (see ci_note in the JSON)"
@@ -440,7 +440,7 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
 
 def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
     """Where `workbench sweep` wrote this sweep run's files: its own folder, named by its
-    sweep id (`sweeps.report_dirs`), and the `latest` pointer (symlink, or LATEST file) now
+    sweep id (`reports.folders`), and the `latest` pointer (symlink, or LATEST file) now
     naming it."""
     table = [f for f in files if f.startswith("comparisons.")]
     figures = [f for f in files if f not in table]

@@ -199,10 +199,11 @@ LAYERS = (
     ("trials",),
     ("analysis",),
     ("output",),
+    ("reports",),  # a report's files (comparisons.json, .csv, figures) and their folders
     ("tracking",),
     ("generate",),
     ("sweeps", "optimize"),
-    ("imports",),  # other tools' results read into trials, compared as a sweep's are
+    ("imports",),  # other tools' results read into trials, compared by the plan a sweep's are
     ("testing",),
     ("cli",),
     ("experiments",),  # experiments/__init__.py, the package face
@@ -228,3 +229,19 @@ def test_no_import_back_up() -> None:
         if _package(t) != _package(m) and RANK[_package(t)] >= RANK[_package(m)]
     ]
     assert up == [], "\n".join(up)
+
+
+# Edges the layers allow that the design still forbids (importer, imported): an import's
+# results are compared by their comparison plan (`experiments.analysis.plan`), as a sweep's
+# are, never by dressing the import up as a sweep.
+FORBIDDEN = (("imports", "sweeps"),)
+
+
+def test_no_forbidden_edges() -> None:
+    found = [
+        f"{m}:{line} -> {t} ({_package(m)} may not import {_package(t)})"
+        for m in MODULES
+        for t, line, _ in EDGES[m]
+        if (_package(m), _package(t)) in FORBIDDEN
+    ]
+    assert found == [], "\n".join(found)

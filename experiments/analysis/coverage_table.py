@@ -1,7 +1,8 @@
 """The measured coverage of `metric_interval`'s 95% intervals, and the flag read from it.
 
 Every interval is flagged from measured coverage, not from a rule: `COVERAGE` holds the
-minimum and median coverage that `benchmarks/coverage.py` measured for each grid cell, the
+minimum and median coverage that `benchmarks/coverage.py` measured for each grid cell (read
+from the package data file `data/interval_coverage.csv`, which that script writes), the
 minimum taken over the generating recall scenarios (and, paired, arm correlations 0 / 0.7)
 of that cell. Two answer classes and classless metrics: cells (n, minority share); 3, 5 and
 10 equal classes: cells ("classes", (classes, rows per class)); clusters spanning classes:
@@ -18,10 +19,15 @@ the measured grid.
 
 from __future__ import annotations
 
+import csv
+import io
+from importlib import resources
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+from promptlib.errors import DataError
 
 FloatArray = NDArray[np.float64]
 Kind = Literal["single", "paired"]
@@ -34,7 +40,7 @@ NEAR_BOUND = 0.95  # an observed rate beyond this looks the table up with the ce
 F1_NEAR = 0.75  # an observed F1 above this reads the F1 table with its high-F1 scenarios
 F1_MEASURED_MAX = 0.975  # the highest true F1 of the measured scenarios (coverage.F1_SINGLE)
 
-# ---- measured coverage (pasted from `benchmarks/coverage.py --emit`) ----------------------------
+# ---- measured coverage (package data written by `benchmarks/coverage.py --emit`) --------------
 # COVERAGE[(family, kind)][cell] = (min, median, worst scenario) of the 95% interval's
 # coverage over the generating scenarios of that cell (true recalls 0.5-0.95; the
 # "+ceiling" families add 0.97, 0.99, 1.0). Cells: (n, minority share) for "balanced"
@@ -44,234 +50,42 @@ F1_MEASURED_MAX = 0.975  # the highest true F1 of the measured scenarios (covera
 # classes 600 (10 classes: 250); spanning through metric_interval: one variant 600, paired
 # 300; F1 300 (n = 200: 200). F1 cells: "f1" true F1 0.52-0.66, "f1+ceiling" 0.52-0.975.
 COVERAGE_SIMS = 1000
-COVERAGE: dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]] = {
-    ("balanced", "paired"): {
-        (20, 0.1): (0.977, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.2): (0.951, 0.994, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.5): (0.939, 0.985, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.1): (0.947, 0.99, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.2): (0.944, 0.97, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.5): (0.946, 0.964, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.1): (0.928, 0.983, "A 0.9/0.95 vs B 0.5/0.95, rho 0.7"),
-        (50, 0.2): (0.937, 0.964, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (50, 0.5): (0.943, 0.966, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (100, 0.1): (0.938, 0.962, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.2): (0.94, 0.957, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.5): (0.94, 0.96, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.1): (0.938, 0.952, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.2): (0.936, 0.953, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.5): (0.945, 0.952, "A 0.95/0.95 vs B 0.9/0.9, rho 0.0"),
-    },
-    ("balanced", "single"): {
-        (20, 0.1): (0.973, 0.993, "recall 0.95/0.5"),
-        (20, 0.2): (0.965, 0.977, "recall 0.95/0.5"),
-        (20, 0.5): (0.955, 0.965, "recall 0.7/0.7"),
-        (40, 0.1): (0.96, 0.984, "recall 0.9/0.9"),
-        (40, 0.2): (0.957, 0.965, "recall 0.7/0.7"),
-        (40, 0.5): (0.937, 0.958, "recall 0.5/0.7"),
-        (50, 0.1): (0.963, 0.979, "recall 0.9/0.95"),
-        (50, 0.2): (0.947, 0.96, "recall 0.5/0.5"),
-        (50, 0.5): (0.939, 0.955, "recall 0.5/0.5"),
-        (100, 0.1): (0.93, 0.965, "recall 0.5/0.9"),
-        (100, 0.2): (0.944, 0.957, "recall 0.5/0.9"),
-        (100, 0.5): (0.944, 0.952, "recall 0.5/0.5"),
-        (200, 0.1): (0.938, 0.957, "recall 0.7/0.95"),
-        (200, 0.2): (0.945, 0.954, "recall 0.5/0.9"),
-        (200, 0.5): (0.946, 0.949, "recall 0.5/0.5"),
-    },
-    ("balanced+ceiling", "paired"): {
-        (20, 0.1): (0.977, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.2): (0.951, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.5): (0.939, 0.991, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.1): (0.947, 1.0, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.2): (0.944, 0.99, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.5): (0.946, 0.976, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.1): (0.928, 0.998, "A 0.9/0.95 vs B 0.5/0.95, rho 0.7"),
-        (50, 0.2): (0.937, 0.982, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (50, 0.5): (0.943, 0.969, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (100, 0.1): (0.938, 0.979, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.2): (0.94, 0.964, "A 0.7/0.7 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.5): (0.94, 0.964, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.1): (0.938, 0.962, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.2): (0.936, 0.956, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.5): (0.945, 0.954, "A 0.95/0.95 vs B 0.9/0.9, rho 0.0"),
-    },
-    ("balanced+ceiling", "single"): {
-        (20, 0.1): (0.967, 0.988, "recall 0.99/0.9"),
-        (20, 0.2): (0.947, 0.984, "recall 0.9/0.97"),
-        (20, 0.5): (0.944, 0.971, "recall 0.99/0.5"),
-        (40, 0.1): (0.948, 0.982, "recall 0.9/0.99"),
-        (40, 0.2): (0.942, 0.972, "recall 0.7/1.0"),
-        (40, 0.5): (0.937, 0.967, "recall 0.5/0.7"),
-        (50, 0.1): (0.954, 0.981, "recall 1.0/0.97"),
-        (50, 0.2): (0.939, 0.967, "recall 1.0/0.99"),
-        (50, 0.5): (0.939, 0.965, "recall 0.5/0.5"),
-        (100, 0.1): (0.925, 0.969, "recall 0.5/0.97"),
-        (100, 0.2): (0.944, 0.966, "recall 0.5/0.9"),
-        (100, 0.5): (0.944, 0.962, "recall 0.5/0.5"),
-        (200, 0.1): (0.917, 0.965, "recall 0.7/1.0"),
-        (200, 0.2): (0.939, 0.962, "recall 0.99/1.0"),
-        (200, 0.5): (0.946, 0.956, "recall 0.5/0.5"),
-    },
-    ("classes", "paired"): {
-        (3, 10.0): (0.952, 0.97, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
-        (3, 20.0): (0.935, 0.963, "A 0.9 x 3 vs B 0.7 x 3, rho 0.0"),
-        (3, 40.0): (0.935, 0.955, "A 0.9 x 3 vs B 0.9 x 3, rho 0.0"),
-        (5, 10.0): (0.94, 0.959, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
-        (5, 20.0): (0.925, 0.963, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
-        (5, 40.0): (0.935, 0.96, "A 0.9 x 5 vs B 0.9 x 5, rho 0.0"),
-        (10, 10.0): (0.932, 0.968, "A 0.9 x 10 vs B 0.7 x 10, rho 0.7"),
-        (10, 20.0): (
-            0.94,
-            0.966,
-            "A 0.5..0.95 over 10 vs B 0.95..0.5 over 10, rho 0.0",
-        ),
-        (10, 40.0): (0.936, 0.948, "A 0.9 x 10 vs B 0.7 x 10, rho 0.0"),
-    },
-    ("classes", "single"): {
-        (3, 10.0): (0.958, 0.987, "recall 0.5 x 3"),
-        (3, 20.0): (0.948, 0.97, "recall 0.5 x 3"),
-        (3, 40.0): (0.95, 0.961, "recall 0.5/0.95/0.95"),
-        (5, 10.0): (0.943, 0.987, "recall 0.5 x 5"),
-        (5, 20.0): (0.938, 0.975, "recall 0.5 x 5"),
-        (5, 40.0): (0.945, 0.968, "recall 0.5 x 5"),
-        (10, 10.0): (0.948, 0.998, "recall 0.5 x 10"),
-        (10, 20.0): (0.92, 0.978, "recall 0.5 x 10"),
-        (10, 40.0): (0.944, 0.966, "recall 0.7 x 10"),
-    },
-    ("classes+ceiling", "paired"): {
-        (3, 10.0): (0.952, 0.975, "A 0.7 x 3 vs B 0.5 x 3, rho 0.0"),
-        (3, 20.0): (0.935, 0.967, "A 0.9 x 3 vs B 0.7 x 3, rho 0.0"),
-        (3, 40.0): (0.935, 0.958, "A 0.9 x 3 vs B 0.9 x 3, rho 0.0"),
-        (5, 10.0): (0.94, 0.96, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
-        (5, 20.0): (0.925, 0.968, "A 0.7 x 5 vs B 0.5 x 5, rho 0.0"),
-        (5, 40.0): (0.935, 0.963, "A 0.9 x 5 vs B 0.9 x 5, rho 0.0"),
-        (10, 10.0): (0.932, 0.968, "A 0.9 x 10 vs B 0.7 x 10, rho 0.7"),
-        (10, 20.0): (
-            0.94,
-            0.968,
-            "A 0.5..0.95 over 10 vs B 0.95..0.5 over 10, rho 0.0",
-        ),
-        (10, 40.0): (0.936, 0.948, "A 0.9 x 10 vs B 0.7 x 10, rho 0.0"),
-    },
-    ("classes+ceiling", "single"): {
-        (3, 10.0): (0.958, 0.992, "recall 0.5 x 3"),
-        (3, 20.0): (0.948, 0.976, "recall 0.5 x 3"),
-        (3, 40.0): (0.95, 0.968, "recall 0.5/0.95/0.95"),
-        (5, 10.0): (0.943, 0.993, "recall 0.5 x 5"),
-        (5, 20.0): (0.938, 0.987, "recall 0.5 x 5"),
-        (5, 40.0): (0.945, 0.981, "recall 0.5 x 5"),
-        (10, 10.0): (0.948, 1.0, "recall 0.5 x 10"),
-        (10, 20.0): (0.92, 0.998, "recall 0.5 x 10"),
-        (10, 40.0): (0.944, 0.968, "recall 0.7 x 10"),
-    },
-    ("f1", "paired"): {
-        (20, 0.0): (0.92, 0.93, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-        (40, 0.0): (0.943, 0.952, "q 0.9 vs 0.6, wrong 0.2, 1-3 names (F1 0.663 vs 0.517)"),
-        (50, 0.0): (0.947, 0.955, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-        (100, 0.0): (0.947, 0.962, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-        (200, 0.0): (0.95, 0.955, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-    },
-    ("f1", "single"): {
-        (20, 0.0): (0.947, 0.952, "q 0.9, wrong 0.2, 1-3 names (F1 0.663)"),
-        (40, 0.0): (0.937, 0.94, "q 0.9, wrong 0.2, 1-3 names (F1 0.663)"),
-        (50, 0.0): (0.933, 0.935, "q 0.6, wrong 0.2, 1-3 names (F1 0.517)"),
-        (100, 0.0): (0.947, 0.948, "q 0.9, wrong 0.2, 1-3 names (F1 0.663)"),
-        (200, 0.0): (0.93, 0.948, "q 0.9, wrong 0.2, 1-3 names (F1 0.663)"),
-    },
-    ("f1+ceiling", "paired"): {
-        (20, 0.0): (0.92, 0.933, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-        (40, 0.0): (0.943, 0.955, "q 0.9 vs 0.6, wrong 0.2, 1-3 names (F1 0.663 vs 0.517)"),
-        (50, 0.0): (0.93, 0.948, "q 0.95 vs 0.9, wrong 0.03, 1-1 names (F1 0.937 vs 0.888)"),
-        (100, 0.0): (0.94, 0.947, "q 0.97 vs 0.97, wrong 0.02, 1-1 names (F1 0.961 vs 0.961)"),
-        (200, 0.0): (0.95, 0.95, "q 0.9 vs 0.9, wrong 0.2, 1-3 names (F1 0.663 vs 0.663)"),
-    },
-    ("f1+ceiling", "single"): {
-        (20, 0.0): (0.483, 0.858, "q 0.98, wrong 0.01, 1-1 names (F1 0.975)"),
-        (40, 0.0): (0.663, 0.92, "q 0.98, wrong 0.01, 1-1 names (F1 0.975)"),
-        (50, 0.0): (0.77, 0.923, "q 0.98, wrong 0.01, 1-1 names (F1 0.975)"),
-        (100, 0.0): (0.877, 0.947, "q 0.98, wrong 0.01, 1-1 names (F1 0.975)"),
-        (200, 0.0): (0.93, 0.948, "q 0.9, wrong 0.2, 1-3 names (F1 0.663)"),
-    },
-    ("rows", "paired"): {
-        (20, 0.1): (0.942, 0.99, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.2): (0.958, 0.99, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.5): (0.943, 0.993, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.1): (0.951, 0.972, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.2): (0.937, 0.974, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.5): (0.945, 0.98, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.1): (0.945, 0.969, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.2): (0.938, 0.966, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.5): (0.937, 0.972, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (100, 0.1): (0.936, 0.958, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.2): (0.936, 0.958, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (100, 0.5): (0.944, 0.961, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.1): (0.938, 0.95, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.2): (0.937, 0.951, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (200, 0.5): (0.944, 0.952, "A 0.95/0.95 vs B 0.95/0.95, rho 0.0"),
-    },
-    ("rows", "single"): {
-        (20, 0.1): (0.931, 0.965, "recall 0.7/0.5"),
-        (20, 0.2): (0.947, 0.971, "recall 0.7/0.7"),
-        (20, 0.5): (0.947, 0.971, "recall 0.7/0.7"),
-        (40, 0.1): (0.941, 0.958, "recall 0.5/0.7"),
-        (40, 0.2): (0.936, 0.96, "recall 0.9/0.7"),
-        (40, 0.5): (0.943, 0.969, "recall 0.9/0.9"),
-        (50, 0.1): (0.943, 0.958, "recall 0.9/0.7"),
-        (50, 0.2): (0.935, 0.958, "recall 0.5/0.5"),
-        (50, 0.5): (0.946, 0.96, "recall 0.5/0.7"),
-        (100, 0.1): (0.936, 0.949, "recall 0.9/0.9"),
-        (100, 0.2): (0.947, 0.961, "recall 0.7/0.5"),
-        (100, 0.5): (0.943, 0.954, "recall 0.5/0.5"),
-        (200, 0.1): (0.938, 0.954, "recall 0.9/0.95"),
-        (200, 0.2): (0.941, 0.954, "recall 0.9/0.9"),
-        (200, 0.5): (0.941, 0.955, "recall 0.9/0.9"),
-    },
-    ("rows+ceiling", "paired"): {
-        (20, 0.1): (0.942, 0.996, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.2): (0.958, 0.996, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (20, 0.5): (0.943, 0.996, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.1): (0.951, 0.982, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.2): (0.937, 0.986, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (40, 0.5): (0.945, 0.986, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.1): (0.945, 0.974, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.2): (0.938, 0.975, "A 0.7/0.7 vs B 0.5/0.5, rho 0.0"),
-        (50, 0.5): (0.937, 0.978, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (100, 0.1): (0.936, 0.968, "A 0.9/0.9 vs B 0.7/0.7, rho 0.0"),
-        (100, 0.2): (0.936, 0.962, "A 0.5/0.5 vs B 0.5/0.5, rho 0.7"),
-        (100, 0.5): (0.944, 0.965, "A 0.5/0.5 vs B 0.5/0.5, rho 0.0"),
-        (200, 0.1): (0.934, 0.95, "A 1.0/1.0 vs B 0.97/0.97, rho 0.0"),
-        (200, 0.2): (0.937, 0.952, "A 0.9/0.9 vs B 0.7/0.7, rho 0.7"),
-        (200, 0.5): (0.932, 0.954, "A 1.0/1.0 vs B 0.97/0.97, rho 0.0"),
-    },
-    ("rows+ceiling", "single"): {
-        (20, 0.1): (0.931, 0.977, "recall 0.7/0.5"),
-        (20, 0.2): (0.946, 0.978, "recall 0.9/0.97"),
-        (20, 0.5): (0.941, 0.98, "recall 0.97/0.99"),
-        (40, 0.1): (0.939, 0.97, "recall 0.99/0.99"),
-        (40, 0.2): (0.936, 0.967, "recall 0.9/0.7"),
-        (40, 0.5): (0.939, 0.973, "recall 0.99/0.99"),
-        (50, 0.1): (0.943, 0.972, "recall 0.9/0.7"),
-        (50, 0.2): (0.935, 0.971, "recall 0.5/0.5"),
-        (50, 0.5): (0.946, 0.974, "recall 0.5/0.7"),
-        (100, 0.1): (0.936, 0.964, "recall 0.9/0.9"),
-        (100, 0.2): (0.938, 0.966, "recall 1.0/0.9"),
-        (100, 0.5): (0.935, 0.97, "recall 0.9/0.97"),
-        (200, 0.1): (0.928, 0.96, "recall 0.95/0.97"),
-        (200, 0.2): (0.931, 0.963, "recall 1.0/0.95"),
-        (200, 0.5): (0.93, 0.963, "recall 0.95/0.97"),
-    },
-    ("spanning", "paired"): {
-        (20, 5.0): (0.99, 1.0, "A 0.9 x 2 vs B 0.7 x 2, ICC 1.0"),
-        (40, 3.0): (0.967, 0.997, "A 0.8 x 2 vs B 0.8 x 2, ICC 1.0"),
-        (100, 2.0): (0.96, 0.983, "A 0.9 x 2 vs B 0.7 x 2, ICC 1.0"),
-    },
-    ("spanning", "single"): {
-        (20, 5.0): (0.922, 0.99, "recall 0.95 x 2, ICC 1.0"),
-        (40, 3.0): (0.928, 0.986, "recall 0.8 x 2, ICC 1.0"),
-        (100, 2.0): (0.952, 0.985, "recall 0.8 x 2, ICC 1.0"),
-    },
-}
+COVERAGE_FILE = "data/interval_coverage.csv"  # in this package (pyproject's package-data)
+COVERAGE_COLUMNS = ("family", "kind", "n", "share", "min", "median", "worst")
+CoverageTable = dict[tuple[str, str], dict[tuple[int, float], tuple[float, float, str]]]
+
+
+def read_coverage(text: str, source: str = COVERAGE_FILE) -> CoverageTable:
+    """The coverage table from its CSV text: one row per (family, kind, cell), in file order.
+
+    Cells are (int, float) and coverages floats, exactly as `benchmarks/coverage.py` wrote
+    them, so a note quoting a cell or a coverage reads as it did when the table was pasted."""
+    rows = csv.DictReader(io.StringIO(text))
+    if tuple(rows.fieldnames or ()) != COVERAGE_COLUMNS:
+        raise DataError(
+            f"{source}: the header must be {','.join(COVERAGE_COLUMNS)}, not "
+            f"{','.join(rows.fieldnames or ())}; regenerate it with benchmarks/coverage.py --emit"
+        )
+    table: CoverageTable = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            cell = (int(row["n"]), float(row["share"]))
+            value = (float(row["min"]), float(row["median"]), str(row["worst"]))
+        except (TypeError, ValueError) as e:
+            raise DataError(
+                f"{source}, line {line}: {e}; regenerate it with benchmarks/coverage.py --emit"
+            ) from None
+        table.setdefault((row["family"], row["kind"]), {})[cell] = value
+    return table
+
+
+def load_coverage() -> CoverageTable:
+    """The measured table shipped with the package (read once, at import)."""
+    resource = resources.files("experiments.analysis").joinpath(COVERAGE_FILE)
+    return read_coverage(resource.read_text(encoding="utf-8"))
+
+
+COVERAGE: CoverageTable = load_coverage()
 
 
 # ---- the measured-coverage lookup -----------------------------------------------------------

@@ -78,7 +78,7 @@ from experiments.analysis.clusters import checked, sums
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-_TIE = 1e-9  # the test's tie tolerance (stats._EPS)
+_TIE = 1e-9  # the test's tie tolerance (stats.paired._EPS)
 _ROUND = 1e-12  # atoms of the null closer than this are merged
 _MAX_ATOMS = 60_000  # above this many null atoms a Monte Carlo null is used instead
 _NULL_DRAWS = 4_000  # draws of that Monte Carlo null

@@ -455,7 +455,7 @@ def report(
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis import decision
-    from experiments.sweeps.report_dirs import run_folder
+    from experiments.reports.folders import run_folder
     from experiments.sweeps.report_view import only_model, sweep_models
     from experiments.tracking import Tracker
 

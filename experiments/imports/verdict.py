@@ -1,6 +1,7 @@
-"""The statistics of an import: the sweep's own comparisons (`experiments.sweeps.report.compare`:
-paired permutation tests or the range test for best-of-k, intervals, Holm/BH, the across-task
-test) and the prompt-sensitivity report, on the imported arms. No second statistics path."""
+"""The statistics of an import: its comparison plan (`experiments.analysis.plan`), run by the
+code a sweep's runs (paired permutation tests or the range test for best-of-k, intervals,
+Holm/BH, the across-task test), and the prompt-sensitivity report, on the imported arms. No
+second statistics path."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from experiments.analysis import sensitivity_report
 from experiments.analysis.align import row_order
+from experiments.analysis.plan import ComparisonPlan, plan_sensitivity, run_plan
 from experiments.imports.arms import Arms
 from experiments.imports.identity import Units
 from experiments.imports.pairing import pairing_notes
-from experiments.sweeps.report import compare
-from experiments.sweeps.spec import NamedVariant, SweepSpec
 from experiments.trials.record import TrialRecord
-from promptlib.variants import PromptVariant
 
 # the rows' cluster keys (`experiments.imports.identity`: the source's prompt identity, the task's
 # texts, a sample's epochs) are their records' prompt hashes, clustered by the comparisons'
@@ -29,7 +27,7 @@ N_RESAMPLES = 10_000
 MAX_BOOTSTRAP_CELLS = 50_000_000
 
 
-def _spec(
+def plan_of(
     name: str,
     records: Sequence[TrialRecord],
     comparisons: str,
@@ -37,20 +35,23 @@ def _spec(
     across: str,
     n_resamples: int,
     cluster_by: str = CLUSTER_BY,
-) -> SweepSpec:
-    """The sweep-shaped description of an import the comparison code reads: its variants
-    (names only; their prompts were made elsewhere), tasks, models and tests."""
+) -> ComparisonPlan:
+    """The import's comparison plan: its variants (names only; their prompts were made
+    elsewhere), tasks, models and tests."""
     # in name order, not file order: each pair is oriented (A - B) and its interval drawn the
     # same way whatever the order of the lines or of the files on the command line
     variants = sorted({r.variant for r in records}, key=row_order)
-    return SweepSpec(
-        path=f"import {name}", name=name, description="imported results",
-        tasks=tuple(dict.fromkeys(r.task for r in records)), requires=(),
-        models=tuple(dict.fromkeys(r.model for r in records)), split="test", limit=None,
-        sample_seed=0, variants=tuple(NamedVariant(v, PromptVariant()) for v in variants),
-        comparisons=comparisons, n_resamples=n_resamples, correction=correction,
-        scoring=None, across_tasks=across, cluster_by=cluster_by,
-    )  # fmt: skip
+    return ComparisonPlan(
+        name=name,
+        tasks=tuple(dict.fromkeys(r.task for r in records)),
+        models=tuple(dict.fromkeys(r.model for r in records)),
+        variants=tuple(variants),
+        comparisons=comparisons,
+        n_resamples=n_resamples,
+        correction=correction,
+        across_tasks=across,
+        cluster_by=cluster_by,
+    )
 
 
 def verdict(
@@ -65,15 +66,15 @@ def verdict(
 ) -> dict[str, Any]:
     """The import's report document: comparisons, across-task tests, sensitivity, the rows
     left out and the scoring notes (JSON-able); `progress` is told after each comparison."""
-    records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `_spec`
+    records = sorted(arms.records, key=lambda r: row_order(r.variant))  # see `plan_of`
     cluster_by = cluster_rule(records)
-    spec = _spec(name, records, comparisons, correction, across, n_resamples, cluster_by)
-    table, across_rows = compare(spec, records, catalog=None, progress=progress)  # type: ignore[arg-type]
+    plan = plan_of(name, records, comparisons, correction, across, n_resamples, cluster_by)
+    table, across_rows = run_plan(plan, records, progress=progress)
     for row in table:
         _label(row, arms.units.get((row["task"], row["model"])))
     pairing = pairing_notes(table, records)
     # pooled effects oriented as the comparisons' pairs (`analysis.contrast`): name order
-    sensitivity = _sensitivity(records, n_resamples, cluster_by, [v.name for v in spec.variants])
+    sensitivity = _sensitivity(plan, records)
     for row in sensitivity.get("per_task", []):
         how = arms.units.get((row.get("task"), row.get("model")))
         if how is not None and "clustering" in row:
@@ -113,24 +114,17 @@ def _label(row: dict[str, Any], how: Units | None) -> None:
     row["clustered_by"], row["cluster_note"] = how.label, how.note
 
 
-def _sensitivity(
-    records: list[TrialRecord], n_resamples: int, cluster_by: str, order: Sequence[str] = ()
-) -> dict[str, Any]:
-    """The prompt-sensitivity report, or why there is none (never a number it cannot back);
-    `order`: the variants as the comparisons list them, so each pooled effect has their sign."""
-    if len({r.variant for r in records}) < 2:
+def _sensitivity(plan: ComparisonPlan, records: Sequence[TrialRecord]) -> dict[str, Any]:
+    """The plan's prompt-sensitivity report (`analysis.plan.plan_sensitivity`: pooled effects
+    with the comparisons' signs), or why there is none (never a number it cannot back)."""
+    if len(plan.variants) < 2:
         return {"per_task": [], "notes": ["one variant: nothing to compare"]}
     rows = max((r.n for r in records), default=0)
-    if rows * n_resamples > MAX_BOOTSTRAP_CELLS:
+    if rows * plan.n_resamples > MAX_BOOTSTRAP_CELLS:
         return {"per_task": [], "error": (
-            f"no sensitivity analysis: {rows:,} rows x {n_resamples:,} resamples is over the "
+            f"no sensitivity analysis: {rows:,} rows x {plan.n_resamples:,} resamples is over the "
             f"{MAX_BOOTSTRAP_CELLS:,} its bootstrap holds in memory at once (~8 bytes each); "
             "the comparisons stand on their own: run `workbench compare NAME --n-resamples N` "
             f"with N <= {MAX_BOOTSTRAP_CELLS // max(rows, 1):,} for it"
         )}  # fmt: skip
-    try:
-        return sensitivity_report(
-            records, n_resamples=n_resamples, cluster_by=cluster_by, order=order
-        )
-    except (ValueError, AssertionError) as e:
-        return {"per_task": [], "error": f"no sensitivity analysis: {e}"}
+    return plan_sensitivity(plan, records)

@@ -189,12 +189,6 @@ def echoed_continuation(
     return EchoedContinuation(total, tuple(prompt_tokens), first_tops)
 
 
-def continuation_logprob(logprobs: Any, prompt: str, continuation: str, server: str) -> float:
-    """Sum of the log-probabilities of the tokens of `continuation` in an echoed completion
-    (`echoed_continuation`, checked)."""
-    return echoed_continuation(logprobs, prompt, continuation, server).logprob
-
-
 def check_alignment(
     echoes: Sequence[EchoedContinuation], continuations: Sequence[str], server: str
 ) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
+from experiments.reports.folders import ReportFolder
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
 from experiments.sweeps.outcomes import _lost, _outcome
@@ -27,7 +28,6 @@ from experiments.sweeps.plan import (
     trial_plan,
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
-from experiments.sweeps.report_dirs import ReportFolder
 from experiments.sweeps.sequential import (
     MemoryCache,
     SequentialRun,
@@ -355,8 +355,8 @@ class SweepTrials:
                     stack.close()
                     deferred.append(i)
                     continue
-                if claim.startswith("done:"):
-                    run_id = claim.removeprefix("done:")
+                if claim.finished is not None:
+                    run_id = claim.finished
                     preds = tracker.stored_predictions(run_id)
                     if preds is not None:
                         stack.close()
@@ -461,7 +461,7 @@ def _report(
     sid: str,
     seq: SequentialRun | None = None,
 ) -> tuple[dict[str, Any], ReportFolder | None]:
-    """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`report_dirs`) and log the
+    """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`reports.folders`) and log the
     comparisons on the parent.
 
     Returns the comparisons document and the report folder written (None without

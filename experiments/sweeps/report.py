@@ -3,18 +3,15 @@ files."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis import compare as cmp
-from experiments.analysis import decision
-from experiments.analysis.sensitivity import sensitivity_report
+from experiments.analysis.plan import ComparisonPlan, plan_sensitivity, run_plan
 from experiments.names import figure_files
-from experiments.sweeps.report_dirs import ReportFolder, run_folder, write_run
+from experiments.reports.files import report_files
+from experiments.reports.folders import ReportFolder, run_folder, write_run
 from experiments.sweeps.spec import SpecError, SweepSpec
-from experiments.tracking import comparisons_csv
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -28,22 +25,14 @@ class ReportError(WorkbenchError):
 def _write_report(
     reports_dir: Path, sweep: str, sweep_id: str, doc: dict[str, Any], figures: dict[str, Any]
 ) -> ReportFolder:
-    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv, written as one folder
-    (`report_dirs.write_run`: whole or not at all, this sweep id's folder only), then
-    reports/<sweep>/latest pointed at it.
+    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv (`reports.files`),
+    written as one folder (`reports.folders.write_run`: whole or not at all, this sweep id's
+    folder only), then reports/<sweep>/latest pointed at it.
 
     A folder that cannot be written (deleted, made read-only or replaced by a file mid-sweep)
     is one `ReportError` line; every trial is already logged, so a rerun only redoes this.
     """
-    import io
-
-    files: dict[str, str | bytes] = {}
-    for filename, fig in figures.items():
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=120, format="png")
-        files[filename] = buf.getvalue()
-    files["comparisons.json"] = json.dumps(doc, indent=1, default=str)
-    files["comparisons.csv"] = comparisons_csv(doc["comparisons"])
+    files = report_files(doc, figures)
     out = run_folder(reports_dir, sweep, sweep_id)
     try:
         return write_run(reports_dir, sweep, sweep_id, files)
@@ -55,6 +44,22 @@ def _write_report(
         ) from e
 
 
+def plan_of(spec: SweepSpec) -> ComparisonPlan:
+    """The sweep's comparison plan (`experiments.analysis.plan`): its variants in spec order,
+    its declared comparisons and tests."""
+    return ComparisonPlan(
+        name=spec.name,
+        tasks=spec.tasks,
+        models=spec.models,
+        variants=tuple(nv.name for nv in spec.variants),
+        comparisons=spec.comparisons,
+        n_resamples=spec.n_resamples,
+        correction=spec.correction,
+        across_tasks=spec.across_tasks,
+        cluster_by=spec.cluster_by,
+    )
+
+
 def compare(
     spec: SweepSpec,
     outcomes: list[TrialRecord],
@@ -63,87 +68,20 @@ def compare(
     progress: Callable[[int, int, str], None] | None = None,
     final: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The sweep's comparisons per (model, task), corrected across the sweep, and the
-    declared across-task test (see `experiments.analysis.compare`), each with its
-    recommendation (`experiments.analysis.decision`). `progress(done, total,
-    what)` is told after each comparison (100 variants' all_pairs are 4,950 of them).
+    """The sweep's comparisons: its plan (`plan_of`) run on its trials (`analysis.plan.run_plan`:
+    per (model, task), corrected across the sweep, the declared across-task test, each with
+    its recommendation), the cluster column read from the task data when it clusters by one.
 
     `skipped` (task -> variant -> why) names the variants a task could not run: a comparison
     with such an arm is listed for that task as skipped, with the reason, never tested on the
     arms that did run; the across-task test takes only the tasks that tested it."""
-
-    table: list[dict[str, Any]] = []
-    groups: dict[tuple[str, str], dict[str, TrialRecord]] = {}
-    for o in outcomes:
-        groups.setdefault((o.model, o.task), {})[o.variant] = o
-    names = [nv.name for nv in spec.variants]
-    gone_of = {task: dict((skipped or {}).get(task, {})) for _, task in groups}
-    todo = {
-        key: [] if spec.comparisons == "best_vs_worst"
-        else cmp.pairs_of(spec.comparisons, [n for n in names if n in arms or n in gone_of[key[1]]])
-        for key, arms in groups.items()
-    }  # fmt: skip
-    total, done = sum(len(pairs) or 1 for pairs in todo.values()), 0
-
-    def tick(where: str) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total, f"comparisons, {where}")
-
-    for (model, task), by_variant in groups.items():
-        arms = dict(by_variant)
-        where = f"{task} ({model})"
-        how: dict[str, Any] = {
-            "n_resamples": spec.n_resamples,
-            "where": where,
-            "cluster_by": spec.cluster_by,
-            "column": _column(spec, catalog, task),
-        }
-        gone = gone_of[task]
-        if spec.comparisons == "best_vs_worst":
-            if len(arms) < 2 and gone:
-                rows = [_skipped_row(where, "best", "worst", arms, gone, "range permutation test")]
-            else:
-                rows = [cmp.best_vs_worst(list(arms.values()), **how)]
-            tick(where)
-        else:
-            peers = list(arms.values())
-            memo: dict[tuple[str, ...], Any] = {}  # the peers' clusters (`cmp.pair`)
-            rows = []
-            for a, b in todo[(model, task)]:
-                rows.append(
-                    _skipped_row(where, a, b, arms, gone, "paired permutation test")
-                    if a in gone or b in gone
-                    else cmp.pair(arms[a], arms[b], peers=peers, memo=memo, **how)
-                )
-                tick(where)
-        table += [{"model": model, "task": task, **row} for row in rows]
-    cmp.correct(table, spec.correction)
-    tasks = list(dict.fromkeys(o.task for o in outcomes))
-    kind = spec.comparisons if isinstance(spec.comparisons, str) else "pairs"
-    across = cmp.across_tasks(table, kind=kind, test=spec.across_tasks, all_tasks=tasks)  # type: ignore[arg-type]
-    # what to do, in a line each (`final` False: some trials are incomplete, see `annotate`)
-    decision.annotate(table, across, spec.correction, final)
-    return table, across
-
-
-def _skipped_row(
-    where: str,
-    a: str,
-    b: str,
-    arms: Mapping[str, TrialRecord],
-    gone: Mapping[str, str],
-    test: str,
-) -> dict[str, Any]:
-    """A comparison not computed on a task because an arm could not run there: no score and
-    no p-value, and a status saying which arm and why."""
-    missing = [v for v in (a, b) if v in gone] or sorted(gone)
-    row = cmp.untested(where, a, b, list(arms.values()), test)
-    row["status"] = f"{decision.SKIPPED}: " + "; ".join(f"{v}: {gone[v]}" for v in missing)
-    if a == "best":  # best_vs_worst with fewer than two variants run
-        row["status"] += f" (only {len(arms)} variant(s) ran: no draws to compare)"
-    return row
+    columns = None
+    if spec.cluster_by.startswith("column:"):
+        tasks = dict.fromkeys(o.task for o in outcomes)
+        columns = {t: c for t in tasks if (c := _column(spec, catalog, t)) is not None}
+    return run_plan(
+        plan_of(spec), outcomes, columns=columns, skipped=skipped, progress=progress, final=final
+    )
 
 
 def _column(spec: SweepSpec, catalog: Catalog, task: str) -> dict[str, str] | None:
@@ -198,24 +136,15 @@ def _sensitivity(
     from experiments.analysis.figures import sensitivity_figures
 
     if len(spec.variants) < 2:
-        return {"per_task": [], "notes": ["one variant: nothing to compare"]}, {}
-    try:
-        columns = (
-            {t: _column(spec, catalog, t) or {} for t in spec.tasks}
-            if spec.cluster_by.startswith("column:")
-            else None
-        )
-        sens = sensitivity_report(
-            ordered,
-            n_resamples=spec.n_resamples,
-            cluster_by=spec.cluster_by,
-            columns=columns,
-            # each pooled effect takes the sign of the comparisons table (`analysis.contrast`)
-            order=[v.name for v in spec.variants],
-            pairs=() if isinstance(spec.comparisons, str) else spec.comparisons,
-        )
-    except (ValueError, AssertionError) as e:
-        return {"per_task": [], "error": f"no sensitivity analysis: {e}"}, {}
+        return plan_sensitivity(plan_of(spec), ordered), {}
+    columns = (
+        {t: _column(spec, catalog, t) or {} for t in spec.tasks}
+        if spec.cluster_by.startswith("column:")
+        else None
+    )
+    sens = plan_sensitivity(plan_of(spec), ordered, columns)
+    if "error" in sens:
+        return sens, {}
     sens["notes"] = [*sens.get("notes", []), *_skip_notes(spec, skipped or {})]
     return sens, (sensitivity_figures(sens) if sens.get("per_task") else {})
 

@@ -44,6 +44,7 @@ from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from experiments.sweeps.design import SequentialDesign, check_design
+from promptlib.data import SPLITS as SPLITS  # re-exported: its home is promptlib.data
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.formats import canonical_format, draw_formats
@@ -88,7 +89,6 @@ _KEYS = {
     "sequential": dict,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
-SPLITS = ("train", "test")
 
 
 class SpecError(WorkbenchError):

@@ -6,8 +6,9 @@ errors), `base` + one mixin per job composing `tracker.Tracker`
 trial), `imported` (`workbench import`'s runs), `ui` (`workbench ui`).
 """
 
+from experiments.reports.files import comparisons_csv  # its home: where report files are made
 from experiments.tracking.grades import import_grades
-from experiments.tracking.reports import comparisons_csv, log_sensitivity
+from experiments.tracking.reports import log_sensitivity
 from experiments.tracking.single_runs import reusable_run, tracked_before
 from experiments.tracking.store import (
     SweepIncomplete,

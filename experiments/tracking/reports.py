@@ -3,13 +3,10 @@ metric per comparison, the figures, and the prompt sensitivity."""
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
-from experiments.analysis.decision import KEY as RECOMMENDATION
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
-from experiments.files import csv_cell
 from experiments.names import (
     COST_FIELDS,
     GRADED,
@@ -24,6 +21,7 @@ from experiments.names import (
     p_value_names,
     sequential_metric_name,
 )
+from experiments.reports.files import COMPARISONS_CSV, COMPARISONS_JSON, comparisons_csv
 from experiments.tracking.parents import Parents
 from experiments.tracking.store import SweepIncomplete, _store_op, store_errors
 from experiments.tracking.sweep_runs import SweepRuns
@@ -71,8 +69,8 @@ class Reports(Parents, SweepRuns):
     ) -> None:
         """comparisons.json/.csv and one p_value metric per tested comparison."""
         table = doc["comparisons"]
-        self.client.log_dict(parent_id, doc, "comparisons.json")
-        self.client.log_text(parent_id, comparisons_csv(table), "comparisons.csv")
+        self.client.log_dict(parent_id, doc, COMPARISONS_JSON)
+        self.client.log_text(parent_id, comparisons_csv(table), COMPARISONS_CSV)
         metrics: dict[str, Any] = {}
         # named among all the rows, tested or not, so a comparison keeps its name on a rerun
         for row, part in zip(table, comparison_parts(table), strict=True):
@@ -221,35 +219,6 @@ def sequential_decision(row: dict[str, Any]) -> str:
         tied = ", ".join(map(str, row.get("in_contention") or ()))
         decision = f"best (not identified: in contention {tied})"
     return decision
-
-
-def comparisons_csv(table: list[dict[str, Any]]) -> str:
-    """The comparisons table as CSV, one row per comparison, formula-like text quoted
-    (`experiments.files.csv_cell`, as the grade export does)."""
-    import csv
-
-    if not table:
-        return ""
-    buf = io.StringIO()
-    # every key of every row, in order of first appearance: an untested row has fewer keys
-    # than a tested one (no interval method, no draws' intervals), and may come first. The
-    # recommendation is the last column whatever the rows (the columns before it are as
-    # they were before it existed), its sentence as the cell
-    fields = [k for k in dict.fromkeys(k for row in table for k in row) if k != RECOMMENDATION]
-    fields += [RECOMMENDATION] if any(RECOMMENDATION in row for row in table) else []
-    w = csv.DictWriter(buf, fieldnames=fields, restval="")
-    w.writeheader()
-    # text cells (variant, model and task names, notes) as spreadsheets read them safely:
-    # a name like `=HYPERLINK(...)` is text, not a formula; numbers stay numbers
-    for row in table:
-        cells = {k: _sentence(v) if k == RECOMMENDATION else v for k, v in row.items()}
-        w.writerow({k: csv_cell(v) if isinstance(v, str) else v for k, v in cells.items()})
-    return buf.getvalue()
-
-
-def _sentence(recommendation: Any) -> Any:
-    """A recommendation's cell: its line (the whole object is in comparisons.json)."""
-    return recommendation.get("line") if isinstance(recommendation, dict) else recommendation
 
 
 def log_sensitivity(

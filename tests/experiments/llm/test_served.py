@@ -32,7 +32,6 @@ from experiments.llm.served import (
     EchoedContinuation,
     MisalignedPromptLogprobs,
     NoPromptLogprobs,
-    continuation_logprob,
     echoed_continuation,
     served_label_logprobs,
 )
@@ -50,6 +49,7 @@ from experiments.testing.stub_server import (
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
 from promptlib import Catalog, parse_spec
+from tests.support.served import continuation_logprob
 
 
 @pytest.fixture(autouse=True)

@@ -218,7 +218,7 @@ def _trials(tracker: Tracker, parent: str) -> Trials:
             "trial_id": run.data.tags["workbench.trial_id"],
             "status": run.info.status,
             "score": run.data.metrics.get("score"),
-            "predictions": [{k: p[k] for k in keep} for p in preds],
+            "predictions": [{k: p.to_dict()[k] for k in keep} for p in preds],
         }
     return out
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from experiments.sweeps.report_dirs import latest_id, run_ids
+from experiments.reports.folders import latest_id, run_ids
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from tests.conftest import run_cli, workbench_env
 
@@ -180,7 +180,7 @@ def test_report_model_shows_one_models_rows_with_the_sweeps_correction(
     assert shown["comparisons"][0] == whole and whole["family_size"] == 2
     text = ok(report(swept, x, "--model", "openai/stub-two")).stdout
     assert "model openai/stub-two only (--model): 1 of the sweep's 2 comparisons" in text
-    assert "across this sweep's 2 tested comparisons (1 shown here)" in text
+    assert "p corr: Holm over 2 tests (1 shown here)" in text
     assert "openai/stub-one" not in text
     bad = report(swept, x, "--model", "openai/stub-three")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -158,7 +158,7 @@ def _sweep(
         rows = tracker.load_predictions(run.info.run_id)
         out[(run.data.params["task"], run.data.params["variant"])] = (
             run.data.metrics["score"],
-            [r["answer"] for r in rows],
+            [r.answer for r in rows],
         )
     return out, runs
 

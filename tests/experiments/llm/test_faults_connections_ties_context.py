@@ -1,4 +1,4 @@
-"""Review fixes (rev4, issue 19) of the model gateway: abandoned attempts kept their
+"""The model gateway's faults (issue 19): abandoned attempts kept their
 connections, tied or all -inf log-likelihoods, and prompts longer than the context told only
 by the server's wording.
 

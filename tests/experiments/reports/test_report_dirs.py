@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from experiments import files
-from experiments.sweeps.report_dirs import (
+from experiments.reports.folders import (
     LATEST,
     LATEST_FILE,
     latest_id,

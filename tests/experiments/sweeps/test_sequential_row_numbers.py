@@ -21,7 +21,7 @@ from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.record import Prediction
 from experiments.trials.run import run_trial
 from promptlib import Catalog
-from tests.experiments.sweeps.test_sequential import SEQ, _reply, _sweep, write
+from tests.experiments.sweeps.test_sequential_sweeps import SEQ, _reply, _sweep, write
 
 N = 400
 ANSWERS = ["Yes" if i % 2 else "No" for i in range(N)]
@@ -164,7 +164,7 @@ def test_the_arms_trials_are_logged_from_the_loops_answers_whatever_the_executor
     from experiments.llm.cache import ResponseCache
     from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.driver import run_sweep
-    from tests.experiments.sweeps.test_sequential import _tracker
+    from tests.experiments.sweeps.test_sequential_sweeps import _tracker
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
     spec_path = write(tmp_path, SEQ.format(name="ray", limit=100, more=", max_rows: 20"))
