@@ -264,6 +264,7 @@ def test_exact_coverage_of_one_variant_where_the_bootstrap_failed() -> None:
     assert 0.94 <= bal.median <= 0.97  # ceiling scenarios (0.97-1.0) included
 
 
+@pytest.mark.slow
 def test_paired_and_clustered_coverage_reduced() -> None:
     """600 simulations per scenario (SE ~0.009 at 0.95): >= 0.91 fails a true 0.85 by 6 SE."""
     cov = _coverage()
