@@ -32,11 +32,11 @@ from experiments.tracking.registry import Registry
 from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors
 from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions, encode_predictions
 from experiments.trials.record import Prediction
+from promptlib.variants.axes import tracked_params
 
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
     from promptlib.render import CompiledPrompt
-    from promptlib.variants import PromptVariant
 
 
 class TrialRuns(Parents, Registry):
@@ -180,9 +180,9 @@ class TrialRuns(Parents, Registry):
 def _trial_params(
     result: TrialResult, name: str, extra_params: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """A trial run's params: every variant axis, the model, split and scoring."""
+    """A trial run's params: every variant axis (as `promptlib.variants.axes` says), the
+    model, split and scoring."""
     spec = result.spec
-    v = spec.variant
     return {
         "task": spec.task,
         "model": spec.model,
@@ -193,13 +193,7 @@ def _trial_params(
         "limit": _param(spec.limit),
         "n_rows": len(result.predictions),
         "variant": name,
-        "instruction": v.instruction,
-        "register": v.register,
-        "demos": v.demos if v.demos != "sample" else str(v.k),
-        "seed": _param(v.seed),
-        "pool": v.pool,
-        "format": v.format,
-        **_later_axes(v),
+        **tracked_params(spec.variant),  # each axis the table tracks (None is logged as none)
         "scoring": spec.scoring,
         "definition": spec.definition,
         "metric": result.metric,
@@ -213,17 +207,6 @@ def _env_param(env: Any) -> dict[str, Any]:
     when any was set: a run without has the params it always had. Its URLs are shown without
     passwords already (`experiments.llm.answer_env`)."""
     return {"env": json.dumps(env, sort_keys=True)[:500]} if env else {}
-
-
-def _later_axes(v: PromptVariant) -> dict[str, Any]:
-    """The axes added after runs were logged (verbalizer, order), as params only when set:
-    a run of a variant without them has the params it always had."""
-    out: dict[str, Any] = {}
-    if v.verbalizer is not None:
-        out["verbalizer"] = v.verbalizer
-    if v.order is not None:
-        out["order"] = v.order
-    return out
 
 
 def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:

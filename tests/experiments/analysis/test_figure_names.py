@@ -68,7 +68,7 @@ def _sweep(long_stems: bool) -> tuple[list[TrialRecord], list[dict[str, Any]], d
         for a, b in itertools.combinations(names, 2):  # all_pairs: 15 per task
             row = pair(arms[a], arms[b], n_resamples=100, peers=list(arms.values()))
             table.append({"model": "org/model", "task": t, **row})
-    return records, table, sensitivity_report(records, n_resamples=100)
+    return records, table, sensitivity_report(records, n_resamples=100).to_dict()
 
 
 def _boxes(fig: Any) -> list[tuple[str, Any]]:

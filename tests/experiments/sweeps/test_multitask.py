@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,12 +203,13 @@ def _run(tmp_path: Path, catalog: Catalog, name: str, tasks: list[str]) -> dict[
             load_spec(write(root, spec_text(name, tasks))), catalog, models=(lm.name,),
             tracker=tracker, lm_factory=lambda _name: lm, reports_dir=root / "reports",
         )  # fmt: skip
-    result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
     # this sweep run's own folder (reports/<sweep>/<sweep id>/), as the result names it
-    report_dir = root / "reports" / name / result["sweep_id"]
-    assert result["report_dir"] == str(report_dir)
-    result["file"] = json.loads((report_dir / "comparisons.json").read_text())
-    return result
+    report_dir = root / "reports" / name / result.sweep_id
+    assert result.report is not None and result.report.report_dir == str(report_dir)
+    # the document the CLI prints, with the trials' rows it adds
+    doc = replace(result, trial_rows=tracker.sweep_trials(result.parent_run_id)).to_dict()
+    doc["file"] = json.loads((report_dir / "comparisons.json").read_text())
+    return doc
 
 
 def _by_task(result: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:

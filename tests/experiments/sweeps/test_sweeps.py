@@ -394,5 +394,5 @@ def test_a_sweep_leaves_no_figure_open(
             load_spec(spec), catalog, models=(lm.name,), limit=6, tracker=tracker,
             lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
         )  # fmt: skip
-    assert result["status"] == "complete" and result["figures"]  # figures were drawn
+    assert result.ok and result.figures  # figures were drawn
     assert set(plt.get_fignums()) == before

@@ -144,11 +144,9 @@ def _sweep(
             load_spec(spec), catalog, models=(lm.name,), limit=limit, tracker=tracker,
             lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
         )  # fmt: skip
-    assert result["status"] == "complete", result["incomplete"]
+    assert result.ok, result.incomplete
     # the analysis recomputes every score from the records' scored texts and accepts them
-    assert "error" not in result["sensitivity"] and result["sensitivity"]["per_task"], result[
-        "sensitivity"
-    ]
+    assert "error" not in result.sensitivity and result.sensitivity["per_task"], result.sensitivity
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("known/known")
     assert exp is not None
