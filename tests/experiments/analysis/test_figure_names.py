@@ -23,6 +23,8 @@ from experiments.analysis.sensitivity import sensitivity_report
 from experiments.metrics import balanced_accuracy
 from experiments.trials.record import TrialRecord, parse_axes
 
+pytestmark = pytest.mark.slow  # most of its tests draw whole figures: seconds each
+
 DIR = "/home/someone/projects/legal-prompt-study/own-task-instructions/"
 STEMS = ("lawyer", "paralegal", "judge", "plain_english", "law_student", "clerk")
 TASKS = ("hearsay", "abercrombie")

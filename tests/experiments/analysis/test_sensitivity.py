@@ -21,6 +21,7 @@ from experiments.analysis.sensitivity.groups import _group
 from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
 from experiments.trials.record import TrialRecord, parse_axes
+from tests.conftest import mlflow_store
 
 INSTRUCTIONS = ("description", "reference")
 REGISTERS = ("default", "plain", "technical")
@@ -154,6 +155,7 @@ def test_an_incomplete_trial_is_excluded_with_a_note_not_scored_as_wrong() -> No
 
 
 # ---- variance shares -------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:The design matrix is rank-deficient")
 def test_closed_form_sums_of_squares_equal_statsmodels_anova() -> None:
     """The closed form is the OLS ANOVA of the linear probability model (balanced design)."""
@@ -189,6 +191,7 @@ def test_closed_form_sums_of_squares_equal_statsmodels_anova() -> None:
     assert ss["total"] == pytest.approx(((df.y - df.y.mean()) ** 2).sum(), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_decomposition_recovers_known_shares_and_the_pooled_effect_is_covered() -> None:
     """Acceptance at reduced size, against the true shares from the generating parameters
     (`true_shares`; the old target, `expected_shares`, built the estimator's own noise into
@@ -270,6 +273,7 @@ def test_metric_names_are_sanitised_for_mlflow() -> None:
         assert 0 <= lo <= hi <= 1
 
 
+@pytest.mark.slow
 def test_figures_have_labelled_axes() -> None:
     from experiments.analysis.figures import sensitivity_figures
 
@@ -286,6 +290,7 @@ def test_figures_have_labelled_axes() -> None:
     assert "cluster-bootstrap interval" in figs["variance_shares.png"].axes[0].get_xlabel()
 
 
+@pytest.mark.slow
 def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     tmp_path: Any,
 ) -> None:
@@ -295,7 +300,7 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
 
     config = TrackingConfig(
-        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),
+        tracking_uri=mlflow_store(tmp_path), artifact_location=str(tmp_path / "art"),
         experiment_prefix="sens-test", prompt_registry=False, source="test",
     )  # fmt: skip
     tracker = Tracker(config)
@@ -457,6 +462,7 @@ def _tau_trials(seed: int, *, k: int, tau: float, delta: float, n_rows: int) -> 
     return trials
 
 
+@pytest.mark.slow
 def test_the_pooled_ci_is_hksj_and_covers_under_heterogeneity() -> None:
     """Hartung-Knapp-Sidik-Jonkman: t(k-1) and the HKSJ variance floored at the usual one.
     Checked against the formula, and its coverage with 3 heterogeneous tasks (tau = 0.10).

@@ -49,6 +49,7 @@ def _established_to(port: int) -> int:
 
 
 # ---- 1. an abandoned attempt closes its connection ------------------------------------------
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux's /proc/net/tcp")
 def test_abandoned_attempts_close_their_connections() -> None:
     """Every attempt drips past its deadline and is retried once, at --concurrency 2. The

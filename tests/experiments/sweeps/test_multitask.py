@@ -19,6 +19,7 @@ from experiments.sweeps.plan import plan_tasks, short_reason, sweep_id, trial_pl
 from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog, LocalSource
+from tests.conftest import mlflow_store
 
 BASE = "instruction=base,format=base"
 REF = "instruction=reference,format=base"
@@ -189,7 +190,7 @@ def _run(tmp_path: Path, catalog: Catalog, name: str, tasks: list[str]) -> dict[
     root.mkdir()
     tracker = Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{root}/mlflow.db",
+            tracking_uri=mlflow_store(root),
             artifact_location=(root / "artifacts").as_uri(),
             experiment_prefix="mt",
             prompt_registry=False,

@@ -138,6 +138,7 @@ def test_the_forest_plot_draws_the_tables_differences_with_its_sign(report: Any)
     assert f"A − B = {a} − {b}" in ax.get_xlabel()
 
 
+@pytest.mark.slow
 def test_the_pair_figure_draws_the_tables_differences(report: Any) -> None:
     spec, records, table, _ = report
     figures = _figures(spec, records, table, catalog=_NoLabels())  # type: ignore[arg-type]

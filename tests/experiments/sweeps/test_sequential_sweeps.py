@@ -16,6 +16,7 @@ from experiments.testing.sequential_sim import SetAccuracy, prepare
 from experiments.testing.stub_server import StubOpenAI
 from promptlib import Catalog
 from promptlib.errors import WorkbenchError
+from tests.conftest import mlflow_store
 
 BASE = "name: s\ntasks: [hearsay]\nfixed: {demos: none}\naxes: {instruction: [reference, description]}\n"  # fmt: skip
 
@@ -117,7 +118,7 @@ def _tracker(root: Path) -> Any:
 
     return Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{root}/mlflow.db",
+            tracking_uri=mlflow_store(root),
             artifact_location=(root / "artifacts").as_uri(),
             experiment_prefix="seq",
             prompt_registry=False,
@@ -355,6 +356,7 @@ def test_a_best_vs_worst_call_that_leaves_several_arms_does_not_name_the_best() 
     assert "not identified" not in text
 
 
+@pytest.mark.slow
 def test_the_parent_run_says_whether_best_of_k_identified_the_best(tmp_path: Path) -> None:
     """Issue 29, point 1: the table says when a best-of-k "best" leaves several arms in
     contention; the parent run's tags (a real local MLflow store) say it too, instead of a

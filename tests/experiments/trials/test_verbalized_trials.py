@@ -26,6 +26,7 @@ from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
 from promptlib import Catalog, WorkbenchError, compile_prompt, parse_spec
 from promptlib.render import CompiledPrompt
+from tests.conftest import mlflow_store
 
 # A Yes/No task with neither rule_* nor register prompt files (base and claude prompts only),
 # with plenty of test rows; and hearsay, which has both.
@@ -124,7 +125,7 @@ def _sweep(
     )
     tracker = Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            tracking_uri=mlflow_store(tmp_path),
             artifact_location=(tmp_path / "artifacts").as_uri(),
             experiment_prefix="known",
             prompt_registry=False,
