@@ -26,6 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from experiments.llm.gateway import LiteLLMModel
 from experiments.sweeps.driver import run_sweep
 from experiments.sweeps.executors import Executor, LocalExecutor, RayExecutor
+from experiments.sweeps.result import SweepResult
 from experiments.sweeps.spec import load_spec
 from experiments.tracking import Tracker, TrackingConfig
 from promptlib import Catalog, default_source
@@ -55,7 +56,7 @@ def _tracker(root: Path, prefix: str) -> Tracker:
 
 def _sweep(
     root: Path, prefix: str, spec: Any, catalog: Catalog, executor: Executor, limit: int
-) -> tuple[float, dict[str, Any], dict[str, list[str | None]]]:
+) -> tuple[float, SweepResult, dict[str, list[str | None]]]:
     lm = LiteLLMModel("local/smollm2")
     tracker = _tracker(root, prefix)
     t0 = time.perf_counter()
@@ -69,10 +70,10 @@ def _sweep(
         executor=executor,
     )
     seconds = time.perf_counter() - t0
-    assert result["status"] == "complete", result["incomplete"]
+    assert result.ok, result.incomplete
     gens = {
-        tid: [p["generation"] for p in tracker.load_predictions(run_id)]
-        for tid, run_id in tracker.finished_trials(result["parent_run_id"]).items()
+        tid: [p.generation for p in tracker.load_predictions(run_id)]
+        for tid, run_id in tracker.finished_trials(result.parent_run_id).items()
     }
     return seconds, result, gens
 
@@ -105,8 +106,8 @@ def main() -> None:
         finally:
             ray_ex.close()
 
-    same = ray_gens == local_gens and [c["p_value"] for c in ray_res["comparisons"]] == [
-        c["p_value"] for c in local_res["comparisons"]
+    same = ray_gens == local_gens and [c["p_value"] for c in ray_res.comparisons] == [
+        c["p_value"] for c in local_res.comparisons
     ]
     print(f"{'executor':<34} {'start-up':>9} {'sweep':>8} {'prompts/s':>10}")
     print(f"{'local (1 model, 2 threads)':<34} {local_warm:>8.1f}s {local_s:>7.1f}s "

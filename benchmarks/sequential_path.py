@@ -152,8 +152,8 @@ def at_the_stub(prepared: Prepared, catalog: Catalog, effects: dict[str, float],
             row = run.groups[0].comparisons[0]
             out.append(
                 {"stub_requests": len(stub.requests), "engine_calls": run.cost.model_calls,
-                 "rows": sum(row["rows_per_arm"].values()), "grid": run.grid_calls,
-                 "best": row["a"], "decision": row["decision"]}
+                 "rows": sum(row.rows_per_arm.values()), "grid": run.grid_calls,
+                 "best": row.a, "decision": row.decision}
             )  # fmt: skip
     return out
 

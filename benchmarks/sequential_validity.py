@@ -30,7 +30,7 @@ was chosen on.
     .venv/bin/python benchmarks/sequential_validity.py              # everything (~5 min)
     .venv/bin/python benchmarks/sequential_validity.py --part size --sims 1000
 
-tests/experiments/analysis/test_sequential.py runs reduced versions of these functions.
+tests/experiments/analysis/test_anytime_valid.py runs reduced versions of these functions.
 """
 
 from __future__ import annotations

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from experiments.trials.labels import display_name, table_names
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
-
-#: bootstrap resamples behind the comparison table's 95% CI (see experiments/analysis/compare.py)
-CI_RESAMPLES = 2000
 
 
 def _f(x: Any, spec: str = ".4f") -> str:
@@ -149,8 +147,20 @@ def _names(
 ) -> dict[str, str]:
     """Each variant name in `rows` as tables print it: a text file as its stem, unless two
     names would then read the same (`trials.labels.table_names`; display only, the name
-    itself is unchanged)."""
-    return table_names((str(r[k]) for r in rows for k in keys if k in r), folders)
+    itself is unchanged). Unique among every variant the rows name, not only their A and B:
+    a best-of-k row's other draws, a sequential row's eliminated arms and those still in
+    contention (a stem shared with one of them would not say which file won)."""
+    return table_names((n for r in rows for n in _named(r, keys)), folders)
+
+
+def _named(row: dict[str, Any], keys: Sequence[str] = ("a", "b")) -> list[str]:
+    """The variant names `row` holds: `keys`, then those its draws and arms list."""
+    names = [str(row[k]) for k in keys if k in row]
+    names += map(str, row.get("draw_scores") or ())
+    names += map(str, row.get("rows_per_arm") or ())
+    names += (str(e["variant"]) for e in row.get("eliminated") or ())
+    names += map(str, row.get("in_contention") or ())
+    return names
 
 
 def comparison_table(
@@ -178,7 +188,7 @@ def comparison_table(
     width = max(len(m) for m in models) if len(models) > 1 else 0
     # variant names are shown whole: a truncated "instruction=reference,se" hides the draw
     shown = _names(table, folders)
-    arm = max([24, *map(len, shown.values())])
+    arm = max([24, *(len(shown[str(r[k])]) for r in table for k in ("a", "b"))])
     head = (
         (f"{'model':<{width}} " if width else "")
         + f"{'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
@@ -235,6 +245,10 @@ def _short_method(method: str) -> str:
     """An interval method's name, without its details (`analysis.intervals`)."""
     if method.startswith("Bayesian"):
         return "Bayesian (Jeffreys posteriors)"
+    if method.startswith("bootstrap ("):  # F1's: one name, whatever each task's cluster count
+        inside = method.removeprefix("bootstrap (").split(")", 1)[0]
+        paired = "paired " if "paired" in inside else ""
+        return f"bootstrap ({paired}{'clusters' if ' clusters of ' in inside else 'rows'})"
     head = method.split("),", 1)[0]
     return head + ")" if "(" in head and not head.endswith(")") else head
 
@@ -252,10 +266,16 @@ def _comparison_legend(tested: list[dict[str, Any]], show_invalid: bool, of: str
     family = first.get("family_size") or len(tested)
     shown = f" ({len(tested)} shown here)" if family != len(tested) else ""
     correction = f"{first.get('correction', 'Holm')} over {family} tests{shown}"
-    if "k" in first:
-        test = f"{first['test']} of max - min over {first['k']} variants (A best, B worst)"
-    else:
-        test = f"{str(first['test']).split(' (')[0]}, two-sided"
+    if "k" in first:  # best_vs_worst: no interval and no MDE (`analysis.compare.best_vs_worst`)
+        test = str(first["test"]).split(" (")[0]
+        return [
+            f"A − B in {metrics}; n: {units}",
+            f"p: {test} of max - min over {first['k']} variants (A best, B worst); "
+            f"p corr: {correction}",
+            "no 95% CI or MDE80: best and worst are chosen after seeing the scores (!); "
+            "full method: --explain",
+        ]
+    test = f"{str(first['test']).split(' (')[0]}, two-sided"
     methods = sorted({_short_method(str(r["ci_method"])) for r in tested if r.get("ci_method")})
     ci = "; ".join(methods) or "paired bootstrap"
     return [
@@ -293,6 +313,9 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
         parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        # start-up: the analysis (scipy) loads only once there are comparisons to print
+        from experiments.analysis.intervals import F1_RESAMPLES
+
         counts: dict[str, int] = {}
         for r in tested:
             if r.get("ci_method"):
@@ -301,7 +324,7 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
             f"{m} ({n} of {len(tested)} comparisons)" if len(counts) > 1 else m
             for m, n in sorted(counts.items())
         ]
-        parts += [f"95% CI of A − B: {m}" for m in each or [f"paired bootstrap ({CI_RESAMPLES})"]]
+        parts += [f"95% CI of A − B: {m}" for m in each or [f"paired bootstrap ({F1_RESAMPLES})"]]
         parts.append(
             "'!' marks an interval flagged degenerate or unreliable, or one that points "
             "another way than the test (see ci_note in the JSON)"
@@ -429,13 +452,13 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
     from experiments.analysis.decision import lines
 
     rows = [r for k in ("comparisons", "sequential", "across_tasks") for r in doc.get(k) or ()]
-    shown = {n: s for n, s in _names(rows, folders).items() if s != n}
-    out = []
-    for line in lines(doc):
-        for name in sorted(shown, key=len, reverse=True):  # a name inside another: the longer
-            line = line.replace(name, shown[name])
-        out.append(line)
-    return out
+    shown = _names(rows, folders)
+    if all(s == n for n, s in shown.items()):
+        return lines(doc)
+    # one pass, every name (also those shown as written) an alternative, the longer first: a
+    # name inside another (``…a.yaml`` in ``…a.yaml,seed=1``) is never replaced within it
+    pattern = re.compile("|".join(map(re.escape, sorted(shown, key=len, reverse=True))))
+    return [pattern.sub(lambda m: shown[m.group(0)], line) for line in lines(doc)]
 
 
 def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
@@ -486,11 +509,8 @@ def sequential_table(
     comparisons the level was split over when `rows` are fewer (one model's of several)."""
     if not rows:
         return "no sequential comparisons (nothing to compare)"
-    shown = _names(rows, folders)
-    eliminated = table_names(
-        [*shown, *(str(e["variant"]) for r in rows for e in r.get("eliminated") or ())], folders
-    )
-    arm = max([24, *map(len, shown.values())])
+    shown = _names(rows, folders)  # A, B and the eliminated arms: one name each
+    arm = max([24, *(len(shown[str(r[k])]) for r in rows for k in ("a", "b"))])
     out = [
         f"{'model':<18} {'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
         f"{'A − B':>7} {'interval':>17} {'rows':>5} {'clus':>5} {'budget':>6} {'looks':>5}  "
@@ -511,9 +531,7 @@ def sequential_table(
             f"{len(r.get('looks') or ()):>5}  {decided}"
         )
         out += [
-            f"    eliminated {eliminated.get(str(e['variant']), str(e['variant']))} after "
-            f"{e['rows']} rows "
-            f"(by {e['by']})"
+            f"    eliminated {shown[str(e['variant'])]} after {e['rows']} rows (by {e['by']})"
             for e in r.get("eliminated") or ()
         ]
     first = rows[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import subprocess
@@ -53,6 +54,33 @@ def lb_dir() -> Path:
 @pytest.fixture(scope="session")
 def catalog(lb_dir: Path) -> Catalog:
     return Catalog(LocalSource(lb_dir))
+
+
+@functools.cache
+def _empty_mlflow_db() -> Path:
+    """An empty MLflow SQLite store, made once per test process (see `mlflow_store`)."""
+    import mlflow
+
+    folder = Path(tempfile.mkdtemp(prefix="workbench-test-mlflow-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    db = folder / "mlflow.db"
+    # what `tracking.store.open_client` does to a new store: MLflow creates and migrates it
+    mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments(max_results=1)
+    return db
+
+
+def mlflow_store(folder: Path) -> str:
+    """The URI of the MLflow store `folder/mlflow.db`, made empty if it is not there yet.
+
+    Creating a SQLite store runs MLflow's migrations, 3-10 s per store on a loaded machine;
+    a new store here is a copy of one migrated store (milliseconds), its own file, shared with
+    no other test. Not for tests of the creation itself (its lock, the "new tracking store"
+    line): those need no file there."""
+    db = folder / "mlflow.db"
+    if not db.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_empty_mlflow_db(), db)
+    return f"sqlite:///{db}"
 
 
 def workbench_env(

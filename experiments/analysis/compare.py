@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from experiments.analysis import clusters, power, stats
 from experiments.analysis.align import same_rows, stat_inputs
@@ -37,11 +37,10 @@ from experiments.analysis.clusters import Clustering
 from experiments.analysis.contrast import Contrast, all_pairs
 from experiments.analysis.intervals import metric_interval
 from experiments.analysis.records import AcrossTaskTest, Adjustment, Comparison
+from experiments.analysis.stats import AcrossTest as AcrossTest  # re-exported: home is stats
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 
-AcrossTest = Literal["t", "wilcoxon", "permutation"]
-CI_RESAMPLES = 2000
 _TOLERANCE = 1e-9
 
 

@@ -171,6 +171,6 @@ def plan_sensitivity(
             columns={t: dict(c) for t, c in columns.items()} if columns is not None else None,
             order=list(plan.variants),
             pairs=plan.pairs,
-        )
+        ).to_dict()  # the document's section: its notes and rows get added to
     except (ValueError, AssertionError) as e:
         return {"per_task": [], "error": f"no sensitivity analysis: {e}"}

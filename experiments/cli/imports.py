@@ -156,7 +156,8 @@ def import_(
             fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
             known_tasks=known, name=name, track=not no_track, texts=texts, progress=bar,
         )  # fmt: skip
-    typer.echo(output.as_json(result) if as_json else output.import_summary(result, explain))
+    doc = result.to_dict()  # output sits below imports: it prints the document
+    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc, explain))
 
 
 @app.command("compare")
@@ -183,4 +184,5 @@ def compare(
     known, texts = _tasks(data_dir, hf, prompts_dir)
     with output.progress_bar(f"compare {name}") as bar:  # stderr, on a terminal only
         result = compare_import(name, tests=tests, known_tasks=known, texts=texts, progress=bar)
-    typer.echo(output.as_json(result) if as_json else output.import_summary(result, explain))
+    doc = result.to_dict()
+    typer.echo(output.as_json(doc) if as_json else output.import_summary(doc, explain))

@@ -16,7 +16,14 @@ import typer
 
 from experiments import bounds, output, settings
 from experiments.bounds import Bounds, BoundsError
+
+# the calls' defaults are the gateway's (loaded anyway: the `experiments` package imports it)
+from experiments.llm.gateway import CONCURRENCY as CONCURRENCY
+from experiments.llm.gateway import MAX_RETRIES
+from experiments.llm.gateway import TIMEOUT as TIMEOUT
 from promptlib.errors import WorkbenchError
+
+RETRIES = MAX_RETRIES  # --retries, named as the option
 
 if TYPE_CHECKING:
     from experiments.llm import types as llm_types
@@ -171,10 +178,6 @@ Variant = Annotated[
         "'demos=4,seed=3,pool=train+test'. 'base' is the base prompt.",
     ),
 ]
-# the shared defaults, in one place
-CONCURRENCY = 8
-RETRIES = 4
-TIMEOUT = 60.0
 
 
 #: the catalog notes already printed (once a process, however many catalogs a command makes)

@@ -17,9 +17,10 @@ from experiments.cli.options import CONCURRENCY, RETRIES, TIMEOUT, Setup
 
 if TYPE_CHECKING:
     from experiments.llm.types import LM, Scoring
+    from experiments.metrics import Definition
     from experiments.tracking import TrackingError
     from experiments.trials.run import TrialResult
-    from experiments.trials.spec import Definition, ResolvedTrial
+    from experiments.trials.spec import ResolvedTrial
     from promptlib.variants import PromptVariant
 
 

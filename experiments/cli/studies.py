@@ -190,17 +190,18 @@ def sweep(
             )
     finally:
         runner.close()
-    if "trial_rows" not in result:  # per-trial invalid-output rates, from the child runs
-        result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
+    if result.trial_rows is None:  # per-trial invalid-output rates, from the child runs
+        result = dataclasses.replace(result, trial_rows=tracker.sweep_trials(result.parent_run_id))
     if as_json:
-        typer.echo(output.as_json(result))
+        typer.echo(output.as_json(result.to_dict()))
     else:
         uri = safe_url(tracker.config.tracking_uri)
-        typer.echo(output.sweep_summary(result, uri, folders, explain))
-    if result.get("rebuilt"):
-        typer.echo(output.sweep_rebuilt_note(len(result["rebuilt"])), err=True)
-    if result["incomplete"]:
-        typer.echo(output.incomplete_trials_error(result["incomplete"]), err=True)
+        # output sits below sweeps (tests/test_import_graph.py): it prints the document
+        typer.echo(output.sweep_summary(result.to_dict(), uri, folders, explain))
+    if result.rebuilt:
+        typer.echo(output.sweep_rebuilt_note(len(result.rebuilt)), err=True)
+    if not result.ok:
+        typer.echo(output.incomplete_trials_error(list(result.incomplete)), err=True)
         raise typer.Exit(1)
 
 

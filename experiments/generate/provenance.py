@@ -4,7 +4,6 @@ before it is written and written atomically, never half a file."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import yaml
 
 from experiments.files import atomic_write_text
 from experiments.generate.prompt import GenerateError, TaskBrief
+from experiments.ids import text_sha256 as text_sha256  # re-exported: its home is ids
 from experiments.secrets import redact
 from promptlib.gold import GOLD_COLUMN, names_gold
 from promptlib.templates import placeholders
@@ -22,10 +22,6 @@ HEADER = (
     "# use it without the unreviewed warning (a sweep or run using it says so until then).\n"
 )
 _FENCE = "```"
-
-
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def clean_reply(reply: str) -> str:

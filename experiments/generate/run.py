@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments import ids
 from experiments.generate import provenance as prov
 from experiments.generate.prompt import (
     GenerateError,
@@ -176,7 +177,7 @@ def _checked(
     c.text = prov.clean_reply(completion.text)
     c.reason = prov.refusal(brief, key, c.text, completion.redacted)
     if c.reason is None:
-        c.status, c.sha256 = "written", prov.text_sha256(c.text)
+        c.status, c.sha256 = "written", ids.text_sha256(c.text)
     return c
 
 

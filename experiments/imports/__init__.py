@@ -9,10 +9,12 @@ from experiments.imports.records import (
     Reader,
     ReadOptions,
 )
+from experiments.imports.result import ImportResult
 
 __all__ = [
     "FORMATS",
     "ImportInputError",
+    "ImportResult",
     "ImportedRow",
     "ImportedTrial",
     "ReadOptions",

@@ -22,6 +22,7 @@ from experiments.imports.records import (
     ReadOptions,
     check_source,
 )
+from experiments.imports.result import ImportResult
 from experiments.imports.secret_scan import Unchecked, check_bytes
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
@@ -155,8 +156,8 @@ def import_results(
     track: bool = True,
     texts: TaskTexts | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """`workbench import`: the import's verdict document, tracked unless `track` is False.
+) -> ImportResult:
+    """`workbench import`: the import's verdict, tracked unless `track` is False.
     `texts` (`identity.catalog_texts`) gives the LegalBench tasks' test rows, whose repeated
     texts are one unit of the tests where the source gives no prompt identity."""
     trials = read_all(fmt, paths, opts, progress)
@@ -167,14 +168,14 @@ def import_results(
     record["tools"] = sorted({f"{t.tool} {t.tool_version or ''}".strip() for t in trials})
     compared, arms = _arms(trials, tests, known_tasks, texts)
     doc = _verdict(record["name"], arms, tests, progress)
-    result = {"import": record["name"], "import_id": record["import_id"], "format": fmt,
-              "files": record["files"], "tools": record["tools"], **doc}  # fmt: skip
-    if track:
-        tracker = Tracker()
-        result["tracking"] = log_import(
-            tracker, record, [*paths, *also], _trial_logs(compared, arms, tests.between), doc
-        ) | {"tracking_uri": tracker.config.tracking_uri}
-    return result
+    result = ImportResult.of(record, doc)
+    if not track:
+        return result
+    tracker = Tracker()
+    tracked = log_import(
+        tracker, record, [*paths, *also], _trial_logs(compared, arms, tests.between), doc
+    ) | {"tracking_uri": tracker.config.tracking_uri}
+    return dataclasses.replace(result, tracking=tracked)
 
 
 def compare_import(
@@ -184,7 +185,7 @@ def compare_import(
     known_tasks: Collection[str],
     texts: TaskTexts | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> ImportResult:
     """`workbench compare NAME`: a tracked import's source files read again, with its format
     and options, and compared with `tests` (e.g. --rescore, the range test)."""
     tracker = Tracker()
@@ -194,10 +195,9 @@ def compare_import(
         trials = read_all(record["format"], files, opts, progress)
         _, arms = _arms(trials, tests, known_tasks, texts)
     doc = _verdict(name, arms, tests, progress)
-    return {"import": name, "import_id": record["import_id"], "format": record["format"],
-            "files": record["files"], "tools": record.get("tools", []), **doc,
-            "tracking": {"run_id": record["run_id"], "read_back": True,
-                         "tracking_uri": tracker.config.tracking_uri}}  # fmt: skip
+    tracked = {"run_id": record["run_id"], "read_back": True,
+               "tracking_uri": tracker.config.tracking_uri}  # fmt: skip
+    return dataclasses.replace(ImportResult.of({**record, "name": name}, doc), tracking=tracked)
 
 
 def _verdict(name: str, arms: Arms, tests: Tests, progress: Progress | None) -> dict[str, Any]:

@@ -62,6 +62,17 @@ from experiments.llm.types import (
 from experiments.llm.weights import local_model_path
 from experiments.secrets import redact as redact
 
+# The call defaults, here only: the CLI's --concurrency, --retries and --timeout default to them.
+CONCURRENCY = 8
+"""Parallel calls to a remote model (a local one runs one example after another)."""
+MAX_RETRIES = 4
+"""Retries per call after the first attempt (429, 5xx, timeouts, connection errors)."""
+TIMEOUT = 60.0
+"""Seconds for each attempt of a call, the whole reply included."""
+BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+"""The first and the longest wait between attempts (seconds), unless Retry-After says more."""
+
 
 class LiteLLMModel:
     """A model behind litellm, with retries, backoff and Retry-After."""
@@ -72,10 +83,10 @@ class LiteLLMModel:
         *,
         api_base: str | None = None,
         concurrency: int | None = None,
-        max_retries: int = 4,
-        timeout: float = 60.0,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
+        max_retries: int = MAX_RETRIES,
+        timeout: float = TIMEOUT,
+        backoff: float = BACKOFF,
+        max_backoff: float = MAX_BACKOFF,
         mode: Mode | None = None,
     ) -> None:
         if "/" not in name:
@@ -101,7 +112,7 @@ class LiteLLMModel:
         if self.is_local:
             local_model_path(local_name(name))  # fail early, with the install hint
         # Local models run one example after another so llama.cpp reuses the shared prefix.
-        self.concurrency = 1 if self.is_local else (concurrency or 8)
+        self.concurrency = 1 if self.is_local else (concurrency or CONCURRENCY)
         self.max_retries = max_retries
         self.timeout = timeout
         self.backoff = backoff

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from promptlib.errors import LeakageError, WorkbenchError
 from promptlib.leakage import query_columns
 from promptlib.tasks import Task
-from promptlib.variants import PromptVariant, _read_text_file, text_file_review
+from promptlib.variants import PromptVariant, read_text_file, text_file_review
 
 PARAM = "instruction_file"  # the Optuna param: a new name, so studies made before resume
 NO_FILE = "none"  # its level without a file: the `instruction` axis decides alone
@@ -38,7 +38,7 @@ def read_instruction_files(paths: tuple[str, ...]) -> tuple[InstructionFile, ...
                 + "; give each file once"
             )
         try:
-            text = _read_text_file(path, "--instruction-file")
+            text = read_text_file(path, "--instruction-file")
             reviewed = text_file_review(path, "--instruction-file")
         except WorkbenchError as e:  # names the file; say which option gave it
             why = str(e)

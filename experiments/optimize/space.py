@@ -12,7 +12,14 @@ from promptlib.formats import draw_formats
 from promptlib.gold import check_gold_not_shown
 from promptlib.render import compile_prompt
 from promptlib.tasks import Task
-from promptlib.variants import INSTRUCTION_FILES, REGISTER_FILES, PromptVariant
+from promptlib.variants import (
+    AS_DRAWN,
+    INSTRUCTION_FILES,
+    OFFICIAL_LABELS,
+    REGISTER_FILES,
+    PromptVariant,
+)
+from promptlib.variants.axes import NO_LAYOUT, searches
 from promptlib.verbalizers import SCHEMES, resolve
 
 VARIANT_ATTR = "variant_id"  # the trial's PromptVariant id: what makes two trials the same
@@ -21,9 +28,9 @@ REUSED_ATTR = "reused_from"  # a proposal already completed: the trial whose val
 INVALID_ATTR = "invalid_combination"
 NO_PROMPT = "no LegalBench prompt combines these levels"
 SPACES = ("base", "extended")  # `--space`: extended adds the verbalizer, order, layout axes
-AS_WRITTEN = "official"  # verbalizer level: the labels as LegalBench writes them
-AS_DRAWN = "drawn"  # order level: the demonstrations in the order drawn
-NO_LAYOUT = "none"  # layout level: the `format` axis decides alone
+AS_WRITTEN = OFFICIAL_LABELS  # verbalizer level: the labels as LegalBench writes them
+# AS_DRAWN (order level: the demonstrations in the order drawn) and NO_LAYOUT (layout level:
+# the `format` axis decides alone) are the table's (`promptlib.variants.axes`)
 ORDER_SEEDS = 3  # order levels besides drawn
 LAYOUT_DRAWS = 4  # drawn format grammar points
 LAYOUT_SEED = 0
@@ -43,6 +50,9 @@ class SearchSpace:
     verbalizer: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
     layout: list[str] = field(default_factory=list)
+    # an extended axis the table of prompt axes gives its own levels (`Search.levels`), by
+    # param name
+    more: dict[str, list[str]] = field(default_factory=dict)
     # `--instruction-file`: "none" and each file's label; texts: label -> the file's text
     instruction_file: list[str] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
@@ -60,9 +70,12 @@ class SearchSpace:
         return grid
 
     def extra_axes(self) -> dict[str, list[str]]:
-        """The extended axes searched (those with levels), by param name."""
-        axes = {"verbalizer": self.verbalizer, "order": self.order, "layout": self.layout,
-                PARAM: self.instruction_file}  # fmt: skip
+        """The extended axes searched (those with levels), by param name, in the table's
+        order (`promptlib.variants.axes`), then the instruction files."""
+        built_in = {"verbalizer": self.verbalizer, "order": self.order, "layout": self.layout}
+        axes = {s.param: built_in.get(s.param) or self.more.get(s.param, [])
+                for _, s in searches("extended")}  # fmt: skip
+        axes[PARAM] = self.instruction_file
         return {name: levels for name, levels in axes.items() if levels}
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,7 +129,8 @@ def check_space_gold(
 
 
 def _extend(space: SearchSpace, task: Task) -> None:
-    """Add the verbalizer, demonstration-order and format-grammar axes the task supports."""
+    """Add the verbalizer, demonstration-order and format-grammar axes the task supports,
+    and each extended axis of the table that lists its own levels (`Search.levels`)."""
     spec = task.spec
     if not spec.labels:
         space.notes.append("verbalizer/layout: left out (no label set)")
@@ -139,20 +153,27 @@ def _extend(space: SearchSpace, task: Task) -> None:
     else:
         space.order = [AS_DRAWN, *(str(i) for i in range(1, ORDER_SEEDS + 1))]
         space.notes.append("order: a permutation seed of the demonstrations; not with demos=none")
+    for _, search in searches("extended"):
+        if search.levels is not None:
+            levels = search.levels(task, space.notes)
+            if levels:
+                space.more[search.param] = levels
 
 
 def invalid(params: dict[str, Any]) -> bool:
     """Levels no prompt combines: instruction x register, an instruction file with another
-    instruction or a register, order without demos, two formats."""
+    instruction or a register, and an extended axis set with levels its `Search.conflicts`
+    refuses (order without demos, two formats)."""
     if params["instruction"] != "base" and params["register"] != "default":
         return True
     if params.get(PARAM, NO_FILE) != NO_FILE and (
         params["instruction"] != "base" or params["register"] != "default"
     ):
         return True
-    if params.get("order", AS_DRAWN) != AS_DRAWN and params["demos"] == "none":
-        return True
-    return bool(params.get("layout", NO_LAYOUT) != NO_LAYOUT and params["format"] != "base")
+    return any(
+        s.conflicts is not None and params.get(s.param, s.unset) != s.unset and s.conflicts(params)
+        for _, s in searches("extended")
+    )
 
 
 def _base_space(task: Task) -> SearchSpace:
@@ -199,18 +220,18 @@ def variant_from_params(
                 "the same files as the study was created with"
             )
         text = texts[file]
-    layout = str(params.get("layout", NO_LAYOUT))
-    verbalizer = str(params.get("verbalizer", AS_WRITTEN))
-    order = str(params.get("order", AS_DRAWN))
-    v = PromptVariant(
-        instruction=str(params.get("instruction", "base")) if text is None else "custom",
-        instruction_text=text,
-        register=str(params.get("register", "default")),
-        format=str(params.get("format", "base")) if layout == NO_LAYOUT else layout,
-        answer_hint=bool(params.get("answer_hint", False)),
-        verbalizer=None if verbalizer == AS_WRITTEN else verbalizer,
-        order=None if order == AS_DRAWN else int(order),
-    )
+    fields: dict[str, Any] = {
+        "instruction": str(params.get("instruction", "base")) if text is None else "custom",
+        "instruction_text": text,
+        "register": str(params.get("register", "default")),
+        "format": str(params.get("format", "base")),
+        "answer_hint": bool(params.get("answer_hint", False)),
+    }
+    for name, search in searches("extended"):  # set: the level names the field's value
+        level = str(params.get(search.param, search.unset))
+        if level != search.unset:
+            fields[name] = search.value(level)
+    v = PromptVariant(**fields)
     if demos.startswith("k"):
         return v.with_demos(int(demos[1:]), seed=int(params.get("demo_seed", 0)), pool="train")
     return v.with_demos(demos)

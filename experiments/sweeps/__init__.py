@@ -11,6 +11,7 @@ from experiments.sweeps.executors import (
 )
 from experiments.sweeps.plan import plan_tasks, sweep_id, trial_plan
 from experiments.sweeps.report import ReportError
+from experiments.sweeps.result import ReportFiles, SweepResult
 from experiments.sweeps.spec import SpecError, SweepSpec, load_spec
 
 __all__ = [
@@ -19,7 +20,9 @@ __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "ReportError",
+    "ReportFiles",
     "SpecError",
+    "SweepResult",
     "SweepSpec",
     "TrialJob",
     "get_executor",

@@ -29,6 +29,7 @@ from experiments.sweeps.plan import (
     trial_plan,
 )
 from experiments.sweeps.report import _figures, _sensitivity, _write_report, compare
+from experiments.sweeps.result import ReportFiles, SweepResult
 from experiments.sweeps.sequential import (
     MemoryCache,
     SequentialRun,
@@ -38,6 +39,7 @@ from experiments.sweeps.sequential import (
     sequential_params,
     sequential_rows,
 )
+from experiments.sweeps.sequential_result import SequentialComparison
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.tracking import log_sensitivity, store_errors
 from experiments.tracking.generations import mark_unreviewed
@@ -88,7 +90,7 @@ def run_sweep(
     reports_dir: Path | None = None,
     executor: Executor | None = None,
     before_trials: Any = None,
-) -> dict[str, Any]:
+) -> SweepResult:
     """Run (or resume) a sweep, log it to the tracker, and test its comparisons.
 
     Each trial is claimed before it runs (see `Tracker.claim`): one already FINISHED is read
@@ -163,7 +165,8 @@ def run_sweep(
             raise FinishedSweepKept(spec.name, [_incomplete_item(o) for o in failed])
         if progress:
             progress(len(trials.plan), len(trials.plan), "comparisons")
-        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, sid, seq)
+        rows = sequential_rows(seq) if seq is not None else None
+        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, sid, seq, rows)
         cost = _cost(spec, plan, trials, seq)
         if parent.running:  # this invocation changed the sweep: log what it cost
             with store_errors(tracker.config, "logging the sweep's cost"):
@@ -175,11 +178,9 @@ def run_sweep(
         raise
     trials.release()
     parent.end(ok)
-    return {
-        **_summary(spec, sid, parent, trials, planned, ordered, doc, written),
-        "unreviewed": unchecked,
-        "cost": cost,
-    }
+    return _summary(
+        spec, sid, parent, trials, planned, ordered, doc, written, rows, unchecked, cost
+    )
 
 
 def _cost(
@@ -356,8 +357,8 @@ class SweepTrials:
                     stack.close()
                     deferred.append(i)
                     continue
-                if claim.startswith("done:"):
-                    run_id = claim.removeprefix("done:")
+                if claim.finished is not None:
+                    run_id = claim.finished
                     preds = tracker.stored_predictions(run_id)
                     if preds is not None:
                         stack.close()
@@ -461,6 +462,7 @@ def _report(
     planned: list[PlannedTask],
     sid: str,
     seq: SequentialRun | None = None,
+    rows: list[SequentialComparison] | None = None,
 ) -> tuple[dict[str, Any], ReportFolder | None]:
     """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`reports.folders`) and log the
     comparisons on the parent.
@@ -468,7 +470,7 @@ def _report(
     Returns the comparisons document and the report folder written (None without
     `reports_dir`). What the plan skipped
     (tasks, and variants a task cannot run) is in the document as ``skipped`` when any was.
-    A sequential sweep's comparisons are its sequences' (``sequential``); its arms end on
+    A sequential sweep's comparisons are its sequences' (``sequential``: `rows`); its arms end on
     different rows, so it has no fixed-design tests, sensitivity analysis or figures.
     """
     gone = skipped_variants(planned)
@@ -493,8 +495,8 @@ def _report(
         "incomplete": incomplete,
         "sensitivity": sens,
     }
-    if seq is not None:
-        doc["sequential"] = sequential_rows(seq)
+    if rows is not None:
+        doc["sequential"] = [r.to_dict() for r in rows]
     if skipped_items(planned):  # absent otherwise: an unchanged sweep's document is unchanged
         doc["skipped"] = skipped_items(planned)
     tracker = parent.tracker
@@ -536,42 +538,43 @@ def _summary(
     ordered: list[TrialRecord],
     doc: dict[str, Any],
     written: ReportFolder | None,
-) -> dict[str, Any]:
+    rows: list[SequentialComparison] | None,
+    unchecked: list[str],
+    cost: dict[str, Any],
+) -> SweepResult:
     """What `run_sweep` returns: the sweep, its parent run, its trials and its comparisons,
-    and its report folder (``report_dir``, ``latest``; ``figures``: the figures' paths in it)."""
+    and its report folder (``report``; ``figures``: the figures' paths in it)."""
     ok = not doc["incomplete"]
     figures = (
         []
         if written is None
         else [str(written.path / f) for f in written.files if f.endswith(".png")]
     )
-    return {
-        "sweep": spec.name,
-        "sweep_id": sid,
-        "parent_run_id": parent.run_id,
-        "status": str(SweepStatus.of(ok)),
-        "trials": len(trials.plan),
-        "resumed": sum(o.resumed for o in ordered),
-        "skipped": skipped_items(planned),
-        "notes": note_items(planned),
-        "incomplete": doc["incomplete"],
-        "comparisons": doc["comparisons"],
-        "across_tasks": doc["across_tasks"],
-        "sensitivity": doc["sensitivity"],
-        **({"sequential": doc["sequential"]} if "sequential" in doc else {}),
-        "figures": figures,
-        **(
-            {
-                "report_dir": str(written.path),
-                "report_files": list(written.files),
-                "latest": str(written.latest),
-            }
-            if written is not None
-            else {}
+    return SweepResult(
+        sweep=spec.name,
+        sweep_id=sid,
+        parent_run_id=parent.run_id,
+        status=SweepStatus.of(ok),
+        trials=len(trials.plan),
+        resumed=sum(o.resumed for o in ordered),
+        skipped=skipped_items(planned),
+        notes=note_items(planned),
+        incomplete=doc["incomplete"],
+        comparisons=doc["comparisons"],
+        across_tasks=doc["across_tasks"],
+        sensitivity=doc["sensitivity"],
+        sequential=rows,
+        figures=figures,
+        report=(
+            None
+            if written is None
+            else ReportFiles(str(written.path), tuple(written.files), str(written.latest))
         ),
-        "rebuilt": trials.rebuilt,
-        "experiment": f"{parent.tracker.config.experiment_prefix}/{spec.name}",
-    }
+        rebuilt=trials.rebuilt,
+        experiment=f"{parent.tracker.config.experiment_prefix}/{spec.name}",
+        unreviewed=unchecked,
+        cost=cost,
+    )
 
 
 def _canonical(doc: dict[str, Any]) -> str:

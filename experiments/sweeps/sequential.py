@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.analysis.clusters import task_clusters
-from experiments.analysis.decision import annotate_sequential
+from experiments.analysis.decision import for_sequential
 from experiments.analysis.sequential import (
     GROUP_TEST,
     SEQUENCE,
@@ -43,6 +43,11 @@ from experiments.metrics import score
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.design import SequentialDesign
 from experiments.sweeps.plan import PlannedTrial
+from experiments.sweeps.sequential_result import (
+    EliminationOutcome,
+    SequentialComparison,
+    eliminated,
+)
 from experiments.sweeps.spec import SpecError
 from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import run_trial
@@ -104,7 +109,7 @@ class GroupOutcome:
     model: str
     task: str
     rows_per_arm: dict[str, int]
-    comparisons: list[dict[str, Any]]
+    comparisons: list[SequentialComparison]
 
 
 def order_trials(
@@ -186,6 +191,21 @@ class Group:
             return None
         return Planned(planned_looks(self.design.batch, self.cap), seed=self.design.seed)
 
+    @property
+    def model(self) -> str:
+        """The model this group's arms run on."""
+        return next(iter(self.arms.values())).trial.model
+
+    @property
+    def task(self) -> str:
+        """The task this group compares on."""
+        return next(iter(self.arms.values())).trial.planned.task
+
+    @property
+    def rows_per_arm(self) -> dict[str, int]:
+        """The rows each arm has been evaluated on so far."""
+        return {name: len(arm.preds) for name, arm in self.arms.items()}
+
     def clustering(self, n: int) -> dict[str, Any]:
         """The report's words on the units: clusters among the first `n` rows."""
         ids = self.cluster_ids
@@ -229,16 +249,10 @@ def run_group(group: Group, comparisons: Any) -> GroupOutcome:
     else:
         pairs = [(a, b) for a, b in comparisons if a in group.arms and b in group.arms]
         rows = _pairs(group, pairs)
-    first = next(iter(group.arms.values()))
-    return GroupOutcome(
-        model=first.trial.model,
-        task=first.trial.planned.task,
-        rows_per_arm={name: len(arm.preds) for name, arm in group.arms.items()},
-        comparisons=rows,
-    )
+    return GroupOutcome(group.model, group.task, rows_per_arm=group.rows_per_arm, comparisons=rows)
 
 
-def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[SequentialComparison]:
     """Listed pairs: a paired confidence sequence each, looked at after every batch.
 
     The population is every planned row (the interval is over them all); the budget only
@@ -277,7 +291,7 @@ def _pairs(group: Group, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 def _pair_row(
     group: Group, pair: tuple[str, str], seq: PairedSequence, why: str | None
-) -> dict[str, Any]:
+) -> SequentialComparison:
     """A pair's row of the report: its looks, its decision and the interval reached."""
     a, b = pair
     design = group.design
@@ -286,31 +300,33 @@ def _pair_row(
     if why is None and decision == "continue":
         decision = "undecided"  # the budget ran out before the planned rows did
     n = last.n_rows if last is not None else 0
-    return {
-        "a": a,
-        "b": b,
-        "design": "sequential",
-        "comparison": "pair",
-        "method": design.method,
-        "sequence": _sequence(design),
-        "metric": group.metric,
-        "alpha": group.alpha,
-        "family_alpha": design.alpha,
-        "delta": design.delta,
-        "batch": design.batch,
-        "budget": group.cap,
-        "planned": seq.n_planned,
-        "looks": [look.n_rows for look in seq.looks],
-        "n": n,
-        "decision": None if why else decision,
-        "estimate": last.estimate if last is not None else None,
-        "ci_low": last.lower if last is not None else None,
-        "ci_high": last.upper if last is not None else None,
+    return SequentialComparison(
+        model=group.model,
+        task=group.task,
+        a=a,
+        b=b,
+        comparison="pair",
+        method=design.method,
+        sequence=_sequence(design),
+        metric=group.metric,
+        alpha=group.alpha,
+        family_alpha=design.alpha,
+        delta=design.delta,
+        batch=design.batch,
+        budget=group.cap,
+        planned=seq.n_planned,
+        looks=tuple(look.n_rows for look in seq.looks),
+        n=n,
+        decision=None if why else decision,
+        estimate=last.estimate if last is not None else None,
+        ci_low=last.lower if last is not None else None,
+        ci_high=last.upper if last is not None else None,
         **group.clustering(n),
-        "score_a": _score(group.arms[a], n),
-        "score_b": _score(group.arms[b], n),
-        "status": why or _status(decision, n, group.cap),
-    }
+        score_a=_score(group.arms[a], n),
+        score_b=_score(group.arms[b], n),
+        status=why or _status(decision, n, group.cap),
+        rows_per_arm=group.rows_per_arm,
+    )
 
 
 def _sequence(design: SequentialDesign) -> str:
@@ -318,7 +334,7 @@ def _sequence(design: SequentialDesign) -> str:
     return GROUP_TEST if design.method == "group" else SEQUENCE
 
 
-def _eliminate(group: Group, keyword: str) -> list[dict[str, Any]]:
+def _eliminate(group: Group, keyword: str) -> list[SequentialComparison]:
     """best_vs_worst / all_pairs: successive elimination, rows only to the arms in contention."""
     arms, cap = group.arms, group.cap
     if len(arms) < 2:
@@ -344,7 +360,7 @@ def _eliminate(group: Group, keyword: str) -> list[dict[str, Any]]:
 
 def _elimination_row(
     group: Group, keyword: str, el: Elimination, looks: list[int], n: int, why: str | None
-) -> dict[str, Any]:
+) -> SequentialComparison:
     """The elimination's row: best vs worst at the family's share of alpha, and each
     eliminated variant with the rows it had and the variant that beat it."""
     arms = group.arms
@@ -352,39 +368,42 @@ def _elimination_row(
     decision = verdict.get("decision", "undecided")
     best, worst = verdict.get("best"), verdict.get("worst")
     rows = int(verdict.get("n_rows", n))
-    return {
-        "a": best,
-        "b": worst,
-        "design": "sequential",
-        "comparison": keyword,
-        "method": group.design.method,
-        "sequence": _sequence(group.design),
-        "metric": group.metric,
-        "alpha": group.alpha,
-        "family_alpha": group.design.alpha,
-        "delta": None,
-        "batch": group.design.batch,
-        "budget": group.cap,
-        "planned": len(group.answers),
-        "k": len(arms),
-        "looks": looks,
-        "n": rows,
-        "decision": None if why else decision,
-        "estimate": verdict.get("estimate"),
-        "ci_low": verdict.get("lower"),
-        "ci_high": verdict.get("upper"),
+    return SequentialComparison(
+        model=group.model,
+        task=group.task,
+        a=best,
+        b=worst,
+        comparison=keyword,
+        method=group.design.method,
+        sequence=_sequence(group.design),
+        metric=group.metric,
+        alpha=group.alpha,
+        family_alpha=group.design.alpha,
+        delta=None,
+        batch=group.design.batch,
+        budget=group.cap,
+        planned=len(group.answers),
+        looks=tuple(looks),
+        n=rows,
+        decision=None if why else decision,
+        estimate=verdict.get("estimate"),
+        ci_low=verdict.get("lower"),
+        ci_high=verdict.get("upper"),
         **group.clustering(rows),
         # both on the rows the best-vs-worst interval is over (`n`), as the table says: the
         # best arm may have gone on after the worst was eliminated
-        "score_a": _score(arms[best], rows) if best in arms else None,
-        "score_b": _score(arms[worst], rows) if worst in arms else None,
-        "eliminated": [{"variant": a, "rows": r, "by": by} for a, r, by in el.eliminated],
-        # "best" holds for best vs worst; A is the best arm only when it alone is left
-        "best_identified": verdict.get("best_identified", False),
-        "in_contention": verdict.get("in_contention", list(el.active)),
-        "rows_per_arm": {name: len(arm.preds) for name, arm in arms.items()},
-        "status": why or _status(str(decision), n, group.cap),
-    }
+        score_a=_score(arms[best], rows) if best in arms else None,
+        score_b=_score(arms[worst], rows) if worst in arms else None,
+        elimination=EliminationOutcome(
+            k=len(arms),
+            eliminated=eliminated(el.eliminated),
+            # "best" holds for best vs worst; A is the best arm only when it alone is left
+            best_identified=verdict.get("best_identified", False),
+            in_contention=tuple(verdict.get("in_contention", list(el.active))),
+        ),
+        rows_per_arm=group.rows_per_arm,
+        status=why or _status(str(decision), n, group.cap),
+    )
 
 
 def _score(arm: Arm, n: int) -> float | None:
@@ -488,16 +507,15 @@ def _progress(
     return say
 
 
-def sequential_rows(run: SequentialRun) -> list[dict[str, Any]]:
+def sequential_rows(run: SequentialRun) -> list[SequentialComparison]:
     """The report's rows: each (model, task)'s comparisons, with the rows each arm used and
     the recommendation its decision makes (`experiments.analysis.decision`)."""
     rows = [
-        {"model": g.model, "task": g.task, **row, "rows_per_arm": g.rows_per_arm}
+        dataclasses.replace(row, rows_per_arm=g.rows_per_arm)
         for g in run.groups
         for row in g.comparisons
     ]
-    annotate_sequential(rows)
-    return rows
+    return [dataclasses.replace(row, recommendation=for_sequential(row.to_dict())) for row in rows]
 
 
 def sequential_params(design: SequentialDesign) -> dict[str, Any]:

@@ -44,29 +44,17 @@ from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from experiments.sweeps.design import SequentialDesign, check_design
+from promptlib.data import SPLITS as SPLITS  # re-exported: its home is promptlib.data
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
 from promptlib.formats import canonical_format, draw_formats
 from promptlib.variants import PromptVariant, parse_spec
+from promptlib.variants.axes import sweep_axes
 from promptlib.yamlsafe import safe_yaml_load
 
-AXES = (
-    "instruction",
-    "register",
-    "demos",
-    "seed",
-    "pool",
-    "format",
-    # a YAML file with `text:` (`promptlib.variants.parse_spec`); a generated one not yet
-    # `reviewed: true` is named on the sweep's output and parent run
-    "instruction_file",
-    "register_file",
-    # the labels' surface form (`promptlib.verbalizers`; official: as LegalBench writes them)
-    "verbalizer",
-    # a seed permuting the demonstrations (drawn: in the order drawn); a draw axis in the
-    # sensitivity analysis, like seed
-    "order",
-)
+#: The axes a sweep may fix or vary, from the table of prompt axes (`promptlib.variants.axes`:
+#: text files, verbalizer, order...); `_variants` reads the table itself, each time.
+AXES = sweep_axes()
 _KEYS = {
     "name": str,
     "description": str,
@@ -88,7 +76,6 @@ _KEYS = {
     "sequential": dict,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
-SPLITS = ("train", "test")
 
 
 class SpecError(WorkbenchError):
@@ -249,11 +236,12 @@ def _variants(where: str, doc: dict[str, Any]) -> list[NamedVariant]:
     """The variants the fixed levels and the product of the axes make, checked."""
     fixed = dict(doc.get("fixed") or {})
     axes = dict(doc.get("axes") or {})
+    known = sweep_axes()
     for axis in [*fixed, *axes]:
-        if axis not in AXES:
+        if axis not in known:
             raise SpecError(
-                f"{where}: unknown axis {axis!r}{did_you_mean(str(axis), AXES)} "
-                f"(axes: {', '.join(AXES)})"
+                f"{where}: unknown axis {axis!r}{did_you_mean(str(axis), known)} "
+                f"(axes: {', '.join(known)})"
             )
     if isinstance(axes.get("format"), dict):
         axes["format"] = _drawn_formats(where, axes["format"])

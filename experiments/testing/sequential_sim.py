@@ -162,4 +162,4 @@ def simulate(
         lms={MODEL: lm}, catalog=catalog, cache=None,
     )  # fmt: skip
     row = run.groups[0].comparisons[0]
-    return {**row, "calls": model.calls, "grid_calls": run.grid_calls}
+    return {**row.to_dict(), "calls": model.calls, "grid_calls": run.grid_calls}

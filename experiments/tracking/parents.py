@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,15 @@ from experiments.tracking.store import (
     artifact_dir,
     store_errors,
 )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A trial whose lock this process holds (`Parents.claim`). `finished` is the run id of
+    the trial's FINISHED run, to read back instead of running it; None: no run finished it,
+    so this process runs the trial."""
+
+    finished: str | None = None
 
 
 class Parents(TrackerBase):
@@ -159,13 +169,6 @@ class Parents(TrackerBase):
                 self.client.update_run(run_id, status="RUNNING")
             return run_id
 
-    def run_exists(self, run_id: str) -> bool:
-        try:
-            run = self.client.get_run(run_id)
-        except Exception:
-            return False
-        return bool(run.info.lifecycle_stage == "active")
-
     def log_search_space(self, parent_id: str, space: dict[str, Any]) -> None:
         """The study's axes, levels and left-out notes on its parent run (search_space.json)."""
         self.client.log_dict(parent_id, space, SEARCH_SPACE)
@@ -235,13 +238,13 @@ class Parents(TrackerBase):
         return done
 
     @contextlib.contextmanager
-    def claim(self, parent_id: str, trial_id: str, wait: bool) -> Iterator[str | None]:
+    def claim(self, parent_id: str, trial_id: str, wait: bool) -> Iterator[Claim | None]:
         """Claim a trial under a parent, for this process only.
 
-        Yields "done:<run_id>" when the trial already has a FINISHED run, "mine" when this
-        process holds the trial's lock and must run it (any unfinished run of it is then a
-        leftover of a killed process and is deleted, as are FINISHED duplicates), or None
-        when a peer holds it right now and `wait` is False.
+        Yields a `Claim` once this process holds the trial's lock: naming the trial's FINISHED
+        run when it has one, else none, and this process must run it (any unfinished run of
+        it is then a leftover of a killed process and is deleted, as are FINISHED
+        duplicates); or None when a peer holds it right now and `wait` is False.
         """
         lock = _lock_dir(self.config) / f"trial-{trial_id[:40]}-{parent_id[:16]}.lock"
         with _file_lock(lock, timeout=-1 if wait else 0) as got:
@@ -255,7 +258,7 @@ class Parents(TrackerBase):
                     if finished and run.info.run_id == finished[0].info.run_id:
                         continue
                     self.client.delete_run(run.info.run_id)
-            yield f"done:{finished[0].info.run_id}" if finished else "mine"
+            yield Claim(str(finished[0].info.run_id) if finished else None)
 
     @_store_op("deleting a trial run whose artifacts are gone")
     def discard_run(self, run_id: str) -> None:

@@ -30,11 +30,13 @@ from experiments.secrets import safe_url
 from experiments.tracking.parents import Parents
 from experiments.tracking.registry import Registry
 from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors
+from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions, encode_predictions
+from experiments.trials.record import Prediction
+from promptlib.variants.axes import tracked_params
 
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
     from promptlib.render import CompiledPrompt
-    from promptlib.variants import PromptVariant
 
 
 class TrialRuns(Parents, Registry):
@@ -119,7 +121,7 @@ class TrialRuns(Parents, Registry):
         """The rendered prompt, predictions, summary, confusion matrix and dataset input."""
         spec = result.spec
         self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
-        self.client.log_text(run_id, _jsonl(result), "predictions.jsonl")
+        self.client.log_text(run_id, encode_predictions(result.predictions), PREDICTIONS_FILE)
         self.client.log_dict(run_id, summary, "summary.json")
         if compiled.labels:
             # start-up time: matplotlib, only when a trial with labels is logged
@@ -150,30 +152,25 @@ class TrialRuns(Parents, Registry):
         _retrying("log_inputs", lambda: self.client.log_inputs(run_id, datasets=[entity]))
 
     @_store_op("reading a trial's predictions")
-    def load_predictions(self, run_id: str) -> list[dict[str, Any]]:
-        text = self._artifact_text(run_id, "predictions.jsonl")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    def load_predictions(self, run_id: str) -> list[Prediction]:
+        return decode_predictions(self._artifact_text(run_id, PREDICTIONS_FILE))
 
-    def stored_predictions(self, run_id: str) -> list[dict[str, Any]] | None:
+    def stored_predictions(self, run_id: str) -> list[Prediction] | None:
         """A FINISHED run's predictions, or None when its artifact is missing or unreadable
         (the artifact folder was deleted or damaged): the trial must then run and be logged
         again. A store that cannot be reached at all is a `TrackingError`, not None."""
         try:
-            text = self._artifact_text(run_id, "predictions.jsonl")
+            text = self._artifact_text(run_id, PREDICTIONS_FILE)
         except Exception as e:
             with store_errors(self.config, "reading a trial's predictions"):
                 listed = {a.path for a in self.client.list_artifacts(run_id)}
-            if "predictions.jsonl" in listed:  # there, yet unreadable: not ours to delete
+            if PREDICTIONS_FILE in listed:  # there, yet unreadable: not ours to delete
                 raise _store_error(self.config, e, "reading a trial's predictions") from e
             return None
         try:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError:
+            return decode_predictions(text)
+        except (ValueError, KeyError, TypeError):  # not JSON lines, or not predictions
             return None
-        keys = ("index", "answer", "generation", "correct")
-        if not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
-            return None
-        return rows
 
     @_store_op("reading a trial's metrics")
     def run_metrics(self, run_id: str) -> dict[str, float]:
@@ -183,9 +180,9 @@ class TrialRuns(Parents, Registry):
 def _trial_params(
     result: TrialResult, name: str, extra_params: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """A trial run's params: every variant axis, the model, split and scoring."""
+    """A trial run's params: every variant axis (as `promptlib.variants.axes` says), the
+    model, split and scoring."""
     spec = result.spec
-    v = spec.variant
     return {
         "task": spec.task,
         "model": spec.model,
@@ -196,13 +193,7 @@ def _trial_params(
         "limit": _param(spec.limit),
         "n_rows": len(result.predictions),
         "variant": name,
-        "instruction": v.instruction,
-        "register": v.register,
-        "demos": v.demos if v.demos != "sample" else str(v.k),
-        "seed": _param(v.seed),
-        "pool": v.pool,
-        "format": v.format,
-        **_later_axes(v),
+        **tracked_params(spec.variant),  # each axis the table tracks (None is logged as none)
         "scoring": spec.scoring,
         "definition": spec.definition,
         "metric": result.metric,
@@ -216,17 +207,6 @@ def _env_param(env: Any) -> dict[str, Any]:
     when any was set: a run without has the params it always had. Its URLs are shown without
     passwords already (`experiments.llm.answer_env`)."""
     return {"env": json.dumps(env, sort_keys=True)[:500]} if env else {}
-
-
-def _later_axes(v: PromptVariant) -> dict[str, Any]:
-    """The axes added after runs were logged (verbalizer, order), as params only when set:
-    a run of a variant without them has the params it always had."""
-    out: dict[str, Any] = {}
-    if v.verbalizer is not None:
-        out["verbalizer"] = v.verbalizer
-    if v.order is not None:
-        out["order"] = v.order
-    return out
 
 
 def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
@@ -248,7 +228,3 @@ def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:
         "cache_hits": summary["cache_hits"],
         "wall_time": summary["wall_time"],
     }
-
-
-def _jsonl(result: TrialResult) -> str:
-    return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)

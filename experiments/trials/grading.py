@@ -31,7 +31,8 @@ from experiments.files import (  # csv_cell, csv_uncell: their home is files; ke
     csv_uncell,
     dir_lock,
 )
-from experiments.trials.record import TrialStatus
+from experiments.trials.predictions import stored_prediction
+from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import MANUAL
 from experiments.trials.store import runs_dir, save_result
@@ -133,13 +134,14 @@ def _summary(trial_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def _predictions(path: Path) -> list[dict[str, Any]]:
-    """The rows of predictions.jsonl, each checked to be a prediction with a unique index."""
+def _predictions(path: Path) -> list[Prediction]:
+    """The rows of predictions.jsonl, each checked to be a prediction with a unique index
+    (each fault named by its line), read as `Prediction`s (`trials.predictions`)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError) as e:
         raise GradingError(f"{path}: cannot read it ({e}); {_RERUN}") from e
-    preds: list[dict[str, Any]] = []
+    preds: list[Prediction] = []
     seen: set[str] = set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -162,11 +164,11 @@ def _predictions(path: Path) -> list[dict[str, Any]]:
         if str(p["index"]) in seen:
             raise GradingError(f"{path}:{n}: row {p['index']!r} appears twice; {_RERUN}")
         seen.add(str(p["index"]))
-        preds.append(p)
+        preds.append(stored_prediction({"correct": None, **p}))  # graded by hand: no `correct`
     return preds
 
 
-def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _trial(trial_dir: Path) -> tuple[dict[str, Any], list[Prediction]]:
     summary = _summary(trial_dir)
     preds = _predictions(trial_dir / "predictions.jsonl")
     if summary.get("metric") not in (MANUAL, HUMAN_METRIC):
@@ -202,14 +204,14 @@ def export_csv(trial_dir: Path, catalog: Catalog, out: Path) -> int:
     w = csv.writer(buf)
     w.writerow(COLUMNS)
     for p in preds:
-        row = data.get(str(p["index"]), {})
+        row = data.get(p.index, {})
         w.writerow(
             [
                 summary["trial_id"],
-                p["index"],
+                p.index,
                 csv_cell(row.get("text", "")),
-                csv_cell(str(p["answer"])),
-                csv_cell(p["generation"] or ""),
+                csv_cell(p.answer),
+                csv_cell(p.generation or ""),
                 "",
             ]
         )
@@ -279,7 +281,7 @@ def grades_doc(
             f"{trial_dir}/summary.json: belongs to trial {summary['trial_id'][:12]!r}, not to "
             f"the folder it is in; {_RERUN}"
         )
-    by_index = {str(p["index"]): p for p in preds}
+    by_index = {p.index: p for p in preds}
     grades: dict[str, int] = {}
     for line, row in rows:
         idx = _row_index(path, line, row["index"], by_index, trial_id)
@@ -299,7 +301,7 @@ def grades_doc(
                 f"{path}: line {line} (row {idx}), column grade: {row['grade']!r} is not a "
                 "grade; use 1/0 or correct/incorrect"
             )
-        now = by_index[idx]["generation"] or ""
+        now = by_index[idx].generation or ""
         if not same_text(csv_uncell(row["generation"]), now):
             raise GradingError(
                 f"{path}: line {line} (row {idx}), column generation: not the trial's current "
@@ -323,8 +325,7 @@ def grades_doc(
         "score": accuracy,
         "graded": n,
         "grades": [
-            {"index": i, "grade": grades[i], "generation": by_index[i]["generation"]}
-            for i in by_index
+            {"index": i, "grade": grades[i], "generation": by_index[i].generation} for i in by_index
         ],
     }
     new_summary = {**summary, "metric": HUMAN_METRIC, "score": accuracy, "graded": n}
@@ -455,7 +456,7 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
             preds = _predictions(trial_dir / "predictions.jsonl")
         except GradingError:
             return None
-        now = {str(p["index"]): p["generation"] for p in preds}
+        now = {p.index: p.generation for p in preds}
         if not _grades_match(doc, now):
             return None
         new_summary = {

@@ -86,7 +86,9 @@ def table_names(
         count[s] = count.get(s, 0) + 1
     shown = {n: s if count[s] == 1 else display_name(n, folders) for n, s in stems.items()}
     if len(set(shown.values())) < len(shown):  # a stem equal to another's path: whole paths
-        return {n: display_name(n, folders) for n in names}
+        shown = {n: display_name(n, folders) for n in names}
+    if len(set(shown.values())) < len(shown):  # one file spelled two ways: names as written
+        return {n: n for n in names}
     return shown
 
 

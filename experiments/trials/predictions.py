@@ -1,14 +1,47 @@
-"""Reading a predictions file (`workbench score`): every bad line is named, never scored."""
+"""Predictions files: a trial's own (predictions.jsonl, in runs/ and on its MLflow run), with
+its one writer and one reader, and a user's file `workbench score` reads, where every bad
+line is named, never scored.
+
+A trial's file has one `Prediction.to_dict()` per line (`encode_predictions`); it is read
+back as `Prediction`s (`decode_predictions`), so no reader indexes a stored row by key.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from experiments.metrics import normalize
+from experiments.trials.record import Prediction, stored_row
 from promptlib import inputs
 from promptlib.data import is_empty_answer
 from promptlib.errors import WorkbenchError, first_few
+
+PREDICTIONS_FILE = "predictions.jsonl"
+STORED_KEYS = ("index", "answer", "generation", "correct")
+"""The keys every stored prediction has had, in every version (the others default)."""
+
+
+def encode_predictions(predictions: Iterable[Prediction]) -> str:
+    """A trial's predictions.jsonl: one JSON object per line, non-ASCII kept as UTF-8."""
+    return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in predictions)
+
+
+def decode_predictions(text: str) -> list[Prediction]:
+    """A trial's predictions.jsonl read back. A line that is not JSON raises ValueError;
+    one that is no stored prediction (an object with `STORED_KEYS`) raises KeyError."""
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [stored_prediction(r) for r in rows]
+
+
+def stored_prediction(row: Mapping[str, Any]) -> Prediction:
+    """One stored row as a `Prediction` (keys a version did not write take their defaults;
+    no stored prompt hash is "", which `TrialRecord.from_stored` fills in)."""
+    if not isinstance(row, Mapping) or any(k not in row for k in STORED_KEYS):
+        raise KeyError(f"not a stored prediction (needs {', '.join(STORED_KEYS)})")
+    return stored_row(row, {})
 
 
 def read_predictions(

@@ -235,31 +235,6 @@ class TrialRecord:
         )
 
     @classmethod
-    def lost(
-        cls,
-        *,
-        task: str,
-        model: str,
-        variant: str,
-        trial_id: str,
-        metric: str,
-        rows: Sequence[Mapping[str, str]],
-        rendered: Mapping[str, str],
-        reason: str,
-    ) -> TrialRecord:
-        """A trial that never ran to the end (no run logged): every row failed, with the reason."""
-        lost = [
-            {"index": r["index"], "answer": r["answer"], "generation": None, "correct": None,
-             "error": reason}
-            for r in rows
-        ]  # fmt: skip
-        return cls.from_stored(
-            task=task, model=model, variant=variant, trial_id=trial_id, run_id="",
-            status=TrialStatus.FAILED, metric=metric, score=None, rows=lost, rendered=rendered,
-            resumed=False,
-        )  # fmt: skip
-
-    @classmethod
     def of(
         cls,
         variant: str,

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from experiments import ids
 from experiments.llm.identity import loglik_identity
-from experiments.llm.types import LM, Decoding, LoglikNorm, Scoring
+from experiments.llm.types import LM, Decoding, LoglikNorm, Mode, Scoring
+from experiments.metrics import Definition as Definition  # re-exported: its home is metrics
 from experiments.metrics import scorable_task_metric, task_metric
 from promptlib.errors import WorkbenchError
 from promptlib.gold import check_gold_not_shown
@@ -30,7 +31,6 @@ from promptlib.variants import PromptVariant
 # model pass computes the sums; the criterion is part of the trial id and the cache key).
 # loglik-norm divides by the label's UTF-8 bytes, like lm-evaluation-harness's acc_norm.
 LOGLIK: dict[str, LoglikNorm] = {"loglik": "sum", "loglik-norm": "per_byte"}
-Definition = Literal["code", "paper"]
 Progress = Callable[[int, int], None]
 # The metric of a task LegalBench grades by hand (rule_qa): generations, no score.
 MANUAL = "manual"
@@ -40,7 +40,7 @@ MANUAL = "manual"
 _LONG_FORM = {"rule_qa": 150}
 
 
-def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decoding:
+def decoding_for(spec: TaskSpec, mode: Mode) -> Decoding:
     """Temperature 0; classification and extraction stop at the first newline.
 
     A user's extraction or generation task gets room for its longest answer (64 tokens cut
@@ -55,9 +55,7 @@ def decoding_for(spec: TaskSpec, mode: Literal["chat", "completion"]) -> Decodin
     return Decoding(max_tokens=64, stop=("\n",), mode=mode)
 
 
-def trial_decoding(
-    spec: TaskSpec, mode: Literal["chat", "completion"], compiled: CompiledPrompt
-) -> Decoding:
+def trial_decoding(spec: TaskSpec, mode: Mode, compiled: CompiledPrompt) -> Decoding:
     """`decoding_for`, with a budget that also fits the longest label a verbalizer shows (a
     label shown as a longer word is never cut; without a verbalizer it is `decoding_for`)."""
     decoding = decoding_for(spec, mode)

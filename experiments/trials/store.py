@@ -12,6 +12,7 @@ from typing import Any
 
 from experiments import settings
 from experiments.files import OutputError, atomic_write_dir, dir_lock
+from experiments.trials.predictions import PREDICTIONS_FILE, encode_predictions
 from experiments.trials.record import TrialStatus
 from experiments.trials.run import TrialResult
 
@@ -23,12 +24,11 @@ def runs_dir() -> Path:
 def save_trial(result: TrialResult, root: Path | None = None) -> Path:
     """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe."""
     out = (root or runs_dir()) / result.trial_id
-    lines = "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in result.predictions)
     summary = {**result.summary(), "spec": result.spec.to_dict()}
     atomic_write_dir(
         out,
         {
-            "predictions.jsonl": lines,
+            PREDICTIONS_FILE: encode_predictions(result.predictions),
             "summary.json": json.dumps(summary, indent=1, ensure_ascii=False),
         },
     )

@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from experiments.files import atomic_write_dir, dir_lock, lock_path
 
 
@@ -70,6 +72,7 @@ def _count(folder: str, n: int) -> None:
             counter.write_text(str(value + 1))
 
 
+@pytest.mark.slow
 def test_processes_take_turns_although_the_file_is_removed(tmp_path: Path) -> None:
     (tmp_path / "count").write_text("0")
     ctx = multiprocessing.get_context("spawn")

@@ -216,6 +216,7 @@ def test_a_missing_data_folder_says_all_three_ways(proj: Path) -> None:
 
 
 # ---- the new store's line ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_new_store_is_announced_once(proj: Path, capfd: pytest.CaptureFixture[str]) -> None:
     config = load_config()
     capfd.readouterr()
@@ -228,6 +229,7 @@ def test_a_new_store_is_announced_once(proj: Path, capfd: pytest.CaptureFixture[
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_a_store_the_user_named_is_not_announced(
     proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -426,6 +426,7 @@ def test_offline_download_is_one_clear_line(
     assert not (tmp_path / "cache" / "legalbench-hf").exists()
 
 
+@pytest.mark.slow
 def test_hf_offline_cli_is_one_clear_line(tmp_path: Path) -> None:
     """With HF_HUB_OFFLINE=1 and an empty cache, huggingface_hub refuses without any network."""
     r = workbench(

@@ -472,6 +472,7 @@ def test_refuses_unreadable_and_unknown_files(tmp_path: Path) -> None:
     _refused(tmp_path, _request(bad, inputs=("a",), answer="a"), "cannot be read as JSON")
 
 
+@pytest.mark.slow
 def test_a_hub_dataset_offline_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

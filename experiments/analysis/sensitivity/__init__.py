@@ -2,7 +2,8 @@
 
 Pure functions over the sweep's trials (one per task, model and variant; a variant's name
 ``instruction=reference,seed=0`` carries its axis values). `sensitivity_report` returns a
-JSON-able document with, for a sweep that has at least two variants of a (task, model):
+`SensitivityReport` (`to_dict`: the JSON-able section of the sweep's document) with, for a
+sweep that has at least two variants of a (task, model):
 
 - per (task, model): spread (max - min of the task's official metric over the variants, with
   the range permutation test's p-value: the very test `experiments.analysis.compare.best_vs_worst`
@@ -53,6 +54,7 @@ from experiments.analysis.sensitivity.report import (
     sensitivity_report,
     variance_shares_artifact,
 )
+from experiments.analysis.sensitivity.result import SensitivityReport
 from experiments.analysis.sensitivity.text import format_sensitivity
 from experiments.analysis.sensitivity.variance import (
     SHARE_CI_METHOD,
@@ -75,6 +77,7 @@ __all__ = [
     "TASK",
     "UNATTRIBUTED",
     "Group",
+    "SensitivityReport",
     "draw_factor",
     "format_sensitivity",
     "meta_analysis",

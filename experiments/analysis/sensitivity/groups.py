@@ -16,6 +16,7 @@ from experiments.analysis import stats
 from experiments.analysis.align import common_rows
 from experiments.analysis.clusters import for_rows
 from experiments.trials.record import TrialRecord, parse_axes
+from promptlib.variants.axes import draw_axes
 
 FloatArray = NDArray[np.float64]
 N_RESAMPLES = 1000
@@ -26,7 +27,7 @@ TASK = "task"
 AXIS_X_AXIS = "axis x axis"
 UNATTRIBUTED = "prompt (not attributed: unbalanced task)"
 # demonstration draws (seed) and orders (order): exchangeable levels, no pooled direction
-DRAW_AXES = ("seed", "order")
+DRAW_AXES = draw_axes()
 MEASURES = ("spread", "maxp", "avgp", "sensitiscore", "share_prompt_dependent")
 # measures with a bootstrap CI: a percentile bootstrap of a max (MaxP) or of max - min (spread)
 # does not cover (measured 21-24% for MaxP of equal variants, 0% for a spread of 0), so those

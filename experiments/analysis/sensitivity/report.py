@@ -4,7 +4,7 @@ its variance-shares artifact, and its MLflow metrics (`sensitivity_metrics`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from experiments.analysis.sensitivity.measures import (
     _variant_scores,
     task_measures,
 )
+from experiments.analysis.sensitivity.result import SensitivityReport
 from experiments.analysis.sensitivity.variance import variance_shares
 from experiments.names import metric_name
 from experiments.trials.record import TrialRecord
@@ -41,8 +42,9 @@ def sensitivity_report(
     columns: dict[str, dict[str, str]] | None = None,
     order: Sequence[str] = (),
     pairs: Sequence[tuple[str, str]] = (),
-) -> dict[str, Any]:
-    """The sweep's sensitivity document (JSON-able) from its trials' `TrialRecord`s.
+) -> SensitivityReport:
+    """The sweep's sensitivity report (`to_dict`: its JSON section) from its trials'
+    `TrialRecord`s.
     `cluster_by` and `columns` (task -> row index -> value of the column clustered by) are
     the sweep's, so its units are the comparisons' units. `order` (the sweep's variants, as
     listed; default: as the records come) and `pairs` (the comparisons it declares) orient
@@ -94,17 +96,17 @@ def sensitivity_report(
     for m, v in shares.items():
         if v.get("note"):
             notes.append(f"variance shares ({m}): {v['note']}")
-    report = {
-        "per_task": per_task,
-        "variance_shares": shares,
-        "meta_analysis": meta,
-        "rank_stability": rank_stability(groups),
-        "excluded": excluded,
-        "notes": notes,
-        "n_resamples": n_resamples,
+    report = SensitivityReport(
+        per_task=per_task,
+        variance_shares=shares,
+        meta_analysis=meta,
+        rank_stability=rank_stability(groups),
+        excluded=excluded,
+        notes=notes,
+        n_resamples=n_resamples,
         # the study's order of variants: the figures list (and number) them in it
-        "variants": listed,
-    }
+        variants=listed,
+    )
     # refuse here, before anything is logged, if two (task, model)s would share a metric name
     sensitivity_metrics(report)
     return report
@@ -183,20 +185,21 @@ def pooled_effects(
     return out
 
 
-def variance_shares_artifact(report: dict[str, Any]) -> dict[str, Any]:
+def variance_shares_artifact(report: SensitivityReport | Mapping[str, Any]) -> dict[str, Any]:
     """`variance_shares.json`: per model, {factor: share} (summing to 1) and a CI per factor,
     the variance components behind them (and the untruncated ones), rows and clusters per
     task; every share null with a note when there is no variance to share out."""
     keys = ("components", "components_raw", "truncated", "coverage", "n_rows", "n_clusters")
+    shares = _section(report)["variance_shares"]
     return {
         m: {"shares": v["shares"], "ci": v["ci"], "method": v["method"],
             "unreliable": v.get("unreliable", False), "note": v.get("note"),
             **{k: v.get(k) for k in keys}}
-        for m, v in report["variance_shares"].items()
+        for m, v in shares.items()
     }  # fmt: skip
 
 
-def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
+def sensitivity_metrics(report: SensitivityReport | Mapping[str, Any]) -> dict[str, float]:
     """The parent run's metrics: every measure, the CI bounds of those with a CI and the
     spread's p-value, per (task, model). Two different (task, model, measure) mapping to one
     name (``a.b`` + ``c`` vs ``a`` + ``b.c``, or a character MLflow refuses replaced by ``_``)
@@ -216,7 +219,7 @@ def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
         owner[name] = key
         out[name] = value
 
-    for row in report["per_task"]:
+    for row in _section(report)["per_task"]:
         for m in MEASURES:
             put(row, m, row[m])
         for m in CI_MEASURES:
@@ -226,3 +229,8 @@ def sensitivity_metrics(report: dict[str, Any]) -> dict[str, float]:
         if row["spread_p_value"] is not None:
             put(row, "spread_p_value", row["spread_p_value"])
     return out
+
+
+def _section(report: SensitivityReport | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report as its JSON section: a record's `to_dict`, or the section read back."""
+    return report.to_dict() if isinstance(report, SensitivityReport) else report

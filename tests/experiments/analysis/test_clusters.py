@@ -91,6 +91,7 @@ def test_mde_uses_the_number_of_clusters() -> None:
     assert dup == pytest.approx(one, rel=0.05)
 
 
+@pytest.mark.slow
 def test_a_callable_metric_sees_the_values_as_given() -> None:
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 80).tolist()
@@ -167,6 +168,7 @@ def test_pair_reports_rows_and_clusters() -> None:
     assert rows.n_clusters == 60 and rows.p_value < row.p_value
 
 
+@pytest.mark.slow
 def test_reduced_null_simulation_20_texts_repeated_30_times() -> None:
     """The issue's case, reduced: 20 distinct texts x 30 copies, both variants with the same
     per-text accuracy. Row swaps reject far above alpha; cluster swaps hold it."""
@@ -286,6 +288,7 @@ def test_an_mde_outside_its_validated_range_is_marked() -> None:
     assert marks == {16: (True, True), 120: (False, False)}
 
 
+@pytest.mark.slow
 def test_an_interval_that_disagrees_with_the_test_says_so() -> None:
     """Three classes, A fixes two rows of each and breaks none: the exact test rejects
     (p = 1/32); wherever the interval still holds 0 the row must say so, never show both

@@ -80,7 +80,7 @@ def test_a_pooled_effect_of_an_import_like_order_agrees_with_the_tables_sign() -
             "fmt=2,instr=b": [1] * 8 + [0] * 12}  # fmt: skip
     trials = [_trial(t, "m", v, h) for t in ("t1", "t2") for v, h in hits.items()]
     rep = S.sensitivity_report(trials, n_resamples=200, order=list(hits))
-    (row,) = [r for r in rep["meta_analysis"] if r["axis"] == "instr"]
+    (row,) = [r for r in rep.meta_analysis if r["axis"] == "instr"]
     assert (row["a"], row["b"]) == ("instr=a", "instr=b")
     by = {(t.task, t.variant): float(t.score or 0.0) for t in trials}
     for task, effect in zip(row["tasks"], row["effects"], strict=True):

@@ -24,6 +24,8 @@ from experiments.analysis.sensitivity import sensitivity_report
 from experiments.metrics import balanced_accuracy
 from experiments.trials.record import TrialRecord, parse_axes
 
+pytestmark = pytest.mark.slow  # most of its tests draw whole figures: seconds each
+
 DIR = "/home/someone/projects/legal-prompt-study/own-task-instructions/"
 STEMS = ("lawyer", "paralegal", "judge", "plain_english", "law_student", "clerk")
 TASKS = ("hearsay", "abercrombie")
@@ -67,7 +69,7 @@ def _sweep(long_stems: bool) -> tuple[list[TrialRecord], list[dict[str, Any]], d
         for a, b in itertools.combinations(names, 2):  # all_pairs: 15 per task
             row = pair(arms[a], arms[b], n_resamples=100, peers=list(arms.values()))
             table.append(replace(row, model="org/model", task=t))
-    return records, table, sensitivity_report(records, n_resamples=100)
+    return records, table, sensitivity_report(records, n_resamples=100).to_dict()
 
 
 def _boxes(fig: Any) -> list[tuple[str, Any]]:

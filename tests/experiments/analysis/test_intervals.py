@@ -264,6 +264,7 @@ def test_exact_coverage_of_one_variant_where_the_bootstrap_failed() -> None:
     assert 0.94 <= bal.median <= 0.97  # ceiling scenarios (0.97-1.0) included
 
 
+@pytest.mark.slow
 def test_paired_and_clustered_coverage_reduced() -> None:
     """600 simulations per scenario (SE ~0.009 at 0.95): >= 0.91 fails a true 0.85 by 6 SE."""
     cov = _coverage()
@@ -278,6 +279,7 @@ def test_paired_and_clustered_coverage_reduced() -> None:
     assert min(on) >= 0.91 and max(off) <= 0.6, (on, off)
 
 
+@pytest.mark.slow
 def test_quick_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     _coverage().main(["--quick"])
     out = capsys.readouterr().out
@@ -320,6 +322,7 @@ def _simulated(sizes: tuple[int, ...], recall: float, sims: int, seed: int) -> f
     return hit / sims
 
 
+@pytest.mark.slow
 def test_balanced_accuracy_with_many_classes_covers() -> None:
     """5 classes x 10 rows, recall 0.9: the uncentred mean of Jeffreys posteriors covered
     0.87-0.885 (the prior's pull towards 1/2 adds up over classes). 500 simulations: SE
@@ -327,6 +330,7 @@ def test_balanced_accuracy_with_many_classes_covers() -> None:
     assert _simulated((10,) * 5, 0.9, 500, 1) >= 0.925
 
 
+@pytest.mark.slow
 def test_clusters_spanning_classes_widen_by_their_design_effect() -> None:
     """40 documents x (3 rows of each class), a document's rows sharing one outcome: per-class
     Kish sizes alone covered about 0.85; with the design effect (2 here) about 0.95."""

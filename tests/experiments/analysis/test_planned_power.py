@@ -120,6 +120,7 @@ def test_power_at_the_planned_mde_is_80_percent() -> None:
     assert abs(float(np.mean(rates)) - 0.8) <= 0.025, rates
 
 
+@pytest.mark.slow
 def test_more_rows_detect_less_and_the_correction_needs_more() -> None:
     values = [
         planned_mde(list(_rows(n // 3, n - n // 3)), "balanced_accuracy").value

@@ -17,6 +17,8 @@ from numpy.typing import NDArray
 
 from experiments.analysis import power, stats
 
+pytestmark = pytest.mark.slow  # most of its tests simulate thousands of studies: seconds each
+
 
 def _bench() -> ModuleType:
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "power.py"

@@ -21,6 +21,7 @@ from experiments.analysis.sensitivity.groups import _group
 from experiments.analysis.sensitivity.variance import _sums_of_squares
 from experiments.metrics import balanced_accuracy
 from experiments.trials.record import TrialRecord, parse_axes
+from tests.conftest import mlflow_store
 
 INSTRUCTIONS = ("description", "reference")
 REGISTERS = ("default", "plain", "technical")
@@ -115,7 +116,7 @@ def test_measures_of_a_hand_computed_example() -> None:
     c = [1, 1, 1, 1, 1, 0]
     trials = [_trial("t", "m", f"seed={i}", x) for i, x in enumerate((a, b, c))]
     rep = S.sensitivity_report(trials, n_resamples=200)
-    (row,) = rep["per_task"]
+    (row,) = rep.per_task
     scores = [float(t.score or 0.0) for t in trials]
     assert row["maxp"] == pytest.approx(max(scores))
     assert row["avgp"] == pytest.approx(sum(scores) / 3)
@@ -131,10 +132,10 @@ def test_measures_of_a_hand_computed_example() -> None:
     metrics = S.sensitivity_metrics(rep)
     assert not any(k.endswith(("spread_ci_low", "maxp_ci_low", "spread_ci_high")) for k in metrics)
     assert "sensitivity.t.m.avgp_ci_low" in metrics
-    assert "range permutation test" in S.format_sensitivity(rep)
+    assert "range permutation test" in S.format_sensitivity(rep.to_dict())
     assert 0 < row["spread_p_value"] <= 1
     assert row["ci_unreliable"]  # 3 rows per answer class: flagged, and marked in the text
-    assert "! CIs unreliable" in S.format_sensitivity(rep)
+    assert "! CIs unreliable" in S.format_sensitivity(rep.to_dict())
 
 
 def test_an_incomplete_trial_is_excluded_with_a_note_not_scored_as_wrong() -> None:
@@ -144,16 +145,17 @@ def test_an_incomplete_trial_is_excluded_with_a_note_not_scored_as_wrong() -> No
         generations=[None] * 8, correct=[None] * 8,
     )  # fmt: skip
     rep = S.sensitivity_report([*ok, broken], n_resamples=100)
-    (row,) = rep["per_task"]
+    (row,) = rep.per_task
     assert row["n_variants"] == 2 and "seed=2" not in row["scores"]
     assert row["spread"] == 0 and row["sensitiscore"] == 0  # the two complete ones agree
-    assert rep["excluded"] == [{"task": "t", "model": "m", "variant": "seed=2",
+    assert rep.excluded == [{"task": "t", "model": "m", "variant": "seed=2",
                                 "status": "incomplete"}]  # fmt: skip
-    assert any("excluded" in n and "seed=2" in n for n in rep["notes"])
-    assert "excluded" in S.format_sensitivity(rep)
+    assert any("excluded" in n and "seed=2" in n for n in rep.notes)
+    assert "excluded" in S.format_sensitivity(rep.to_dict())
 
 
 # ---- variance shares -------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:The design matrix is rank-deficient")
 def test_closed_form_sums_of_squares_equal_statsmodels_anova() -> None:
     """The closed form is the OLS ANOVA of the linear probability model (balanced design)."""
@@ -189,6 +191,7 @@ def test_closed_form_sums_of_squares_equal_statsmodels_anova() -> None:
     assert ss["total"] == pytest.approx(((df.y - df.y.mean()) ** 2).sum(), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_decomposition_recovers_known_shares_and_the_pooled_effect_is_covered() -> None:
     """Acceptance at reduced size, against the true shares from the generating parameters
     (`true_shares`; the old target, `expected_shares`, built the estimator's own noise into
@@ -204,7 +207,7 @@ def test_decomposition_recovers_known_shares_and_the_pooled_effect_is_covered() 
     below that with probability 0.026, a true 95% with 0.0006)."""
     trials, truth = simulate(11)
     rep = S.sensitivity_report(trials, n_resamples=300)
-    got = rep["variance_shares"]["sim/a"]
+    got = rep.variance_shares["sim/a"]
     assert set(got["shares"]) == set(truth["sim/a"])
     assert got["sum_of_shares"] == pytest.approx(1.0)
     assert truth["sim/a"]["instruction"] > 0.005 and truth["sim/a"][S.draw_factor("seed")] > 0
@@ -219,7 +222,7 @@ def test_decomposition_recovers_known_shares_and_the_pooled_effect_is_covered() 
         tol = 0.01 if f in (S.ROW, S.RESIDUAL) else 0.003
         assert abs(float(np.mean(e))) < tol, (f, float(np.mean(e)))
     # the known instruction effect is found, with its direction
-    meta = [m for m in rep["meta_analysis"] if m["axis"] == "instruction"]
+    meta = [m for m in rep.meta_analysis if m["axis"] == "instruction"]
     assert len(meta) == 1 and meta[0]["ci"][0] > 0
     covered = 0
     for sim in range(30):
@@ -237,7 +240,7 @@ def test_an_unbalanced_task_is_not_attributed_and_shares_still_sum_to_one() -> N
     gone = "instruction=reference,register=plain,seed=2"
     trials = [t for t in trials if not (t.task == "task1" and t.variant == gone)]
     rep = S.sensitivity_report(trials, n_resamples=100)
-    shares = rep["variance_shares"]["sim/a"]["shares"]
+    shares = rep.variance_shares["sim/a"]["shares"]
     assert S.UNATTRIBUTED in shares and shares[S.UNATTRIBUTED] > 0
     assert sum(shares.values()) == pytest.approx(1.0)
 
@@ -262,7 +265,7 @@ def test_metric_names_are_sanitised_for_mlflow() -> None:
     metrics = S.sensitivity_metrics(rep)
     for measure in ("spread", "avgp", "maxp", "sensitiscore"):
         assert f"sensitivity.task0.sim/a.{measure}" in metrics
-    text = S.format_sensitivity(rep)
+    text = S.format_sensitivity(rep.to_dict())
     assert "Variance of per-row correctness" in text and "instruction=description" in text
     artifact = S.variance_shares_artifact(rep)
     assert sum(artifact["sim/a"]["shares"].values()) == pytest.approx(1.0)
@@ -270,12 +273,13 @@ def test_metric_names_are_sanitised_for_mlflow() -> None:
         assert 0 <= lo <= hi <= 1
 
 
+@pytest.mark.slow
 def test_figures_have_labelled_axes() -> None:
     from experiments.analysis.figures import sensitivity_figures
 
     trials, _ = simulate(4, n_tasks=2, n_rows=10, models=("sim/a", "sim/b"))
     rep = S.sensitivity_report(trials, n_resamples=100)
-    figs = sensitivity_figures(rep)
+    figs = sensitivity_figures(rep.to_dict())
     assert {"variance_shares.png", "forest.png", "sensitivity_heatmap.png"} <= set(figs)
     for fig in figs.values():
         for ax in fig.axes:
@@ -286,6 +290,7 @@ def test_figures_have_labelled_axes() -> None:
     assert "cluster-bootstrap interval" in figs["variance_shares.png"].axes[0].get_xlabel()
 
 
+@pytest.mark.slow
 def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     tmp_path: Any,
 ) -> None:
@@ -295,18 +300,18 @@ def test_log_sensitivity_puts_metrics_artifact_and_figures_on_the_parent_run(
     from experiments.tracking import Tracker, TrackingConfig, log_sensitivity
 
     config = TrackingConfig(
-        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "art"),
+        tracking_uri=mlflow_store(tmp_path), artifact_location=str(tmp_path / "art"),
         experiment_prefix="sens-test", prompt_registry=False, source="test",
     )  # fmt: skip
     tracker = Tracker(config)
     parent = tracker.parent_run("grid", "0" * 64, {"spec": "grid.yaml"})
     trials, _ = simulate(6, n_tasks=2, n_rows=8, models=("local/smollm2",))
     rep = S.sensitivity_report(trials, n_resamples=100)
-    log_sensitivity(tracker, parent, rep, sensitivity_figures(rep))
+    log_sensitivity(tracker, parent, rep.to_dict(), sensitivity_figures(rep.to_dict()))
     run = tracker.client.get_run(parent)
     for measure in ("spread", "avgp", "maxp", "sensitiscore"):
         key = f"sensitivity.task0.local/smollm2.{measure}"
-        assert run.data.metrics[key] == pytest.approx(rep["per_task"][0][measure])
+        assert run.data.metrics[key] == pytest.approx(rep.per_task[0][measure])
     arts = {a.path for a in tracker.client.list_artifacts(parent)}
     assert {"variance_shares.json", "sensitivity.json", "forest.png"} <= arts
     path = tracker.client.download_artifacts(parent, "variance_shares.json", str(tmp_path))
@@ -403,17 +408,17 @@ def test_relabelling_draws_within_a_task_leaves_every_share_unchanged() -> None:
     """Draw 0 of one task is not draw 0 of another: the draws are one within-task factor."""
     trials, _ = simulate(8, n_tasks=3, n_rows=10)
     trials = [t for t in trials if t.axes["register"] == "default"]  # 2 x 3 per task
-    base = S.sensitivity_report(trials, n_resamples=50)["variance_shares"]["sim/a"]["shares"]
+    base = S.sensitivity_report(trials, n_resamples=50).variance_shares["sim/a"]["shares"]
     moved = S.sensitivity_report(_relabel(trials, "task2", {"0": "2", "2": "0"}), n_resamples=50)
-    shares = moved["variance_shares"]["sim/a"]["shares"]
+    shares = moved.variance_shares["sim/a"]["shares"]
     assert set(shares) == set(base) and S.draw_factor("seed") in shares
     assert "seed" not in shares and "seed x task" not in shares
     for f, v in base.items():
         assert shares[f] == pytest.approx(v, abs=1e-12), f
     # the untruncated components too (with 10 rows the draws' share is below its noise and
     # set to 0, so the shares alone would not show a change)
-    raw = S.sensitivity_report(trials, n_resamples=50)["variance_shares"]["sim/a"]
-    raw_moved = moved["variance_shares"]["sim/a"]["components_raw"]
+    raw = S.sensitivity_report(trials, n_resamples=50).variance_shares["sim/a"]
+    raw_moved = moved.variance_shares["sim/a"]["components_raw"]
     for f, v in raw["components_raw"].items():
         assert raw_moved[f] == pytest.approx(v, abs=1e-12), f
     assert abs(raw["components_raw"][S.draw_factor("seed")]) > 1e-4  # a real number moved
@@ -434,11 +439,11 @@ def test_a_lost_trial_does_not_confound_the_pooled_effect() -> None:
                            **({"complete": False, "status": "incomplete"} if lost else {}))
                 )  # fmt: skip
     rep = S.sensitivity_report(trials, n_resamples=50)
-    (m,) = rep["meta_analysis"]
+    (m,) = rep.meta_analysis
     assert m["effects"] == pytest.approx([0.0, 0.0], abs=1e-12)
     assert m["paired_t"]["mean_difference"] == pytest.approx(0.0, abs=1e-12)
     assert any("2 matched cells" in n for n in m["notes"])
-    assert any("matched cells" in n for n in rep["notes"])
+    assert any("matched cells" in n for n in rep.notes)
 
 
 def _tau_trials(seed: int, *, k: int, tau: float, delta: float, n_rows: int) -> list[TrialRecord]:
@@ -457,6 +462,7 @@ def _tau_trials(seed: int, *, k: int, tau: float, delta: float, n_rows: int) -> 
     return trials
 
 
+@pytest.mark.slow
 def test_the_pooled_ci_is_hksj_and_covers_under_heterogeneity() -> None:
     """Hartung-Knapp-Sidik-Jonkman: t(k-1) and the HKSJ variance floored at the usual one.
     Checked against the formula, and its coverage with 3 heterogeneous tasks (tau = 0.10).
@@ -493,8 +499,8 @@ def test_variants_on_different_rows_are_noted_and_every_score_is_checked() -> No
     cut["score"] = balanced_accuracy(cut["generations"], cut["answers"])
     b = b.replace(**cut)
     rep = S.sensitivity_report([a, b], n_resamples=50)
-    assert rep["per_task"][0]["n_rows"] == 8
-    (note,) = [n for n in rep["notes"] if "different rows" in n]
+    assert rep.per_task[0]["n_rows"] == 8
+    (note,) = [n for n in rep.notes if "different rows" in n]
     assert "seed=0: 12 rows, 4 dropped" in note and "seed=1: 8 rows, 0 dropped" in note
     wrong = b.replace(score=0.01)  # a score its generations do not give
     with pytest.raises(AssertionError, match="seed=1"):
@@ -512,12 +518,12 @@ def test_tied_models_are_a_set_and_input_order_changes_nothing() -> None:
             trials.append(_trial("t", "m1", f"instruction={instr},seed={d}", m1))
             trials.append(_trial("t", "m2", f"instruction={instr},seed={d}", m2))
     for order in (trials, trials[::-1]):
-        (r,) = S.sensitivity_report(order, n_resamples=50)["rank_stability"]
+        (r,) = S.sensitivity_report(order, n_resamples=50).rank_stability
         assert r["best_model_mean"] == ["m2"]
         assert r["share_best_changes"] == 0.0
         assert r["n_variants_with_tied_best"] == 2
         assert r["best_model_by_variant"]["instruction=description,seed=0"] == ["m1", "m2"]
-    row = S.sensitivity_report(trials, n_resamples=50)["per_task"][0]  # m1: every tie listed
+    row = S.sensitivity_report(trials, n_resamples=50).per_task[0]  # m1: every tie listed
     assert row["model"] == "m1"
     assert row["best"] == ["instruction=description,seed=0", "instruction=description,seed=1"]
     assert row["worst"] == ["instruction=reference,seed=0", "instruction=reference,seed=1"]
@@ -538,12 +544,12 @@ def test_tasks_scored_with_different_metrics_are_pooled_separately() -> None:
             )
             trials.append(t.replace(score=float(score)))  # fmt: skip
     rep = S.sensitivity_report(trials, n_resamples=50)
-    by_metric = {m["metric"]: m["tasks"] for m in rep["meta_analysis"]}
+    by_metric = {m["metric"]: m["tasks"] for m in rep.meta_analysis}
     assert by_metric == {"accuracy": ["B", "C"], "balanced_accuracy": ["A"]}
-    assert any("different official metrics" in n for n in rep["notes"])
+    assert any("different official metrics" in n for n in rep.notes)
     from experiments.analysis.figures import forest_figure
 
-    ax = forest_figure(rep).axes[0]
+    ax = forest_figure(rep.to_dict()).axes[0]
     assert "each contrast's metric" in ax.get_xlabel()
     assert any("balanced accuracy" in t.get_text() for t in ax.get_yticklabels())
 
@@ -569,14 +575,14 @@ def test_colliding_mlflow_metric_names_are_refused(
 def test_no_variance_gives_no_shares_and_says_so() -> None:
     trials = [_trial("t", "m", f"seed={v}", [1] * 8) for v in range(3)]
     rep = S.sensitivity_report(trials, n_resamples=20)
-    v = rep["variance_shares"]["m"]
+    v = rep.variance_shares["m"]
     assert v["sum_of_shares"] is None and set(v["shares"].values()) == {None}
     assert "no variance" in v["note"] and v["unreliable"]
     assert S.variance_shares_artifact(rep)["m"]["shares"] == v["shares"]
-    assert "no variance" in S.format_sensitivity(rep)
+    assert "no variance" in S.format_sensitivity(rep.to_dict())
     from experiments.analysis.figures import variance_share_figure
 
-    assert "no variance" in variance_share_figure(rep).axes[0].get_title()
+    assert "no variance" in variance_share_figure(rep.to_dict()).axes[0].get_title()
 
 
 def test_the_order_of_trials_and_rows_changes_no_number() -> None:
@@ -606,20 +612,21 @@ def test_the_order_of_trials_and_rows_changes_no_number() -> None:
     kept = [t for key in keys for t in shuffled if (t.task, t.model) == key]
     shuffled = [shuffled[i] for i in rng.permutation(len(shuffled))]
     a = S.sensitivity_report(trials, n_resamples=50)
-    assert json.dumps(a, sort_keys=True) == json.dumps(
-        S.sensitivity_report(kept, n_resamples=50), sort_keys=True
+    assert json.dumps(a.to_dict(), sort_keys=True) == json.dumps(
+        S.sensitivity_report(kept, n_resamples=50).to_dict(), sort_keys=True
     )
     b = S.sensitivity_report(shuffled, n_resamples=50, order=[t.variant for t in trials])
-    for ra, rb in zip(a["per_task"], b["per_task"], strict=True):
+    for ra, rb in zip(a.per_task, b.per_task, strict=True):
         ra, rb = dict(ra), dict(rb)
         assert ra.pop("spread_p_value") is not None and rb.pop("spread_p_value") is not None
         assert json.dumps(ra, sort_keys=True) == json.dumps(rb, sort_keys=True)
     for key in ("variance_shares", "meta_analysis", "rank_stability", "notes"):
-        assert json.dumps(a[key], sort_keys=True) == json.dumps(b[key], sort_keys=True), key
+        same = json.dumps(getattr(a, key), sort_keys=True)
+        assert same == json.dumps(getattr(b, key), sort_keys=True), key
     # and a task's numbers do not depend on which other tasks the sweep holds
     alone = S.sensitivity_report([t for t in trials if t.task == "task0"], n_resamples=50)
-    row = next(r for r in a["per_task"] if (r["task"], r["model"]) == ("task0", "sim/a"))
-    assert alone["per_task"][0] == row
+    row = next(r for r in a.per_task if (r["task"], r["model"]) == ("task0", "sim/a"))
+    assert alone.per_task[0] == row
 
 
 # ---- issue 18: one range test, clusters, unbiased shares, a zero-variance task ---------------
@@ -642,7 +649,7 @@ def test_the_spread_p_value_is_the_comparisons_range_test() -> None:
         ]  # fmt: skip
         for n_resamples in (200, 999):
             row = compare.best_vs_worst(arms, n_resamples=n_resamples)
-            (sens,) = S.sensitivity_report(ts, n_resamples=n_resamples)["per_task"]
+            (sens,) = S.sensitivity_report(ts, n_resamples=n_resamples).per_task
             assert sens["spread_p_value"] == row.p_value
             assert sens["spread"] == pytest.approx(row.statistic, abs=1e-12)
             assert sens["n_clusters"] == row.n_clusters == 60
@@ -673,7 +680,7 @@ def test_identical_prompts_are_one_cluster_and_are_resampled_together() -> None:
     base = S.sensitivity_report(trials, n_resamples=200)
     dup = S.sensitivity_report(_duplicated(trials, 3, hashes=True), n_resamples=200)
     naive = S.sensitivity_report(_duplicated(trials, 3, hashes=False), n_resamples=200)
-    for rb, rd, rn in zip(base["per_task"], dup["per_task"], naive["per_task"], strict=True):
+    for rb, rd, rn in zip(base.per_task, dup.per_task, naive.per_task, strict=True):
         assert (rd["n_rows"], rd["n_clusters"], rd["clustering"]) == (60, 20, "prompt")
         assert (rn["n_rows"], rn["n_clusters"], rn["clustering"]) == (60, 60, "rows")
         for m in S.CI_MEASURES:
@@ -681,13 +688,13 @@ def test_identical_prompts_are_one_cluster_and_are_resampled_together() -> None:
             assert rd[f"{m}_ci"] == pytest.approx(rb[f"{m}_ci"], abs=1e-12), m
         width = rb["sensitiscore_ci"][1] - rb["sensitiscore_ci"][0]
         assert rn["sensitiscore_ci"][1] - rn["sensitiscore_ci"][0] < 0.7 * width
-    vb, vd = base["variance_shares"]["sim/a"], dup["variance_shares"]["sim/a"]
+    vb, vd = base.variance_shares["sim/a"], dup.variance_shares["sim/a"]
     assert vd["n_rows"] == {"task0": 60, "task1": 60}
     assert vd["n_clusters"] == {"task0": 20, "task1": 20}
     for f, v in vb["shares"].items():
         assert vd["shares"][f] == pytest.approx(v, abs=1e-12), f
         assert vd["ci"][f] == pytest.approx(vb["ci"][f], abs=1e-12), f
-    assert "20 clusters" in S.format_sensitivity(dup)
+    assert "20 clusters" in S.format_sensitivity(dup.to_dict())
 
 
 def _null_trials(seed: int, n_rows: int = 40) -> list[TrialRecord]:
@@ -739,11 +746,11 @@ def test_a_task_with_zero_bootstrap_variance_does_not_drop_the_pooled_effect() -
         trials.append(_trial(task, "m", "instruction=reference", ref))
         trials.append(_trial(task, "m", "instruction=description", desc))
     rep = S.sensitivity_report(trials, n_resamples=200)
-    (m,) = rep["meta_analysis"]
+    (m,) = rep.meta_analysis
     assert m["pooled"] is not None and m["tasks"] == ["A", "B", "C"]
     assert m["variances"][0] == pytest.approx((1 / (2 * 15)) ** 2)  # balanced acc., 15 a class
     assert any(n.startswith("A: zero bootstrap variance") for n in m["notes"])
-    assert any("A: zero bootstrap variance" in n for n in rep["notes"])
+    assert any("A: zero bootstrap variance" in n for n in rep.notes)
 
 
 def test_interval_flags_come_from_the_measured_coverage_table() -> None:
@@ -753,7 +760,7 @@ def test_interval_flags_come_from_the_measured_coverage_table() -> None:
     for n_rows, flagged in ((40, {"sensitiscore"}), (100, set()), (20, set(S.CI_MEASURES))):
         trials, _ = simulate(17, n_tasks=1, n_rows=n_rows)
         trials = [t for t in trials if t.axes["register"] == "default"]
-        (row,) = S.sensitivity_report(trials, n_resamples=100)["per_task"]
+        (row,) = S.sensitivity_report(trials, n_resamples=100).per_task
         low = {m for m, c in row["ci_coverage"].items() if c is None or c < S.COVERAGE_FLOOR}
         assert low == flagged, (n_rows, row["ci_coverage"])
         assert row["ci_unreliable"] == bool(flagged)

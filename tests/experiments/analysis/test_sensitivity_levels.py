@@ -53,7 +53,7 @@ def test_tasks_with_different_levels_are_never_pooled_by_position() -> None:
     parts = ss[S.TASK] + ss[S.ROW] + ss[WITHIN] + ss[S.RESIDUAL]
     assert parts == pytest.approx(ss["total"], abs=1e-9)
     rep = S.sensitivity_report(trials, n_resamples=100)
-    v = rep["variance_shares"]["m"]
+    v = rep.variance_shares["m"]
     assert set(v["shares"]) == {S.TASK, S.ROW, WITHIN, S.RESIDUAL}
     assert v["sum_of_shares"] == pytest.approx(1.0)
     assert (
@@ -62,7 +62,7 @@ def test_tasks_with_different_levels_are_never_pooled_by_position() -> None:
     )
     assert v["coverage"][WITHIN] is None  # never measured: no interval claims it is
     # the pooled effects take, per contrast, only the tasks that ran both levels
-    meta = {(m["a"], m["b"]): m["tasks"] for m in rep["meta_analysis"]}
+    meta = {(m["a"], m["b"]): m["tasks"] for m in rep.meta_analysis}
     assert meta[("instruction=base", "instruction=description")] == ["A", "B"]
     assert meta[("instruction=base", "instruction=reference")] == ["A", "C"]
     assert meta[("instruction=description", "instruction=reference")] == ["A"]
@@ -79,7 +79,7 @@ def test_an_axis_one_task_ran_at_one_level_stays_within_task() -> None:
     ) + _task(
         "B", {"instruction=base,format=base": 0.5, "instruction=description,format=base": 0.6}, rng
     )  # fmt: skip
-    v = S.sensitivity_report(trials, n_resamples=100)["variance_shares"]["m"]
+    v = S.sensitivity_report(trials, n_resamples=100).variance_shares["m"]
     # instruction ran the same two levels on both tasks: pooled as before
     assert {"instruction", "instruction x task", S.draw_factor("format")} <= set(v["shares"])
     assert "format" not in v["shares"] and "format x task" not in v["shares"]
@@ -91,7 +91,7 @@ def test_the_same_levels_everywhere_keep_the_pooled_split() -> None:
     rng = np.random.default_rng(4)
     probs = {"instruction=base": 0.5, "instruction=description": 0.7}
     trials = _task("A", probs, rng) + _task("B", probs, rng)
-    v = S.sensitivity_report(trials, n_resamples=100)["variance_shares"]["m"]
+    v = S.sensitivity_report(trials, n_resamples=100).variance_shares["m"]
     assert {"instruction", "instruction x task"} <= set(v["shares"]) and WITHIN not in v["shares"]
     assert "different levels" not in (v["note"] or "")
 
@@ -105,6 +105,6 @@ def test_a_task_that_is_not_a_full_factorial_is_named_and_not_attributed() -> No
     trials = _task("A", cells, rng) + _task(
         "B", {k: p for k, p in cells.items() if k != "instruction=reference,format=claude"}, rng
     )
-    v = S.sensitivity_report(trials, n_resamples=100)["variance_shares"]["m"]
+    v = S.sensitivity_report(trials, n_resamples=100).variance_shares["m"]
     assert S.UNATTRIBUTED in v["shares"] and v["sum_of_shares"] == pytest.approx(1.0)
     assert "B: its 3 variants are not a full factorial of its axes" in v["note"]

@@ -90,6 +90,7 @@ def _rejections(
     return float(np.concatenate(out).mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["group", "anytime"])
 @pytest.mark.parametrize("cell", CELLS, ids=["50/50", "90/10", "5 classes", "ceiling"])
 def test_size_with_repeated_texts_is_at_most_alpha(method: str, cell: tuple) -> None:
@@ -103,6 +104,7 @@ def test_size_with_repeated_texts_is_at_most_alpha(method: str, cell: tuple) -> 
     assert rate <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / sims), rate
 
 
+@pytest.mark.slow
 def test_rows_as_units_would_reject_too_often_where_clusters_hold() -> None:
     """The failure the clusters guard against, seen by the same simulation: every text
     repeated three times, the group test over rows rejects a true null far above alpha."""
@@ -126,6 +128,7 @@ def test_rows_as_units_would_reject_too_often_where_clusters_hold() -> None:
     assert rates["rows"] > ALPHA + 4 * se, rates
 
 
+@pytest.mark.slow
 def test_best_of_k_group_design_size_with_clusters() -> None:
     rng = np.random.default_rng(11)
     answers, cid = _clustered(rng, 120, [0.7, 0.3])
@@ -146,6 +149,7 @@ def test_best_of_k_group_design_size_with_clusters() -> None:
     assert rate <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / sims), rate
 
 
+@pytest.mark.slow
 def test_equivalence_stops_under_the_null_and_rarely_at_the_margin() -> None:
     """Two one-sided tests at the looks: with delta well above the noise most null runs end
     'equivalent'; with the true difference at delta, at most alpha (+ 2 s.e.) do."""
@@ -167,6 +171,7 @@ def test_equivalence_stops_under_the_null_and_rarely_at_the_margin() -> None:
     assert rate <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / sims), rate
 
 
+@pytest.mark.slow
 def test_one_sequence_decides_as_the_vectorised_ones() -> None:
     """`PairedSequence` with a plan and `simulate_paired(method="group")` run the same test."""
     rng = np.random.default_rng(5)

@@ -44,6 +44,7 @@ def test_power_against_a_real_difference() -> None:
     assert r.statistic > 0.1 and r.p_value < 0.001
 
 
+@pytest.mark.slow
 def test_agrees_with_scipy_permutation_test_on_accuracy() -> None:
     from scipy.stats import permutation_test
 
@@ -148,6 +149,7 @@ def test_across_tasks_and_mde() -> None:
     assert small > large > 0  # more examples detect smaller differences
 
 
+@pytest.mark.slow
 def test_exact_enumeration_matches_brute_force_on_balanced_accuracy() -> None:
     from sklearn.metrics import balanced_accuracy_score
 

@@ -81,6 +81,7 @@ def _bad_data(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "needs_lb", "message"),
     [
@@ -107,6 +108,7 @@ def test_bad_input_exits_2_with_a_message_and_no_output(
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_no_data_configured_says_what_to_do(tmp_path: Path) -> None:
     # a folder with no mlflow.yaml above (the repository's names the data: see below)
     r = workbench("tasks", cwd=tmp_path)
@@ -114,6 +116,7 @@ def test_no_data_configured_says_what_to_do(tmp_path: Path) -> None:
     assert "set LEGALBENCH_DIR" in r.stderr and "legalbench_dir:" in r.stderr
 
 
+@pytest.mark.slow
 def test_the_repositorys_data_default_is_real() -> None:
     """The README's default, ../shared/legalbench, is the repository's mlflow.yaml's
     `legalbench_dir:`, read without LEGALBENCH_DIR from any folder of the repository."""

@@ -19,6 +19,9 @@ from typer.testing import CliRunner
 
 from experiments.cli import app
 
+# the click command built once, not at each of the hundreds of `invoke`s
+pytestmark = pytest.mark.usefixtures("one_click_command")
+
 WIDTH = 80
 """The terminal the help must fit."""
 SUMMARY_CHARS = 90

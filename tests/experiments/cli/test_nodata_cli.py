@@ -10,9 +10,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from experiments.testing.stub_server import StubOpenAI
 from tests.conftest import run_cli
 from tests.usertask_data import clauses, write_csv
+
+pytestmark = pytest.mark.slow  # each test runs `workbench` in a subprocess, seconds each
 
 REPO = Path(__file__).resolve().parents[3]
 NOTE = "no LegalBench data configured ("

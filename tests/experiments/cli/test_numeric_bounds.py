@@ -27,6 +27,9 @@ from experiments.cli import app
 from experiments.cli.options import _Bounded
 from tests.conftest import REPO
 
+# the click command built once, not at each of the hundreds of `invoke`s
+pytestmark = pytest.mark.usefixtures("one_click_command")
+
 
 def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     subs = getattr(command, "commands", None)

@@ -201,6 +201,7 @@ def test_rows_paired_by_id_that_are_other_examples_are_refused() -> None:
     assert len(to_records([arm("A", ["Yes", "No"]), arm("B", ["Yes", "No"])]).records) == 2
 
 
+@pytest.mark.slow
 def test_the_order_of_lines_and_files_changes_no_number() -> None:
     """Arms met in another order (lines shuffled, files given in another order): the same
     pairs, oriented the same way, with the same p-values and intervals; the same best and

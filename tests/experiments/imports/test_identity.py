@@ -21,6 +21,7 @@ from experiments.imports import ImportedRow, ImportedTrial, ReadOptions, reader,
 from experiments.imports.arms import to_records
 from experiments.imports.identity import ROWS, SAMPLES, TaskText, catalog_texts, digest
 from experiments.imports.inspect import sample_input
+from experiments.imports.result import ImportResult
 from experiments.imports.verdict import verdict
 from promptlib import Catalog
 from tests.experiments.imports.conftest import correctness, write_jsonl
@@ -257,7 +258,7 @@ def _cuad_lines(catalog: Catalog, seed: int = 3) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _import(catalog: Catalog, path: Path) -> dict[str, Any]:
+def _import(catalog: Catalog, path: Path) -> ImportResult:
     return run.import_results(
         "jsonl", [path], ReadOptions(), tests=run.Tests(n_resamples=R), known_tasks=catalog.names(),
         track=False, texts=catalog_texts(catalog),
@@ -267,13 +268,13 @@ def _import(catalog: Catalog, path: Path) -> dict[str, Any]:
 @pytest.mark.data
 def test_cuad_audit_rights_rows_are_its_775_texts(catalog: Catalog, tmp_path: Path) -> None:
     doc = _import(catalog, write_jsonl(tmp_path / "r.jsonl", _cuad_lines(catalog)))
-    row = one(doc)
+    (row,) = doc.comparisons
     assert (row["n"], row["n_clusters"]) == (1215, 775)
     assert row["clustered_by"] == "task texts (cuad_audit_rights)"
-    table = output.import_summary(doc)
+    table = output.import_summary(doc.to_dict())
     assert "clustered by task texts (cuad_audit_rights)" in table
     assert " 1215   775 " in table  # the n and clus columns
-    assert not [n for n in doc["notes"] if "independent units" in n]
+    assert not [n for n in doc.notes if "independent units" in n]
 
 
 @pytest.mark.data
@@ -286,8 +287,9 @@ def test_the_order_of_the_lines_changes_no_number(catalog: Catalog, tmp_path: Pa
     docs = [_import(catalog, write_jsonl(tmp_path / f"{n}.jsonl", ls))
             for n, ls in enumerate((lines, shuffled, by_row))]  # fmt: skip
     keys = ("p_value", "ci_low", "ci_high", "n", "n_clusters", "clustered_by", "mde_80")
-    first = {k: one(docs[0])[k] for k in keys}
+    first = {k: docs[0].comparisons[0][k] for k in keys}
     assert first["n_clusters"] == 775
     for doc in docs[1:]:
-        assert {k: one(doc)[k] for k in keys} == first
-        assert doc["clustering"] == docs[0]["clustering"]
+        (row,) = doc.comparisons
+        assert {k: row[k] for k in keys} == first
+        assert doc.clustering == docs[0].clustering

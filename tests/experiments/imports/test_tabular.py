@@ -80,6 +80,7 @@ def _within(seconds: float, work: Callable[[], object]) -> object:
     return out[0]
 
 
+@pytest.mark.slow
 def test_a_csv_with_many_columns_is_read_in_linear_time(tmp_path: Path) -> None:
     """A results or grades CSV of 200,000 columns (3 MB) is read, or refused for a column
     given twice, in seconds: the header's duplicate check counted each column over the whole

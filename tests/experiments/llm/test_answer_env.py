@@ -142,6 +142,7 @@ def _reviewed() -> set[str]:
     return {x.strip() for x in lines if x.strip() and not x.startswith("#")}
 
 
+@pytest.mark.slow
 def test_every_variable_the_gateway_reads_is_classified(tmp_path: Path) -> None:
     """Records what litellm's import and each supported provider's model read from the
     environment (`env_probe`): each name is in the model's identity (`answer_names`), or

@@ -58,6 +58,7 @@ def _within(seconds: float, fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 # ---- 1. a call that trickles never hangs ---------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("timeout", "retries", "attempts", "most"),
     [

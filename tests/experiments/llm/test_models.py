@@ -329,6 +329,7 @@ def test_default_scoring_is_loglik_only_for_local_zero_shot_with_labels() -> Non
         assert default_scoring(model, zero_shot=True, has_label_set=True) == "generate"
 
 
+@pytest.mark.slow
 def test_local_identity_pins_the_weights_and_context(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

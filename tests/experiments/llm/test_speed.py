@@ -50,6 +50,7 @@ def test_an_unreadable_store_is_no_measurement(
     assert cached_speed(MODEL) == _speed()
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_a_real_measurement_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SmolLM2 run for real (a few seconds): positive rates, stored, then read back."""

@@ -49,6 +49,7 @@ def test_extended_params_make_variants_and_invalid_combinations(catalog: Catalog
     assert not invalid({**base, "order": "1", "layout": "none"})
 
 
+@pytest.mark.slow
 def test_extended_space_counts_more_prompts(catalog: Catalog) -> None:
     task = catalog.task("abercrombie")
     base, ext = search_space(task), search_space(task, "extended")
@@ -64,6 +65,7 @@ def test_extended_is_a_new_study_and_base_name_unchanged() -> None:
         OptimizeConfig(task="abercrombie", model="m", space="huge")
 
 
+@pytest.mark.slow
 def test_extended_study_proposes_new_levels_and_logs_its_space(
     catalog: Catalog, tmp_path: Path
 ) -> None:
@@ -88,6 +90,7 @@ def test_extended_study_proposes_new_levels_and_logs_its_space(
     assert report.to_dict()["heldout"]["score"] is not None
 
 
+@pytest.mark.slow
 def test_a_named_extended_study_is_not_resumed_with_the_base_space(
     catalog: Catalog, tmp_path: Path
 ) -> None:

@@ -98,6 +98,7 @@ def one_line_error(r: subprocess.CompletedProcess[str], needle: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_variant_files_before_any_work(tmp_path: Path) -> None:
     f = tmp_path / "v.json"
     f.write_text(EXPLICIT.bound("hearsay", EXPLICIT.demo_rows).canonical_json())

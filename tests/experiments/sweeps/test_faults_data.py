@@ -268,6 +268,7 @@ def _limit_memory() -> None:  # runs in the child: an old, expanding loader dies
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS bounds the child on Linux")
 def test_an_alias_bomb_spec_is_one_line_fast_and_small(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
@@ -298,6 +299,7 @@ def test_review_a_bom_does_not_hide_the_index_column(tmp_path: Path) -> None:
         read_tsv(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tasks", ["", " , "])
 def test_tasks_naming_no_task_is_refused_not_the_whole_spec(
     lb_dir: Path, tmp_path: Path, tasks: str

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from experiments.sweeps.plan import plan_tasks, short_reason, sweep_id, trial_pl
 from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog, LocalSource
+from tests.conftest import mlflow_store
 
 BASE = "instruction=base,format=base"
 REF = "instruction=reference,format=base"
@@ -188,7 +190,7 @@ def _run(tmp_path: Path, catalog: Catalog, name: str, tasks: list[str]) -> dict[
     root.mkdir()
     tracker = Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{root}/mlflow.db",
+            tracking_uri=mlflow_store(root),
             artifact_location=(root / "artifacts").as_uri(),
             experiment_prefix="mt",
             prompt_registry=False,
@@ -201,12 +203,13 @@ def _run(tmp_path: Path, catalog: Catalog, name: str, tasks: list[str]) -> dict[
             load_spec(write(root, spec_text(name, tasks))), catalog, models=(lm.name,),
             tracker=tracker, lm_factory=lambda _name: lm, reports_dir=root / "reports",
         )  # fmt: skip
-    result["trial_rows"] = tracker.sweep_trials(result["parent_run_id"])
     # this sweep run's own folder (reports/<sweep>/<sweep id>/), as the result names it
-    report_dir = root / "reports" / name / result["sweep_id"]
-    assert result["report_dir"] == str(report_dir)
-    result["file"] = json.loads((report_dir / "comparisons.json").read_text())
-    return result
+    report_dir = root / "reports" / name / result.sweep_id
+    assert result.report is not None and result.report.report_dir == str(report_dir)
+    # the document the CLI prints, with the trials' rows it adds
+    doc = replace(result, trial_rows=tracker.sweep_trials(result.parent_run_id)).to_dict()
+    doc["file"] = json.loads((report_dir / "comparisons.json").read_text())
+    return doc
 
 
 def _by_task(result: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:

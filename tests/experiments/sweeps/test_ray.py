@@ -28,6 +28,7 @@ from experiments.llm.cache import ResponseCache
 from experiments.llm.gateway import LiteLLMModel
 from experiments.llm.types import Completion, Decoding, ModelError
 from experiments.sweeps.driver import run_sweep
+from experiments.sweeps.result import SweepResult
 from experiments.sweeps.spec import load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from experiments.tracking import Tracker, TrackingConfig
@@ -57,7 +58,7 @@ KEY = "sk-dummy-key-for-the-local-stub"
 ROWS = 6  # rows per trial: 4 trials of 6 rows keep each sweep short
 BOOT_TIMEOUT = 150.0
 Trials = dict[tuple[str, str], dict[str, Any]]
-Reference = tuple[dict[str, Any], Trials]  # a sweep's result and its trials
+Reference = tuple[SweepResult, Trials]  # a sweep's result and its trials
 
 
 def _port() -> int:
@@ -190,7 +191,7 @@ def _sweep(
     lm: LiteLLMModel,
     executor: Any,
     limit: int,
-) -> dict[str, Any]:
+) -> SweepResult:
     try:
         return run_sweep(
             load_spec(spec),
@@ -218,7 +219,7 @@ def _trials(tracker: Tracker, parent: str) -> Trials:
             "trial_id": run.data.tags["workbench.trial_id"],
             "status": run.info.status,
             "score": run.data.metrics.get("score"),
-            "predictions": [{k: p[k] for k in keep} for p in preds],
+            "predictions": [{k: p.to_dict()[k] for k in keep} for p in preds],
         }
     return out
 
@@ -236,10 +237,8 @@ def _without_ids(trials: Trials) -> dict[Any, Any]:
     return {k: {f: v for f, v in t.items() if f != "trial_id"} for k, t in trials.items()}
 
 
-def _p_values(result: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
-    return [
-        (c["task"], c["model"], c["p_value"], c.get("p_corrected")) for c in result["comparisons"]
-    ]
+def _p_values(result: SweepResult) -> list[tuple[str, str, Any, Any]]:
+    return [(c["task"], c["model"], c["p_value"], c.get("p_corrected")) for c in result.comparisons]
 
 
 @pytest.fixture(scope="module")
@@ -262,8 +261,8 @@ def local_stub_run(spec_path: Path, catalog: Catalog, store: Path, stub: StubOpe
     tracker = _tracker(store, "local")
     lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
     result = _sweep(spec_path, catalog, tracker, lm, LocalExecutor(), limit=ROWS)
-    assert result["status"] == "complete"
-    return result, _trials(tracker, result["parent_run_id"])
+    assert result.status == "complete"
+    return result, _trials(tracker, result.parent_run_id)
 
 
 def test_ray_gives_the_same_trials_predictions_and_p_values(
@@ -278,13 +277,13 @@ def test_ray_gives_the_same_trials_predictions_and_p_values(
     tracker = _tracker(store, "ray")
     lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
     result = _sweep(spec_path, catalog, tracker, lm, RayExecutor(cluster), limit=ROWS)
-    assert result["status"] == "complete" and result["trials"] == 4
-    assert result["sweep_id"] == local["sweep_id"]
-    trials = _trials(tracker, result["parent_run_id"])
+    assert result.status == "complete" and result.trials == 4
+    assert result.sweep_id == local.sweep_id
+    trials = _trials(tracker, result.parent_run_id)
     assert trials == local_trials  # same ids, every prediction, the same scores
     assert _p_values(result) == _p_values(local)
     assert all(p is not None for _, _, p, _ in _p_values(result))
-    assert result["across_tasks"] == local["across_tasks"]
+    assert result.across_tasks == local.across_tasks
 
 
 def _kill_when_busy(executor: RayExecutor, stub: StubOpenAI, after: int) -> list[int]:
@@ -330,9 +329,9 @@ def test_a_killed_worker_is_retried_and_no_trial_has_two_runs(
     assert len(executor.spawned_pids) == 2
     with pytest.raises(ProcessLookupError):
         os.kill(executor.spawned_pids[0], 0)
-    assert result["status"] == "complete", result["incomplete"]
+    assert result.status == "complete", result.incomplete
     assert sent >= 4 * ROWS  # more when the victim had sent some of its rows already
-    trials = _trials(tracker, result["parent_run_id"])
+    trials = _trials(tracker, result.parent_run_id)
     assert all(t["status"] == "FINISHED" for t in trials.values())
     # one FINISHED run per trial, predictions as in-process
     assert _without_ids(trials) == _without_ids(local_trials)
@@ -355,19 +354,19 @@ def test_a_worker_killed_past_its_retries_leaves_the_trial_for_resume(
         killer.start()
         first = _sweep(spec_path, catalog, tracker, lm, executor, limit=ROWS)
         killer.join(5)
-        assert first["status"] == "incomplete"
-        lost = first["incomplete"]
+        assert first.status == "incomplete"
+        lost = first.incomplete
         assert len(lost) == 1 and lost[0]["status"] == "failed" and lost[0]["n_errors"] == ROWS
-        runs = _trials(tracker, first["parent_run_id"])
+        runs = _trials(tracker, first.parent_run_id)
         assert lost[0]["trial_id"] not in {t["trial_id"] for t in runs.values()}  # no run
         assert all(t["status"] == "FINISHED" for t in runs.values()) and len(runs) == 3
-        parent = tracker.client.get_run(first["parent_run_id"])
+        parent = tracker.client.get_run(first.parent_run_id)
         assert parent.info.status == "FAILED"
         # The rerun (here in-process) runs only the lost trial.
         again = _sweep(spec_path, catalog, tracker, lm, LocalExecutor(), limit=ROWS)
-    assert again["status"] == "complete" and again["resumed"] == 3
-    assert again["parent_run_id"] == first["parent_run_id"]
-    assert _without_ids(_trials(tracker, again["parent_run_id"])) == _without_ids(local_trials)
+    assert again.status == "complete" and again.resumed == 3
+    assert again.parent_run_id == first.parent_run_id
+    assert _without_ids(_trials(tracker, again.parent_run_id)) == _without_ids(local_trials)
     assert _p_values(again) == _p_values(local)
 
 
@@ -383,9 +382,9 @@ def test_real_model_sweep_on_two_ray_replicas_matches_in_process(
     on_ray = _sweep(
         spec, catalog, tracker, lm, RayExecutor(cluster, replicas=2, n_threads=1), limit=ROWS
     )
-    assert local["status"] == on_ray["status"] == "complete"
-    ref = _trials(_tracker(store, "m-local"), local["parent_run_id"])
-    assert len(ref) == 2 and _trials(tracker, on_ray["parent_run_id"]) == ref
+    assert local.status == on_ray.status == "complete"
+    ref = _trials(_tracker(store, "m-local"), local.parent_run_id)
+    assert len(ref) == 2 and _trials(tracker, on_ray.parent_run_id) == ref
     assert any(p["generation"] for t in ref.values() for p in t["predictions"])
     assert _p_values(on_ray) == _p_values(local)
 
@@ -409,8 +408,10 @@ def test_cli_sweep_with_executor_ray_joins_the_cluster(
     out = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout)
-    assert result["sweep_id"] == local["sweep_id"] and result["status"] == "complete"
-    assert _p_values(result) == _p_values(local)
+    assert result["sweep_id"] == local.sweep_id and result["status"] == "complete"
+    printed = [(c["task"], c["model"], c["p_value"], c.get("p_corrected"))
+               for c in result["comparisons"]]  # fmt: skip
+    assert printed == _p_values(local)
 
 
 ONE_TRIAL_SPEC = """
@@ -449,7 +450,7 @@ def test_a_trial_that_raises_keeps_the_trials_finished_beside_it(
             "openai/broken": _failing_lm(slow.url),
         }
 
-        def sweep(prefix: str, executor: Any, lm_factory: Any) -> dict[str, Any]:
+        def sweep(prefix: str, executor: Any, lm_factory: Any) -> SweepResult:
             try:
                 return run_sweep(
                     load_spec(spec),
@@ -483,8 +484,8 @@ def test_a_trial_that_raises_keeps_the_trials_finished_beside_it(
         # a rerun with a working model runs only the trial that raised
         lms["openai/broken"] = LiteLLMModel("openai/broken", api_base=slow.url, concurrency=1)
         again = sweep("fail-ray", LocalExecutor(), lms.__getitem__)
-    assert again["status"] == "complete" and again["resumed"] == 1
-    assert again["experiment"] == "fail-ray/ray_fail"  # from the tracker's typed config
+    assert again.status == "complete" and again.resumed == 1
+    assert again.experiment == "fail-ray/ray_fail"  # from the tracker's typed config
     # the workers cached in their node's default folder, not in the driver's home
     assert len(on_ray.workers) == 2
     assert all(w["cache_dir"] not in (None, str(cache.directory)) for w in on_ray.workers)

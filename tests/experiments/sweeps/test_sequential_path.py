@@ -191,10 +191,12 @@ def test_a_tiny_sequential_sweep_runs_on_a_local_model(catalog: Catalog, tmp_pat
         load_spec(spec), catalog, models=("local/smollm2",), tracker=tracker,
         lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
     )  # fmt: skip
-    row = result["sequential"][0]
-    assert result["status"] == "complete" and row["decision"] is not None
-    assert row["n"] in (10, 20) and row["looks"] == list(range(10, row["n"] + 1, 10))
-    assert row["score_a"] is not None and row["ci_low"] <= row["ci_high"]
-    trials = tracker.sweep_trials(result["parent_run_id"])
-    assert sorted(t["n"] for t in trials) == [row["n"], row["n"]]
-    assert result["cost"]["rows_evaluated"] == 2 * row["n"]
+    assert result.sequential is not None
+    row = result.sequential[0]
+    assert result.ok and row.decision is not None
+    assert row.n in (10, 20) and row.looks == tuple(range(10, row.n + 1, 10))
+    assert row.score_a is not None and row.ci_low is not None and row.ci_high is not None
+    assert row.ci_low <= row.ci_high
+    trials = tracker.sweep_trials(result.parent_run_id)
+    assert sorted(t["n"] for t in trials) == [row.n, row.n]
+    assert result.cost["rows_evaluated"] == 2 * row.n

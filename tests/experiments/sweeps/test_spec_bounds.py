@@ -55,6 +55,7 @@ def test_promptlibs_seed_range_is_the_workbenchs() -> None:
     assert bounds.SEED.high == MAX_SEED and bounds.SEED.low == 0
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_such_a_spec_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(CASES[0][0])

@@ -18,7 +18,7 @@ from experiments.sweeps.plan import plan_tasks
 from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.stub_server import StubOpenAI, hashed_yes_no
 from promptlib import Catalog
-from tests.conftest import workbench_env
+from tests.conftest import mlflow_store, workbench_env
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -88,6 +88,7 @@ def test_shipped_specs_plan_and_skip_missing_splits(catalog: Catalog) -> None:
         assert all(p.skipped or p.rows for p in plan_tasks(spec, catalog))
 
 
+@pytest.mark.slow
 def test_cli_bad_spec_exits_2(tmp_path: Path) -> None:
     path = write(tmp_path, "name: x\ntasks: [hearsay]\naxes:\n  colour: [red]\n")
     r = subprocess.run(
@@ -379,7 +380,7 @@ def test_a_sweep_leaves_no_figure_open(
     )
     tracker = Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            tracking_uri=mlflow_store(tmp_path),
             artifact_location=(tmp_path / "artifacts").as_uri(),
             experiment_prefix="figs",
             prompt_registry=False,
@@ -393,5 +394,5 @@ def test_a_sweep_leaves_no_figure_open(
             load_spec(spec), catalog, models=(lm.name,), limit=6, tracker=tracker,
             lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
         )  # fmt: skip
-    assert result["status"] == "complete" and result["figures"]  # figures were drawn
+    assert result.ok and result.figures  # figures were drawn
     assert set(plt.get_fignums()) == before

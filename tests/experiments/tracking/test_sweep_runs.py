@@ -13,6 +13,7 @@ import pytest
 from experiments.names import KIND, PARENT, SWEEP_ID
 from experiments.tracking import Tracker, TrackingConfig
 from experiments.tracking.sweep_runs import SweepNotFound
+from tests.conftest import mlflow_store
 
 A1, A2, B = "ab1" + "0" * 61, "ab2" + "0" * 61, "cd" + "0" * 62
 
@@ -21,7 +22,7 @@ A1, A2, B = "ab1" + "0" * 61, "ab2" + "0" * 61, "cd" + "0" * 62
 def tracker(tmp_path: Path) -> Tracker:
     return Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            tracking_uri=mlflow_store(tmp_path),
             artifact_location=(tmp_path / "artifacts").as_uri(),
             experiment_prefix="refs",
             prompt_registry=False,

@@ -134,6 +134,7 @@ def _commands(work: Path, url: str) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "sweep", "optimize"])
 def test_a_column_holding_the_gold_answer_is_refused_before_any_call(
     tmp_path: Path, command: str

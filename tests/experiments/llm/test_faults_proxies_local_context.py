@@ -1,4 +1,4 @@
-"""Review fixes (rev5, issue 19) of the model gateway after the per-attempt transports:
+"""The model gateway's faults (issue 19), after the per-attempt transports:
 environment proxies ignored, a chat template's overflow retried, a WORKBENCH_LOCAL_N_CTX
 llama.cpp pads past llama-cpp-python's buffer, and log-likelihoods that do not depend on
 the prompt taken as answers.

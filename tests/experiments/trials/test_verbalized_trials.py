@@ -26,6 +26,7 @@ from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
 from promptlib import Catalog, WorkbenchError, compile_prompt, parse_spec
 from promptlib.render import CompiledPrompt
+from tests.conftest import mlflow_store
 
 # A Yes/No task with neither rule_* nor register prompt files (base and claude prompts only),
 # with plenty of test rows; and hearsay, which has both.
@@ -124,7 +125,7 @@ def _sweep(
     )
     tracker = Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            tracking_uri=mlflow_store(tmp_path),
             artifact_location=(tmp_path / "artifacts").as_uri(),
             experiment_prefix="known",
             prompt_registry=False,
@@ -143,11 +144,9 @@ def _sweep(
             load_spec(spec), catalog, models=(lm.name,), limit=limit, tracker=tracker,
             lm_factory=lambda _name: lm, reports_dir=tmp_path / "reports",
         )  # fmt: skip
-    assert result["status"] == "complete", result["incomplete"]
+    assert result.ok, result.incomplete
     # the analysis recomputes every score from the records' scored texts and accepts them
-    assert "error" not in result["sensitivity"] and result["sensitivity"]["per_task"], result[
-        "sensitivity"
-    ]
+    assert "error" not in result.sensitivity and result.sensitivity["per_task"], result.sensitivity
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("known/known")
     assert exp is not None
@@ -157,7 +156,7 @@ def _sweep(
         rows = tracker.load_predictions(run.info.run_id)
         out[(run.data.params["task"], run.data.params["variant"])] = (
             run.data.metrics["score"],
-            [r["answer"] for r in rows],
+            [r.answer for r in rows],
         )
     return out, runs
 

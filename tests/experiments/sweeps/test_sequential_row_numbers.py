@@ -21,7 +21,7 @@ from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.record import Prediction
 from experiments.trials.run import run_trial
 from promptlib import Catalog
-from tests.experiments.sweeps.test_sequential import SEQ, _reply, _sweep, write
+from tests.experiments.sweeps.test_sequential_sweeps import SEQ, _first_row, _reply, _sweep, write
 
 N = 400
 ANSWERS = ["Yes" if i % 2 else "No" for i in range(N)]
@@ -83,11 +83,12 @@ def test_best_vs_worst_scores_are_on_the_rows_of_the_interval(
     arms = {v: seqmod.Arm(v, planned, Scripted(v, ROWS)) for v in acc}  # type: ignore[arg-type]
     group = seqmod.Group(SequentialDesign(batch=10), arms, 0.05, None, None, None, Cost())  # type: ignore[arg-type]
     row = seqmod.run_group(group, "best_vs_worst").comparisons[0]
-    a, b, n = row["a"], row["b"], row["n"]
+    a, b, n = row.a, row.b, row.n
     assert (a, b) == ("good", "bad")
-    assert row["rows_per_arm"][a] > n == row["rows_per_arm"][b]  # the case probed
-    assert row["score_a"] == pytest.approx(_score_on(hits[a], n))
-    assert row["score_b"] == pytest.approx(_score_on(hits[b], n))
+    assert a is not None and b is not None
+    assert row.rows_per_arm[a] > n == row.rows_per_arm[b]  # the case probed
+    assert row.score_a == pytest.approx(_score_on(hits[a], n))
+    assert row.score_b == pytest.approx(_score_on(hits[b], n))
 
 
 @pytest.mark.data
@@ -112,12 +113,12 @@ def test_a_row_failing_once_in_the_loop_leaves_the_sweep_incomplete(
 
     with StubOpenAI(reply_fn=model.reply, fail_fn=fail_once) as stub:
         first = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
-        row = first["sequential"][0]
-        assert failures and row["decision"] is None and row["status"].startswith("incomplete")
-        assert first["status"] == "incomplete" and len(first["incomplete"]) == 1
-        assert first["incomplete"][0]["n_errors"] == 1
+        row = _first_row(first)
+        assert failures and row.decision is None and row.status.startswith("incomplete")
+        assert first.status == "incomplete" and len(first.incomplete) == 1
+        assert first.incomplete[0]["n_errors"] == 1
         second = _sweep(tmp_path, spec_path, catalog, stub, retries=0)  # resumes the loop
-    assert second["status"] == "complete" and second["sequential"][0]["decision"] is not None
+    assert second.status == "complete" and _first_row(second).decision is not None
 
 
 def test_workbench_report_shows_a_sequential_sweeps_comparisons() -> None:
@@ -164,7 +165,7 @@ def test_the_arms_trials_are_logged_from_the_loops_answers_whatever_the_executor
     from experiments.llm.cache import ResponseCache
     from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.driver import run_sweep
-    from tests.experiments.sweeps.test_sequential import _tracker
+    from tests.experiments.sweeps.test_sequential_sweeps import _tracker
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-local-stub")
     spec_path = write(tmp_path, SEQ.format(name="ray", limit=100, more=", max_rows: 20"))
@@ -178,5 +179,5 @@ def test_the_arms_trials_are_logged_from_the_loops_answers_whatever_the_executor
             reports_dir=tmp_path / "reports", executor=remote,
         )  # fmt: skip
         sent = len(stub.requests)
-    assert result["status"] == "complete" and remote.jobs == 0
-    assert sent == result["cost"]["model_calls"] <= 40
+    assert result.status == "complete" and remote.jobs == 0
+    assert sent == result.cost["model_calls"] <= 40

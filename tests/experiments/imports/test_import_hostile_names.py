@@ -106,9 +106,9 @@ def test_a_sensitivity_bootstrap_too_big_for_memory_is_left_out_saying_why(
         "jsonl", [path], ReadOptions(), tests=Tests(n_resamples=100), known_tasks=("hearsay",),
         track=False,
     )  # fmt: skip
-    assert doc["sensitivity"]["per_task"] == []
-    assert "30 rows x 100 resamples" in doc["sensitivity"]["error"]
-    assert doc["comparisons"][0]["p_value"] is not None
+    assert doc.sensitivity["per_task"] == []
+    assert "30 rows x 100 resamples" in doc.sensitivity["error"]
+    assert doc.comparisons[0]["p_value"] is not None
 
 
 def test_all_pairs_cluster_the_rows_once_per_task_and_model(
@@ -134,7 +134,7 @@ def test_all_pairs_cluster_the_rows_once_per_task_and_model(
             "jsonl", [path], ReadOptions(), tests=Tests(n_resamples=100),
             known_tasks=("hearsay",), track=False,
         )  # fmt: skip
-        return list(doc["comparisons"])
+        return list(doc.comparisons)
 
     monkeypatch.setattr(cmp, "clustering", counted)
     once = run()

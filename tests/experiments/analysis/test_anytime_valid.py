@@ -225,6 +225,7 @@ def _within(rate: float, target: float, sims: int) -> bool:
     return rate <= target + 2 * math.sqrt(target * (1 - target) / sims)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy"])
 def test_size_under_the_null_looking_every_10_rows(metric: str) -> None:
     bench = _bench()
@@ -244,6 +245,7 @@ def _class_effects(
     return a, b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("metric", "effect"),
     [
@@ -272,6 +274,7 @@ def test_the_interval_covers_the_true_difference_where_it_stops() -> None:
     assert (out.decision == "A").mean() > 0.5  # and it does decide
 
 
+@pytest.mark.slow
 def test_savings_at_twice_the_fixed_designs_mde() -> None:
     bench = _bench()
     value = bench.mde(bench.BASE, "balanced_accuracy", seed=101)
@@ -281,6 +284,7 @@ def test_savings_at_twice_the_fixed_designs_mde() -> None:
     assert r["rows"] <= 400, r
 
 
+@pytest.mark.slow
 def test_best_of_k_spends_less_and_keeps_its_level() -> None:
     bench = _bench()
     value = bench.mde(bench.BASE, "accuracy", seed=101)
@@ -292,6 +296,7 @@ def test_best_of_k_spends_less_and_keeps_its_level() -> None:
     assert _within(null["best_vs_worst_rate"], 0.05, 200), null
 
 
+@pytest.mark.slow
 def test_shuffle_check_results_do_not_depend_on_the_input_order() -> None:
     bench = _bench()
     check = bench.shuffle_check(bench.Cell("small", n=300), 100, seed=61)
@@ -299,6 +304,7 @@ def test_shuffle_check_results_do_not_depend_on_the_input_order() -> None:
     assert all(check["results_equal"].values())
 
 
+@pytest.mark.slow
 def test_equivalence_is_rarely_claimed_at_the_margin_and_often_at_zero() -> None:
     bench = _bench()
     at_margin = bench.equivalence_runs(bench.BASE, "accuracy", 0.12, 0.12, 300, seed=67)

@@ -28,6 +28,7 @@ from experiments.names import (
     safe_name,
 )
 from experiments.tracking import Tracker, TrackingConfig, comparisons_csv
+from tests.conftest import mlflow_store
 from tests.experiments.tracking.test_faults_storage import _forget_mlflow_stores
 
 HOSTILE = [
@@ -111,7 +112,7 @@ def tracker(tmp_path: Path) -> Tracker:
     _forget_mlflow_stores()
     return Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+            tracking_uri=mlflow_store(tmp_path),
             artifact_location=(tmp_path / "artifacts").as_uri(),
             experiment_prefix="hostile",
             prompt_registry=False,
@@ -120,6 +121,7 @@ def tracker(tmp_path: Path) -> Tracker:
     )
 
 
+@pytest.mark.slow
 def test_every_sink_takes_hostile_names(tracker: Tracker) -> None:
     """p-value metrics, sequential tags, run names and params, comparisons.csv, on a real
     store; names whose keys would coincide (two non-Latin names) each keep their value."""

@@ -1,4 +1,4 @@
-"""Review fixes (rev4, issue 19) of the model gateway: abandoned attempts kept their
+"""The model gateway's faults (issue 19): abandoned attempts kept their
 connections, tied or all -inf log-likelihoods, and prompts longer than the context told only
 by the server's wording.
 
@@ -49,6 +49,7 @@ def _established_to(port: int) -> int:
 
 
 # ---- 1. an abandoned attempt closes its connection ------------------------------------------
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux's /proc/net/tcp")
 def test_abandoned_attempts_close_their_connections() -> None:
     """Every attempt drips past its deadline and is retried once, at --concurrency 2. The

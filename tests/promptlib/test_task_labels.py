@@ -244,6 +244,7 @@ def test_multi_label_parts_from_every_source(tmp_path: Path) -> None:
         read(spec, bad)
 
 
+@pytest.mark.slow
 def test_workbench_score_accepts_a_label_missing_from_the_local_rows(tmp_path: Path) -> None:
     """End to end: the CLI scores a published file whose gold answer is only in the README."""
     readme = "**Task type**: 3-way classification\n\n```text\nOptions:\nA: x\nB: y\nC: z\n```\n"

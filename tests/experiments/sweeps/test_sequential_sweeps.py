@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from experiments.sweeps.result import SweepResult
+from experiments.sweeps.sequential_result import SequentialComparison
 from experiments.sweeps.spec import SpecError, load_spec
 from experiments.testing.sequential_sim import SetAccuracy, prepare
 from experiments.testing.stub_server import StubOpenAI
 from promptlib import Catalog
 from promptlib.errors import WorkbenchError
+from tests.conftest import mlflow_store
 
 BASE = "name: s\ntasks: [hearsay]\nfixed: {demos: none}\naxes: {instruction: [reference, description]}\n"  # fmt: skip
 
@@ -115,7 +118,7 @@ def _tracker(root: Path) -> Any:
 
     return Tracker(
         TrackingConfig(
-            tracking_uri=f"sqlite:///{root}/mlflow.db",
+            tracking_uri=mlflow_store(root),
             artifact_location=(root / "artifacts").as_uri(),
             experiment_prefix="seq",
             prompt_registry=False,
@@ -126,7 +129,7 @@ def _tracker(root: Path) -> Any:
 
 def _sweep(
     root: Path, spec_path: Path, catalog: Catalog, stub: StubOpenAI, retries: int = 4
-) -> dict[str, Any]:
+) -> SweepResult:
     from experiments.llm.cache import ResponseCache
     from experiments.llm.gateway import LiteLLMModel
     from experiments.sweeps.driver import run_sweep
@@ -137,6 +140,12 @@ def _sweep(
         lm_factory=lambda _name: lm, cache=ResponseCache(root / "cache"),
         reports_dir=root / "reports",
     )  # fmt: skip
+
+
+def _first_row(result: SweepResult) -> SequentialComparison:
+    """The sequential sweep's first comparison (a fixed sweep has none: an error here)."""
+    assert result.sequential is not None, "not a sequential sweep"
+    return result.sequential[0]
 
 
 def _reply(spec_path: Path, catalog: Catalog, effects: dict[str, float], seed: int) -> SetAccuracy:
@@ -163,34 +172,37 @@ def test_a_clear_difference_stops_early_and_every_call_is_counted(
         stub.requests.clear()
         again = _sweep(tmp_path, spec_path, catalog, stub)  # everything from the cache
         assert not stub.requests
-    row = result["sequential"][0]
-    assert row["decision"] == "A" and row["n"] < 300 and row["looks"][-1] == row["n"]
-    assert row["ci_low"] > 0 and row["sequence"] and row["design"] == "sequential"
-    assert row["n"] % 10 == 0 and row["looks"] == list(range(10, row["n"] + 1, 10))
+    row = _first_row(result)
+    assert row.decision == "A" and row.n < 300 and row.looks[-1] == row.n
+    assert row.ci_low is not None and row.ci_low > 0 and row.sequence and row.design == "sequential"
+    assert row.n % 10 == 0 and row.looks == tuple(range(10, row.n + 1, 10))
     # the calls made are those counted at the stub, fewer than the grid; a row whose prompt
     # another row already sent (the task repeats a few clauses) is a cache hit
-    cost = result["cost"]
+    cost = result.cost
     assert cost["model_calls"] == len(sent) and len(set(sent)) >= 0.9 * len(sent)
-    assert cost["model_calls"] + cost["cache_hits"] == 2 * row["n"]
-    assert cost["grid_calls"] == 600 and cost["rows_evaluated"] == 2 * row["n"]
-    assert cost["share_of_grid"] < 1 and result["status"] == "complete"
-    assert again["sequential"] == result["sequential"] and again["resumed"] == 2
-    assert again["cost"]["model_calls"] == 0 and again["cost"]["cache_hits"] == 2 * row["n"]
+    assert cost["model_calls"] + cost["cache_hits"] == 2 * row.n
+    assert cost["grid_calls"] == 600 and cost["rows_evaluated"] == 2 * row.n
+    assert cost["share_of_grid"] < 1 and result.status == "complete"
+    assert again.sequential == result.sequential and again.resumed == 2
+    assert again.cost["model_calls"] == 0 and again.cost["cache_hits"] == 2 * row.n
     # the trials logged are each arm on the rows it used; the parent has the numbers
     from experiments.names import metric_key, sequential_metric_name
 
     tracker = _tracker(tmp_path)
-    trials = tracker.sweep_trials(result["parent_run_id"])
-    assert sorted(t["n"] for t in trials) == [row["n"], row["n"]]
-    parent = tracker.client.get_run(result["parent_run_id"])
+    trials = tracker.sweep_trials(result.parent_run_id)
+    assert sorted(t["n"] for t in trials) == [row.n, row.n]
+    parent = tracker.client.get_run(result.parent_run_id)
     m = parent.data.metrics
     assert m["cost.model_calls"] == len(sent) and m["cost.grid_calls"] == 600
-    assert m[metric_key(sequential_metric_name({**row, "model": "openai/stub"}, "n"))] == row["n"]
+    assert (
+        m[metric_key(sequential_metric_name({**row.to_dict(), "model": "openai/stub"}, "n"))]
+        == row.n
+    )
     assert parent.data.params["design"] == "sequential"
-    assert parent.data.params["sequence"] == row["sequence"]
-    report_dir = tmp_path / "reports" / "clear" / result["sweep_id"]  # this run's own folder
+    assert parent.data.params["sequence"] == row.sequence
+    report_dir = tmp_path / "reports" / "clear" / result.sweep_id  # this run's own folder
     doc = json.loads((report_dir / "comparisons.json").read_text())
-    assert doc["sequential"] == result["sequential"] and doc["comparisons"] == []
+    assert doc["sequential"] == result.to_dict()["sequential"] and doc["comparisons"] == []
 
 
 @pytest.mark.data
@@ -207,15 +219,15 @@ def test_a_bigger_budget_extends_the_trials_and_sends_only_the_new_rows(
         stub.requests.clear()
         big = _sweep(tmp_path, more, catalog, stub)
         after = _sent(stub)
-    s, b = small["sequential"][0], big["sequential"][0]
-    assert s["n"] == 30 and s["decision"] == "undecided" and "budget" in s["status"]
-    assert b["n"] == 60 and b["looks"][:3] == s["looks"]
+    s, b = _first_row(small), _first_row(big)
+    assert s.n == 30 and s.decision == "undecided" and "budget" in s.status
+    assert b.n == 60 and b.looks[:3] == s.looks
     # the 30 rows of each arm came from the cache: only rows 31-60 were sent
-    assert small["cost"]["model_calls"] == len(before) and not set(before) & set(after)
-    assert big["cost"]["model_calls"] == len(after) >= 50
-    assert big["cost"]["cache_hits"] + len(after) == 120 and big["cost"]["cache_hits"] >= 60
+    assert small.cost["model_calls"] == len(before) and not set(before) & set(after)
+    assert big.cost["model_calls"] == len(after) >= 50
+    assert big.cost["cache_hits"] + len(after) == 120 and big.cost["cache_hits"] >= 60
     # the same first looks: the longer trial begins with the shorter one's rows
-    assert b["looks"][:3] == [10, 20, 30]
+    assert b.looks[:3] == (10, 20, 30)
 
 
 @pytest.mark.data
@@ -233,18 +245,19 @@ def test_adaptive_best_of_k_spends_rows_on_the_variants_in_contention(
     with StubOpenAI(reply_fn=model.reply) as stub:
         result = _sweep(tmp_path, spec_path, catalog, stub)
         sent = _sent(stub)
-    row = result["sequential"][0]
-    assert row["comparison"] == "best_vs_worst" and row["a"] == "format=base" and row["k"] == 5
-    assert row["decision"] == "best" and row["ci_low"] > 0
-    gone = {e["variant"]: e for e in row["eliminated"]}
+    row = _first_row(result)
+    assert row.comparison == "best_vs_worst" and row.a == "format=base"
+    assert row.elimination is not None and row.elimination.k == 5
+    assert row.decision == "best" and row.ci_low is not None and row.ci_low > 0
+    gone = {e.variant: e for e in row.elimination.eliminated}
     assert len(gone) == 4 and "format=base" not in gone
-    assert all(row["rows_per_arm"][v] == e["rows"] for v, e in gone.items())
+    assert all(row.rows_per_arm[v] == e.rows for v, e in gone.items())
     # counted at the stub: every call, each prompt once, well under the full grid (0.53 of
     # it: the anytime bets are on whole clusters of repeated texts, each weighted by its rows,
     # so cuad_audit_rights' clusters of up to 3 rows shrink the bets; 0.5 before issue 29)
-    grid = result["cost"]["grid_calls"]
-    assert len(sent) + result["cost"]["cache_hits"] == sum(row["rows_per_arm"].values())
-    assert len(sent) == result["cost"]["model_calls"] <= 0.6 * grid
+    grid = result.cost["grid_calls"]
+    assert len(sent) + result.cost["cache_hits"] == sum(row.rows_per_arm.values())
+    assert len(sent) == result.cost["model_calls"] <= 0.6 * grid
 
 
 @pytest.mark.data
@@ -259,18 +272,18 @@ def test_a_failed_row_stops_its_comparison_without_a_verdict_and_a_rerun_resumes
     doomed = prepared.resolved[0].compiled.render(prepared.resolved[0].rows[14])
     with StubOpenAI(reply_fn=model.reply, fail_fn=lambda p: p == doomed) as stub:
         first = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
-        row = first["sequential"][0]
-        assert first["status"] == "incomplete" and row["decision"] is None
-        assert row["status"].startswith("incomplete: 1 of 10 rows failed")
-        assert row["looks"] == [10]  # no look on the batch with the failed row
-        assert [t["n_errors"] for t in first["incomplete"]] == [1]
+        row = _first_row(first)
+        assert first.status == "incomplete" and row.decision is None
+        assert row.status.startswith("incomplete: 1 of 10 rows failed")
+        assert row.looks == (10,)  # no look on the batch with the failed row
+        assert [t["n_errors"] for t in first.incomplete] == [1]
         stub.fail_fn = None
         stub.requests.clear()
         second = _sweep(tmp_path, spec_path, catalog, stub, retries=0)
     resent = _sent(stub)
-    assert second["status"] == "complete" and second["sequential"][0]["decision"] is not None
-    assert doomed in resent and len(resent) == second["cost"]["model_calls"]
-    assert second["cost"]["cache_hits"] >= 20  # the first batches came from the cache
+    assert second.status == "complete" and _first_row(second).decision is not None
+    assert doomed in resent and len(resent) == second.cost["model_calls"]
+    assert second.cost["cache_hits"] >= 20  # the first batches came from the cache
 
 
 @pytest.mark.data
@@ -343,6 +356,7 @@ def test_a_best_vs_worst_call_that_leaves_several_arms_does_not_name_the_best() 
     assert "not identified" not in text
 
 
+@pytest.mark.slow
 def test_the_parent_run_says_whether_best_of_k_identified_the_best(tmp_path: Path) -> None:
     """Issue 29, point 1: the table says when a best-of-k "best" leaves several arms in
     contention; the parent run's tags (a real local MLflow store) say it too, instead of a
