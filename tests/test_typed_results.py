@@ -38,8 +38,6 @@ ENTRY_POINTS = (
 # exported functions that return a dict on purpose (a document's serialiser, a name -> value
 # map), or whose record is still to come; "module:function" -> why
 DICT_RETURNS = {
-    "experiments.analysis:pair": "a comparison row: the Comparison record (issue 32, part 1)",
-    "experiments.analysis:best_vs_worst": "a comparison row: the Comparison record (part 1)",
     "experiments.analysis:variance_shares_artifact": "serialiser: variance_shares.json",
     "experiments.analysis.sensitivity:variance_shares_artifact": "serialiser: the same",
     "experiments.analysis.sensitivity:sensitivity_metrics": "MLflow metric name -> value",
