@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from experiments.trials.labels import display_name, table_names
 from experiments.trials.record import TrialStatus
 from promptlib.progress import progress_bar as progress_bar  # the CLI's bars, re-exported
+
+if TYPE_CHECKING:  # start-up time: the analysis (scipy) loads only once there is one to print
+    from experiments.analysis.records import AcrossTaskTest, Comparison
 
 
 def _f(x: Any, spec: str = ".4f") -> str:
@@ -143,7 +146,9 @@ def _invalid_by_arm(trials: Sequence[dict[str, Any]] | None) -> dict[tuple[Any, 
 
 
 def _names(
-    rows: Sequence[dict[str, Any]], folders: Sequence[str], keys: Sequence[str] = ("a", "b")
+    rows: Sequence[Mapping[str, Any] | Comparison | AcrossTaskTest],
+    folders: Sequence[str],
+    keys: Sequence[str] = ("a", "b"),
 ) -> dict[str, str]:
     """Each variant name in `rows` as tables print it: a text file as its stem, unless two
     names would then read the same (`trials.labels.table_names`; display only, the name
@@ -153,8 +158,13 @@ def _names(
     return table_names((n for r in rows for n in _named(r, keys)), folders)
 
 
-def _named(row: dict[str, Any], keys: Sequence[str] = ("a", "b")) -> list[str]:
-    """The variant names `row` holds: `keys`, then those its draws and arms list."""
+def _named(
+    row: Mapping[str, Any] | Comparison | AcrossTaskTest, keys: Sequence[str] = ("a", "b")
+) -> list[str]:
+    """The variant names `row` holds: `keys`, then those its draws and arms list (a
+    comparison record: A, B and its draws; a dict: a sequential row or a dry run's item)."""
+    if not isinstance(row, Mapping):
+        return [str(row.a), str(row.b), *map(str, getattr(row, "draw_scores", None) or ())]
     names = [str(row[k]) for k in keys if k in row]
     names += map(str, row.get("draw_scores") or ())
     names += map(str, row.get("rows_per_arm") or ())
@@ -164,7 +174,7 @@ def _named(row: dict[str, Any], keys: Sequence[str] = ("a", "b")) -> list[str]:
 
 
 def comparison_table(
-    table: list[dict[str, Any]],
+    table: Sequence[Comparison | Mapping[str, Any]],
     trials: Sequence[dict[str, Any]] | None = None,
     of: str = "sweep",
     folders: Sequence[str] = (),
@@ -178,17 +188,18 @@ def comparison_table(
     ('-' when unknown, e.g. a task without a label set). `of` names what the comparisons
     belong to ("sweep", or "import": its metric may be the source tool's own scoring).
     The column 'A − B' is each row's score A − score B (`analysis.contrast`), as every
-    figure draws it.
+    figure draws it. `table`: the records, or their stored rows (read once, here).
     """
     if not table:
         return "no comparisons (nothing to compare)"
+    rows = _comparisons(table)
     invalid = _invalid_by_arm(trials)
     show_invalid = bool(invalid)
-    models = sorted({str(r.get("model")) for r in table})
+    models = sorted({str(r.model) for r in rows})
     width = max(len(m) for m in models) if len(models) > 1 else 0
     # variant names are shown whole: a truncated "instruction=reference,se" hides the draw
-    shown = _names(table, folders)
-    arm = max([24, *(len(shown[str(r[k])]) for r in table for k in ("a", "b"))])
+    shown = _names(rows, folders)
+    arm = max([24, *(len(shown[str(n)]) for r in rows for n in (r.a, r.b))])
     head = (
         (f"{'model':<{width}} " if width else "")
         + f"{'task':<28} {'A':<{arm}} {'B':<{arm}} {'score A':>8} {'score B':>8} "
@@ -196,8 +207,8 @@ def comparison_table(
         + f"{'A − B':>7} {'95% CI':>17} {'p':>7} {'p corr':>7} {'n':>5} {'clus':>5} "
         + f"{'MDE80':>6}"
     )
-    out = [head, *_comparison_rows(table, invalid, show_invalid, width, arm, shown)]
-    tested = [r for r in table if r["p_value"] is not None]
+    out = [head, *_comparison_rows(rows, invalid, show_invalid, width, arm, shown)]
+    tested = [r for r in rows if r.tested]
     if not tested:
         out.append("no comparison was tested: every one involves an incomplete trial")
         return "\n".join(out)
@@ -208,8 +219,16 @@ def comparison_table(
     return "\n".join(out)
 
 
+def _comparisons(table: Sequence[Comparison | Mapping[str, Any]]) -> list[Comparison]:
+    """Each row as its record: a stored row (comparisons.json, a test's dict) read once."""
+    # start-up time: the analysis (scipy) loads only once there are comparisons to print
+    from experiments.analysis.records import Comparison
+
+    return [r if isinstance(r, Comparison) else Comparison.from_dict(r) for r in table]
+
+
 def _comparison_rows(
-    table: list[dict[str, Any]],
+    table: list[Comparison],
     invalid: dict[tuple[Any, ...], Any],
     show_invalid: bool,
     width: int,
@@ -220,23 +239,23 @@ def _comparison_rows(
     out: list[str] = []
     for r in table:
         left = (
-            (f"{r.get('model')!s:<{width}} " if width else "")
-            + f"{r['task'][:28]:<28} {shown[str(r['a'])]:<{arm}} {shown[str(r['b'])]:<{arm}} "
-            f"{_f(r['score_a'], '.3f'):>8} {_f(r['score_b'], '.3f'):>8} "
+            (f"{r.model!s:<{width}} " if width else "")
+            + f"{str(r.task)[:28]:<28} {shown[str(r.a)]:<{arm}} {shown[str(r.b)]:<{arm}} "
+            f"{_f(r.score_a, '.3f'):>8} {_f(r.score_b, '.3f'):>8} "
         )
         if show_invalid:
-            inv_a = invalid.get((r.get("model"), r["task"], r["a"]))
-            inv_b = invalid.get((r.get("model"), r["task"], r["b"]))
+            inv_a = invalid.get((r.model, r.task, r.a))
+            inv_b = invalid.get((r.model, r.task, r.b))
             left += f"{_f(inv_a, '.3f'):>6} {_f(inv_b, '.3f'):>6} "
-        if r["p_value"] is None:
-            out.append(left + f"not tested: {r['status']}")
+        if r.p_value is None:
+            out.append(left + f"not tested: {r.status}")
             continue
-        ci = f"[{r['ci_low']:+.3f},{r['ci_high']:+.3f}]" if r.get("ci_low") is not None else "-"
-        flag = " !" if r.get("ci_note") else ""
+        ci = f"[{r.ci_low:+.3f},{r.ci_high:+.3f}]" if r.ci_low is not None else "-"
+        flag = " !" if r.ci_note else ""
         out.append(
-            left + f"{r['statistic']:>+7.3f} {ci:>17} {r['p_value']:>7.4f} "
-            f"{r['p_corrected']:>7.4f} {r['n']:>5} {_f(r.get('n_clusters'), 'd'):>5} "
-            f"{_f(r.get('mde_80'), '.3f'):>6}{'?' if r.get('mde_unreliable') else ''}{flag}"
+            left + f"{r.statistic:>+7.3f} {ci:>17} {r.p_value:>7.4f} "
+            f"{r.p_corrected:>7.4f} {r.n:>5} {_f(r.n_clusters, 'd'):>5} "
+            f"{_f(r.mde_80, '.3f'):>6}{'?' if r.mde_unreliable else ''}{flag}"
         )
     return out
 
@@ -253,30 +272,30 @@ def _short_method(method: str) -> str:
     return head + ")" if "(" in head and not head.endswith(")") else head
 
 
-def _comparison_legend(tested: list[dict[str, Any]], show_invalid: bool, of: str) -> list[str]:
+def _comparison_legend(tested: list[Comparison], show_invalid: bool, of: str) -> list[str]:
     """The table's legend: three short lines naming the metric, the test, the interval and
     the correction; the full method is `--explain`'s (and the JSON's fields)."""
     first = tested[0]
-    metrics = ", ".join(sorted({str(r["metric"]) for r in tested}))
+    metrics = ", ".join(sorted({str(r.metric) for r in tested}))
     units = (
         "rows; clus: clusters the tests resample"
         if of == "sweep"
         else _units_footnote(tested, of).removeprefix("n: ")
     ) + ("; inv: invalid outputs" * show_invalid)
-    family = first.get("family_size") or len(tested)
+    family = first.family_size or len(tested)
     shown = f" ({len(tested)} shown here)" if family != len(tested) else ""
-    correction = f"{first.get('correction', 'Holm')} over {family} tests{shown}"
-    if "k" in first:  # best_vs_worst: no interval and no MDE (`analysis.compare.best_vs_worst`)
-        test = str(first["test"]).split(" (")[0]
+    correction = f"{_correction(first)} over {family} tests{shown}"
+    if first.is_range:  # best_vs_worst: no interval and no MDE (`analysis.compare.best_vs_worst`)
+        test = str(first.test).split(" (")[0]
         return [
             f"A − B in {metrics}; n: {units}",
-            f"p: {test} of max - min over {first['k']} variants (A best, B worst); "
+            f"p: {test} of max - min over {first.k} variants (A best, B worst); "
             f"p corr: {correction}",
             "no 95% CI or MDE80: best and worst are chosen after seeing the scores (!); "
             "full method: --explain",
         ]
-    test = f"{str(first['test']).split(' (')[0]}, two-sided"
-    methods = sorted({_short_method(str(r["ci_method"])) for r in tested if r.get("ci_method")})
+    test = f"{str(first.test).split(' (')[0]}, two-sided"
+    methods = sorted({_short_method(str(r.ci_method)) for r in tested if r.ci_method})
     ci = "; ".join(methods) or "paired bootstrap"
     return [
         f"A − B in {metrics}; n: {units}",
@@ -285,10 +304,15 @@ def _comparison_legend(tested: list[dict[str, Any]], show_invalid: bool, of: str
     ]
 
 
-def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: str) -> str:
+def _correction(first: Comparison) -> str:
+    """The correction's name (a row stored without one: Holm, the default)."""
+    return first.correction or "Holm"
+
+
+def _comparison_footnote(tested: list[Comparison], show_invalid: bool, of: str) -> str:
     """How the tested comparisons were computed: metric, units, test, interval, MDE, correction."""
     first = tested[0]
-    metrics = sorted({r["metric"] for r in tested})
+    metrics = sorted({str(r.metric) for r in tested})
     what = (
         "each task's official metric"
         if of == "sweep"
@@ -298,28 +322,28 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
     parts.append(_units_footnote(tested, of))
     if show_invalid:
         parts.append("inv: share of the arm's rows whose output is not a valid label")
-    if "k" in first:
+    if first.is_range:
         parts.append(
-            f"test: {first['test']} of max - min over the {first['k']} variants "
-            f"(R={first['n_resamples']} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
+            f"test: {first.test} of max - min over the {first.k} variants "
+            f"(R={first.n_resamples} resamples, p=(b+1)/(R+1)); A = best, B = worst. "
             "The paper's post-selection pair test (anti-conservative) is in the JSON as "
             "p_post_selection"
         )
     else:
-        mc = sorted({r["n_resamples"] for r in tested if not r["exact"]})
+        mc = sorted({r.n_resamples for r in tested if not r.exact and r.n_resamples})
         how = []
-        if any(r["exact"] for r in tested):
+        if any(r.exact for r in tested):
             how.append("exact over all swap patterns where few rows differ")
         if mc:
             how.append(f"Monte Carlo with R={', '.join(map(str, mc))} resamples, p=(b+1)/(R+1)")
-        parts.append(f"test: {first['test']}, two-sided; p: {'; '.join(how)}")
+        parts.append(f"test: {first.test}, two-sided; p: {'; '.join(how)}")
         # start-up: the analysis (scipy) loads only once there are comparisons to print
         from experiments.analysis.intervals import F1_RESAMPLES
 
         counts: dict[str, int] = {}
         for r in tested:
-            if r.get("ci_method"):
-                counts[str(r["ci_method"])] = counts.get(str(r["ci_method"]), 0) + 1
+            if r.ci_method:
+                counts[r.ci_method] = counts.get(r.ci_method, 0) + 1
         each = [
             f"{m} ({n} of {len(tested)} comparisons)" if len(counts) > 1 else m
             for m, n in sorted(counts.items())
@@ -339,16 +363,15 @@ def _comparison_footnote(tested: list[dict[str, Any]], show_invalid: bool, of: s
         )
     # the family the correction ran over: the whole sweep's, also when fewer rows are shown
     # (`workbench report --model`)
-    family = first.get("family_size") or len(tested)
+    family = first.family_size or len(tested)
     shown = f" ({len(tested)} shown here)" if family != len(tested) else ""
     parts.append(
-        f"p corr: {first.get('correction', 'Holm')} across this {of}'s {family} "
-        f"tested comparisons{shown}"
+        f"p corr: {_correction(first)} across this {of}'s {family} tested comparisons{shown}"
     )
     return "method:\n" + "\n".join(f"  {p}." for p in parts)
 
 
-def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
+def _units_footnote(tested: list[Comparison], of: str) -> str:
     """What `n` and `clus` count; for an import, which clustering each comparison used (the
     source's prompt identity, the task's texts, or rows tested as independent units)."""
     if of == "sweep":
@@ -358,8 +381,8 @@ def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
         )
     by: dict[str, list[str]] = {}
     for r in tested:
-        where = f"{r['task']} ({r['model']})"
-        how = str(r.get("clustered_by") or "rows")
+        where = f"{r.task} ({r.model})"
+        how = str(r.clustered_by or "rows")
         if where not in by.setdefault(how, []):
             by[how].append(where)
     if len(by) == 1:
@@ -369,34 +392,42 @@ def _units_footnote(tested: list[dict[str, Any]], of: str) -> str:
     return f"n: rows; clus: the units the tests swap and resample, clustered by {each}"
 
 
-def across_table(across: list[dict[str, Any]], folders: Sequence[str] = ()) -> str:
+def across_table(
+    across: Sequence[AcrossTaskTest | Mapping[str, Any]], folders: Sequence[str] = ()
+) -> str:
     """The declared across-task test of a sweep, one line per (model, comparison); its mean
-    difference is of A − B."""
+    difference is of A − B. `across`: the records, or their stored rows (read once, here)."""
     if not across:
         return "across tasks: no across-task test (a single task, or no comparison)"
-    if all(
-        r.get("n_tasks", 0) < 2 and r.get("p_value") is None and not r.get("missing_tasks")
-        for r in across
-    ):
+    rows = _across_tests(across)
+    if all(r.n_tasks < 2 and r.p_value is None and not r.missing_tasks for r in rows):
         # one line, not one "no test" line per comparison (a one-task sweep of 4 variants
         # printed 6): the JSON keeps each row
         return "across tasks: no across-task test (fewer than 2 tasks per comparison)"
     lines = ["across tasks:"]
-    shown = _names(across, folders)
-    for r in across:
-        p = "-" if r.get("p_value") is None else f"{r['p_value']:.4f}"
-        diff = r.get("mean_difference")
+    shown = _names(rows, folders)
+    for r in rows:
+        p = "-" if r.p_value is None else f"{r.p_value:.4f}"
+        diff = r.mean_difference
         d = "" if diff is None else f", mean A − B {diff:+.3f}"
-        note = f" ({r['note']})" if r.get("note") else ""
-        missing = (
-            f"; no score for {', '.join(r['missing_tasks'])}" if r.get("missing_tasks") else ""
-        )
+        note = f" ({r.note})" if r.note else ""
+        missing = f"; no score for {', '.join(r.missing_tasks)}" if r.missing_tasks else ""
         lines.append(
-            f"  {r['model']}: A {shown[str(r['a'])]} vs B {shown[str(r['b'])]}: {r['test']} "
-            f"({r['n_tasks']} tasks), "
+            f"  {r.model}: A {shown[str(r.a)]} vs B {shown[str(r.b)]}: {r.test} "
+            f"({r.n_tasks} tasks), "
             f"p = {p}{d}{note}{missing}"
         )
     return "\n".join(lines)
+
+
+def _across_tests(
+    across: Sequence[AcrossTaskTest | Mapping[str, Any]],
+) -> list[AcrossTaskTest]:
+    """Each across-task row as its record: a stored row read once."""
+    # start-up time: the analysis (scipy) loads only once there is a test to print
+    from experiments.analysis.records import AcrossTaskTest
+
+    return [r if isinstance(r, AcrossTaskTest) else AcrossTaskTest.from_dict(r) for r in across]
 
 
 def sweep_summary(
@@ -451,7 +482,12 @@ def decision_lines(doc: dict[str, Any], folders: Sequence[str] = ()) -> list[str
     # start-up time: the CLI imports output first; the analysis is loaded by then
     from experiments.analysis.decision import lines
 
-    rows = [r for k in ("comparisons", "sequential", "across_tasks") for r in doc.get(k) or ()]
+    # a sequential row stays a dict (`sweeps.sequential_result`, a layer above)
+    rows: list[Mapping[str, Any] | Comparison | AcrossTaskTest] = [
+        *_comparisons(doc.get("comparisons") or ()),
+        *(doc.get("sequential") or ()),
+        *_across_tests(doc.get("across_tasks") or ()),
+    ]
     shown = _names(rows, folders)
     if all(s == n for n, s in shown.items()):
         return lines(doc)

@@ -392,44 +392,60 @@ def fill(doc: dict[str, Any]) -> None:
     for row in doc.get("sequential") or []:
         row.setdefault(KEY, for_sequential(row).to_dict())
     across = doc.get("across_tasks") or []
-    if any(KEY not in r for r in [*table, *across]):  # worked out as `annotate` does
-        method = next((str(r["correction"]) for r in table if r.get("correction")), "Holm")
-        correction = "bh" if method.startswith("Benjamini") else "holm"
-        rows, tests = annotate(
-            [Comparison.from_dict(r) for r in table],
-            [AcrossTaskTest.from_dict(r) for r in across],
-            correction,
-            final=not doc.get("incomplete"),
-        )
-        # the stored dicts gain what `annotate` adds, each key where a new row has it
-        for d, row in zip(table, rows, strict=True):
-            d[KEY] = _recommended(row)
-        for d, test in zip(across, tests, strict=True):
-            d["p_corrected"], d["correction"] = test.p_corrected, test.correction
-            d["family_size"], d[KEY] = test.family_size, _recommended(test)
+    done = _annotated(
+        [Comparison.from_dict(r) for r in table],
+        [AcrossTaskTest.from_dict(r) for r in across],
+        final=not doc.get("incomplete"),
+    )
+    if done is None:
+        return
+    rows, tests = done
+    # the stored dicts gain what `annotate` adds, each key where a new row has it
+    for d, row in zip(table, rows, strict=True):
+        d[KEY] = _recommended(row).to_dict()
+    for d, test in zip(across, tests, strict=True):
+        d["p_corrected"], d["correction"] = test.p_corrected, test.correction
+        d["family_size"], d[KEY] = test.family_size, _recommended(test).to_dict()
+
+
+def _annotated(
+    table: list[Comparison], across: list[AcrossTaskTest], final: bool
+) -> tuple[list[Comparison], list[AcrossTaskTest]] | None:
+    """The rows of a document where one lacks its recommendation (an older document),
+    each given one as `annotate` does, with the correction the document used; None when
+    every row has one."""
+    if all(r.recommendation is not None for r in table) and all(
+        r.recommendation is not None for r in across
+    ):
+        return None
+    method = next((str(r.correction) for r in table if r.correction), "Holm")
+    correction = "bh" if method.startswith("Benjamini") else "holm"
+    return annotate(table, across, correction, final=final)
 
 
 def lines(doc: Mapping[str, Any]) -> list[str]:
     """The decision lines a sweep, report or import prints last, one per comparison (its
-    sequential comparisons, for a sequential sweep) and per across-task test, from a copy of
-    `doc` (`fill`: an older document's are worked out the same way)."""
-    keys = ("comparisons", "sequential", "across_tasks")
-    copy = {k: [dict(r) for r in doc[k]] for k in keys if doc.get(k) is not None}
-    fill({**copy, "incomplete": doc.get("incomplete")})  # its rows are copy's
-    rows = copy["sequential"] if "sequential" in copy else copy.get("comparisons", [])
+    sequential comparisons, for a sequential sweep) and per across-task test, `doc` read
+    once into records (`fill`: an older document's are worked out the same way)."""
+    table = [Comparison.from_dict(r) for r in doc.get("comparisons") or ()]
+    across = [AcrossTaskTest.from_dict(r) for r in doc.get("across_tasks") or ()]
+    done = _annotated(table, across, final=not doc.get("incomplete"))
+    if done is not None:
+        table, across = done
+    if doc.get("sequential") is not None:  # a sequential sweep's comparisons are its sequences'
+        said = [
+            str(r[KEY]["line"]) if KEY in r else for_sequential(r).line for r in doc["sequential"]
+        ]
+    else:
+        said = [_recommended(r).line for r in table]
     # a sweep of one task has no across-task comparison: no line for it
-    across = [r for r in copy.get("across_tasks", []) if len(_tasks(r)) > 1]
-    return [f"decision: {r[KEY]['line']}" for r in [*rows, *across]]
+    said += [_recommended(r).line for r in across if len({*r.tasks, *r.missing_tasks}) > 1]
+    return [f"decision: {line}" for line in said]
 
 
-def _recommended(row: Comparison | AcrossTaskTest) -> dict[str, Any]:
+def _recommended(row: Comparison | AcrossTaskTest) -> Recommendation:
     assert row.recommendation is not None  # `annotate` gives every row one
-    return row.recommendation.to_dict()
-
-
-def _tasks(row: Mapping[str, Any]) -> set[str]:
-    """The tasks an across-task row is over: those tested and those without a score."""
-    return {*map(str, row.get("tasks") or ()), *map(str, row.get("missing_tasks") or ())}
+    return row.recommendation
 
 
 def for_heldout(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from experiments.analysis.records import Comparison
 from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 from experiments.names import (
     COST_FIELDS,
@@ -73,13 +74,15 @@ class Reports(Parents, SweepRuns):
         self.client.log_text(parent_id, comparisons_csv(table), COMPARISONS_CSV)
         metrics: dict[str, Any] = {}
         # named among all the rows, tested or not, so a comparison keeps its name on a rerun
+        # (the names from the stored rows, as `names` reads every kind of row)
         for row, part in zip(table, comparison_parts(table), strict=True):
-            if row.get("p_value") is None:
+            c = Comparison.from_dict(row)
+            if c.p_value is None:
                 continue  # untested (an incomplete trial): no number to log
             # full names here; `_log_metrics` makes them MLflow names (`metric_key`)
             key, corrected = p_value_names(row, part)
-            metrics[key] = row["p_value"]
-            metrics[corrected] = row["p_corrected"]
+            metrics[key] = c.p_value
+            metrics[corrected] = c.p_corrected
         self._log_metrics(parent_id, metrics)
         for filename, fig in figures.items():
             self.client.log_figure(parent_id, fig, filename)
