@@ -7,7 +7,7 @@ the MLflow metrics keep their bytes.
 for the scenarios below. To re-pin on purpose (a deliberate change of the rows), run this file
 as a script with the code that should produce them on the path:
 
-    PYTHONPATH=. python tests/experiments/analysis/test_records.py
+    PYTHONPATH=. python tests/experiments/analysis/test_comparison_records.py
 
 It runs the same scenarios through either code (rows as dicts or as records)."""
 
