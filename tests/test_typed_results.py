@@ -47,7 +47,12 @@ DICT_RETURNS = {
 }
 
 # names only imported under `if TYPE_CHECKING:` where an annotation uses them
-_TYPING_ONLY = ("experiments.tracking:Tracker", "experiments.trials.run:TrialResult")
+_TYPING_ONLY = (
+    "experiments.tracking:Tracker",
+    "experiments.trials.run:TrialResult",
+    "experiments.analysis.records:Comparison",
+    "experiments.analysis.records:AcrossTaskTest",
+)
 
 
 def _load(ref: str) -> Any:
