@@ -171,6 +171,7 @@ def make_sheet(
     limit: int | None = None,
     per_trial: int | None = None,
     criteria: Sequence[str] = CRITERIA,
+    task: str | None = None,
     root: Path | None = None,
     now: datetime | None = None,
 ) -> SheetResult:
@@ -191,6 +192,10 @@ def make_sheet(
         raise SheetError(
             f"the trials are of {len(tasks)} tasks ({', '.join(tasks)}): a sheet grades one "
             "task; choose one with --task"
+        )
+    if task is not None and tasks != [task]:
+        raise SheetError(
+            f"the trials are of task {tasks[0]!r}, not {task!r}: give trials of {task!r}"
         )
     (task,) = tasks
     name = sheet_name_for(out)
@@ -276,6 +281,28 @@ def make_sheet(
     )
 
 
+def sweep_trial_ids(sweep: str, task: str, model: str | None = None) -> list[str]:
+    """The trial ids of a sweep's (task, model) trials, from its MLflow child runs, as
+    `workbench report` finds them (`Tracker.find_sweep`, `Tracker.sweep_trials`)."""
+    # start-up time: MLflow loads only when a sweep is named
+    from experiments.tracking import Tracker
+
+    tracker = Tracker()
+    run = tracker.find_sweep(sweep).run
+    rows = tracker.sweep_trials(run.run_id)
+    mine = [r for r in rows if r.get("task") == task and (model is None or r.get("model") == model)]
+    if not mine:
+        tasks = sorted({str(r.get("task")) for r in rows})
+        models = sorted({str(r.get("model")) for r in rows if r.get("task") == task})
+        what = f"task {task!r}" + (f" and model {model!r}" if model else "")
+        raise SheetError(
+            f"sweep {run.name!r} has no trial of {what} (tasks: {', '.join(tasks) or 'none'}"
+            + (f"; models of {task}: {', '.join(models)}" if models else "")
+            + "); choose them with --task and --model"
+        )
+    return sorted({str(r["trial_id"]) for r in mine})
+
+
 def _readme(catalog: Catalog, task: str) -> str | None:
     try:
         return catalog.task(task).files.readme()
@@ -342,4 +369,5 @@ __all__ = [
     "read_trial",
     "sheet_columns",
     "sheet_name_for",
+    "sweep_trial_ids",
 ]
