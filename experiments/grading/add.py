@@ -204,7 +204,8 @@ def add_grades(
                 "the sheet was made and this answer changed; its grade would grade another "
                 "answer: make a new sheet with 'workbench grade sheet' and grade that"
             )
-        if not same_text(csv_uncell(row["answer"]), now_text):
+        # up to what a spreadsheet changes: line endings, spaces at either end of the text
+        if not same_text(csv_uncell(row["answer"]).lstrip(), now_text.lstrip()):
             raise GradeSheetError(
                 f"{path}: line {line} (item {item}), column answer: not the answer the sheet "
                 "showed (edited?); restore the cell as the sheet had it, then add it again"
