@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -35,6 +36,9 @@ class ExplainingLM:
 
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.name}
+
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        raise AssertionError("an explanation is generated, never scored by likelihood")
 
     def complete(self, prompt: str, decoding: Decoding) -> Completion:
         with self._lock:
@@ -80,7 +84,7 @@ def test_log_likelihood_scoring_of_an_explanation_is_refused(
 ) -> None:
     lm = ExplainingLM(set(), set(), {})
     spec = TrialSpec(task="hearsay", variant=APPLICATION, model=lm.name, scoring=scoring)  # type: ignore[arg-type]
-    with pytest.raises(WorkbenchError, match="explanation.*generate"):
+    with pytest.raises(WorkbenchError, match=r"explanation.*generate"):
         resolve_trial(spec, catalog, lm)
 
 
