@@ -80,7 +80,7 @@ def test_a_malformed_rubric_names_the_file_and_the_field(
 ) -> None:
     path = tmp_path / "my.yaml"
     path.write_text(text)
-    with pytest.raises(RubricError, match="my.yaml") as err:
+    with pytest.raises(RubricError, match=r"my\.yaml") as err:
         load_rubrics("hearsay", path)
     assert field in str(err.value)
 
@@ -92,5 +92,5 @@ def test_a_task_without_a_rubric_says_how_to_give_one(tmp_path: Path) -> None:
     good.write_text(GOOD)
     only = load_rubrics("hearsay", good)
     assert only.of("analysis").text == "Reasoned?" and only.path == str(good)
-    with pytest.raises(RubricError, match="missing.yaml: cannot read"):
+    with pytest.raises(RubricError, match=r"missing\.yaml: cannot read"):
         load_rubrics("hearsay", tmp_path / "missing.yaml")
