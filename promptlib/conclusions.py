@@ -27,8 +27,9 @@ leading or explicit answer (the word "no" inside a sentence is a negation, not a
 A reply with no conclusion, or with two that disagree (``"No. ... Therefore, there is
 hearsay."``), is *unparsed*: `Conclusion.label` is None, and the trial counts it wrong and
 invalid, as LegalBench's metric counts an answer that is no label. Multi-label tasks
-(successor_liability) conclude a set: every label affirmed in the stated conclusions (or, if
-none, in the claims), joined in the task's label order.
+(successor_liability) conclude a set: every label affirmed in the stated conclusions (a
+leading answer is the whole list that opens the reply), or, if none, in the claims, joined in
+the task's label order.
 
 Deterministic and pure (text and labels in, a `Conclusion` out): the same reply always
 parses the same way, so a re-scored trial gives the same number.
@@ -156,6 +157,8 @@ def parse_conclusion(
     if leading is not None:
         stated.append(leading)
         rule = "leading"
+        if multi_label:  # "mere continuation, fraudulent conveyance": the whole list leads
+            stated += _affirmed(sentences[0], labels, claim, yes_no)
     for sentence in sentences:
         explicit = _EXPLICIT.search(sentence)
         if explicit is not None:

@@ -212,3 +212,19 @@ def test_a_denied_exception_is_not_in_the_set() -> None:
     text = "Therefore, de facto merger does not apply; mere continuation applies."
     got = parse_conclusion(text, EXCEPTIONS, "successor_liability", multi_label=True)
     assert got.label == "mere continuation"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the paper's own answer format ("Exceptions: de facto merger, mere continuation")
+        " mere continuation, fraudulent conveyance\n\nThe assets were conveyed to avoid the "
+        "tort claims, and the buyer kept the same officers.",
+        "Fraudulent conveyance, mere continuation. The buyer kept the officers.",
+    ],
+)
+def test_a_leading_list_of_exceptions_is_the_whole_set(text: str) -> None:
+    c = parse_conclusion(
+        text, EXCEPTIONS, "successor_liability", multi_label=True, next_question="Facts:"
+    )
+    assert c.label == "fraudulent conveyance,mere continuation"  # not its first label alone
