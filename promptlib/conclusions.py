@@ -139,11 +139,12 @@ def parse_conclusion(
 
     `next_question`: how the prompt's question line starts (``Q:``, `question_start`). A
     completion model often goes on past its answer to write the next question and answer it
-    too ("No\n\nQ: ... A: Yes"); its answer ends where such a line starts, and what follows
-    is no part of its conclusion."""
+    too ("No\n\nQ: ... A: Yes", or "... no jurisdiction. Q: ... A: Yes"); its answer ends
+    where such a line or sentence starts, and what follows is no part of its conclusion."""
     labels = tuple(labels)
     if next_question:
-        m = re.search(r"\n[ \t]*" + re.escape(next_question), text)
+        # on a line of its own, or after the answer's last sentence on the same line
+        m = re.search(r"(?:\n|(?<=[.!?]))[ \t]*" + re.escape(next_question), text)
         if m is not None:
             text = text[: m.start()]
     yes_no = _yes_no(labels)

@@ -228,3 +228,15 @@ def test_a_leading_list_of_exceptions_is_the_whole_set(text: str) -> None:
         text, EXCEPTIONS, "successor_liability", multi_label=True, next_question="Facts:"
     )
     assert c.label == "fraudulent conveyance,mere continuation"  # not its first label alone
+
+
+def test_an_invented_next_question_on_the_same_line_is_cut_too() -> None:
+    """The invented question may follow the answer's last sentence on its line; its
+    "Therefore, ..." is still no part of the answer (was: Yes, the invented one's)."""
+    text = (
+        "Ann and Bob are from different states, but the amount is $50,000, less than $75,000, "
+        "so there is no diversity jurisdiction. Q: Cal is from Ohio. Dan is from Iowa. Cal "
+        "sues Dan for $100,000. Is there diversity jurisdiction? A: Yes. Therefore, there is "
+        "diversity jurisdiction."
+    )
+    assert parse_conclusion(text, YES_NO, "diversity_1", next_question="Q:").label == "No"
