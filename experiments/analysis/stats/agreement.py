@@ -139,7 +139,7 @@ def _kappa(p: np.ndarray) -> np.ndarray:
     rows, cols = p.sum(axis=-1), p.sum(axis=-2)
     p_o = np.trace(p, axis1=-2, axis2=-1)
     p_e = (rows * cols).sum(axis=-1)
-    return (p_o - p_e) / (1 - p_e)
+    return np.asarray((p_o - p_e) / (1 - p_e))
 
 
 def _posterior_kappa(table: np.ndarray) -> np.ndarray:
