@@ -120,7 +120,7 @@ def _exact_coverage(n: int, q: float, kappa: float) -> tuple[float, float]:
     [
         (30, 0.8, 0.2),  # the previous interval (Wald on log(1 - kappa)) covered 0.895 here
         (50, 0.9, 0.2),  # and 0.862 here
-        (50, 0.5, 0.9),  # near the ceiling
+        (30, 0.7, 0.8),  # near the ceiling
     ],
 )
 def test_interval_covers_93_to_97_percent_where_printed(n: int, q: float, kappa: float) -> None:
