@@ -5,8 +5,14 @@ The acceptance setting of issue 33, through the real estimator functions:
 - a stub model answers each row correctly with a set probability per variant (A, B); the two
   variants' rows share difficulty (with probability RHO a row's two outcomes come from one
   uniform draw, else from two), so the pairing matters as it does for real prompts;
-- a stub judge agrees with the truth on 80% of rows and is biased toward A by b: it marks a
-  wrong answer of A, that it would have marked wrong, correct with extra probability b;
+- a stub judge agrees with the truth on 80% of rows and is biased toward A by b: b is the shift
+  of the judge's MEAN score for A over an unbiased 80% judge's, E[f_A] = 0.8 p_A + 0.2 (1 - p_A)
+  + b, so the judge-only difference of the null is b. The judge first scores every row with 80%
+  agreement, then flips each of A's 0-scores to 1 with probability b / P(f_A = 0), P(f_A = 0)
+  = 0.2 p_A + 0.8 (1 - p_A) (a cell where that exceeds 1 is refused and says so);
+  `--bias-kind pass-wrong` keeps the earlier definition for comparison: a wrong answer of A
+  that the judge marked wrong is marked correct with extra probability b, which moves E[f_A]
+  by only b (1 - p_A) 0.8 (0.036 at p_A = 0.7, b = 0.15);
 - hand grades (the truth) on a uniform random share of each variant's rows, drawn apart for
   A and B (a sheet's shuffled prefix mixes both);
 - clustered rows: texts repeated 1-4 times (mean 2.5), a text's rows sharing answer, judge
@@ -27,6 +33,7 @@ row i is graded with probability proportional to the residual sd of its judge st
 residual sd) graded first, then estimated as if uniform (no IPW).
 
     nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000          # the full grid
+    .venv/bin/python benchmarks/ppi_coverage.py --bias-kind pass-wrong --reps 200 # the old bias
     .venv/bin/python benchmarks/ppi_coverage.py --reps 200 --n 100 --share 0.1   # a corner
     .venv/bin/python benchmarks/ppi_coverage.py --part active --reps 2000
 
@@ -67,6 +74,7 @@ from numpy.typing import NDArray
 from experiments.analysis.stats import ppi
 
 FloatArray = NDArray[np.float64]
+BIAS_KINDS = ("shift", "pass-wrong")
 AGREE = 0.8
 RHO = 0.5
 ALPHA = 0.05
@@ -89,11 +97,40 @@ class Cell:
     bias: float
     clustered: bool = False
     sampling: str = "uniform"  # "uniform" | "active" | "naive"
+    bias_kind: str = "shift"  # "shift" | "pass-wrong" (BIAS_KINDS)
 
     @property
     def truth(self) -> float:
         pa, pb = SCENARIOS[self.scenario]
         return pa - pb
+
+    @property
+    def flip(self) -> float:
+        """The probability that the biased judge turns one of its 0-scores of A into a 1
+        (`shift`: b / P(f_A = 0), which raises E[f_A] by exactly b), or that it passes a wrong
+        answer of A it marked wrong (`pass-wrong`: b itself)."""
+        if self.bias_kind == "pass-wrong":
+            return self.bias
+        if self.bias_kind != "shift":
+            raise ValueError(f"bias kind {self.bias_kind!r}: use one of {BIAS_KINDS}")
+        pa, _ = SCENARIOS[self.scenario]
+        return self.bias / (pa * (1 - AGREE) + (1 - pa) * AGREE)
+
+    @property
+    def refusal(self) -> str:
+        """Why this cell cannot be simulated ('' when it can): a shift of b larger than the
+        judge's share of 0-scores of A cannot come from flipping them."""
+        if self.flip <= 1:
+            return ""
+        return (
+            f"refused: a shift of {self.bias:.2f} in the judge's mean for A needs flipping "
+            f"{self.flip:.2f} > 1 of its 0-scores (P(f_A = 0) = {self.bias / self.flip:.3f}); "
+            f"choose a bias of at most {self.bias / self.flip:.3f} for this scenario"
+        )
+
+
+class BiasOutOfRange(ValueError):
+    """A shift of the judge's mean for A that flipping its 0-scores cannot reach."""
 
 
 @dataclass(frozen=True)
@@ -111,13 +148,16 @@ class CellResult:
 
     @property
     def flag(self) -> str:
-        """'!' where the estimator claimed validity and coverage left 93-97% by more than
-        the simulation error allows (three standard errors)."""
+        """Where the estimator claimed validity and coverage left 93-97% by more than the
+        simulation error allows (three standard errors): '!low' (too narrow: the failure that
+        matters) or '!high' (conservative, wider than needed)."""
         if math.isnan(self.coverage):
             return ""
         valid_reps = self.reps * (1 - self.invalid)
         tol = 3 * math.sqrt(0.95 * 0.05 / max(valid_reps, 1))
-        return "!" if not (0.93 - tol <= self.coverage <= 0.97 + tol) else ""
+        if self.coverage < 0.93 - tol:
+            return "!low"
+        return "!high" if self.coverage > 0.97 + tol else ""
 
 
 def _texts(rng: np.random.Generator, n: int, clustered: bool) -> NDArray[np.intp]:
@@ -144,7 +184,10 @@ def draw(
     yb = (ub < pb).astype(float)
     fa = np.where(rng.random(g) < AGREE, ya, 1 - ya)
     fb = np.where(rng.random(g) < AGREE, yb, 1 - yb)
-    fa = np.where((ya == 0) & (fa == 0) & (rng.random(g) < cell.bias), 1.0, fa)
+    if cell.refusal:
+        raise BiasOutOfRange(cell.refusal)
+    eligible = fa == 0 if cell.bias_kind == "shift" else (ya == 0) & (fa == 0)
+    fa = np.where(eligible & (rng.random(g) < cell.flip), 1.0, fa)
     return ya[text], fa[text], yb[text], fb[text], text
 
 
@@ -192,7 +235,10 @@ def _naive(rng: np.random.Generator, y: FloatArray, f: FloatArray, share: float)
 
 
 def simulate_cell(cell: Cell, reps: int, seed: int) -> CellResult:
-    """`reps` seeded repetitions of one cell through the real estimator functions."""
+    """`reps` seeded repetitions of one cell through the real estimator functions
+    (`BiasOutOfRange` for a cell whose bias cannot be simulated: see `Cell.refusal`)."""
+    if cell.refusal:
+        raise BiasOutOfRange(cell.refusal)
     rng = np.random.default_rng(seed)
     truth = cell.truth
     n_valid = covered = rejected = hand_cov = hand_n = judge_cov = 0
@@ -251,11 +297,31 @@ HEADER = (
 )
 
 
+BIAS_LINE = {
+    "shift": (
+        f"judge: {AGREE:.0%} agreement, then bias b = the shift of its mean score for A "
+        f"(E[f_A] = {AGREE} p_A + {1 - AGREE:.1f} (1 - p_A) + b: A's 0-scores flipped to 1 "
+        "with probability b / P(f_A = 0)); the judge-only difference under the null is b"
+    ),
+    "pass-wrong": (
+        f"judge: {AGREE:.0%} agreement, then bias b = the extra probability of passing a wrong "
+        f"answer of A it marked wrong (the earlier definition: E[f_A] moves by "
+        f"b (1 - p_A) {AGREE}, not b)"
+    ),
+}
+
+
+def row_key(c: Cell) -> str:
+    return (
+        f"{c.scenario:8} {c.n:4d} {c.share:5.2f} {c.bias:4.2f} {'yes' if c.clustered else 'no':>3} "
+        f"{c.sampling:>7}"
+    )
+
+
 def row(r: CellResult) -> str:
     c = r.cell
     return (
-        f"{c.scenario:8} {c.n:4d} {c.share:5.2f} {c.bias:4.2f} {'yes' if c.clustered else 'no':>3} "
-        f"{c.sampling:>7} {r.invalid:7.3f} {r.coverage:6.3f} {r.reject:6.3f} {r.width:6.3f} "
+        f"{row_key(c)} {r.invalid:7.3f} {r.coverage:6.3f} {r.reject:6.3f} {r.width:6.3f} "
         f"{r.hand_ratio:8.2f} {r.hand_coverage:7.3f} {r.judge_coverage:8.3f} "
         f"{r.judge_bias:+9.3f} {r.flag}"
     )
@@ -268,9 +334,10 @@ def grid(
     biases: Sequence[float],
     clustered: Sequence[bool],
     sampling: Sequence[str] = ("uniform",),
+    bias_kind: str = "shift",
 ) -> list[Cell]:
     return [
-        Cell(s, n, sh, b, cl, sa)
+        Cell(s, n, sh, b, cl, sa, bias_kind)
         for s, cl, n, sh, b, sa in itertools.product(
             scenarios, clustered, ns, shares, biases, sampling
         )
@@ -282,12 +349,13 @@ def summary(results: Sequence[CellResult]) -> str:
     if not valid:
         return "no cell had a valid interval"
     covs = [r.coverage for r in valid]
-    flagged = [r for r in valid if r.flag]
+    low = [r for r in valid if r.flag == "!low"]
+    high = [r for r in valid if r.flag == "!high"]
     nulls = [r.reject for r in valid if r.cell.scenario in ("null",)]
     lines = [
         f"cells {len(results)}, with valid reps {len(valid)}; PPI coverage where valid: "
         f"min {min(covs):.3f}, median {float(np.median(covs)):.3f}, max {max(covs):.3f}; "
-        f"outside 93-97% beyond simulation error: {len(flagged)}",
+        f"beyond simulation error below 93%: {len(low)}, above 97%: {len(high)}",
         "size under the null (reject at 0.05): "
         + (f"min {min(nulls):.3f} max {max(nulls):.3f}" if nulls else "n/a"),
     ]
@@ -314,21 +382,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--scenario", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
     ap.add_argument("--clustered", choices=("no", "yes", "both"), default="both")
     ap.add_argument("--min-hand", type=int, help="try another MIN_HAND (the refusal threshold)")
+    ap.add_argument(
+        "--bias-kind",
+        choices=BIAS_KINDS,
+        default="shift",
+        help="shift: b raises the judge's mean for A by b (default); pass-wrong: the earlier "
+        "definition, extra probability b of passing a wrong answer of A",
+    )
     args = ap.parse_args(argv)
     if args.min_hand is not None:
         ppi.MIN_HAND = args.min_hand
     clustered = {"no": (False,), "yes": (True,), "both": (False, True)}[args.clustered]
     if args.part == "active":
-        cells = grid(
-            args.scenario, args.n, args.share, args.bias, clustered, ("uniform", "active", "naive")
-        )
+        sampling: tuple[str, ...] = ("uniform", "active", "naive")
     else:
-        cells = grid(args.scenario, args.n, args.share, args.bias, clustered)
+        sampling = ("uniform",)
+    cells = grid(
+        args.scenario, args.n, args.share, args.bias, clustered, sampling, args.bias_kind
+    )
     print(f"MIN_HAND = {ppi.MIN_HAND} graded clusters per variant; reps per cell {args.reps}")
+    print(BIAS_LINE[args.bias_kind])
     print(HEADER, flush=True)
     results = []
     start = time.perf_counter()
     for k, cell in enumerate(cells):
+        if cell.refusal:
+            print(f"{row_key(cell)} {cell.refusal}", flush=True)
+            continue
         res = simulate_cell(cell, args.reps, seed=args.seed * 1_000_003 + k)
         results.append(res)
         print(row(res), flush=True)
