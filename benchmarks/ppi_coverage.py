@@ -397,22 +397,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         sampling: tuple[str, ...] = ("uniform", "active", "naive")
     else:
         sampling = ("uniform",)
-    cells = grid(
-        args.scenario, args.n, args.share, args.bias, clustered, sampling, args.bias_kind
-    )
+    cells = grid(args.scenario, args.n, args.share, args.bias, clustered, sampling, args.bias_kind)
     print(f"MIN_HAND = {ppi.MIN_HAND} graded clusters per variant; reps per cell {args.reps}")
     print(BIAS_LINE[args.bias_kind])
     print(HEADER, flush=True)
     results = []
+    refused = 0
     start = time.perf_counter()
     for k, cell in enumerate(cells):
         if cell.refusal:
+            refused += 1
             print(f"{row_key(cell)} {cell.refusal}", flush=True)
             continue
         res = simulate_cell(cell, args.reps, seed=args.seed * 1_000_003 + k)
         results.append(res)
         print(row(res), flush=True)
     print(summary(results))
+    if refused:
+        print(f"refused cells (bias beyond the judge's 0-scores): {refused}")
     print(f"{time.perf_counter() - start:.0f}s")
 
 
