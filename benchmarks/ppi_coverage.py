@@ -32,31 +32,50 @@ row i is graded with probability proportional to the residual sd of its judge st
 `pi_a`/`pi_b`. Naive: the rows the judge is least sure of (the stratum with the larger
 residual sd) graded first, then estimated as if uniform (no IPW).
 
-    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000          # the full grid
-    .venv/bin/python benchmarks/ppi_coverage.py --bias-kind pass-wrong --reps 200 # the old bias
-    .venv/bin/python benchmarks/ppi_coverage.py --reps 200 --n 100 --share 0.1   # a corner
-    .venv/bin/python benchmarks/ppi_coverage.py --part active --reps 2000
+    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000 --clustered no   # half
+    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000 --clustered yes  # half
+    .venv/bin/python benchmarks/ppi_coverage.py --bias-kind pass-wrong --reps 200  # the old bias
+    .venv/bin/python benchmarks/ppi_coverage.py --reps 200 --n 100 --share 0.1    # a corner
+    .venv/bin/python benchmarks/ppi_coverage.py --part active --reps 2000 --scenario null \
+        effect --n 200 400 --share 0.1 0.2 --bias 0.1 --clustered no
 
 tests/experiments/analysis/test_ppi.py runs `simulate_cell` on a few cells.
 
 Measured (2000 reps per cell, 512 cells: the grid above x 4 scenarios x rows distinct or
-clustered; MIN_HAND = 10):
-- no cell where the estimator claimed validity covered below 93% (min 0.933); null and effect
-  cells 0.934-0.970 where every rep was valid, up to 0.986 where only the reps that happened
-  to reach 10 graded clusters were valid; ceiling and rare cells over-cover (0.97-1.00: the
-  variance floor and t quantiles are conservative there, wider than needed, never narrower);
+clustered; MIN_HAND = 10; bias as the shift of the judge's mean for A, no cell refused for
+it: b / P(f_A = 0) <= 0.71 on the grid):
+- no cell where the estimator claimed validity covered below 93% (min 0.936, within the
+  simulation error of 0.95 over 384 cells); null and effect cells 0.936-0.973 where every rep
+  was valid, up to 0.990 where only the reps that happened to reach 10 graded clusters were
+  valid; no trend in b (null 0.943-0.966 at b=0, 0.945-0.967 at b=0.15, rows distinct);
+  ceiling and rare cells over-cover at small n (53 cells above 97% beyond simulation error,
+  all ceiling or rare, up to 1.00: the variance floor and t quantiles are conservative there,
+  wider than needed, never narrower);
 - refused (valid=False): n=40 at 5-20% and n=100 at 5% always (2-8 graded per variant);
-  with clustered rows also whenever fewer than 10 distinct texts were graded;
-- size under the null 0.014-0.066; power for the 0.15 effect at n=400: 0.24/0.42/0.70/0.87
-  at 5/10/20/30% graded;
-- judge-only coverage at n=400 (rows distinct): null 0.94/0.93/0.87/0.79 at b=0/.05/.10/.15,
-  rare 0.91/0.90/0.57/0.18, effect 0.53-0.79 (an 80% judge also shrinks a real difference
-  by 40%): the judge's own interval is not an interval for correctness;
-- hand-only width / PPI width: 1.01-1.21 for null/effect (median 1.14), ~1.02 near the
-  ceiling: an 80%-agreeing judge is worth ~15-45% more hand grades, not more;
-- active (oracle Neyman pi, IPW): 1-3% narrower, coverage 0.938-0.958; naive
-  least-sure-first without IPW: 0.879-0.961, breaking at n=400 with an effect. Uniform is
-  the recommendation for `grade next` (the sheet's shuffled prefix).
+  with clustered rows also whenever fewer than 10 distinct texts were graded (85-88% of reps
+  at n=40/30% and n=100/10%, 60-63% at n=200/5%);
+- size under the null 0.010-0.060 (0.032-0.060 where every rep was valid); power for the
+  0.15 effect at n=400: 0.25/0.42/0.71/0.87 at 5/10/20/30% graded (rows distinct; clustered
+  0.23/0.38/0.56/0.70), within +-0.03 across b;
+- judge-only coverage at n=400 (rows distinct; mean over shares) at b=0/.05/.10/.15: null
+  0.95/0.64/0.10/0.00, effect 0.54/0.94/0.74/0.15, ceiling 0.93/0.72/0.08/0.00, rare
+  0.92/0.80/0.24/0.01 (clustered, ~160 texts: null 0.95/0.85/0.54/0.19). The judge's
+  difference is 0.6 (p_A - p_B) + b: an 80% judge shrinks a real difference by 40%, so at the
+  effect a bias of 0.05 happens to cancel the shrinkage (0.94) and b=0 misses (0.54): the
+  judge's own interval is not an interval for correctness;
+- hand-only width / PPI width: 0.99-1.21 for null/effect (median 1.15 at b=0, 1.11 at
+  b=0.15: a biased judge predicts A's grades less well), 0.96-1.04 near the ceiling, 0.96-1.10
+  for the rare criterion; below 1 (0.96-0.99) only with 10-12 graded clusters per variant
+  (n=40/30%, n=100/10%, clustered n=200/5%), near the ceiling or rare (and one clustered
+  effect cell at n=40), where the two fitted parameters (t with n_h - 2 df, the n_h / (n_h - 2)
+  inflation) cost more than an almost uninformative judge gives: an 80%-agreeing judge is
+  worth up to ~45% more hand grades, not more;
+- active (oracle Neyman pi, IPW; null and effect, n=200/400, 10/20%, b=0.10): from 1% wider
+  (at 10%, n=200) to 2% narrower (at 20%), coverage 0.942-0.960; naive least-sure-first
+  without IPW: 0.764-0.967, breaking at 20% graded with an effect (0.764 at n=200, 0.796 at
+  n=400): a graded set chosen by the judge's score is not a uniform sample, and nothing in
+  the estimator can see that. Uniform is the recommendation for `grade next` (the sheet's
+  shuffled prefix).
 """
 
 from __future__ import annotations
