@@ -201,6 +201,8 @@ LAYERS = (
     ("output",),
     ("reports",),  # a report's files (comparisons.json, .csv, figures) and their folders
     ("tracking",),
+    ("grading", "judge"),  # hand grades (sheets, store, agreement) and the judge (rubrics, runs, store)
+    ("calibrated",),  # hand grades + judge scores -> PPI estimates, comparisons, grade next
     ("generate",),
     ("sweeps", "optimize"),
     ("imports",),  # other tools' results read into trials, compared by the plan a sweep's are
