@@ -89,6 +89,18 @@ def runs_dir() -> Path:
     return Path(env) if env else project.locate().folder_field("runs_dir", DEFAULT_RUNS_DIR)
 
 
+GRADES_DIR_ENV = "WORKBENCH_GRADES_DIR"
+#: the hand grades' folder (grades.jsonl, sheets/) when `WORKBENCH_GRADES_DIR` is unset: beside
+#: runs/, so the grades travel with the trials they grade
+DEFAULT_GRADES_DIR = "grades"
+
+
+def grades_dir() -> Path:
+    """Where hand grades live: ``$WORKBENCH_GRADES_DIR``, else ``grades`` beside `runs_dir()`."""
+    env = os.environ.get(GRADES_DIR_ENV)
+    return Path(env) if env else runs_dir().parent / DEFAULT_GRADES_DIR
+
+
 def reports_dir() -> Path:
     """Where sweeps write reports/<sweep>/: the project file's `reports_dir:`, else ``reports``
     beside it."""

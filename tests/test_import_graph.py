@@ -201,7 +201,7 @@ LAYERS = (
     ("output",),
     ("reports",),  # a report's files (comparisons.json, .csv, figures) and their folders
     ("tracking",),
-    ("grading", "judge"),  # hand grades (sheets, store, agreement) and the judge (rubrics, runs, store)
+    ("grading", "judge"),  # hand grades (sheets, store, agreement); the judge (rubrics, runs)
     ("calibrated",),  # hand grades + judge scores -> PPI estimates, comparisons, grade next
     ("generate",),
     ("sweeps", "optimize"),
