@@ -9,7 +9,6 @@ counted, never silently used), and the statistics must only ever see numbers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -96,11 +95,6 @@ class ArmFrame:
             random_subset=self.random_subset,
             subset_note=self.subset_note,
         )
-
-
-def generation_sha256(generation: str | None) -> str:
-    """The hash grades and judge scores pin a generation by (sha256 of its UTF-8 text)."""
-    return hashlib.sha256((generation or "").encode("utf-8")).hexdigest()
 
 
 def read_predictions(trial_dir: Path) -> list[Prediction]:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from experiments import settings
 from experiments.calibrated.compare import cell
 from experiments.calibrated.frames import Arm, ArmFrame, CalibratedError, choose_judge
-from experiments.calibrated.hand import load_grades
 from experiments.calibrated.load import load_frame
 from experiments.calibrated.records import CalibratedReport
+from experiments.grading.store import load_grades, load_sheet_keys
 
 if TYPE_CHECKING:
     from experiments.tracking import Tracker
@@ -24,12 +24,6 @@ BEST_VS_WORST_NOTE = (
     "the sweep compares best vs worst, a range test with no calibrated form: every pair of "
     "its variants is compared here instead"
 )
-
-
-def grades_dir() -> Path:
-    """grades/, beside runs/ (the project's `settings.grades_dir` when it has one)."""
-    own = getattr(settings, "grades_dir", None)
-    return Path(own()) if callable(own) else settings.runs_dir().parent / "grades"
 
 
 @dataclass(frozen=True)
@@ -96,19 +90,20 @@ def calibrated_report(
     model), with hand grades from `grades_root` and the judge run `judge` (None: the one
     the trials have)."""
     runs_root = runs_root or settings.runs_dir()
-    grades_root = grades_root or grades_dir()
+    grades_root = grades_root or settings.grades_dir()
     chosen = [a for a in arms if (task is None or a.task == task) and (model is None or a.model == model)]
     if not chosen:
         what = ", ".join(f"{k} {v}" for k, v in (("task", task), ("model", model)) if v)
         raise CalibratedError(f"{name}: no trial of {what or 'it'} (its trials: {_listing(arms)})")
     judge_id = choose_judge([runs_root / a.trial_id for a in chosen], judge)
     grades = load_grades(grades_root)
+    keys = load_sheet_keys(grades_root)
     cells = []
     for key in dict.fromkeys((a.task, a.model) for a in chosen):
         mine = [a for a in chosen if (a.task, a.model) == key]
         together = {a.trial_id for a in mine}
         frames: dict[tuple[str, str], ArmFrame] = {
-            (a.variant, c): load_frame(a, c, judge_id, runs_root, grades, grades_root, together)
+            (a.variant, c): load_frame(a, c, judge_id, runs_root, grades, keys, together)
             for a in mine
             for c in criteria
         }

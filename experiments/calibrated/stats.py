@@ -125,9 +125,7 @@ def judge_mean(judge: FloatArray, clusters: ClusterIds, level: float) -> Plain:
 def kappa(judge: FloatArray, hand: FloatArray, level: float) -> Kappa:
     """Cohen's kappa of judge against hand grades, with its interval."""
     r = ag.cohen_kappa(judge, hand, level=level)
-    if not getattr(r, "valid", True):
-        return Kappa(None, None, None, getattr(r, "reason", None))
-    return Kappa(r.kappa, r.low, r.high, None)
+    return Kappa(r.kappa, r.low, r.high, None if r.valid else r.reason)
 
 
 def fisher_p(first: tuple[int, int], second: tuple[int, int]) -> float:
