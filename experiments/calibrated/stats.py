@@ -56,9 +56,18 @@ class Kappa:
     note: str | None
 
 
-def _estimate(r: Any) -> Estimate:
+#: the smallest half-width `hand_needed` aims at for an undecided difference near 0
+MIN_TARGET = 0.01
+
+
+def _estimate(r: Any, to_decide: bool = False) -> Estimate:
+    """`to_decide`: for a valid difference whose interval holds 0, `hand_needed` is how many
+    more grades would narrow it to the current |estimate| (a plan, not a promise)."""
     lam = r.lambda_
     valid = bool(r.valid)
+    needed = None if valid else int(r.needed)
+    if valid and to_decide and r.low <= 0 <= r.high:
+        needed = ppi.hand_grades_needed(r, target_half_width=max(abs(r.estimate), MIN_TARGET))
     return Estimate(
         estimate=float(r.estimate),
         low=float(r.low),
@@ -70,7 +79,7 @@ def _estimate(r: Any) -> Estimate:
         method=str(r.method),
         valid=valid,
         reason=None if valid else str(r.reason),
-        hand_needed=None if valid else int(r.needed),
+        hand_needed=needed,
     )
 
 
@@ -89,7 +98,7 @@ def paired_difference(
 ) -> Estimate:
     """The PPI++ paired difference A − B."""
     r = ppi.ppi_paired_difference(judge_a, hand_a, judge_b, hand_b, clusters=clusters, level=level)
-    return _estimate(r)
+    return _estimate(r, to_decide=True)
 
 
 def hand_difference(hand_a: FloatArray, hand_b: FloatArray, clusters: ClusterIds, level: float) -> Plain:

@@ -8,18 +8,15 @@ criterion's name: a judge's score is not correctness.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from experiments.output.common import _f
 
-if TYPE_CHECKING:  # start-up time: the statistics load only once there is a report
-    from experiments.calibrated.next import NextItems
-    from experiments.calibrated.records import (
-        CalibratedCell,
-        CalibratedComparison,
-        CalibratedMean,
-        CalibratedReport,
-    )
+# the records (`experiments.calibrated.records`, a layer above) are read by their fields:
+# CalibratedReport (cells), CalibratedCell, CalibratedMean, CalibratedComparison, NextItems
+Report = Any
+Cell = Any
+Row = Any
 
 JUDGE = "judge score (not calibrated)"
 
@@ -31,7 +28,7 @@ def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
     return f"[{low:{spec}},{high:{spec}}]"
 
 
-def _mean_lines(means: Sequence[CalibratedMean], arm: int) -> list[str]:
+def _mean_lines(means: Sequence[Row], arm: int) -> list[str]:
     head = (
         f"  {'variant':<{arm}} {'criterion':<12} {'PPI mean':>8} {'95% CI':>15} {'hand':>9} "
         f"{'judge score':>11} {'judge 95% CI':>15} {'agree':>6} {'kappa':>6} {'kappa CI':>15}"
@@ -53,7 +50,7 @@ def _mean_lines(means: Sequence[CalibratedMean], arm: int) -> list[str]:
     return out
 
 
-def _comparison_lines(rows: Sequence[CalibratedComparison], arm: int) -> list[str]:
+def _comparison_lines(rows: Sequence[Row], arm: int) -> list[str]:
     head = (
         f"  {'criterion':<12} {'A':<{arm}} {'B':<{arm}} {'A − B':>7} {'95% CI':>17} "
         f"{'p':>7} {'p corr':>7} {'n':>5} {'hand A/B/both':>14} {'eff n':>6} "
@@ -81,7 +78,7 @@ def _comparison_lines(rows: Sequence[CalibratedComparison], arm: int) -> list[st
     return out
 
 
-def _legend(c: CalibratedCell) -> list[str]:
+def _legend(c: Cell) -> list[str]:
     tested = [r for r in c.comparisons if r.p_corrected is not None]
     family = tested[0].family_size if tested else 0
     test = tested[0].test if tested else "PPI++ paired difference"
@@ -95,7 +92,7 @@ def _legend(c: CalibratedCell) -> list[str]:
     ]
 
 
-def _explain(c: CalibratedCell) -> str:
+def _explain(c: Cell) -> str:
     tested = [r for r in c.comparisons if r.p_corrected is not None]
     parts = [
         "criteria: the paper's correctness and analysis, each graded 0/1 per row by hand "
@@ -128,7 +125,7 @@ def _explain(c: CalibratedCell) -> str:
     return "method:\n" + "\n".join(f"  {p}." for p in parts)
 
 
-def calibrated_table(report: CalibratedReport, explain: bool = False) -> str:
+def calibrated_table(report: Report, explain: bool = False) -> str:
     """Each (task, model)'s means and comparisons, its legend (or method), its notes."""
     if not report.cells:
         return "no calibrated comparison (no trials)"
@@ -148,7 +145,7 @@ def calibrated_table(report: CalibratedReport, explain: bool = False) -> str:
     return "\n".join(out).rstrip()
 
 
-def _notes(c: CalibratedCell) -> list[str]:
+def _notes(c: Cell) -> list[str]:
     notes = [c.pairs_note] if c.pairs_note else []
     for m in c.means:
         where = f"{m.variant}, {m.criterion}"
@@ -170,12 +167,12 @@ def _notes(c: CalibratedCell) -> list[str]:
     return list(dict.fromkeys(n for n in notes if n))
 
 
-def decision_lines(report: CalibratedReport) -> list[str]:
+def decision_lines(report: Report) -> list[str]:
     """What the calibrated comparisons decide, one line each, printed last."""
     return [r.decision for c in report.cells for r in c.comparisons]
 
 
-def next_items(found: NextItems) -> str:
+def next_items(found: Any) -> str:
     """`workbench grade next`: the sheet written, or that the interval is narrow enough."""
     lines = [found.line]
     if found.sheet_csv:
