@@ -194,3 +194,17 @@ def test_judge_choice(tmp_path: Path, judge: str | None) -> None:
             "sim", arms, {}, judge=judge, runs_root=tmp_path / "runs",
             grades_root=tmp_path / "grades",
         )  # fmt: skip
+
+
+def test_grade_next_continues_the_sheet_order_and_says_stop(tmp_path: Path) -> None:
+    from experiments.calibrated.next import next_items
+
+    rng = np.random.default_rng(6)
+    arms, _ = _cell(tmp_path, rng, n=100, p={"A": 0.6, "B": 0.4}, bias=0.1, share=0.25)
+    roots = {"runs_root": tmp_path / "runs", "grades_root": tmp_path / "grades"}
+    found = next_items(arms, ("A", "B"), "correctness", k=5, target=0.01, **roots)
+    assert not found.stop and found.more_needed and found.more_needed > 0
+    assert [it.position for it in found.items] == [50, 51, 52, 53, 54]  # 25% of 200 graded
+    assert "grade the next 5 items of sheet s1" in output.next_items(found)
+    done = next_items(arms, ("A", "B"), "correctness", target=0.9, **roots)
+    assert done.stop and not done.items and "stop grading" in done.line
