@@ -59,4 +59,3 @@ def arm_grades(
             "order"
         )
     return ArmGrades(kept, stale, left_out, note)
-

@@ -55,7 +55,7 @@ def _pairs(
     out: dict[tuple[str, str], list[tuple[str, str]]] = {}
     range_test = False
     for c in comparisons:
-        if c.get("a") == "best" or c.get("k") is not None and c.get("is_range"):
+        if c.get("a") == "best" or (c.get("k") is not None and c.get("is_range")):
             range_test = True
             continue
         key = (str(c["task"]), str(c["model"]))
@@ -91,7 +91,9 @@ def calibrated_report(
     the trials have)."""
     runs_root = runs_root or settings.runs_dir()
     grades_root = grades_root or settings.grades_dir()
-    chosen = [a for a in arms if (task is None or a.task == task) and (model is None or a.model == model)]
+    chosen = [
+        a for a in arms if (task is None or a.task == task) and (model is None or a.model == model)
+    ]
     if not chosen:
         what = ", ".join(f"{k} {v}" for k, v in (("task", task), ("model", model)) if v)
         raise CalibratedError(f"{name}: no trial of {what or 'it'} (its trials: {_listing(arms)})")

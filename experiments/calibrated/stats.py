@@ -101,7 +101,9 @@ def paired_difference(
     return _estimate(r, to_decide=True)
 
 
-def hand_difference(hand_a: FloatArray, hand_b: FloatArray, clusters: ClusterIds, level: float) -> Plain:
+def hand_difference(
+    hand_a: FloatArray, hand_b: FloatArray, clusters: ClusterIds, level: float
+) -> Plain:
     """The hand grades alone (rows graded on both, else unpaired)."""
     if np.sum(~np.isnan(hand_a)) < 2 or np.sum(~np.isnan(hand_b)) < 2:
         return Plain(None, None, None, None, None)
@@ -111,7 +113,9 @@ def hand_difference(hand_a: FloatArray, hand_b: FloatArray, clusters: ClusterIds
     return Plain(float(r.estimate), float(r.low), float(r.high), r.p_value, str(r.method))
 
 
-def judge_difference(judge_a: FloatArray, judge_b: FloatArray, clusters: ClusterIds, level: float) -> Plain:
+def judge_difference(
+    judge_a: FloatArray, judge_b: FloatArray, clusters: ClusterIds, level: float
+) -> Plain:
     """The judge's scores alone: a judge score, never the criterion."""
     r = ppi.judge_only_difference(judge_a, judge_b, clusters=clusters, level=level)
     return Plain(float(r.estimate), float(r.low), float(r.high), r.p_value, str(r.method))
@@ -128,7 +132,9 @@ def judge_mean(judge: FloatArray, clusters: ClusterIds, level: float) -> Plain:
     np.add.at(sums, clusters, judge - m)
     se = float(np.sqrt(np.sum(sums**2) * k / max(k - 1, 1))) / n
     z = float(sps.norm.ppf(0.5 + level / 2))
-    return Plain(m, max(0.0, m - z * se), min(1.0, m + z * se), None, "judge score, cluster-robust normal")
+    return Plain(
+        m, max(0.0, m - z * se), min(1.0, m + z * se), None, "judge score, cluster-robust normal"
+    )
 
 
 def kappa(judge: FloatArray, hand: FloatArray, level: float) -> Kappa:

@@ -17,7 +17,8 @@ One module per concept; every name is re-exported here, so `output.X` and
 - `sweeps`: `workbench sweep` and `workbench report` around the tables (cost, files);
 - `plan`: `--dry-run`, `workbench plan` and the time lines of local models;
 - `optimize`, `grades`, `generation`, `imports`: those commands' reports;
-- `messages`: stderr notes and errors, the version line.
+- `messages`: stderr notes and errors, the version line;
+- `calibrated`: `workbench grade report|next` (hand grades + judge scores by PPI).
 
 Progress bars (`progress_bar`, from promptlib.progress) go to stderr, so `--json` output on
 stdout stays clean. Start-up time: none of these modules imports the analysis (scipy) at

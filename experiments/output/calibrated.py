@@ -83,8 +83,7 @@ def _legend(c: Cell) -> list[str]:
     family = tested[0].family_size if tested else 0
     test = tested[0].test if tested else "PPI++ paired difference"
     return [
-        f"A − B: share of rows passing the criterion, hand grades + judge scores by {test}; "
-        "95% CI",
+        f"A − B: share of rows passing the criterion, hand grades + judge scores by {test}; 95% CI",
         f"p corr: Holm over this task and model's {family} pairs x criteria; hand: graded rows; "
         "eff n: hand-only rows of equal variance; ratio: CI width / hand-only width",
         f"judge: the {JUDGE}, never correctness or analysis; ! judge agrees differently "

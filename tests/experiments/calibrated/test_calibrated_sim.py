@@ -75,8 +75,7 @@ def _cell(
         (folder / "judge" / f"{JUDGE_ID}.json").write_text(json.dumps({"judge_id": JUDGE_ID}))
     order = rng.permutation(len(items))
     key_items = tuple(
-        SheetItem(f"item{k}", items[j][0], items[j][1], items[j][2], k)
-        for k, j in enumerate(order)
+        SheetItem(f"item{k}", items[j][0], items[j][1], items[j][2], k) for k, j in enumerate(order)
     )
     save_sheet_key(SheetKey("s1", 1, "now", CRITERIA, key_items), grades)
     k = int(share * len(items))
@@ -84,8 +83,18 @@ def _cell(
     truth_of = {(t, i): y for t, i, _, y in items}
     append_grades(
         [
-            HandGrade(it.trial_id, it.index, c, truth_of[(it.trial_id, it.index)], "ann", "s1",
-                      it.item, it.generation_sha256, it.position, "now")  # fmt: skip
+            HandGrade(
+                it.trial_id,
+                it.index,
+                c,
+                truth_of[(it.trial_id, it.index)],
+                "ann",
+                "s1",
+                it.item,
+                it.generation_sha256,
+                it.position,
+                "now",
+            )
             for pos in chosen
             for it in (key_items[pos],)
             for c in CRITERIA
@@ -174,7 +183,9 @@ def test_a_grade_of_a_changed_generation_is_dropped_and_counted(tmp_path: Path) 
     arms, _ = _cell(tmp_path, rng, n=80, p={"A": 0.6, "B": 0.4}, bias=0.0, share=0.3)
     folder = tmp_path / "runs" / arms[0].trial_id
     text = (folder / "predictions.jsonl").read_text()
-    (folder / "predictions.jsonl").write_text(text.replace("answer to row", "answer (rerun) to row"))
+    (folder / "predictions.jsonl").write_text(
+        text.replace("answer to row", "answer (rerun) to row")
+    )
     mean = _report(tmp_path, arms).cells[0].means[0]
     assert mean.n_hand == 0
     assert mean.stale_hand > 0 and mean.stale_judge == 80
@@ -201,10 +212,14 @@ def test_grade_next_continues_the_sheet_order_and_says_stop(tmp_path: Path) -> N
 
     rng = np.random.default_rng(6)
     arms, _ = _cell(tmp_path, rng, n=100, p={"A": 0.6, "B": 0.4}, bias=0.1, share=0.25)
-    roots = {"runs_root": tmp_path / "runs", "grades_root": tmp_path / "grades"}
-    found = next_items(arms, ("A", "B"), "correctness", k=5, target=0.01, **roots)
+    runs, grades = tmp_path / "runs", tmp_path / "grades"
+    found = next_items(
+        arms, ("A", "B"), "correctness", k=5, target=0.01, runs_root=runs, grades_root=grades
+    )
     assert not found.stop and found.more_needed and found.more_needed > 0
     assert [it.position for it in found.items] == [50, 51, 52, 53, 54]  # 25% of 200 graded
     assert "grade the next 5 items of sheet s1" in output.next_items(found)
-    done = next_items(arms, ("A", "B"), "correctness", target=0.9, **roots)
+    done = next_items(
+        arms, ("A", "B"), "correctness", target=0.9, runs_root=runs, grades_root=grades
+    )
     assert done.stop and not done.items and "stop grading" in done.line
