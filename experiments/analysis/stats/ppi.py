@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
+from scipy import special
 
 from experiments.analysis.clusters import checked, sums
 from promptlib.errors import WorkbenchError
@@ -155,6 +155,22 @@ class _Arm:
     floor: float  # the rectifier variance floor q(1 - q) / n_h
     judge_mean: float
     n_unparsed: int
+
+
+def _cluster_ids(clusters: Clusters, n: int) -> tuple[NDArray[np.intp], int]:
+    """Cluster ids 0..G-1 (integer arrays take numpy's fast path; any keys otherwise)."""
+    if isinstance(clusters, np.ndarray) and clusters.dtype.kind in "iu":
+        if len(clusters) != n:
+            raise PPIInputError(f"clusters has {len(clusters)} entries for {n} rows")
+        _, inverse = np.unique(clusters, return_inverse=True)
+        ids = np.asarray(inverse, dtype=np.intp).ravel()
+    else:
+        ids = checked(clusters, n)
+    return ids, int(ids.max()) + 1
+
+
+def _t_quantile(level: float, df: float) -> float:
+    return float(special.stdtrit(df, 0.5 + level / 2))
 
 
 def _level(level: float) -> float:
@@ -277,9 +293,9 @@ def _interval(
     estimate: float, var: float, df: float, level: float
 ) -> tuple[float, float, float, float]:
     se = math.sqrt(var)
-    tq = float(sps.t.ppf(0.5 + level / 2, df))
+    tq = _t_quantile(level, df)
     stat = abs(estimate) / se if se > 0 else math.inf
-    p = float(2 * sps.t.sf(stat, df)) if se > 0 else (0.0 if estimate else 1.0)
+    p = float(2 * special.stdtr(df, -stat)) if se > 0 else (0.0 if estimate else 1.0)
     return se, estimate - tq * se, estimate + tq * se, p
 
 
@@ -299,8 +315,7 @@ def ppi_mean(
     grades alone)."""
     level = _level(level)
     n = len(_vector(judge, "judge scores"))
-    ids = checked(clusters, n)
-    g = int(ids.max()) + 1
+    ids, g = _cluster_ids(clusters, n)
     arm = _fit_arm(judge, hand, ids, g, pi=pi, lam=lam, label="")
     estimate = float(arm.psi.mean())
     var_rect = _cluster_var(arm.rect_part, ids, g)
@@ -362,8 +377,7 @@ def ppi_paired_difference(
     n = len(_vector(judge_a, "judge scores of A"))
     if len(_vector(judge_b, "judge scores of B")) != n:
         raise PPIInputError("A and B must have the same rows (paired by position)")
-    ids = checked(clusters, n)
-    g = int(ids.max()) + 1
+    ids, g = _cluster_ids(clusters, n)
     a = _fit_arm(judge_a, hand_a, ids, g, pi=pi_a, lam=lam, label=" of A")
     b = _fit_arm(judge_b, hand_b, ids, g, pi=pi_b, lam=lam, label=" of B")
     estimate = float(a.psi.mean() - b.psi.mean())
@@ -468,8 +482,7 @@ def judge_only_difference(
     d = np.where(np.isnan(fa), UNPARSED_JUDGE_SCORE, fa) - np.where(
         np.isnan(fb), UNPARSED_JUDGE_SCORE, fb
     )
-    ids = checked(clusters, len(d))
-    g = int(ids.max()) + 1
+    ids, g = _cluster_ids(clusters, len(d))
     var = _cluster_var(d, ids, g)
     estimate = float(d.mean())
     if not (math.isfinite(var) and var > 0):
@@ -519,7 +532,7 @@ def _projected_half_width(
         var += v_rect * shrink if math.isfinite(shrink) else math.inf
         dfs.append(n_new - _FITTED)
     df = max(min(dfs), 1)
-    return float(sps.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return _t_quantile(level, df) * math.sqrt(var)
 
 
 def hand_grades_needed(
