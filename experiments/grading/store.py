@@ -196,17 +196,21 @@ def append_grades(
     return written
 
 
-def trial_generation_shas(trial_id: str, runs_root: Path | None = None) -> dict[str, str] | None:
-    """Each answered row's generation sha256 (index -> sha) of a trial as saved in runs/, or
-    None when the trial's folder or predictions are gone or unreadable."""
+def trial_generations(trial_id: str, runs_root: Path | None = None) -> dict[str, str] | None:
+    """Each answered row's generation (index -> text) of a trial as saved in runs/, or None
+    when the trial's folder or predictions are gone or unreadable."""
     path = (runs_root or settings.runs_dir()) / trial_id / PREDICTIONS_FILE
     try:
         preds = decode_predictions(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError):
         return None
-    return {
-        str(p.index): generation_sha256(p.generation) for p in preds if p.generation is not None
-    }
+    return {str(p.index): p.generation for p in preds if p.generation is not None}
+
+
+def trial_generation_shas(trial_id: str, runs_root: Path | None = None) -> dict[str, str] | None:
+    """`trial_generations` as sha256s (index -> `generation_sha256`)."""
+    gens = trial_generations(trial_id, runs_root)
+    return None if gens is None else {k: generation_sha256(v) for k, v in gens.items()}
 
 
 def current_grades(
@@ -485,4 +489,5 @@ __all__ = [
     "load_sheet_keys",
     "save_sheet_key",
     "trial_generation_shas",
+    "trial_generations",
 ]

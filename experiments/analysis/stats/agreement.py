@@ -1,13 +1,16 @@
 """Cohen's kappa between two graders, with a large-sample interval.
 
 kappa = (p_o - p_e) / (1 - p_e): observed agreement beyond what the two graders' own rates of
-each grade would give by chance. The interval is Wald's on the large-sample standard error of
-Fleiss, Cohen & Everitt (1969) (the non-null variance, the one for an interval rather than a
-test of kappa = 0), clipped to [-1, 1].
+each grade would give by chance. The interval is Wald's on the scale of log(1 - kappa), from
+the large-sample standard error of Fleiss, Cohen & Everitt (1969) (the non-null variance, the
+one for an interval rather than a test of kappa = 0) computed on the table with half an item
+added to each cell, clipped to [-1, 1]. Why not plain Wald on kappa: near kappa = 1 it
+covered 47-62% at n = 20 (a sample of perfect agreement has SE 0).
 
-Coverage of the 95% interval, by simulation (binary grades, both graders' rate of 1 = 0.6,
-`benchmarks`-style check in tests/experiments/grading/test_kappa_coverage.py, 2000 draws per
-cell): see `COVERAGE_NOTE`. Below `MIN_N` items the interval is not given (too few to trust).
+Coverage of the 95% interval by simulation (binary grades, 2000 draws per cell, both graders'
+rate of 1 q = 0.6 or 0.8, kappa 0.2-0.9, n 20-200): 0.94-0.97 for q = 0.6; 0.92-0.97 for
+q = 0.8 at n >= 50, and 0.89-0.95 at q = 0.8, n = 20 (the worst cell; about 2% of those
+draws are undefined). Below `MIN_N` overlapping items no interval is given.
 
 Undefined cases say so (`valid` False, `kappa` None) rather than print a number: fewer than 2
 items, or a grader who gave one grade to every item (the chance agreement is then the observed
@@ -24,11 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-METHOD = "Cohen's kappa, Wald interval on the Fleiss-Cohen-Everitt (1969) large-sample SE"
+METHOD = (
+    "Cohen's kappa; interval on log(1 - kappa) from the Fleiss-Cohen-Everitt (1969) "
+    "large-sample SE (cells + 0.5)"
+)
 MIN_N = 10
 COVERAGE_NOTE = (
-    "95% interval coverage by simulation (2000 draws per cell, binary grades, rate of 1 = 0.6): "
-    "see tests/experiments/grading/test_kappa_coverage.py for the grid"
+    "95% coverage by simulation (binary, n 20-200, kappa 0.2-0.9, rate of 1 0.6-0.8): "
+    "0.89-0.97, the low end at n = 20 with skewed grades"
 )
 
 
@@ -85,12 +91,21 @@ def cohen_kappa(
                              f"{who} gave the same grade to all {n} items: kappa is undefined "
                              "(no variation to agree on); raw agreement is shown")  # fmt: skip
     kappa = (p_o - p_e) / (1 - p_e)
-    se = _fce_se(p, rows, cols, p_o, p_e, n)
+    # the SE from the table with half an item added to each cell: never 0 when the graders
+    # agree on every item (a perfect sample is no proof of perfect agreement)
+    smooth = (table + 0.5) / (n + 0.5 * table.size)
+    s_rows, s_cols = smooth.sum(axis=1), smooth.sum(axis=0)
+    s_po, s_pe = float(np.trace(smooth)), float(s_rows @ s_cols)
+    se = _fce_se(smooth, s_rows, s_cols, s_po, s_pe, n)
     if n < MIN_N:
         why = f"only {n} overlapping items: the interval needs at least {MIN_N}"
         return KappaEstimate(kappa, None, None, n, p_o, se, level, METHOD, False, why)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    low, high = max(-1.0, kappa - z * se), min(1.0, kappa + z * se)
+    # on the scale of log(1 - kappa), where the sampling distribution is nearer normal near 1
+    centre = kappa if kappa < 1 else (s_po - s_pe) / (1 - s_pe)
+    t, se_t = math.log(1 - centre), se / (1 - centre)
+    low = max(-1.0, 1 - math.exp(t + z * se_t))
+    high = 1.0 if kappa >= 1 else min(1.0, 1 - math.exp(t - z * se_t))
     return KappaEstimate(kappa, low, high, n, p_o, se, level, METHOD, True, "")
 
 
