@@ -227,7 +227,8 @@ def add_grades(
                 )
             )
     written = append_grades(new, root)
-    full = {g.item for g in new if sum(h.item == g.item for h in new) == len(key.criteria)}
+    per_item = Counter(g.item for g in new)
+    full = {item for item, n in per_item.items() if n == len(key.criteria)}
     prefix = 0
     for it in sorted(key.items, key=lambda i: i.position):
         if it.item not in full:
