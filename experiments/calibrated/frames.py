@@ -9,7 +9,6 @@ counted, never silently used), and the statistics must only ever see numbers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from experiments.judge.store import judge_ids
 from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions
 from experiments.trials.record import Prediction
 from promptlib.errors import WorkbenchError
@@ -27,8 +27,6 @@ FloatArray = NDArray[np.float64]
 #: or it was not judged): a fixed value, so the PPI estimate stays unbiased (the hand grades
 #: rectify whatever the judge column holds); it only costs precision. Counted per frame.
 UNSCORED = 0.5
-
-JUDGE_FOLDER = "judge"
 
 
 class CalibratedError(WorkbenchError):
@@ -109,17 +107,12 @@ def read_predictions(trial_dir: Path) -> list[Prediction]:
         ) from None
 
 
-def judge_runs(trial_dir: Path) -> list[str]:
-    """The judge ids that judged this trial (runs/<trial>/judge/<judge id>.json)."""
-    folder = trial_dir / JUDGE_FOLDER
-    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-
-
 def choose_judge(trial_dirs: Sequence[Path], judge: str | None) -> str:
     """The judge run every trial of a comparison is read with: `judge` (an id or a unique
-    prefix of one), else the one judge run the trials have; an error that names the
-    choices when there are several, and the command to run when there is none."""
-    found = sorted({j for d in trial_dirs for j in judge_runs(d)})
+    prefix of one), else the one finished judge run the trials have (`judge.store.judge_ids`);
+    an error that names the choices when there are several, and the command to run when
+    there is none."""
+    found = sorted({j for d in trial_dirs for j in judge_ids(d)})
     if judge is not None:
         hits = [j for j in found if j.startswith(judge.strip().lower())]
         if len(hits) == 1:
@@ -141,17 +134,3 @@ def choose_judge(trial_dirs: Sequence[Path], judge: str | None) -> str:
             "choose one with --judge"
         )
     return found[0]
-
-
-def _judge_rows(trial_dir: Path, judge_id: str) -> list[dict[str, object]]:
-    """runs/<trial>/judge/<judge id>.jsonl, one dict per (index, criterion)."""
-    path = trial_dir / JUDGE_FOLDER / f"{judge_id}.jsonl"
-    if not path.is_file():
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-    except (OSError, ValueError) as e:
-        raise CalibratedError(
-            f"{path}: cannot read the judge's scores ({e}); run 'workbench judge' again"
-        ) from None

@@ -11,11 +11,10 @@ the report says so loudly, with how many.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from experiments.grading.store import HandGrade, SheetKey, current_grades, graded_at_random
+from experiments.grading.store import HandGrade, RandomSubset, current_grades
 
 
 @dataclass(frozen=True)
@@ -32,23 +31,18 @@ class ArmGrades:
 
 def arm_grades(
     grades: Sequence[HandGrade],
-    keys: Mapping[str, SheetKey],
     trial_id: str,
     criterion: str,
     hashes: Mapping[str, str],
-    together: Collection[str],
-    runs_root: Path,
+    subset: RandomSubset,
 ) -> ArmGrades:
     """`trial_id`'s grades on `criterion`. `hashes`: index -> its generation's sha256 now;
-    `together`: the trials compared with it (the graded rows must be a prefix of each sheet's
-    order among them)."""
+    `subset`: `graded_at_random` of the trials compared with it, on `criterion` (the graded
+    rows must be a prefix of each sheet's order among them), worked out once per cell."""
     mine = [g for g in grades if g.trial_id == trial_id and g.criterion == criterion]
     stale = sum(hashes.get(g.index) != g.generation_sha256 for g in mine)
     now = current_grades(mine, trial_id, generations=hashes)
     rows = {i: v for (i, c), v in now.items() if c == criterion}
-    subset = graded_at_random(
-        {*together, trial_id}, criterion, grades=grades, keys=keys, runs_root=runs_root
-    )
     kept = {i: v for i, v in rows.items() if (trial_id, i) in subset.rows}
     left_out = len(rows) - len(kept)
     note = None

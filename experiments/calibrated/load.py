@@ -1,52 +1,85 @@
-"""One arm's `ArmFrame` per criterion, read from runs/<trial>/ and grades/."""
+"""The `ArmFrame`s of one (task, model), read from runs/<trial>/ and grades/.
+
+Each trial's rows and its judge run are read once, and which hand-graded rows are a random
+subset (`grading.store.graded_at_random`) is worked out once per criterion for the cell's
+trials together, however many arms and criteria the cell has.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from experiments.calibrated.frames import (
-    UNSCORED,
-    Arm,
-    ArmFrame,
-    _judge_rows,
-    read_predictions,
-)
-from experiments.calibrated.hand import arm_grades
-from experiments.grading.store import HandGrade, SheetKey, generation_sha256
+from experiments.calibrated.frames import UNSCORED, Arm, ArmFrame, read_predictions
+from experiments.calibrated.hand import ArmGrades, arm_grades
+from experiments.grading.store import HandGrade, SheetKey, generation_sha256, graded_at_random
+from experiments.judge.store import JudgeScore, load_judge_scores
+from experiments.trials.record import Prediction
 
 
-def load_frame(
-    arm: Arm,
-    criterion: str,
+def load_frames(
+    arms: Sequence[Arm],
+    criteria: Sequence[str],
     judge_id: str,
     runs_root: Path,
     grades: Sequence[HandGrade],
     keys: Mapping[str, SheetKey],
-    together: Collection[str] = (),
+    others: Sequence[Arm] = (),
+) -> dict[tuple[str, str], ArmFrame]:
+    """(variant, criterion) -> the arm's frame, for the `arms` of one (task, model).
+
+    Judge scores: `judge_id`'s finished run (`judge.store.load_judge_scores`; a trial without
+    it is an error naming the trial). Hand grades: `calibrated.hand`, the graded rows kept
+    where they are a prefix of a sheet's order among these trials. A judge score or grade of
+    a generation that changed since is dropped and counted. `others`: more trials of the
+    (task, model) graded on the same sheets (their rows are read, not framed)."""
+    preds: dict[str, list[Prediction]] = {}
+    hashes: dict[str, dict[str, str]] = {}
+    scores: dict[str, dict[tuple[str, str], JudgeScore]] = {}
+    for a in [*arms, *others]:
+        if a.trial_id in preds:
+            continue
+        trial_dir = runs_root / a.trial_id
+        preds[a.trial_id] = read_predictions(trial_dir)
+        hashes[a.trial_id] = {
+            p.index: generation_sha256(p.generation)
+            for p in preds[a.trial_id]
+            if p.generation is not None
+        }
+    for a in arms:
+        scores[a.trial_id] = load_judge_scores(runs_root / a.trial_id, judge_id)
+    together = list(preds)
+    out: dict[tuple[str, str], ArmFrame] = {}
+    for c in criteria:
+        subset = graded_at_random(together, c, grades=grades, keys=keys, generations=hashes)
+        for a in arms:
+            hand = arm_grades(grades, a.trial_id, c, hashes[a.trial_id], subset)
+            out[(a.variant, c)] = _frame(
+                a, c, preds[a.trial_id], hashes[a.trial_id], scores[a.trial_id], hand
+            )
+    return out
+
+
+def _frame(
+    arm: Arm,
+    criterion: str,
+    rows: Sequence[Prediction],
+    hashes: Mapping[str, str],
+    scores: Mapping[tuple[str, str], JudgeScore],
+    hand: ArmGrades,
 ) -> ArmFrame:
-    """`arm`'s rows for `criterion`: judge scores from `judge_id`'s run, hand grades from
-    `grades` (`calibrated.hand`). A judge score or grade of a generation that changed is
-    dropped and counted. `together`: the trial ids graded on one sheet with this one (its
-    (task, model)'s), over which the graded rows must be a prefix of the sheet's order."""
-    trial_dir = runs_root / arm.trial_id
-    rows = read_predictions(trial_dir)
     indices = tuple(p.index for p in rows)
-    hashes = {p.index: generation_sha256(p.generation) for p in rows if p.generation is not None}
     raw: dict[str, float | None] = {}
     stale_judge = 0
-    for d in _judge_rows(trial_dir, judge_id):
-        if str(d.get("criterion")) != criterion:
+    for (index, c), s in scores.items():
+        if c != criterion:
             continue
-        index = str(d.get("index"))
-        if hashes.get(index) != d.get("generation_sha256"):
+        if hashes.get(index) != s.generation_sha256:
             stale_judge += 1
             continue
-        score = d.get("score")
-        raw[index] = float(score) if isinstance(score, int | float) else None
-    hand = arm_grades(grades, keys, arm.trial_id, criterion, hashes, together, runs_root)
+        raw[index] = None if s.score is None else float(s.score)
     judge_raw = tuple(raw.get(i) for i in indices)
     return ArmFrame(
         arm=arm,

@@ -18,7 +18,7 @@ from typing import Any
 from experiments import settings
 from experiments.calibrated.compare import compare_pair
 from experiments.calibrated.frames import Arm, CalibratedError, choose_judge
-from experiments.calibrated.load import load_frame
+from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedComparison
 from experiments.grading.store import load_grades, load_sheet_keys
 
@@ -81,8 +81,9 @@ def next_items(
     a, b = by_variant[pair[0]], by_variant[pair[1]]
     judge_id = choose_judge([runs_root / x.trial_id for x in (a, b)], judge)
     grades, keys = load_grades(grades_root), load_sheet_keys(grades_root)
-    together = {x.trial_id for x in arms}
-    fa, fb = (load_frame(x, criterion, judge_id, runs_root, grades, keys, together) for x in (a, b))
+    others = [x for x in arms if x not in (a, b)]
+    frames = load_frames([a, b], [criterion], judge_id, runs_root, grades, keys, others)
+    fa, fb = frames[(a.variant, criterion)], frames[(b.variant, criterion)]
     row = compare_pair(fa, fb, level)
     half = None if row.low is None or row.high is None else (row.high - row.low) / 2
     if row.valid and half is not None and target is not None and half <= target:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import settings
 from experiments.calibrated.compare import cell
-from experiments.calibrated.frames import Arm, ArmFrame, CalibratedError, choose_judge
-from experiments.calibrated.load import load_frame
+from experiments.calibrated.frames import Arm, CalibratedError, choose_judge
+from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedReport
 from experiments.grading.store import load_grades, load_sheet_keys
 
@@ -103,12 +103,7 @@ def calibrated_report(
     cells = []
     for key in dict.fromkeys((a.task, a.model) for a in chosen):
         mine = [a for a in chosen if (a.task, a.model) == key]
-        together = {a.trial_id for a in mine}
-        frames: dict[tuple[str, str], ArmFrame] = {
-            (a.variant, c): load_frame(a, c, judge_id, runs_root, grades, keys, together)
-            for a in mine
-            for c in criteria
-        }
+        frames = load_frames(mine, criteria, judge_id, runs_root, grades, keys)
         cells.append(
             cell(
                 key[0],
