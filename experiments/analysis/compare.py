@@ -38,6 +38,7 @@ from experiments.analysis.contrast import Contrast, all_pairs
 from experiments.analysis.intervals import metric_interval
 from experiments.analysis.records import AcrossTaskTest, Adjustment, Comparison
 from experiments.analysis.stats import AcrossTest as AcrossTest  # re-exported: home is stats
+from experiments.metrics import base_metric
 from experiments.trials.record import TrialRecord
 from promptlib.errors import WorkbenchError
 
@@ -149,9 +150,12 @@ def pair(
         if key not in memo:
             memo[key] = clustering((a, b, *others), indices, cluster_by, column)
         c = memo[key]
-    y, (pa, pb) = stat_inputs(a.metric, answers, [ga, gb])
+    # the statistics key their methods on the official metric a name computes (a
+    # rule-conclusion balanced accuracy is stratified by class like balanced accuracy)
+    sm = base_metric(a.metric)
+    y, (pa, pb) = stat_inputs(sm, answers, [ga, gb])
     res = stats.paired_permutation_test(
-        y, pa, pb, metric=a.metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
+        y, pa, pb, metric=sm, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
     diff = Contrast(a.variant, b.variant).diff(a.score, b.score)
     assert diff is not None
@@ -159,12 +163,12 @@ def pair(
     row = Comparison(**_tested_row(a, b, res), **_cluster_fields(c))
     if not intervals:
         return row
-    ci = interval(y, pa, pb, a.metric, c, seed)
-    ci_a, ci_b = interval(y, pa, None, a.metric, c, seed), interval(y, pb, None, a.metric, c, seed)
+    ci = interval(y, pa, pb, sm, c, seed)
+    ci_a, ci_b = interval(y, pa, None, sm, c, seed), interval(y, pb, None, sm, c, seed)
 
     # simulated for the test as run (two-sided, its resamples, whole clusters swapped)
     mde = power.minimum_detectable_effect(
-        y, pa, pb, metric=a.metric, clusters=c.ids, n_resamples=n_resamples, seed=seed,
+        y, pa, pb, metric=sm, clusters=c.ids, n_resamples=n_resamples, seed=seed,
         by_class=False,
     )  # fmt: skip
     return replace(
@@ -250,22 +254,23 @@ def best_vs_worst(
     if len({x.metric for x in arms}) != 1:
         raise WorkbenchError(f"{where}: the draws are scored with different metrics")
     metric = arms[0].metric
+    sm = base_metric(metric)  # what the statistics key their methods on
     answers, gens, indices = same_rows(arms, where)
     c = clustering(arms, indices, cluster_by, column)
-    y, preds = stat_inputs(metric, answers, gens)
-    res = range_test(y, preds, metric, n_resamples, seed, c)
+    y, preds = stat_inputs(sm, answers, gens)
+    res = range_test(y, preds, sm, n_resamples, seed, c)
     best, worst = arms[res.best].variant, arms[res.worst].variant
     sb, sw = arms[res.best].score, arms[res.worst].score
     assert sb is not None and sw is not None
     _check(where, res.statistic, sb - sw, "best - worst")
     _check(where, max(res.scores) - min(res.scores), sb - sw, "range of the scores")
     post = stats.post_selection_pair_test(
-        y, preds, metric=metric, n_resamples=n_resamples, seed=seed, clusters=c.ids
+        y, preds, metric=sm, n_resamples=n_resamples, seed=seed, clusters=c.ids
     )
     draw_ci: dict[str, list[float | None]] = {}
     draw_ci_note: dict[str, str | None] = {}
     for arm, pred in zip(arms, preds, strict=True) if intervals else ():
-        ci = interval(y, pred, None, metric, c, seed)
+        ci = interval(y, pred, None, sm, c, seed)
         draw_ci[arm.variant] = [ci.low, ci.high]
         draw_ci_note[arm.variant] = _ci_note(ci)
     return Comparison(

@@ -23,7 +23,9 @@ from experiments.cli.app import app, main
 # isort: off
 from experiments.cli import catalog, trial, studies, plan  # noqa: F401
 from experiments.cli import imports, tools, variants, usertask  # noqa: F401
-from experiments.cli import grading, judge, calibrated  # noqa: F401
+from experiments.cli import grading  # noqa: F401
+from experiments.cli import judge  # noqa: F401
+from experiments.cli import calibrated  # noqa: F401
 # isort: on
 
 __all__ = [

@@ -297,7 +297,10 @@ def dry_run_items(
             rows = [rows[i] for i in order][: design.max_rows or len(order)]
         prompts = [resolved.compiled.render(r) for r in rows]
         tokens = sum(map(len, prompts)) // 4
-        out_tokens = len(rows) * decoding_for(task.spec, "chat").max_tokens
+        # the trial's own budget (an explanation's 150 or 300 tokens, a verbalizer's longer
+        # label), the task's default under log-likelihood (no generation budget)
+        budget = resolved.decoding.get("max_tokens") or decoding_for(task.spec, "chat").max_tokens
+        out_tokens = len(rows) * int(budget)
         item = {
             "trial_id": resolved.id,
             "task": pt.task,
@@ -352,7 +355,8 @@ def decode_tokens(decoding: dict[str, Any], spec: Any) -> int:
         return sum(max(0, len(c.split()) - 1) for c in decoding["continuations"])
     cap = int(decoding.get("max_tokens") or 0)
     labels = spec.labels or ()
-    if not (spec.is_classification and labels):
+    # no stop (an application prompt's explanation): the reply runs to its budget
+    if not (spec.is_classification and labels) or not decoding.get("stop", ("\n",)):
         return cap
     words = sum(max(1, len(x.split())) for x in labels) / len(labels)
     return min(cap, math.ceil(words) + 1)

@@ -196,7 +196,7 @@ def _row_step(group: Group) -> float:
     """The most one row can move the group's official metric: 1 / (classes x smallest class)
     for balanced accuracy, 1 / n otherwise (the F1 metrics' step is about that too)."""
     n = max(len(group.indices), 1)
-    if group.metric in stats.STRATIFIED_METRICS:
+    if group.stat_metric in stats.STRATIFIED_METRICS:
         counts = np.bincount(_strata(group))
         return 1.0 / (len(counts) * max(int(counts.min()), 1))
     return 1.0 / n

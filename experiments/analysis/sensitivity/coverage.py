@@ -94,7 +94,7 @@ def _coverage_cell(n_clusters: int, minority: float) -> tuple[int, float] | None
 
 
 def _minority(group: Group) -> float:
-    if group.metric not in stats.STRATIFIED_METRICS or not len(group.indices):
+    if group.stat_metric not in stats.STRATIFIED_METRICS or not len(group.indices):
         return 0.5
     counts = np.bincount(_strata(group))
     return float(counts.min() / counts.sum()) if len(counts) > 1 else 0.5
@@ -104,7 +104,7 @@ def measured_coverage(measure: str, group: Group) -> float | None:
     """Measured coverage of `measure`'s interval for a design like `group`'s (None: outside
     the measured grid)."""
     cell = _coverage_cell(group.n_clusters, _minority(group))
-    if measure == "avgp" and group.metric not in MEASURED_METRICS:
+    if measure == "avgp" and group.stat_metric not in MEASURED_METRICS:
         return None  # AvgP's interval was measured on balanced accuracy only
     return None if cell is None else CI_COVERAGE[cell].get(measure)
 

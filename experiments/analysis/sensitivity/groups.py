@@ -15,6 +15,7 @@ from experiments import ids
 from experiments.analysis import stats
 from experiments.analysis.align import common_rows
 from experiments.analysis.clusters import for_rows
+from experiments.metrics import base_metric
 from experiments.trials.record import TrialRecord, parse_axes
 from promptlib.variants.axes import draw_axes
 
@@ -91,6 +92,12 @@ class Group:
         ids = self.cluster_ids()
         return int(ids.max()) + 1 if len(ids) else 0
 
+    @property
+    def stat_metric(self) -> str:
+        """The official metric `metric` computes (a rule-conclusion metric's own): what the
+        statistics key their methods on."""
+        return base_metric(self.metric)
+
 
 def _group(
     trials: Sequence[TrialRecord],
@@ -107,7 +114,7 @@ def _group(
     trials = sorted(trials, key=lambda t: t.variant)
     first = trials[0]
     indices = common_rows(trials)
-    fn = stats.metric_fn(first.metric)
+    fn = stats.metric_fn(base_metric(first.metric))
     for t in trials:
         if t.score is None:
             continue
@@ -176,6 +183,6 @@ def _group(
 def _strata(group: Group) -> NDArray[np.intp]:
     """Answer class of each row for the class-based metrics (as stats.bootstrap_ci), else one."""
     y = np.asarray(group.answers, dtype=object)
-    if group.metric in stats.STRATIFIED_METRICS:
-        return stats.class_index(y, group.metric)
+    if group.stat_metric in stats.STRATIFIED_METRICS:
+        return stats.class_index(y, group.stat_metric)
     return np.zeros(len(y), dtype=np.intp)

@@ -77,9 +77,9 @@ def _variant_scores(group: Group, counts: FloatArray) -> FloatArray:
     to each resample's own counts: the metric of the resample, not of a fixed n."""
     y = np.asarray(group.answers, dtype=object)
     preds = [np.asarray(g, dtype=object) for g in group.generations]
-    fn = stats.metric_fn(group.metric)
+    fn = stats.metric_fn(group.stat_metric)
     observed = [fn(y, p) for p in preds]
-    dec = stats.checked_decomposition(group.metric, y, preds, observed)
+    dec = stats.checked_decomposition(group.stat_metric, y, preds, observed)
     if dec is not None:
         n, v, m = dec.stats.shape
         if dec.linear:  # a weighted mean of per-row values: renormalise per stratum
@@ -265,9 +265,9 @@ def _range_test(group: Group, n_resamples: int, seed: int) -> stats.RangeResult:
 
     order = [v for v in group.given_order if v in group.variants] or list(group.variants)
     gens = [list(group.generations[group.variants.index(v)]) for v in order]
-    y, preds = stat_inputs(group.metric, list(group.answers), gens)
+    y, preds = stat_inputs(group.stat_metric, list(group.answers), gens)
     return stats.range_permutation_test(
-        y, preds, metric=group.metric, n_resamples=n_resamples, seed=seed,
+        y, preds, metric=group.stat_metric, n_resamples=n_resamples, seed=seed,
         clusters=group.cluster_ids(),
     )  # fmt: skip
 
@@ -317,7 +317,7 @@ def task_measures(
         "sensitiscore": (sensi, bs_sensi, per_row),
         "share_prompt_dependent": (share, bs_share, dependent),
     }
-    stratified = group.metric in stats.STRATIFIED_METRICS
+    stratified = group.stat_metric in stats.STRATIFIED_METRICS
     out: dict[str, Any] = {
         "task": group.task,
         "model": group.model,

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from experiments.analysis import stats
+from experiments.metrics import base_metric
 from promptlib.errors import WorkbenchError
 
 GRID = 401  # candidate means: a step of 0.005 on the [-1, 1] difference scale
@@ -38,6 +39,7 @@ class NotSequential(WorkbenchError):
 
 def check_metric(metric: str) -> None:
     """Raise unless the metric is a weighted mean of per-row hits."""
+    metric = base_metric(metric)  # a rule-conclusion metric is its official metric's kind
     if metric in LINEAR or metric in ONE_STRATUM:
         return
     if metric in stats.metric_names():
@@ -54,6 +56,7 @@ def check_metric(metric: str) -> None:
 def strata(metric: str, answers: Sequence[str]) -> tuple[IntArray, FloatArray]:
     """Each row's stratum (answer class) and each stratum's weight in the metric."""
     check_metric(metric)
+    metric = base_metric(metric)
     if not answers:
         raise WorkbenchError("a sequential comparison needs at least one planned row")
     if metric in ONE_STRATUM:

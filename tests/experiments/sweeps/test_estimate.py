@@ -247,3 +247,16 @@ def test_a_model_litellm_has_no_price_for_is_priced_unknown_not_free(catalog: Ca
     assert cell.cost is None and plan.times[0].cost is None
     text = output.study_plan(plan)
     assert "$0.0000" not in text and "unknown price" in text and "price unknown" in text
+
+
+def test_an_explanation_is_estimated_at_its_budget() -> None:
+    """An application prompt's reply has no stop: it runs to its 150 (or 300) tokens, not to a
+    label's length (issue 33: the dry run estimated explanations at two tokens a row)."""
+    from types import SimpleNamespace
+
+    from experiments.sweeps.plan import decode_tokens
+
+    spec = SimpleNamespace(labels=("Yes", "No"), is_classification=True)
+    assert decode_tokens({"max_tokens": 150, "stop": []}, spec) == 150
+    assert decode_tokens({"max_tokens": 300, "stop": []}, spec) == 300
+    assert decode_tokens({"max_tokens": 9, "stop": ["\n"]}, spec) == 2  # a label and a stop
