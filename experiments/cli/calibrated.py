@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from experiments import output
 from experiments.cli.app import grade_app
-from experiments.cli.options import JSON, Explain, friendly
+from experiments.cli.options import HF, JSON, DataDir, Explain, PromptsDir, _catalog, friendly
 
 SweepRef = Annotated[
     str, typer.Argument(help="A sweep's name (its latest run), a sweep id or an MLflow run id.")
@@ -57,10 +58,21 @@ def grade_next(
         float | None, typer.Option("--target", help="Stop at this half-width of A − B.")
     ] = None,
     n: Annotated[int, typer.Option("-n", help="How many items to propose.")] = 20,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="The new sheet's CSV (default: <sheet>-next-<j>.csv here)."
+        ),
+    ] = None,
     judge: Judge = None,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
     as_json: JSON = False,
+    explain: Explain = False,
 ) -> None:
-    """The next rows to grade for a comparison (in the sheet's random order), or stop."""
+    """The next rows to grade for a comparison, as a new blind sheet (the next rows of a
+    sheet's random order), or stop."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.calibrated import CalibratedError, sweep_arms
     from experiments.calibrated.next import next_items
@@ -79,6 +91,7 @@ def grade_next(
     if chosen is None or len(chosen) != 2:
         raise CalibratedError("--pair: give two variants as A,B")
     result = next_items(
-        arms, (chosen[0].strip(), chosen[1].strip()), criterion, judge=judge, target=target, k=n
-    )
-    typer.echo(output.as_json(result.to_dict()) if as_json else output.next_items(result))
+        arms, (chosen[0].strip(), chosen[1].strip()), criterion, judge=judge, target=target,
+        k=n, catalog=_catalog(data_dir, hf, prompts_dir), out=out,
+    )  # fmt: skip
+    typer.echo(output.as_json(result.to_dict()) if as_json else output.next_items(result, explain))

@@ -171,9 +171,20 @@ def decision_lines(report: Report) -> list[str]:
     return [r.decision for c in report.cells for r in c.comparisons]
 
 
-def next_items(found: Any) -> str:
-    """`workbench grade next`: the sheet written, or that the interval is narrow enough."""
+def next_items(found: Any, explain: bool = False) -> str:
+    """`workbench grade next`: the sheet written, or that the interval is narrow enough;
+    `explain`: how the rows were chosen, and why that way."""
     lines = [found.line]
     if found.sheet_csv:
         lines.append(f"sheet: {found.sheet_csv} ({found.n_items} items; guide: {found.guide})")
+    if explain:
+        lines += [
+            "method:",
+            f"  sampling: {found.sampling_note}.",
+            "  the new sheet is blind (no trial, variant or model shown) and keeps the rows in "
+            "the first sheet's order; graded top to bottom, its rows and that sheet's graded "
+            "prefix stay a random subset, which the calibrated interval assumes.",
+            "  grades needed: from the PPI++ interval's variance at the current grades "
+            "(power-tuned lambda, cluster-robust by prompt), a plan, not a promise.",
+        ]
     return "\n".join(lines)

@@ -34,7 +34,7 @@ from typing import Any
 from experiments import ids, output
 from experiments.calibrated import Arm, CalibratedComparison, calibrated_report
 from experiments.grading.add import add_grades
-from experiments.grading.sheets import make_sheet
+from experiments.grading.sheets import SheetResult, make_sheet
 from experiments.judge.rubrics import parse_rubrics
 from experiments.judge.run import judge_trial
 from experiments.llm.types import Completion, Decoding
@@ -170,20 +170,35 @@ def fill_prefix(sheet: Path, start: int, stop: int, out: Path) -> int:
     return graded
 
 
-def run_set(
+@dataclass(frozen=True)
+class SimSet:
+    """A simulated set on disk: its two arms (A, B), their trial folders, a judge run per
+    bias (bias -> judge id), the blind sheet of both trials, the runs/ and grades/ roots."""
+
+    arms: tuple[Arm, Arm]
+    dirs: tuple[Path, Path]
+    judges: dict[float, str]
+    sheet: SheetResult
+    runs: Path
+    grades: Path
+
+    @property
+    def pairs(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        return {(TASK, MODEL): [(self.arms[0].variant, self.arms[1].variant)]}
+
+
+def prepare_set(
     catalog: Catalog,
     root: Path,
     *,
     n: int,
     p: tuple[float, float],
-    shares: Sequence[float],
     biases: Sequence[float],
     seed: int,
     agree: float = 0.8,
-) -> list[Outcome]:
-    """One set of `n` rows per variant under `root` (a fresh folder): the trials once, a judge
-    run per bias, hand grades on growing prefixes of one sheet (`shares` ascending), the
-    report per (share, bias)."""
+) -> SimSet:
+    """The trials of `n` rows per variant run and saved under `root`, judged once per bias,
+    and a blind sheet of both (nothing graded yet)."""
     runs, grades = root / "runs", root / "grades"
     arms: list[Arm] = []
     dirs = []
@@ -201,20 +216,45 @@ def run_set(
         judges[b] = run.judge_id
     sheet = make_sheet(dirs, catalog, seed=seed, out=root / "sheet.csv", criteria=(CRITERION,),
                        root=grades)  # fmt: skip
-    pairs = {(TASK, MODEL): [(VARIANTS[0], VARIANTS[1])]}
+    return SimSet((arms[0], arms[1]), (dirs[0], dirs[1]), judges, sheet, runs, grades)
+
+
+def grade_rows(s: SimSet, sheet_csv: Path, start: int, stop: int) -> int:
+    """Grade items [start, stop) of a sheet's order from the truth and add them (grader
+    "sim"); how many were graded."""
+    filled = sheet_csv.with_name(f"{sheet_csv.stem}-filled-{start}-{stop}.csv")
+    graded = fill_prefix(sheet_csv, start, stop, filled)
+    if graded:
+        add_grades(filled, "sim", root=s.grades, runs_root=s.runs)
+    return graded
+
+
+def run_set(
+    catalog: Catalog,
+    root: Path,
+    *,
+    n: int,
+    p: tuple[float, float],
+    shares: Sequence[float],
+    biases: Sequence[float],
+    seed: int,
+    agree: float = 0.8,
+) -> list[Outcome]:
+    """One set of `n` rows per variant under `root` (a fresh folder): the trials once, a judge
+    run per bias, hand grades on growing prefixes of one sheet (`shares` ascending), the
+    report per (share, bias)."""
+    s = prepare_set(catalog, root, n=n, p=p, biases=biases, seed=seed, agree=agree)
     out: list[Outcome] = []
     done = 0
     for share in sorted(shares):
-        stop = round(share * sheet.n_items)
+        stop = round(share * s.sheet.n_items)
         if stop > done:
-            filled = root / f"filled-{stop}.csv"
-            fill_prefix(sheet.csv_path, done, stop, filled)
-            add_grades(filled, "sim", root=grades, runs_root=runs)
+            grade_rows(s, s.sheet.csv_path, done, stop)
             done = stop
         for b in biases:
             report = calibrated_report(
-                "sim", arms, pairs, judge=judges[b], criteria=(CRITERION,),
-                runs_root=runs, grades_root=grades,
+                "sim", s.arms, s.pairs, judge=s.judges[b], criteria=(CRITERION,),
+                runs_root=s.runs, grades_root=s.grades,
             )  # fmt: skip
             row = report.cells[0].comparisons[0]
             text = output.calibrated_table(report)

@@ -198,7 +198,7 @@ def test_grade_next_continues_the_sheet_order_and_says_stop(tmp_path: Path) -> N
     )
     assert not found.stop and found.more_needed and found.more_needed > 0
     assert [it.position for it in found.items] == [50, 51, 52, 53, 54]  # 25% of 200 graded
-    assert "grade the next 5 items of sheet s1" in output.next_items(found)
+    assert "the next 5 rows of sheet s1's random order" in output.next_items(found)
     done = next_items(
         arms, ("A", "B"), "correctness", target=0.9, runs_root=runs, grades_root=grades
     )
