@@ -27,7 +27,8 @@ from experiments.calibrated.records import (
     CalibratedMean,
 )
 
-#: agreement on A and B differing at this two-sided level (Fisher's exact test) is flagged
+#: agreement on A and B differing at this two-sided level is flagged (Fisher's exact test
+#: when every row is its own prompt; a cluster-robust z-test when rows share prompts)
 AGREEMENT_ALPHA = 0.05
 CORRECTION = "Holm"
 
@@ -87,24 +88,33 @@ def mean_of(frame: ArmFrame, level: float = 0.95) -> CalibratedMean:
     )
 
 
-def _agreement_gap(a: ArmFrame, b: ArmFrame) -> tuple[bool, str | None]:
-    """Whether the judge agrees with the graders differently on A and B (Fisher's exact
-    test on agree/disagree counts, rows as units) and by how much."""
-    counts = []
+def _agreement_gap(a: ArmFrame, b: ArmFrame, ids: cl.ClusterIds) -> tuple[bool, str | None]:
+    """Whether the judge agrees with the graders differently on A and B, and by how much.
+
+    Rows (aligned) that share a prompt (`ids`) are not independent: with clusters the test
+    is a cluster-robust z-test of the two agreement rates (a cluster one unit on both arms);
+    when every row is its own cluster, Fisher's exact test of the agree/disagree counts."""
+    agree = []
     for f in (a, b):
         judge = np.array([np.nan if s is None else s for s in f.judge_raw], dtype=float)
         both = ~np.isnan(judge) & np.isin(f.hand, (0.0, 1.0))
-        agree = int(np.sum(judge[both] == f.hand[both]))
-        counts.append((agree, int(both.sum()) - agree))
+        agree.append(np.where(both, (judge == f.hand).astype(float), np.nan))
+    counts = [(int(np.nansum(x)), int(np.sum(~np.isnan(x)) - np.nansum(x))) for x in agree]
     if min(sum(c) for c in counts) == 0:
         return False, None
-    p = stats.fisher_p(counts[0], counts[1])
+    clustered = len(np.unique(ids)) < len(ids)
+    if clustered:
+        p = stats.clustered_rate_difference_p(agree[0], agree[1], ids)
+        test = "cluster-robust z-test, rows of one prompt as one unit"
+    else:
+        p = stats.fisher_p(counts[0], counts[1])
+        test = "Fisher's exact test, rows independent"
     ra, rb = (c[0] / sum(c) for c in counts)
     note = f"judge agrees with the graders on {ra:.0%} of A's graded rows, {rb:.0%} of B's"
     differs = p < AGREEMENT_ALPHA
     if differs:
         note += (
-            f" (Fisher p = {p:.3g}): a judge biased between the variants; the calibrated "
+            f" ({test}: p = {p:.3g}): a judge biased between the variants; the calibrated "
             "interval corrects for it, the judge-only one does not"
         )
     return differs, note
@@ -112,6 +122,10 @@ def _agreement_gap(a: ArmFrame, b: ArmFrame) -> tuple[bool, str | None]:
 
 def compare_pair(a: ArmFrame, b: ArmFrame, level: float = 0.95) -> CalibratedComparison:
     """A − B on `a.criterion`, rows paired by index (those both arms answered)."""
+    return _pair(a, b, level)[0]
+
+
+def _pair(a: ArmFrame, b: ArmFrame, level: float) -> tuple[CalibratedComparison, stats.Estimate]:
     common = [i for i in a.indices if i in set(b.indices)]
     a, b = a.take(common), b.take(common)
     ids = _clusters([a, b])
@@ -121,9 +135,9 @@ def compare_pair(a: ArmFrame, b: ArmFrame, level: float = 0.95) -> CalibratedCom
     width_ratio = None
     if d.valid and hand.low is not None and hand.high is not None and hand.high > hand.low:
         width_ratio = float((d.high - d.low) / (hand.high - hand.low))
-    differs, agree_note = _agreement_gap(a, b)
+    differs, agree_note = _agreement_gap(a, b, ids)
     notes = [n for n in (a.subset_note, b.subset_note) if n]
-    return CalibratedComparison(
+    record = CalibratedComparison(
         task=a.arm.task,
         model=a.arm.model,
         criterion=a.criterion,
@@ -163,16 +177,26 @@ def compare_pair(a: ArmFrame, b: ArmFrame, level: float = 0.95) -> CalibratedCom
         random_subset=a.random_subset and b.random_subset,
         subset_note="; ".join(dict.fromkeys(notes)) or None,
     )
+    return record, d
 
 
-def corrected(rows: Sequence[CalibratedComparison]) -> list[CalibratedComparison]:
+def corrected(
+    rows: Sequence[CalibratedComparison], estimates: Sequence[stats.Estimate] | None = None
+) -> list[CalibratedComparison]:
     """Holm over the valid comparisons (the cell's pairs x criteria), each with its
-    decision line."""
+    decision line. With `estimates` (row by row), an undecided row's `hand_needed` is how
+    many more grades would decide it after the correction: its interval at Holm's level for
+    its place in the order (alpha / (m − rank + 1)) clear of 0 at the current estimate."""
     tested = [k for k, r in enumerate(rows) if r.p_value is not None]
     adjusted = holm([rows[k].p_value or 0.0 for k in tested]) if tested else []
     out = list(rows)
+    ranked = sorted(tested, key=lambda k: rows[k].p_value or 0.0)
+    divisor = {k: len(tested) - r for r, k in enumerate(ranked)}
     for k, p in zip(tested, adjusted, strict=True):
         out[k] = replace(out[k], p_corrected=p, correction=CORRECTION, family_size=len(tested))
+        if estimates is not None and p >= 1 - out[k].level:
+            need = estimates[k].grades_to_decide(divisor[k])
+            out[k] = replace(out[k], hand_needed=need)
     return [replace(r, decision=decision(r)) for r in out]
 
 
@@ -196,7 +220,8 @@ def decision(r: CalibratedComparison) -> str:
             f"p corr = {p:.4f}){caveat}"
         )
     more = f"grade about {r.hand_needed} more rows" if r.hand_needed else "grade more rows"
-    return head + f"not decided (p corr = {p:.4f}): {more} to resolve it{caveat}"
+    after = f" after the {r.correction} correction" if r.correction else ""
+    return head + f"not decided (p corr = {p:.4f}): {more} to resolve it{after}{caveat}"
 
 
 def cell(
@@ -215,15 +240,14 @@ def cell(
     means = tuple(
         mean_of(frames[(v, c)], level) for c in criteria for v in variants if (v, c) in frames
     )
-    rows = [
-        compare_pair(frames[(a, c)], frames[(b, c)], level)
+    done = [
+        _pair(frames[(a, c)], frames[(b, c)], level)
         for c in criteria
         for a, b in pairs
         if (a, c) in frames and (b, c) in frames
     ]
-    return CalibratedCell(
-        task, model, judge_id, tuple(criteria), pairs_note, means, tuple(corrected(rows))
-    )
+    rows = corrected([r for r, _ in done], [e for _, e in done])
+    return CalibratedCell(task, model, judge_id, tuple(criteria), pairs_note, means, tuple(rows))
 
 
 def as_array(values: Sequence[float]) -> FloatArray:

@@ -7,7 +7,7 @@ into the few fields a calibrated row carries, so a change of theirs is one edit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,20 @@ class Estimate:
     valid: bool
     reason: str | None
     hand_needed: int | None
+    result: Any = field(default=None, compare=False, repr=False)  # the estimator's record
+
+    def grades_to_decide(self, divisor: int) -> int | None:
+        """More hand grades until the interval at the level a multiplicity correction asks
+        for (alpha / `divisor`: Holm's step for this test) excludes 0 at the current
+        estimate: the 95% half-width target scaled by the ratio of normal quantiles. A plan,
+        not a promise; None when not valid."""
+        if not self.valid or self.result is None:
+            return None
+        alpha = 1 - float(self.result.level)
+        z = float(sps.norm.ppf(1 - alpha / 2))
+        z_corr = float(sps.norm.ppf(1 - alpha / (2 * max(divisor, 1))))
+        target = max(abs(self.estimate), MIN_TARGET) * z / z_corr
+        return int(ppi.hand_grades_needed(self.result, target_half_width=target))
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,7 @@ def _estimate(r: Any, to_decide: bool = False) -> Estimate:
         valid=valid,
         reason=None if valid else str(r.reason),
         hand_needed=needed,
+        result=r,
     )
 
 
@@ -146,3 +161,27 @@ def kappa(judge: FloatArray, hand: FloatArray, level: float) -> Kappa:
 def fisher_p(first: tuple[int, int], second: tuple[int, int]) -> float:
     """Two-sided Fisher's exact test of two (agree, disagree) counts."""
     return float(sps.fisher_exact([list(first), list(second)]).pvalue)
+
+
+def clustered_rate_difference_p(
+    agree_a: FloatArray, agree_b: FloatArray, clusters: ClusterIds
+) -> float:
+    """Two-sided p of mean(agree_a) − mean(agree_b) = 0, with a cluster-robust (sandwich)
+    variance: rows of one cluster (`clusters`, aligned with both arrays; NaN = not graded on
+    that arm) are one unit, on either arm. Normal reference; 1.0 when undefined."""
+    ga, gb = ~np.isnan(agree_a), ~np.isnan(agree_b)
+    na, nb = int(ga.sum()), int(gb.sum())
+    if na == 0 or nb == 0:
+        return 1.0
+    ma, mb = float(agree_a[ga].mean()), float(agree_b[gb].mean())
+    k = int(clusters.max()) + 1
+    sums = np.zeros(k)
+    np.add.at(sums, clusters[ga], (agree_a[ga] - ma) / na)
+    np.add.at(sums, clusters[gb], -(agree_b[gb] - mb) / nb)
+    used = int(np.count_nonzero(np.bincount(clusters[ga | gb], minlength=k)))
+    if used < 2:
+        return 1.0
+    var = float(np.sum(sums**2)) * used / (used - 1)
+    if var <= 0:
+        return 1.0 if ma == mb else 0.0
+    return float(2 * sps.norm.sf(abs(ma - mb) / np.sqrt(var)))

@@ -111,13 +111,16 @@ def _explain(c: Cell) -> str:
         "one's (below 1: the judge helped)",
         f"p corr: {tested[0].correction if tested else 'Holm'} over the "
         f"{tested[0].family_size if tested else 0} valid comparisons (pairs x criteria) of "
-        f"{c.task} ({c.model})",
+        f"{c.task} ({c.model}); 'grade about N more' aims at the corrected decision: the "
+        "interval at Holm's level for the comparison's place clear of 0 at the current "
+        "estimate (a plan, not a promise)",
         f"{JUDGE}: the judge's scores alone, with a cluster-robust interval; it is what the "
         "judge says, not correctness or analysis: a judge that favours one variant's style "
         "moves it, which is why it is never used for the decision",
         "agree/kappa: the judge against the hand grades on rows graded both ways (Cohen's "
-        "kappa with its interval); '!': the agreement differs between A and B (Fisher's "
-        "exact test, p < 0.05), the bias that flips judge-only comparisons",
+        "kappa with its interval); '!': the agreement differs between A and B (p < 0.05: "
+        "Fisher's exact test when every row has its own prompt, else a cluster-robust z-test "
+        "with the rows of one prompt as one unit), the bias that flips judge-only comparisons",
         "a row the judge gave no score (unparsed, failed) counts as 0.5 in the judge column: "
         "PPI stays unbiased, only less precise",
     ]
