@@ -120,6 +120,37 @@ def calibrated_report(
     return CalibratedReport(name, judge_id, tuple(cells))
 
 
+@dataclass(frozen=True)
+class CalibrationData:
+    """How many of a sweep's trials have a finished judge run, and how many hand grades."""
+
+    judged: int
+    graded: int
+
+    @property
+    def any(self) -> bool:
+        return bool(self.judged or self.graded)
+
+
+def calibration_data(
+    trial_ids: Sequence[str], runs_root: Path | None = None, grades_root: Path | None = None
+) -> CalibrationData:
+    """Whether `workbench grade report` has something to show for these trials (what
+    `workbench report` points at); an unreadable grade store counts as no grades."""
+    # start-up: the judge store only when a report asks
+    from experiments.judge.store import judge_ids
+    from promptlib.errors import WorkbenchError
+
+    runs_root = runs_root or settings.runs_dir()
+    wanted = set(trial_ids)
+    judged = sum(bool(judge_ids(runs_root / t)) for t in wanted)
+    try:
+        graded = sum(g.trial_id in wanted for g in load_grades(grades_root))
+    except WorkbenchError:
+        graded = 0
+    return CalibrationData(judged, graded)
+
+
 def _listing(arms: Sequence[Arm]) -> str:
     cells = sorted({f"{a.task} ({a.model})" for a in arms})
     return ", ".join(cells) or "none"

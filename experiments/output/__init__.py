@@ -25,7 +25,7 @@ stdout stays clean. Start-up time: none of these modules imports the analysis (s
 load; a function imports it once there is a result to print.
 """
 
-from experiments.output.calibrated import calibrated_table, next_items
+from experiments.output.calibrated import calibrated_table, grade_report_pointer, next_items
 from experiments.output.common import as_json, note_lines
 from experiments.output.comparisons import across_table, comparison_table, decision_lines
 from experiments.output.generation import generation_lines, generation_refused, unreviewed_warning
@@ -82,6 +82,7 @@ __all__ = [
     "generation_refused",
     "grade_export",
     "grade_import",
+    "grade_report_pointer",
     "import_summary",
     "incomplete_trials_error",
     "measuring_note",

@@ -191,3 +191,19 @@ def next_items(found: Any, explain: bool = False) -> str:
             "(power-tuned lambda, cluster-robust by prompt), a plan, not a promise.",
         ]
     return "\n".join(lines)
+
+
+def grade_report_pointer(sweep: str, judged: int, graded: int) -> str:
+    """The one line `workbench report` adds when a sweep has judge runs or hand grades."""
+    what = ", ".join(
+        x
+        for x in (
+            f"{judged} trial(s) judged" if judged else "",
+            f"{graded} hand grade(s)" if graded else "",
+        )
+        if x
+    )
+    return (
+        f"open-ended answers ({what}): 'workbench grade report {sweep}' compares the variants "
+        "on correctness and analysis (hand grades + judge scores)"
+    )

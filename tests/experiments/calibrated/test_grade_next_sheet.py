@@ -96,3 +96,19 @@ def test_a_sheet_graded_out_of_order_is_still_flagged(
         grades_root=sim.grades,
     ).cells[0].comparisons[0]  # fmt: skip
     assert not row.random_subset and row.subset_note
+
+
+def test_report_points_at_grade_report_only_with_judge_runs_or_grades(
+    sim: SimSet, tmp_path: Path
+) -> None:
+    from experiments.calibrated.report import calibration_data
+
+    ids = [a.trial_id for a in sim.arms]
+    found = calibration_data(ids, sim.runs, sim.grades)
+    assert (found.judged, found.graded) == (2, 30) and found.any
+    line = output.grade_report_pointer("sw", found.judged, found.graded)
+    assert line.startswith("open-ended answers (2 trial(s) judged, 30 hand grade(s))")
+    assert "'workbench grade report sw'" in line and "\n" not in line
+    # trials never judged nor graded: nothing to point at
+    none = calibration_data(ids, tmp_path / "empty-runs", tmp_path / "empty-grades")
+    assert not none.any
