@@ -193,7 +193,7 @@ LAYERS = (
     ("promptlib",),
     ("bounds",),  # the ranges of numbers a user gives, read by settings and up
     ("project",),  # the project file (mlflow.yaml) the default folders are relative to
-    ("ids", "settings", "secrets", "files", "metrics"),
+    ("ids", "settings", "secrets", "files", "metrics", "criteria"),
     ("names",),
     ("llm",),
     ("trials",),

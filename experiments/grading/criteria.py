@@ -11,29 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-CORRECTNESS = "correctness"
-ANALYSIS = "analysis"
-CRITERIA: tuple[str, ...] = (CORRECTNESS, ANALYSIS)
-
-GUIDE: dict[str, str] = {
-    CORRECTNESS: (
-        "1 if the answer contains no error, 0 if it contains any of these five: a misstatement "
-        "of the legal rule; a misstatement of the facts; an incorrect legal outcome; a logic "
-        "error; an arithmetic error. An answer that only restates the rule, the facts and a "
-        "correct outcome is correct (it contains no error)."
-    ),
-    ANALYSIS: (
-        "1 if the explanation makes the inferences from the facts that are relevant under the "
-        "rule and shows how the conclusion is reached; 0 if it gives only a conclusion, or "
-        "merely restates the facts and the rule (conclusory), even when it is correct."
-    ),
-}
-"""What a grader reads for each criterion (the paper's wording, condensed)."""
-
-SOURCE = (
-    "LegalBench (Guha et al., 2023), section 'rule-application': explanations are graded "
-    "for correctness and for analysis."
-)
+from experiments.criteria import ANALYSIS as ANALYSIS  # re-exported: home is criteria
+from experiments.criteria import CORRECTNESS as CORRECTNESS
+from experiments.criteria import CRITERIA as CRITERIA
+from experiments.criteria import GUIDE as GUIDE
+from experiments.criteria import SOURCE as SOURCE
 
 _SECTION = re.compile(r"^##\s+Task description\s*$", re.MULTILINE | re.IGNORECASE)
 _NEXT = re.compile(r"^##\s+", re.MULTILINE)

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from experiments import ids
+from experiments.criteria import CRITERIA
 from promptlib.errors import TemplateError, WorkbenchError
 from promptlib.templates import fill, placeholders
 from promptlib.yamlsafe import safe_yaml_load
 
-CRITERIA = ("correctness", "analysis")
 """The paper's two criteria (Section "rule-application"); `experiments.grading.criteria`
 names the same two for the hand grades."""
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import get_args
 
-from experiments import ids, metrics
+from experiments import criteria, ids, metrics
 from experiments.analysis import compare, stats
 from experiments.cli import options
 from experiments.generate import provenance
+from experiments.grading import criteria as grading_criteria
+from experiments.judge import rubrics
 from experiments.llm import types as llm_types
 from experiments.sweeps import spec as sweep_spec
 from experiments.trials import spec as trial_spec
@@ -20,6 +22,9 @@ def test_each_shared_constant_is_the_one_object_of_its_home() -> None:
     assert compare.AcrossTest is stats.AcrossTest
     assert trial_spec.Definition is metrics.Definition
     assert sweep_spec.SPLITS is data.SPLITS
+    # the paper's grading criteria: hand grades and the judge grade the same two
+    assert grading_criteria.CRITERIA is rubrics.CRITERIA is criteria.CRITERIA
+    assert grading_criteria.GUIDE is criteria.GUIDE
 
 
 def test_the_cli_choices_are_the_runners_literals() -> None:
