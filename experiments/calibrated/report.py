@@ -14,12 +14,12 @@ from experiments.calibrated.compare import cell
 from experiments.calibrated.frames import Arm, CalibratedError, choose_judge
 from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedReport
+from experiments.criteria import CRITERIA
 from experiments.grading.store import load_grades, load_sheet_keys
 
 if TYPE_CHECKING:
     from experiments.tracking import Tracker
 
-CRITERIA = ("correctness", "analysis")
 BEST_VS_WORST_NOTE = (
     "the sweep compares best vs worst, a range test with no calibrated form: every pair of "
     "its variants is compared here instead"
