@@ -15,7 +15,7 @@ import pytest
 
 from experiments import output
 from experiments.calibrated import Arm, calibrated_report
-from experiments.calibrated.report import CRITERIA
+from experiments.criteria import CRITERIA
 from experiments.grading.store import (
     HandGrade,
     SheetItem,
