@@ -16,7 +16,9 @@ of evidence, in this order of strength:
 
 A label inside a sentence counts only where it is affirmed: a negation before it in its
 clause (``not``, ``no``, ``n't``, ``never``, ``neither``, ``nor``, ``rather than``,
-``instead of``, ``lacks``) makes it a denial, so "It is not hearsay" is no "hearsay" claim.
+``instead of``, ``lacks``) makes it a denial, so "It is not hearsay" is no "hearsay" claim;
+so does its own predicate after it ("diversity jurisdiction does not exist", "the UCC does
+not apply", "hearsay is lacking") and a "non-" before it ("non-hearsay").
 For a Yes/No task the question's subject (`CLAIMS`: hearsay, diversity jurisdiction,
 personal jurisdiction, a violation of the rule) stands for the answer: "there is no diversity
 jurisdiction" concludes No, "the statement is hearsay" Yes; a bare yes or no counts only as a
@@ -25,8 +27,9 @@ leading or explicit answer (the word "no" inside a sentence is a negation, not a
 A reply with no conclusion, or with two that disagree (``"No. ... Therefore, there is
 hearsay."``), is *unparsed*: `Conclusion.label` is None, and the trial counts it wrong and
 invalid, as LegalBench's metric counts an answer that is no label. Multi-label tasks
-(successor_liability) conclude a set: every label affirmed in the stated conclusions (or, if
-none, in the claims), joined in the task's label order.
+(successor_liability) conclude a set: every label affirmed in the stated conclusions (a
+leading answer is the whole list that opens the reply), or, if none, in the claims, joined in
+the task's label order.
 
 Deterministic and pure (text and labels in, a `Conclusion` out): the same reply always
 parses the same way, so a re-scored trial gives the same number.
@@ -39,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 """Part of an application trial's id (`experiments.trials.spec`): a change to the rules
 above that can parse a reply differently must bump it, so no trial resumes a stored parse."""
 
@@ -68,6 +71,20 @@ _NEGATION = re.compile(
 # a class named after "than" is the one compared against ("more descriptive than suggestive");
 # not for a Yes/No claim ("more than $75,000, so there is diversity jurisdiction")
 _LABEL_NEGATION = re.compile(_NEGATION.pattern + r"|\bthan\b", re.IGNORECASE)
+# a denial after the label, in its own predicate ("diversity jurisdiction does not exist",
+# "the UCC does not apply", "hearsay is lacking"): a few words at most, none of them a
+# conjunction or a relative pronoun ("descriptive and is not generic" denies only generic)
+_AUX = (
+    r"(?:is|are|was|were|do|does|did|would|will|can|could|should|shall|may|might|must|has|have|had)"
+)
+_DENIED_AFTER = re.compile(
+    r"(?:\s+(?!(?:and|or|but|so|that|which|who|because|as|while|whereas|although)\b)"
+    r"[\w'-]+){0,3}?\s*(?:\s" + _AUX + r"(?:\s+not\b|n't\b)|\s(?:ca|wo)n't\b|\s+cannot\b|"
+    r"\s+(?:is|are|was|were)\s+(?:lacking|absent|missing|improper|inapplicable|unavailable)\b|"
+    r"\s+(?:fails?|lacks?)\b)",
+    re.IGNORECASE,
+)
+_NON = re.compile(r"\bnon-?\s*$", re.IGNORECASE)  # "non-hearsay" is no hearsay
 _CONDITION = re.compile(r"\b(?:if|when|whenever|unless|where)\b", re.IGNORECASE)
 _CONCLUDING = re.compile(
     r"^\W*(?:therefore|thus|hence|so|accordingly|consequently|in conclusion|in sum|"
@@ -122,11 +139,12 @@ def parse_conclusion(
 
     `next_question`: how the prompt's question line starts (``Q:``, `question_start`). A
     completion model often goes on past its answer to write the next question and answer it
-    too ("No\n\nQ: ... A: Yes"); its answer ends where such a line starts, and what follows
-    is no part of its conclusion."""
+    too ("No\n\nQ: ... A: Yes", or "... no jurisdiction. Q: ... A: Yes"); its answer ends
+    where such a line or sentence starts, and what follows is no part of its conclusion."""
     labels = tuple(labels)
     if next_question:
-        m = re.search(r"\n[ \t]*" + re.escape(next_question), text)
+        # on a line of its own, or after the answer's last sentence on the same line
+        m = re.search(r"(?:\n|(?<=[.!?]))[ \t]*" + re.escape(next_question), text)
         if m is not None:
             text = text[: m.start()]
     yes_no = _yes_no(labels)
@@ -140,6 +158,8 @@ def parse_conclusion(
     if leading is not None:
         stated.append(leading)
         rule = "leading"
+        if multi_label:  # "mere continuation, fraudulent conveyance": the whole list leads
+            stated += _affirmed(sentences[0], labels, claim, yes_no)
     for sentence in sentences:
         explicit = _EXPLICIT.search(sentence)
         if explicit is not None:
@@ -214,14 +234,23 @@ def _affirmed(sentence: str, labels: tuple[str, ...], claim: str | None, yes_no:
             if claim is None:
                 continue
             for m in re.finditer(r"\b" + claim + r"\b", clause, re.IGNORECASE):
-                negated = _NEGATION.search(clause[: m.start()]) is not None
+                negated = _NEGATION.search(clause[: m.start()]) is not None or _denied(clause, m)
                 out.append(_yes_no_label(labels, not negated))
             continue
         for label in labels:
             for m in re.finditer(_label_pattern(label), clause, re.IGNORECASE):
-                if _LABEL_NEGATION.search(clause[: m.start()]) is None:
+                if _LABEL_NEGATION.search(clause[: m.start()]) is None and not _denied(clause, m):
                     out.append(label)
     return out
+
+
+def _denied(clause: str, m: re.Match[str]) -> bool:
+    """Whether the label `m` found in `clause` is denied by a "non-" before it or its own
+    predicate after it ("... does not apply")."""
+    return (
+        _NON.search(clause[: m.start()]) is not None
+        or _DENIED_AFTER.match(clause, m.end()) is not None
+    )
 
 
 def _yes_no_label(labels: tuple[str, ...], yes: bool) -> str:

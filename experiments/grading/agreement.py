@@ -2,9 +2,10 @@
 how many rows overlap, their raw agreement and Cohen's kappa with its interval.
 
 A grader's grade of a row is their latest one of that row's generation (as in
-`store.current_grades`); two graders overlap on a row only when they graded the same
-generation. Rows are keyed by (trial, row), so the result does not depend on the order of
-the store's lines beyond which of one grader's re-grades is latest.
+`store.current_grades`), a grader being `store.grader_key` of the name; two graders overlap
+on a row only when they graded the same generation. Rows are keyed by (trial, row), so the
+result does not depend on the order of the store's lines beyond which of one grader's
+re-grades is latest.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from typing import Any
 
 from experiments.analysis.stats.agreement import KappaEstimate, cohen_kappa
 from experiments.grading.criteria import CRITERIA
-from experiments.grading.store import HandGrade, SheetKey, load_grades, load_sheet_keys
+from experiments.grading.store import (
+    HandGrade,
+    SheetKey,
+    grader_key,
+    load_grades,
+    load_sheet_keys,
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,10 @@ def grader_agreement(
         keys = load_sheet_keys(root) if keys is None else keys
         grades = [g for g in grades if g.sheet in keys and keys[g.sheet].task == task]
     latest: dict[tuple[str, str], dict[tuple[str, str, str], int]] = {}
+    shown: dict[str, str] = {}  # grader_key -> the name as last written
     for g in grades:  # later lines win
-        latest.setdefault((g.criterion, g.grader), {})[
+        shown[grader_key(g.grader)] = g.grader
+        latest.setdefault((g.criterion, grader_key(g.grader)), {})[
             (g.trial_id, g.index, g.generation_sha256)
         ] = g.grade
     criteria = sorted(
@@ -84,7 +93,8 @@ def grader_agreement(
             xa = [ga[k] for k in common]
             xb = [gb[k] for k in common]
             agree = sum(x == y for x, y in zip(xa, xb, strict=True)) / len(common)
-            out.append(PairAgreement(c, a, b, len(common), agree, cohen_kappa(xa, xb, level=level)))
+            kappa = cohen_kappa(xa, xb, level=level)
+            out.append(PairAgreement(c, shown[a], shown[b], len(common), agree, kappa))
     return out
 
 

@@ -64,6 +64,12 @@ def generation_sha256(generation: str | None) -> str:
     return hashlib.sha256(generation.encode("utf-8")).hexdigest()
 
 
+def grader_key(name: str) -> str:
+    """Who a grader is: the name up to case and spacing ("Ann Lee", "ann  lee" are one
+    grader), so a re-grade under another spelling replaces, not joins, the first grade."""
+    return " ".join(name.split()).casefold()
+
+
 # ---- grades ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HandGrade:
@@ -174,10 +180,10 @@ def append_grades(
         stored = _parse_grades(old, path)
         latest: dict[tuple[str, str, str, str], HandGrade] = {}
         for g in stored:
-            latest[(g.grader, g.trial_id, g.index, g.criterion)] = g
+            latest[(grader_key(g.grader), g.trial_id, g.index, g.criterion)] = g
         written: list[HandGrade] = []
         for g in new:
-            key = (g.grader, g.trial_id, g.index, g.criterion)
+            key = (grader_key(g.grader), g.trial_id, g.index, g.criterion)
             before = latest.get(key)
             same = (
                 before is not None
@@ -225,10 +231,10 @@ def current_grades(
     Definition: for each grader, that grader's LATEST grade (latest = added last to the
     store) of the row and criterion among those whose generation_sha256 is the row's current
     generation's; the row's grade is the mean of these over graders (1.0, 0.0, or a fraction
-    when graders disagree). A grade of a generation that has since changed (the trial was
-    rerun) does not count. The current generations are `generations` (index -> sha256) when
-    given, else read from the trial's folder under `runs_root` (default runs/); a trial whose
-    folder is gone has no current grades.
+    when graders disagree; a grader is `grader_key` of the name). A grade of a generation
+    that has since changed (the trial was rerun) does not count. The current generations are
+    `generations` (index -> sha256) when given, else read from the trial's folder under
+    `runs_root` (default runs/); a trial whose folder is gone has no current grades.
     """
     current = (
         dict(generations) if generations is not None else trial_generation_shas(trial_id, runs_root)
@@ -239,7 +245,7 @@ def current_grades(
     for g in grades:
         if g.trial_id != trial_id or current.get(g.index) != g.generation_sha256:
             continue
-        latest[(g.index, g.criterion, g.grader)] = g.grade  # later lines win
+        latest[(g.index, g.criterion, grader_key(g.grader))] = g.grade  # later lines win
     by_row: dict[tuple[str, str], list[int]] = {}
     for (index, criterion, _), grade in latest.items():
         by_row.setdefault((index, criterion), []).append(grade)
@@ -482,6 +488,7 @@ __all__ = [
     "current_grades",
     "generation_sha256",
     "graded_at_random",
+    "grader_key",
     "grades_path",
     "grades_root",
     "load_grades",

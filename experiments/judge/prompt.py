@@ -59,8 +59,13 @@ def judge_prompt(rubric: Rubric, question: str, reference: str, answer: str) -> 
 
 
 # the grade opens the reply: "1", "0", "Grade: 1", "**0**", "(1)", "1 - the answer ...";
-# not "10", "1.5", "1/2" nor a digit further on ("The answer is wrong: 0")
-_GRADE = re.compile(r"^\W*(?:(?:grade|score)\s*[:=]?\s*)?\W*([01])(?![\d/]|[.,]\d)", re.IGNORECASE)
+# not "10", "1.5", "1/2", "-1", the scale echoed ("0 or 1", "1-0", "0 to 1") nor a digit
+# further on ("The answer is wrong: 0")
+_GRADE = re.compile(
+    r"^\W*(?:(?:grade|score)\s*[:=]?\s*)?\W*(?<![-\u2212])([01])"
+    r"(?![\d/]|[.,]\d|\s*(?:[-\u2013:]|or\b|to\b)\s*[01]\b)",
+    re.IGNORECASE,
+)
 
 
 def parse_grade(reply: str | None) -> int | None:

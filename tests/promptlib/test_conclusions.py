@@ -161,3 +161,82 @@ def test_an_answer_ends_where_the_model_writes_the_next_question() -> None:
     assert question_start("Q: {{text}} Is there hearsay? Explain.\nA:") == "Q:"
     assert question_start("Contract: {{contract}} Provide an explanation.") == "Contract:"
     assert question_start("{{text}}\nLabel:") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "task", "labels", "label"),
+    [
+        # the denial follows the subject: "X does not exist" denies X (was: Yes)
+        ("Therefore, diversity jurisdiction does not exist.", "diversity_1", YES_NO, "No"),
+        ("Therefore, diversity jurisdiction is not met.", "diversity_2", YES_NO, "No"),
+        ("Thus, personal jurisdiction would not be proper.", "personal_jurisdiction", YES_NO, "No"),
+        ("Therefore, hearsay is not present here.", "hearsay", YES_NO, "No"),
+        (
+            "So the federal court lacks power: diversity jurisdiction is lacking.",
+            "diversity_4",
+            YES_NO,
+            "No",
+        ),
+        # "non-hearsay" is no hearsay (was: Yes)
+        ("Therefore, this is non-hearsay.", "hearsay", YES_NO, "No"),
+        (
+            "The UCC does not govern this contract; the common law does.",
+            "ucc_v_common_law",
+            ("UCC", "Common Law"),
+            "Common Law",
+        ),
+        (
+            "Therefore, the UCC does not apply; common law governs.",
+            "ucc_v_common_law",
+            ("UCC", "Common Law"),
+            "Common Law",
+        ),
+        # what follows a conjunction or a relative clause denies nothing of the label
+        (
+            "Therefore, the mark is descriptive and is not generic.",
+            "abercrombie",
+            MARKS,
+            "descriptive",
+        ),
+        ("Therefore, it is hearsay that is not admissible.", "hearsay", YES_NO, "Yes"),
+        ("Therefore, diversity jurisdiction exists.", "diversity_1", YES_NO, "Yes"),
+    ],
+)
+def test_a_label_denied_after_it_is_no_claim(
+    text: str, task: str, labels: tuple[str, ...], label: str
+) -> None:
+    assert parse_conclusion(text, labels, task).label == label
+
+
+def test_a_denied_exception_is_not_in_the_set() -> None:
+    text = "Therefore, de facto merger does not apply; mere continuation applies."
+    got = parse_conclusion(text, EXCEPTIONS, "successor_liability", multi_label=True)
+    assert got.label == "mere continuation"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the paper's own answer format ("Exceptions: de facto merger, mere continuation")
+        " mere continuation, fraudulent conveyance\n\nThe assets were conveyed to avoid the "
+        "tort claims, and the buyer kept the same officers.",
+        "Fraudulent conveyance, mere continuation. The buyer kept the officers.",
+    ],
+)
+def test_a_leading_list_of_exceptions_is_the_whole_set(text: str) -> None:
+    c = parse_conclusion(
+        text, EXCEPTIONS, "successor_liability", multi_label=True, next_question="Facts:"
+    )
+    assert c.label == "fraudulent conveyance,mere continuation"  # not its first label alone
+
+
+def test_an_invented_next_question_on_the_same_line_is_cut_too() -> None:
+    """The invented question may follow the answer's last sentence on its line; its
+    "Therefore, ..." is still no part of the answer (was: Yes, the invented one's)."""
+    text = (
+        "Ann and Bob are from different states, but the amount is $50,000, less than $75,000, "
+        "so there is no diversity jurisdiction. Q: Cal is from Ohio. Dan is from Iowa. Cal "
+        "sues Dan for $100,000. Is there diversity jurisdiction? A: Yes. Therefore, there is "
+        "diversity jurisdiction."
+    )
+    assert parse_conclusion(text, YES_NO, "diversity_1", next_question="Q:").label == "No"

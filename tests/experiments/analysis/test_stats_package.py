@@ -57,6 +57,7 @@ OLD_NAMES = [
 ]
 
 MODULES = (
+    "agreement",
     "across",
     "bootstrap",
     "decomposition",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from experiments.grading.add import GradeSheetError, add_grades
+from experiments.grading.agreement import grader_agreement
 from experiments.grading.sheets import SheetError, make_sheet
 from experiments.grading.store import (
     current_grades,
@@ -228,3 +229,22 @@ def test_grading_out_of_order_is_not_a_random_subset(setup: dict[str, Any]) -> N
                            root=setup["grades"], runs_root=setup["runs"])  # fmt: skip
     assert not sub.valid and "out of order" in sub.reason
     assert sub.n_graded == 2 and len(sub.rows) == 1
+
+
+def test_a_grader_is_one_grader_whatever_the_case_or_spacing(setup: dict[str, Any]) -> None:
+    """'Ann Lee' re-grading as 'ann  lee' is a re-grade (her latest grade counts), not a
+    second grader averaged with the first (was: 0.5) nor a second grader to agree with."""
+    rows = _rows(_sheet(setup))
+    rows[0]["correctness"] = "1"
+    _add(setup, _write(setup["tmp"] / "f1.csv", rows), grader="Ann Lee")
+    again = _add(setup, _write(setup["tmp"] / "f2.csv", rows), grader="ANN LEE")
+    assert (again.written, again.unchanged) == (0, 1)  # the same grade again: not re-added
+    rows[0]["correctness"] = "0"
+    _add(setup, _write(setup["tmp"] / "f3.csv", rows), grader="ann  lee")
+    stored = load_grades(setup["grades"])
+    assert [g.grade for g in stored] == [1, 0]
+    g = stored[-1]
+    assert current_grades(stored, g.trial_id, runs_root=setup["runs"]) == {
+        (g.index, "correctness"): 0.0
+    }
+    assert grader_agreement(stored) == []

@@ -291,3 +291,11 @@ def test_only_rows_with_a_generation_are_judged(catalog: Catalog, tmp_path: Path
     assert {i for i, _ in load_judge_scores(trial_dir, run.judge_id)} == {
         p.index for p in result.predictions
     } - {failed}
+
+
+def test_a_scale_echo_or_a_negative_number_is_no_grade() -> None:
+    """'0 or 1' repeats the instructions and '-1' is no grade of 0/1: unparsed, never the
+    first digit read as a grade (was: 0, 1, 1, 1)."""
+    for reply in ("0 or 1", "1 - 0", "1-0", "0 to 1", "-1", "Grade: -1", "1:0"):
+        assert parse_grade(reply) is None, reply
+    assert [parse_grade(r) for r in ("1 - meets the criterion", "0: misstates the rule")] == [1, 0]
