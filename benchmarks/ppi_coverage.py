@@ -5,8 +5,14 @@ The acceptance setting of issue 33, through the real estimator functions:
 - a stub model answers each row correctly with a set probability per variant (A, B); the two
   variants' rows share difficulty (with probability RHO a row's two outcomes come from one
   uniform draw, else from two), so the pairing matters as it does for real prompts;
-- a stub judge agrees with the truth on 80% of rows and is biased toward A by b: it marks a
-  wrong answer of A, that it would have marked wrong, correct with extra probability b;
+- a stub judge agrees with the truth on 80% of rows and is biased toward A by b: b is the shift
+  of the judge's MEAN score for A over an unbiased 80% judge's, E[f_A] = 0.8 p_A + 0.2 (1 - p_A)
+  + b, so the judge-only difference of the null is b. The judge first scores every row with 80%
+  agreement, then flips each of A's 0-scores to 1 with probability b / P(f_A = 0), P(f_A = 0)
+  = 0.2 p_A + 0.8 (1 - p_A) (a cell where that exceeds 1 is refused and says so);
+  `--bias-kind pass-wrong` keeps the earlier definition for comparison: a wrong answer of A
+  that the judge marked wrong is marked correct with extra probability b, which moves E[f_A]
+  by only b (1 - p_A) 0.8 (0.036 at p_A = 0.7, b = 0.15);
 - hand grades (the truth) on a uniform random share of each variant's rows, drawn apart for
   A and B (a sheet's shuffled prefix mixes both);
 - clustered rows: texts repeated 1-4 times (mean 2.5), a text's rows sharing answer, judge
@@ -26,30 +32,50 @@ row i is graded with probability proportional to the residual sd of its judge st
 `pi_a`/`pi_b`. Naive: the rows the judge is least sure of (the stratum with the larger
 residual sd) graded first, then estimated as if uniform (no IPW).
 
-    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000          # the full grid
-    .venv/bin/python benchmarks/ppi_coverage.py --reps 200 --n 100 --share 0.1   # a corner
-    .venv/bin/python benchmarks/ppi_coverage.py --part active --reps 2000
+    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000 --clustered no   # half
+    nice -n 10 .venv/bin/python benchmarks/ppi_coverage.py --reps 2000 --clustered yes  # half
+    .venv/bin/python benchmarks/ppi_coverage.py --bias-kind pass-wrong --reps 200  # the old bias
+    .venv/bin/python benchmarks/ppi_coverage.py --reps 200 --n 100 --share 0.1    # a corner
+    .venv/bin/python benchmarks/ppi_coverage.py --part active --reps 2000 --scenario null \
+        effect --n 200 400 --share 0.1 0.2 --bias 0.1 --clustered no
 
 tests/experiments/analysis/test_ppi.py runs `simulate_cell` on a few cells.
 
 Measured (2000 reps per cell, 512 cells: the grid above x 4 scenarios x rows distinct or
-clustered; MIN_HAND = 10):
-- no cell where the estimator claimed validity covered below 93% (min 0.933); null and effect
-  cells 0.934-0.970 where every rep was valid, up to 0.986 where only the reps that happened
-  to reach 10 graded clusters were valid; ceiling and rare cells over-cover (0.97-1.00: the
-  variance floor and t quantiles are conservative there, wider than needed, never narrower);
+clustered; MIN_HAND = 10; bias as the shift of the judge's mean for A, no cell refused for
+it: b / P(f_A = 0) <= 0.71 on the grid):
+- no cell where the estimator claimed validity covered below 93% (min 0.936, within the
+  simulation error of 0.95 over 384 cells); null and effect cells 0.936-0.973 where every rep
+  was valid, up to 0.990 where only the reps that happened to reach 10 graded clusters were
+  valid; no trend in b (null 0.943-0.966 at b=0, 0.945-0.967 at b=0.15, rows distinct);
+  ceiling and rare cells over-cover at small n (53 cells above 97% beyond simulation error,
+  all ceiling or rare, up to 1.00: the variance floor and t quantiles are conservative there,
+  wider than needed, never narrower);
 - refused (valid=False): n=40 at 5-20% and n=100 at 5% always (2-8 graded per variant);
-  with clustered rows also whenever fewer than 10 distinct texts were graded;
-- size under the null 0.014-0.066; power for the 0.15 effect at n=400: 0.24/0.42/0.70/0.87
-  at 5/10/20/30% graded;
-- judge-only coverage at n=400 (rows distinct): null 0.94/0.93/0.87/0.79 at b=0/.05/.10/.15,
-  rare 0.91/0.90/0.57/0.18, effect 0.53-0.79 (an 80% judge also shrinks a real difference
-  by 40%): the judge's own interval is not an interval for correctness;
-- hand-only width / PPI width: 1.01-1.21 for null/effect (median 1.14), ~1.02 near the
-  ceiling: an 80%-agreeing judge is worth ~15-45% more hand grades, not more;
-- active (oracle Neyman pi, IPW): 1-3% narrower, coverage 0.938-0.958; naive
-  least-sure-first without IPW: 0.879-0.961, breaking at n=400 with an effect. Uniform is
-  the recommendation for `grade next` (the sheet's shuffled prefix).
+  with clustered rows also whenever fewer than 10 distinct texts were graded (85-88% of reps
+  at n=40/30% and n=100/10%, 60-63% at n=200/5%);
+- size under the null 0.010-0.060 (0.032-0.060 where every rep was valid); power for the
+  0.15 effect at n=400: 0.25/0.42/0.71/0.87 at 5/10/20/30% graded (rows distinct; clustered
+  0.23/0.38/0.56/0.70), within +-0.03 across b;
+- judge-only coverage at n=400 (rows distinct; mean over shares) at b=0/.05/.10/.15: null
+  0.95/0.64/0.10/0.00, effect 0.54/0.94/0.74/0.15, ceiling 0.93/0.72/0.08/0.00, rare
+  0.92/0.80/0.24/0.01 (clustered, ~160 texts: null 0.95/0.85/0.54/0.19). The judge's
+  difference is 0.6 (p_A - p_B) + b: an 80% judge shrinks a real difference by 40%, so at the
+  effect a bias of 0.05 happens to cancel the shrinkage (0.94) and b=0 misses (0.54): the
+  judge's own interval is not an interval for correctness;
+- hand-only width / PPI width: 0.99-1.21 for null/effect (median 1.15 at b=0, 1.11 at
+  b=0.15: a biased judge predicts A's grades less well), 0.96-1.04 near the ceiling, 0.96-1.10
+  for the rare criterion; below 1 (0.96-0.99) only with 10-12 graded clusters per variant
+  (n=40/30%, n=100/10%, clustered n=200/5%), near the ceiling or rare (and one clustered
+  effect cell at n=40), where the two fitted parameters (t with n_h - 2 df, the n_h / (n_h - 2)
+  inflation) cost more than an almost uninformative judge gives: an 80%-agreeing judge is
+  worth up to ~45% more hand grades, not more;
+- active (oracle Neyman pi, IPW; null and effect, n=200/400, 10/20%, b=0.10): from 1% wider
+  (at 10%, n=200) to 2% narrower (at 20%), coverage 0.942-0.960; naive least-sure-first
+  without IPW: 0.764-0.967, breaking at 20% graded with an effect (0.764 at n=200, 0.796 at
+  n=400): a graded set chosen by the judge's score is not a uniform sample, and nothing in
+  the estimator can see that. Uniform is the recommendation for `grade next` (the sheet's
+  shuffled prefix).
 """
 
 from __future__ import annotations
@@ -67,6 +93,7 @@ from numpy.typing import NDArray
 from experiments.analysis.stats import ppi
 
 FloatArray = NDArray[np.float64]
+BIAS_KINDS = ("shift", "pass-wrong")
 AGREE = 0.8
 RHO = 0.5
 ALPHA = 0.05
@@ -89,11 +116,40 @@ class Cell:
     bias: float
     clustered: bool = False
     sampling: str = "uniform"  # "uniform" | "active" | "naive"
+    bias_kind: str = "shift"  # "shift" | "pass-wrong" (BIAS_KINDS)
 
     @property
     def truth(self) -> float:
         pa, pb = SCENARIOS[self.scenario]
         return pa - pb
+
+    @property
+    def flip(self) -> float:
+        """The probability that the biased judge turns one of its 0-scores of A into a 1
+        (`shift`: b / P(f_A = 0), which raises E[f_A] by exactly b), or that it passes a wrong
+        answer of A it marked wrong (`pass-wrong`: b itself)."""
+        if self.bias_kind == "pass-wrong":
+            return self.bias
+        if self.bias_kind != "shift":
+            raise ValueError(f"bias kind {self.bias_kind!r}: use one of {BIAS_KINDS}")
+        pa, _ = SCENARIOS[self.scenario]
+        return self.bias / (pa * (1 - AGREE) + (1 - pa) * AGREE)
+
+    @property
+    def refusal(self) -> str:
+        """Why this cell cannot be simulated ('' when it can): a shift of b larger than the
+        judge's share of 0-scores of A cannot come from flipping them."""
+        if self.flip <= 1:
+            return ""
+        return (
+            f"refused: a shift of {self.bias:.2f} in the judge's mean for A needs flipping "
+            f"{self.flip:.2f} > 1 of its 0-scores (P(f_A = 0) = {self.bias / self.flip:.3f}); "
+            f"choose a bias of at most {self.bias / self.flip:.3f} for this scenario"
+        )
+
+
+class BiasOutOfRange(ValueError):
+    """A shift of the judge's mean for A that flipping its 0-scores cannot reach."""
 
 
 @dataclass(frozen=True)
@@ -111,13 +167,16 @@ class CellResult:
 
     @property
     def flag(self) -> str:
-        """'!' where the estimator claimed validity and coverage left 93-97% by more than
-        the simulation error allows (three standard errors)."""
+        """Where the estimator claimed validity and coverage left 93-97% by more than the
+        simulation error allows (three standard errors): '!low' (too narrow: the failure that
+        matters) or '!high' (conservative, wider than needed)."""
         if math.isnan(self.coverage):
             return ""
         valid_reps = self.reps * (1 - self.invalid)
         tol = 3 * math.sqrt(0.95 * 0.05 / max(valid_reps, 1))
-        return "!" if not (0.93 - tol <= self.coverage <= 0.97 + tol) else ""
+        if self.coverage < 0.93 - tol:
+            return "!low"
+        return "!high" if self.coverage > 0.97 + tol else ""
 
 
 def _texts(rng: np.random.Generator, n: int, clustered: bool) -> NDArray[np.intp]:
@@ -144,7 +203,10 @@ def draw(
     yb = (ub < pb).astype(float)
     fa = np.where(rng.random(g) < AGREE, ya, 1 - ya)
     fb = np.where(rng.random(g) < AGREE, yb, 1 - yb)
-    fa = np.where((ya == 0) & (fa == 0) & (rng.random(g) < cell.bias), 1.0, fa)
+    if cell.refusal:
+        raise BiasOutOfRange(cell.refusal)
+    eligible = fa == 0 if cell.bias_kind == "shift" else (ya == 0) & (fa == 0)
+    fa = np.where(eligible & (rng.random(g) < cell.flip), 1.0, fa)
     return ya[text], fa[text], yb[text], fb[text], text
 
 
@@ -192,7 +254,10 @@ def _naive(rng: np.random.Generator, y: FloatArray, f: FloatArray, share: float)
 
 
 def simulate_cell(cell: Cell, reps: int, seed: int) -> CellResult:
-    """`reps` seeded repetitions of one cell through the real estimator functions."""
+    """`reps` seeded repetitions of one cell through the real estimator functions
+    (`BiasOutOfRange` for a cell whose bias cannot be simulated: see `Cell.refusal`)."""
+    if cell.refusal:
+        raise BiasOutOfRange(cell.refusal)
     rng = np.random.default_rng(seed)
     truth = cell.truth
     n_valid = covered = rejected = hand_cov = hand_n = judge_cov = 0
@@ -251,11 +316,31 @@ HEADER = (
 )
 
 
+BIAS_LINE = {
+    "shift": (
+        f"judge: {AGREE:.0%} agreement, then bias b = the shift of its mean score for A "
+        f"(E[f_A] = {AGREE} p_A + {1 - AGREE:.1f} (1 - p_A) + b: A's 0-scores flipped to 1 "
+        "with probability b / P(f_A = 0)); the judge-only difference under the null is b"
+    ),
+    "pass-wrong": (
+        f"judge: {AGREE:.0%} agreement, then bias b = the extra probability of passing a wrong "
+        f"answer of A it marked wrong (the earlier definition: E[f_A] moves by "
+        f"b (1 - p_A) {AGREE}, not b)"
+    ),
+}
+
+
+def row_key(c: Cell) -> str:
+    return (
+        f"{c.scenario:8} {c.n:4d} {c.share:5.2f} {c.bias:4.2f} {'yes' if c.clustered else 'no':>3} "
+        f"{c.sampling:>7}"
+    )
+
+
 def row(r: CellResult) -> str:
     c = r.cell
     return (
-        f"{c.scenario:8} {c.n:4d} {c.share:5.2f} {c.bias:4.2f} {'yes' if c.clustered else 'no':>3} "
-        f"{c.sampling:>7} {r.invalid:7.3f} {r.coverage:6.3f} {r.reject:6.3f} {r.width:6.3f} "
+        f"{row_key(c)} {r.invalid:7.3f} {r.coverage:6.3f} {r.reject:6.3f} {r.width:6.3f} "
         f"{r.hand_ratio:8.2f} {r.hand_coverage:7.3f} {r.judge_coverage:8.3f} "
         f"{r.judge_bias:+9.3f} {r.flag}"
     )
@@ -268,9 +353,10 @@ def grid(
     biases: Sequence[float],
     clustered: Sequence[bool],
     sampling: Sequence[str] = ("uniform",),
+    bias_kind: str = "shift",
 ) -> list[Cell]:
     return [
-        Cell(s, n, sh, b, cl, sa)
+        Cell(s, n, sh, b, cl, sa, bias_kind)
         for s, cl, n, sh, b, sa in itertools.product(
             scenarios, clustered, ns, shares, biases, sampling
         )
@@ -282,12 +368,13 @@ def summary(results: Sequence[CellResult]) -> str:
     if not valid:
         return "no cell had a valid interval"
     covs = [r.coverage for r in valid]
-    flagged = [r for r in valid if r.flag]
+    low = [r for r in valid if r.flag == "!low"]
+    high = [r for r in valid if r.flag == "!high"]
     nulls = [r.reject for r in valid if r.cell.scenario in ("null",)]
     lines = [
         f"cells {len(results)}, with valid reps {len(valid)}; PPI coverage where valid: "
         f"min {min(covs):.3f}, median {float(np.median(covs)):.3f}, max {max(covs):.3f}; "
-        f"outside 93-97% beyond simulation error: {len(flagged)}",
+        f"beyond simulation error below 93%: {len(low)}, above 97%: {len(high)}",
         "size under the null (reject at 0.05): "
         + (f"min {min(nulls):.3f} max {max(nulls):.3f}" if nulls else "n/a"),
     ]
@@ -314,25 +401,39 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--scenario", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
     ap.add_argument("--clustered", choices=("no", "yes", "both"), default="both")
     ap.add_argument("--min-hand", type=int, help="try another MIN_HAND (the refusal threshold)")
+    ap.add_argument(
+        "--bias-kind",
+        choices=BIAS_KINDS,
+        default="shift",
+        help="shift: b raises the judge's mean for A by b (default); pass-wrong: the earlier "
+        "definition, extra probability b of passing a wrong answer of A",
+    )
     args = ap.parse_args(argv)
     if args.min_hand is not None:
         ppi.MIN_HAND = args.min_hand
     clustered = {"no": (False,), "yes": (True,), "both": (False, True)}[args.clustered]
     if args.part == "active":
-        cells = grid(
-            args.scenario, args.n, args.share, args.bias, clustered, ("uniform", "active", "naive")
-        )
+        sampling: tuple[str, ...] = ("uniform", "active", "naive")
     else:
-        cells = grid(args.scenario, args.n, args.share, args.bias, clustered)
+        sampling = ("uniform",)
+    cells = grid(args.scenario, args.n, args.share, args.bias, clustered, sampling, args.bias_kind)
     print(f"MIN_HAND = {ppi.MIN_HAND} graded clusters per variant; reps per cell {args.reps}")
+    print(BIAS_LINE[args.bias_kind])
     print(HEADER, flush=True)
     results = []
+    refused = 0
     start = time.perf_counter()
     for k, cell in enumerate(cells):
+        if cell.refusal:
+            refused += 1
+            print(f"{row_key(cell)} {cell.refusal}", flush=True)
+            continue
         res = simulate_cell(cell, args.reps, seed=args.seed * 1_000_003 + k)
         results.append(res)
         print(row(res), flush=True)
     print(summary(results))
+    if refused:
+        print(f"refused cells (bias beyond the judge's 0-scores): {refused}")
     print(f"{time.perf_counter() - start:.0f}s")
 
 

@@ -52,6 +52,7 @@ class PairAgreement:
             "level": k.level,
             "valid": k.valid,
             "reason": k.reason,
+            "kappa_items_needed": k.items_needed,
             "method": k.method,
         }
 
