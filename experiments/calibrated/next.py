@@ -8,13 +8,12 @@ recording them), graded with `workbench grade add`. Graded top to bottom, the ne
 rows and the first sheet's graded prefix together are a longer prefix of the first sheet's
 order: a random subset, what every PPI interval here assumes.
 
-Why not active: benchmarks/ppi_coverage.py (--part active, 2,000 reps per cell, n 200-400,
-10-20% graded, judge bias 0.10) compared grading with probability proportional to the
-judge stratum's residual sd (Neyman allocation with the TRUE sd, inverse-probability
-weighted: the best case) with uniform grading: intervals at most 3% narrower, coverage
-0.938-0.958 against uniform's 0.943-0.956; grading the rows the judge is least sure of first
-without weights widened the interval (hand-only / PPI 0.97-0.99) and lost coverage (0.879 at
-n = 400, 20%). So uniform (`SAMPLING`).
+Why not active: benchmarks/ppi_coverage.py (--part active, 2,000 reps per cell, null and
+effect, n 200-400, 10-20% graded, judge bias 0.10) compared grading with probability
+proportional to the judge stratum's residual sd (Neyman allocation with the TRUE sd, inverse-
+probability weighted: the best case) with uniform grading: from 1% wider to 2% narrower,
+coverage 0.942-0.960; grading the rows the judge is least sure of first without weights lost
+coverage (0.764 at n = 200, 20% graded, with an effect). So uniform (`SAMPLING`).
 """
 
 from __future__ import annotations
@@ -41,8 +40,8 @@ SAMPLING = "uniform"
 SAMPLING_NOTE = (
     "uniform: the next rows of the sheet's seeded random order (benchmarks/ppi_coverage.py "
     "--part active: inverse-probability-weighted active grading, even with the true residual "
-    "sd, narrowed intervals by at most 3% at equal coverage; grading the rows the judge is "
-    "least sure of first without weights lost coverage, 0.879 at n = 400)"
+    "sd, changed the interval's width by -2% to +1% at equal coverage; grading the rows the "
+    "judge is least sure of first without weights lost coverage, 0.764 at n = 200)"
 )
 
 
