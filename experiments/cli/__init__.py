@@ -25,6 +25,7 @@ from experiments.cli import catalog, trial, studies, plan  # noqa: F401
 from experiments.cli import imports, tools, variants, usertask  # noqa: F401
 from experiments.cli import grading  # noqa: F401
 from experiments.cli import judge  # noqa: F401
+from experiments.cli import calibrated  # noqa: F401
 # isort: on
 
 __all__ = [

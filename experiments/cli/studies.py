@@ -485,6 +485,12 @@ def report(
         return
     typer.echo(output.sweep_report(name, info, doc, trial_rows, report_dir=here, shown=shown,
                                     explain=explain))  # fmt: skip
+    # start-up time: the calibrated package only for a sweep's report
+    from experiments.calibrated.report import calibration_data
+
+    found = calibration_data([str(r["trial_id"]) for r in trial_rows if r.get("trial_id")])
+    if found.any:
+        typer.echo(output.grade_report_pointer(name, found.judged, found.graded))
     if incomplete or info["status"] != "FINISHED":
         typer.echo(output.sweep_not_complete_error(name, info["status"]), err=True)
         raise typer.Exit(1)

@@ -174,12 +174,15 @@ def make_sheet(
     task: str | None = None,
     root: Path | None = None,
     now: datetime | None = None,
+    order: Sequence[tuple[str, str]] | None = None,
 ) -> SheetResult:
     """Write a blind, shuffled sheet of `trial_dirs`' answered rows (see the module).
 
     Refuses trials of more than one task, a sheet name already used, and an empty sheet,
     before anything is written. The order depends only on the set of rows and `seed`, not on
-    the order the trials are given in.
+    the order the trials are given in. `order`: the (trial id, row index) items to put on
+    the sheet in this order instead of a shuffle (answered rows of `trial_dirs`): the next
+    stretch of another sheet's random order (`workbench grade next`); `seed` is recorded.
     """
     if not trial_dirs:
         raise SheetError("no trials to grade: give trial ids (--trial) or a sweep")
@@ -210,8 +213,17 @@ def make_sheet(
         raise SheetError(
             f"the {len(trials)} trial(s) have no answered row: rerun them with 'workbench run'"
         )
-    order = list(entries)
-    random.Random(seed).shuffle(order)
+    if order is not None:
+        unknown_rows = sorted(set(order) - set(entries))
+        if unknown_rows or len(set(order)) != len(order) or not order:
+            raise SheetError(
+                f"{len(unknown_rows)} item(s) asked for are not answered rows of these trials "
+                f"(e.g. {unknown_rows[:1]}), or repeat, or none was asked for"
+            )
+        order = list(order)
+    else:
+        order = list(entries)
+        random.Random(seed).shuffle(order)
     if per_trial is not None:
         taken: dict[str, int] = {}
         kept = []
