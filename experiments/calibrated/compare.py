@@ -85,6 +85,7 @@ def mean_of(frame: ArmFrame, level: float = 0.95) -> CalibratedMean:
         random_subset=frame.random_subset,
         subset_note=frame.subset_note,
         agreement=agreement(frame, level),
+        n_unanswered=frame.n_unanswered,
     )
 
 

@@ -52,7 +52,8 @@ class ArmFrame:
     of a generation that has changed since are dropped and counted (`stale_judge`,
     `stale_hand`). `random_subset` False: the hand-graded rows are not a prefix of a sheet's
     shuffled order (e.g. picked by hand), which every interval here assumes; `subset_note`
-    says why."""
+    says why. Only answered rows are rows here: `n_unanswered` rows whose call failed (no
+    generation, so no judge score or hand grade can reach them) are left out."""
 
     arm: Arm
     criterion: str
@@ -66,6 +67,7 @@ class ArmFrame:
     stale_hand: int = 0
     random_subset: bool = True
     subset_note: str | None = None
+    n_unanswered: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -92,6 +94,7 @@ class ArmFrame:
             stale_hand=self.stale_hand,
             random_subset=self.random_subset,
             subset_note=self.subset_note,
+            n_unanswered=self.n_unanswered,
         )
 
 

@@ -33,7 +33,8 @@ def load_frames(
     Judge scores: `judge_id`'s finished run (`judge.store.load_judge_scores`; a trial without
     it is an error naming the trial). Hand grades: `calibrated.hand`, the graded rows kept
     where they are a prefix of a sheet's order among these trials. A judge score or grade of
-    a generation that changed since is dropped and counted. `others`: more trials of the
+    a generation that changed since is dropped and counted, and so is a row with no
+    generation (its call failed: nothing can grade it). `others`: more trials of the
     (task, model) graded on the same sheets (their rows are read, not framed)."""
     preds: dict[str, list[Prediction]] = {}
     hashes: dict[str, dict[str, str]] = {}
@@ -70,6 +71,11 @@ def _frame(
     scores: Mapping[tuple[str, str], JudgeScore],
     hand: ArmGrades,
 ) -> ArmFrame:
+    # a row whose call failed has no generation: never judged nor on a sheet, so no grade
+    # can reach it (its inclusion probability is 0, not n/N): left out and counted
+    answered = [p for p in rows if p.generation is not None]
+    unanswered = len(rows) - len(answered)
+    rows = answered
     indices = tuple(p.index for p in rows)
     raw: dict[str, float | None] = {}
     stale_judge = 0
@@ -94,4 +100,5 @@ def _frame(
         stale_hand=hand.stale,
         random_subset=hand.not_random == 0,
         subset_note=hand.note,
+        n_unanswered=unanswered,
     )

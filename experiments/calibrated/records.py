@@ -77,6 +77,7 @@ class CalibratedMean:
     random_subset: bool
     subset_note: str | None
     agreement: Agreement | None
+    n_unanswered: int = 0  # rows whose call failed: left out of every number here
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -86,7 +87,14 @@ class CalibratedMean:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CalibratedMean:
         agree = d.get("agreement")
-        return _from(cls, {**d, "agreement": Agreement.from_dict(agree) if agree else None})
+        return _from(
+            cls,
+            {
+                **d,
+                "agreement": Agreement.from_dict(agree) if agree else None,
+                "n_unanswered": d.get("n_unanswered") or 0,
+            },
+        )
 
 
 @dataclass(frozen=True)

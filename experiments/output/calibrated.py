@@ -158,6 +158,11 @@ def _notes(c: Cell) -> list[str]:
                 f"{where}: dropped {m.stale_hand} hand grade(s) and {m.stale_judge} judge "
                 "score(s) of a generation that has changed since"
             )
+        if m.n_unanswered:
+            notes.append(
+                f"{where}: {m.n_unanswered} row(s) unanswered (the call failed): left out of "
+                "its numbers and of its pairs; rerun the trial to answer them"
+            )
         if m.n_unscored:
             notes.append(f"{where}: {m.n_unscored} row(s) with no judge score (counted 0.5)")
         if m.n_hand == 0:

@@ -1,0 +1,113 @@
+"""Hostile review B of the calibrated comparison (issue 33): numbers that were wrong with no
+sign, each pinned on small hand-made trial folders written through the stores (predictions,
+`write_judge`, sheet keys and `append_grades`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from experiments import output
+from experiments.calibrated import Arm, calibrated_report
+from experiments.grading.store import (
+    HandGrade,
+    SheetItem,
+    SheetKey,
+    append_grades,
+    generation_sha256,
+    save_sheet_key,
+)
+from experiments.judge.store import JudgeMeta, JudgeScore, encode_scores, write_judge
+from experiments.trials.predictions import encode_predictions
+from experiments.trials.record import Prediction
+
+JUDGE_ID = "cd" * 32
+TASK, MODEL, CRIT = "hearsay", "stub", "correctness"
+A = Arm("a" * 16, TASK, MODEL, "A")
+B = Arm("b" * 16, TASK, MODEL, "B")
+
+
+def _write(
+    runs: Path,
+    arm: Arm,
+    truth: Sequence[int],
+    judge: Sequence[int],
+    *,
+    failed: Sequence[int] = (),
+    hashes: Sequence[str] | None = None,
+    order: Sequence[int] | None = None,
+) -> list[tuple[str, str, str, int]]:
+    """A trial folder (rows in `order`; `failed` rows with no generation) and its judge run;
+    its answered rows as (trial, index, generation sha256, truth)."""
+    preds, lines, items = [], [], []
+    for i in order if order is not None else range(len(truth)):
+        gen = None if i in failed else f"{arm.variant} answer {i}: {truth[i]}"
+        h = hashes[i] if hashes is not None else f"{arm.variant}{i}"
+        preds.append(
+            Prediction(str(i), h, "x", gen, None, None, error="x" if gen is None else None)
+        )
+        if gen is None:
+            continue
+        sha = generation_sha256(gen)
+        lines.append(JudgeScore(str(i), CRIT, int(judge[i]), sha, "p", "r", JUDGE_ID, "r"))
+        items.append((arm.trial_id, str(i), sha, int(truth[i])))
+    folder = runs / arm.trial_id
+    folder.mkdir(parents=True)
+    (folder / "predictions.jsonl").write_text(encode_predictions(preds))
+    text = encode_scores(lines)
+    meta = JudgeMeta(
+        JUDGE_ID, arm.trial_id, TASK, "j", {}, "generate", {}, "v1", {}, len(lines), 0, 0,
+        None, "complete", {}, hashlib.sha256(text.encode("utf-8")).hexdigest(), "now",
+    )  # fmt: skip
+    write_judge(folder, meta, lines)
+    return items
+
+
+def _grade(grades: Path, items: Sequence[tuple[str, str, str, int]], k: int, seed: int = 0) -> None:
+    """A sheet of `items` in a seeded random order, its first `k` graded from the truth."""
+    order = np.random.default_rng(seed).permutation(len(items))
+    key = tuple(
+        SheetItem(f"i{p}", items[j][0], items[j][1], items[j][2], p) for p, j in enumerate(order)
+    )
+    save_sheet_key(SheetKey("s1", seed, "now", (CRIT,), key), grades)
+    truth = {(t, i): y for t, i, _, y in items}
+    graded = [
+        HandGrade(it.trial_id, it.index, CRIT, truth[(it.trial_id, it.index)], "ann", "s1",
+                  it.item, it.generation_sha256, it.position, "now")
+        for it in key[:k]
+    ]  # fmt: skip
+    append_grades(graded, grades)
+
+
+def _report(root: Path, pairs: Sequence[tuple[str, str]] = (("A", "B"),)):  # type: ignore[no-untyped-def]
+    return calibrated_report(
+        "t", [A, B], {(TASK, MODEL): list(pairs)}, criteria=(CRIT,), runs_root=root / "runs",
+        grades_root=root / "grades",
+    )  # fmt: skip
+
+
+def test_rows_a_variant_failed_are_left_out_not_imputed(tmp_path: Path) -> None:
+    """B's call failed on rows 0-39 (no generation: never judged, never on a sheet). They
+    were rows of B's estimate with a judge score of 0.5 and an inclusion probability of
+    n/N, though no grade could ever reach them: B's mean came out 0.65 where every answered
+    row is graded and 45 of its 60 pass (0.75). Now the estimate is over answered rows (the
+    pair over rows both answered), and the report says how many were left out."""
+    yb = [0] * 40 + [1] * 45 + [0] * 15
+    ya = [1] * 50 + [0] * 50
+    items = _write(tmp_path / "runs", A, ya, ya) + _write(
+        tmp_path / "runs", B, yb, yb, failed=range(40)
+    )
+    _grade(tmp_path / "grades", items, len(items))  # every answered row graded
+    report = _report(tmp_path)
+    mean_b = next(m for m in report.cells[0].means if m.variant == "B")
+    assert mean_b.n_rows == 60
+    assert mean_b.estimate is not None and abs(mean_b.estimate - 0.75) < 1e-9
+    assert mean_b.judge_mean is not None and abs(mean_b.judge_mean - 0.75) < 1e-9
+    row = report.cells[0].comparisons[0]
+    truth = float(np.mean(np.array(ya[40:]) - np.array(yb[40:])))
+    assert row.n_rows == 60
+    assert row.estimate is not None and abs(row.estimate - truth) < 1e-9
+    assert "B, correctness: 40 row(s) unanswered" in output.calibrated_table(report)
