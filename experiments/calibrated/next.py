@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import settings
-from experiments.calibrated.compare import compare_pair
+from experiments.calibrated.compare import _pair
 from experiments.calibrated.frames import Arm, CalibratedError, choose_judge
 from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedComparison
@@ -116,7 +116,7 @@ def next_items(
     others = [x for x in arms if x not in (a, b)]
     frames = load_frames([a, b], [criterion], judge_id, runs_root, grades, keys, others)
     fa, fb = frames[(a.variant, criterion)], frames[(b.variant, criterion)]
-    row = compare_pair(fa, fb, level)
+    row, estimate = _pair(fa, fb, level)
     half = None if row.low is None or row.high is None else (row.high - row.low) / 2
     if row.valid and half is not None and target is not None and half <= target:
         line = (
@@ -129,8 +129,8 @@ def next_items(
         # start-up: the statistics only when a target is asked for
         from experiments.analysis.stats import ppi
 
-        d = ppi.ppi_paired_difference(fa.judge, fa.hand, fb.judge, fb.hand, level=level)
-        need = ppi.hand_grades_needed(d, target_half_width=target)
+        # the reported difference's own result: rows paired by index, clusters by prompt
+        need = ppi.hand_grades_needed(estimate.result, target_half_width=target)
     pair_ids = (a.trial_id, b.trial_id)
     base = _base_sheet(keys, criterion, pair_ids)
     if base is None:

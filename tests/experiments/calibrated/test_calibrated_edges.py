@@ -111,3 +111,37 @@ def test_rows_a_variant_failed_are_left_out_not_imputed(tmp_path: Path) -> None:
     assert row.n_rows == 60
     assert row.estimate is not None and abs(row.estimate - truth) < 1e-9
     assert "B, correctness: 40 row(s) unanswered" in output.calibrated_table(report)
+
+
+def test_grade_next_counts_grades_on_the_pairs_clusters_and_rows(tmp_path: Path) -> None:
+    """`grade next --target` recomputed the difference itself, without the prompt clusters
+    and pairing rows by file position: on 100 texts repeated 4 times it asked for 4 more
+    grades where the reported interval (clustered) needs 89, and with B's rows stored in
+    another order it paired row i of A with another row of B. The count is now the
+    reported comparison's own (`hand_grades_needed` of its PPI result)."""
+    from experiments.analysis.stats import ppi
+    from experiments.calibrated import compare
+    from experiments.calibrated.load import load_frames
+    from experiments.calibrated.next import next_items
+    from experiments.grading.store import load_grades, load_sheet_keys
+
+    rng = np.random.default_rng(0)
+    n, m = 400, 100
+    texts = rng.integers(0, m, n)
+    ya = (rng.random(m) < 0.6)[texts].astype(int)
+    yb = (rng.random(m) < 0.5)[texts].astype(int)
+    ja = np.where((rng.random(m) < 0.8)[texts], ya, 1 - ya).tolist()
+    jb = np.where((rng.random(m) < 0.8)[texts], yb, 1 - yb).tolist()
+    runs, grades = tmp_path / "runs", tmp_path / "grades"
+    items = _write(runs, A, ya.tolist(), ja, hashes=[f"a{t}" for t in texts]) + _write(
+        runs, B, yb.tolist(), jb, hashes=[f"b{t}" for t in texts], order=rng.permutation(n).tolist()
+    )
+    _grade(grades, items, 160)
+    found = next_items([A, B], ("A", "B"), CRIT, target=0.12, runs_root=runs, grades_root=grades)
+    frames = load_frames(
+        [A, B], [CRIT], JUDGE_ID, runs, load_grades(grades), load_sheet_keys(grades)
+    )
+    row, est = compare._pair(frames[("A", CRIT)], frames[("B", CRIT)], 0.95)
+    assert row.valid and row == found.comparison
+    assert found.more_needed == ppi.hand_grades_needed(est.result, target_half_width=0.12)
+    assert found.more_needed is not None and found.more_needed > 40
