@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from experiments.tracking import Tracker
 
 BEST_VS_WORST_NOTE = (
-    "the sweep compares best vs worst, a range test with no calibrated form: every pair of "
-    "its variants is compared here instead"
+    "the sweep compares best vs worst (or eliminates among k variants), a pair picked by the "
+    "scores with no calibrated form: every pair of its variants is compared here instead"
 )
 
 
@@ -55,7 +55,9 @@ def _pairs(
     out: dict[tuple[str, str], list[tuple[str, str]]] = {}
     range_test = False
     for c in comparisons:
-        if c.get("a") == "best" or (c.get("k") is not None and c.get("is_range")):
+        # a range row (best vs worst of k, or a sequential elimination) has `k`; tested, its
+        # a and b are the variants the scores picked, not a planned pair
+        if c.get("a") == "best" or c.get("k") is not None:
             range_test = True
             continue
         key = (str(c["task"]), str(c["model"]))

@@ -145,3 +145,25 @@ def test_grade_next_counts_grades_on_the_pairs_clusters_and_rows(tmp_path: Path)
     assert row.valid and row == found.comparison
     assert found.more_needed == ppi.hand_grades_needed(est.result, target_half_width=0.12)
     assert found.more_needed is not None and found.more_needed > 40
+
+
+def test_a_tested_best_vs_worst_row_is_not_read_as_a_planned_pair() -> None:
+    """A tested range row names the observed best and worst variants as a and b (with k),
+    and its stored form has no `is_range`: it was read as a declared pair, so the calibrated
+    report tested only the pair the scores picked, with an uncorrected p-value and no note.
+    Every pair of the (task, model) is compared instead, and said."""
+    from experiments.analysis.records import Comparison
+    from experiments.calibrated.report import BEST_VS_WORST_NOTE, _pairs
+
+    arms = [Arm(f"t{v}", TASK, MODEL, v) for v in ("v1", "v2", "v3")]
+    tested = Comparison(
+        a="v3", b="v1", status="tested", metric="accuracy", p_value=0.01, k=3,
+        model=MODEL, task=TASK,
+    )  # fmt: skip
+    pairs, note = _pairs([tested.to_dict()], arms)
+    assert pairs[(TASK, MODEL)] == (("v1", "v2"), ("v1", "v3"), ("v2", "v3"))
+    assert note == BEST_VS_WORST_NOTE
+    untested = Comparison(
+        a="best", b="worst", status="untested", metric=None, model=MODEL, task=TASK
+    )
+    assert _pairs([untested.to_dict()], arms) == (pairs, note)
