@@ -52,11 +52,20 @@ def agreement(frame: ArmFrame, level: float = 0.95) -> Agreement:
     return Agreement(n, raw, k.kappa, k.low, k.high, k.note)
 
 
+def _judged(frame: ArmFrame) -> bool:
+    """Whether the judge scored any row on the criterion (a run of other criteria did not):
+    with none, there is no judge number, not one of 0.5s."""
+    return any(s is not None for s in frame.judge_raw)
+
+
+NO_JUDGE = stats.Plain(None, None, None, None, None)
+
+
 def mean_of(frame: ArmFrame, level: float = 0.95) -> CalibratedMean:
     """The variant's PPI mean on the criterion, its judge-only mean, the judge's agreement."""
     ids = _clusters([frame])
     est = stats.mean(frame.judge, frame.hand, ids, level)
-    judge = stats.judge_mean(frame.judge, ids, level)
+    judge = stats.judge_mean(frame.judge, ids, level) if _judged(frame) else NO_JUDGE
     return CalibratedMean(
         task=frame.arm.task,
         model=frame.arm.model,
@@ -132,7 +141,8 @@ def _pair(a: ArmFrame, b: ArmFrame, level: float) -> tuple[CalibratedComparison,
     ids = _clusters([a, b])
     d = stats.paired_difference(a.judge, a.hand, b.judge, b.hand, ids, level)
     hand = stats.hand_difference(a.hand, b.hand, ids, level)
-    judge = stats.judge_difference(a.judge, b.judge, ids, level)
+    judged = _judged(a) and _judged(b)
+    judge = stats.judge_difference(a.judge, b.judge, ids, level) if judged else NO_JUDGE
     width_ratio = None
     if d.valid and hand.low is not None and hand.high is not None and hand.high > hand.low:
         width_ratio = float((d.high - d.low) / (hand.high - hand.low))

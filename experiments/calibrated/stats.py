@@ -133,6 +133,8 @@ def judge_difference(
 ) -> Plain:
     """The judge's scores alone: a judge score, never the criterion."""
     r = ppi.judge_only_difference(judge_a, judge_b, clusters=clusters, level=level)
+    if not r.valid:  # no variance: the difference, but no interval (not NaNs)
+        return Plain(float(r.estimate), None, None, None, str(r.method))
     return Plain(float(r.estimate), float(r.low), float(r.high), r.p_value, str(r.method))
 
 

@@ -165,7 +165,12 @@ def _notes(c: Cell) -> list[str]:
             )
         if m.n_unscored:
             notes.append(f"{where}: {m.n_unscored} row(s) with no judge score (counted 0.5)")
-        if m.n_hand == 0:
+        if m.n_hand == 0 and m.judge_mean is None:
+            notes.append(
+                f"{where}: no hand grades and no judge score (the judge run did not score "
+                f"{m.criterion}): grade {_f(m.hand_needed, 'd')} rows for a valid interval"
+            )
+        elif m.n_hand == 0:
             notes.append(
                 f"{where}: no hand grades: only the {JUDGE} is known; grade "
                 f"{_f(m.hand_needed, 'd')} rows for a valid interval"

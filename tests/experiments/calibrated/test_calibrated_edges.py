@@ -167,3 +167,27 @@ def test_a_tested_best_vs_worst_row_is_not_read_as_a_planned_pair() -> None:
         a="best", b="worst", status="untested", metric=None, model=MODEL, task=TASK
     )
     assert _pairs([untested.to_dict()], arms) == (pairs, note)
+
+
+def test_a_criterion_the_judge_never_scored_has_no_judge_number(tmp_path: Path) -> None:
+    """The judge run scored correctness only. On analysis every row was "unscored" and
+    counted 0.5, so the report printed a judge score of 0.500 [0.500, 0.500] per variant and
+    "judge score (not calibrated) A − B = +0.000" [nan, nan] in the decision line: numbers
+    of a judge that said nothing. Now there is no judge number where no row was scored."""
+    ya, yb = [1, 0] * 30, [1, 1, 0] * 20
+    items = _write(tmp_path / "runs", A, ya, ya) + _write(tmp_path / "runs", B, yb, yb)
+    _grade(tmp_path / "grades", items, 0)
+    report = calibrated_report(
+        "t", [A, B], {(TASK, MODEL): [("A", "B")]}, criteria=(CRIT, "analysis"),
+        runs_root=tmp_path / "runs", grades_root=tmp_path / "grades",
+    )  # fmt: skip
+    cell = report.cells[0]
+    judged = {m.criterion: m.judge_mean for m in cell.means if m.variant == "A"}
+    assert judged == {CRIT: 0.5, "analysis": None}
+    rows = {r.criterion: r for r in cell.comparisons}
+    assert rows[CRIT].judge_estimate is not None and abs(rows[CRIT].judge_estimate + 1 / 6) < 1e-9
+    assert rows["analysis"].judge_estimate is None and rows["analysis"].judge_low is None
+    text = output.calibrated_table(report)
+    assert "nan" not in text and "0.500   [0.500,0.500]" not in text
+    assert "A − B = +0.000" not in rows["analysis"].decision
+    assert "analysis: no hand grades and no judge score" in text
