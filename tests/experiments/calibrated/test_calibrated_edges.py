@@ -185,7 +185,8 @@ def test_a_criterion_the_judge_never_scored_has_no_judge_number(tmp_path: Path) 
     judged = {m.criterion: m.judge_mean for m in cell.means if m.variant == "A"}
     assert judged == {CRIT: 0.5, "analysis": None}
     rows = {r.criterion: r for r in cell.comparisons}
-    assert rows[CRIT].judge_estimate is not None and abs(rows[CRIT].judge_estimate + 1 / 6) < 1e-9
+    judge_diff = rows[CRIT].judge_estimate
+    assert judge_diff is not None and abs(judge_diff + 1 / 6) < 1e-9
     assert rows["analysis"].judge_estimate is None and rows["analysis"].judge_low is None
     text = output.calibrated_table(report)
     assert "nan" not in text and "0.500   [0.500,0.500]" not in text
