@@ -379,7 +379,7 @@ class SheetCoverage:
 
     sheet: str
     criterion: str
-    n_items: int  # the sheet's items of the trials asked about
+    n_items: int  # the sheet's items of the trials asked about (their answers unchanged)
     n_graded: int  # of those, graded (any grader, current generation)
     prefix: int  # graded items before the first ungraded one (in sheet order)
     out_of_order: int  # graded items after the first ungraded one
@@ -424,8 +424,9 @@ def graded_at_random(
 
     `grades`, `keys` (sheet name -> key) and `generations` (trial -> index -> sha256) default
     to the store under `root` and the trials under `runs_root`. A grade counts when its
-    generation is the row's current one (as in `current_grades`). An item is graded when any
-    grader graded it; a row appearing in several sheets counts as graded once.
+    generation is the row's current one (as in `current_grades`); a sheet item whose
+    generation is no longer the row's is off the sheet. An item is graded when any grader
+    graded it; a row appearing in several sheets counts as graded once.
     """
     wanted = set(trial_ids)
     grades = load_grades(root) if grades is None else grades
@@ -451,7 +452,17 @@ def graded_at_random(
         key = keys[name]
         if criterion not in key.criteria:
             continue
-        mine = sorted((i for i in key.items if i.trial_id in wanted), key=lambda i: i.position)
+        # an item whose answer changed since (the trial was rerun) can never be graded from
+        # this sheet: it is off it, and the rest keep their random order (not a hole that
+        # cuts the prefix for good)
+        mine = sorted(
+            (
+                i
+                for i in key.items
+                if i.trial_id in wanted and gens[i.trial_id].get(i.index) == i.generation_sha256
+            ),
+            key=lambda i: i.position,
+        )
         if not mine:
             continue
         prefix = 0

@@ -192,3 +192,30 @@ def test_a_criterion_the_judge_never_scored_has_no_judge_number(tmp_path: Path) 
     assert "nan" not in text and "0.500   [0.500,0.500]" not in text
     assert "A − B = +0.000" not in rows["analysis"].decision
     assert "analysis: no hand grades and no judge score" in text
+
+
+def test_a_sheet_row_rerun_since_does_not_cut_the_graded_prefix(tmp_path: Path) -> None:
+    """A sheet graded top to bottom (40 items), then B's trial rerun and one row's answer
+    changed: that item can never be graded again (the sheet shows the old answer), and
+    every row graded after it was left out as "graded out of order" (27 of 39 current
+    grades, here), with advice to grade the skipped item. Its order among the rows that did
+    not change is still random: an item whose answer changed is no longer on the sheet."""
+    ya, yb = [1, 0, 1] * 20, [0, 1, 1] * 20
+    runs, grades = tmp_path / "runs", tmp_path / "grades"
+    items = _write(runs, A, ya, ya) + _write(runs, B, yb, yb)
+    _grade(grades, items, 40)
+    from experiments.grading.store import load_sheet_key
+
+    key = load_sheet_key("s1", grades)
+    assert key is not None
+    later = [i for i in key.items if i.trial_id == B.trial_id and i.position >= 10]
+    rerun = min(later, key=lambda i: i.position)
+    path = runs / B.trial_id / "predictions.jsonl"
+    path.write_text(
+        path.read_text().replace(f'"B answer {rerun.index}: ', f'"B answer {rerun.index} (rerun): ')
+    )
+    report = _report(tmp_path)
+    row = report.cells[0].comparisons[0]
+    assert row.random_subset, row.subset_note
+    assert row.n_hand_a + row.n_hand_b == 39
+    assert "NOT A RANDOM SUBSET" not in output.calibrated_table(report)
