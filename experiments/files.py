@@ -172,7 +172,8 @@ def _take(target: Path) -> int:
 
 def atomic_write_dir(path: Path, files: Mapping[str, str | bytes]) -> None:
     """Replace the folder `path` with one holding exactly `files` (name -> text, or bytes
-    written as they are: a figure's PNG), at once.
+    written as they are: a figure's PNG; a name may be a path inside it, "judge/x.jsonl"),
+    at once.
 
     The new folder is built under a temporary name and renamed into place; an existing folder
     is first moved aside and removed after the swap, so readers see the old set or the new
@@ -189,6 +190,7 @@ def _swap_dir(path: Path, files: Mapping[str, str | bytes]) -> None:
     old: Path | None = None
     try:
         for name, content in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)  # "judge/<id>.jsonl"
             if isinstance(content, bytes):
                 with open(tmp / name, "wb") as fb:
                     fb.write(content)

@@ -7,8 +7,8 @@ on purpose (their `json.dumps` settings, how much of the digest is kept): unifyi
 would change every id one of them ever stored.
 
 Recipes (`json.dumps` settings; hex digits kept):
-- `canonical_sha256` (trial id, rows fingerprint, cache key, variant id, import id): sorted
-  keys, compact separators, non-ASCII kept; 64.
+- `canonical_sha256` (trial id, rows fingerprint, cache key, variant id, import id, judge
+  id): sorted keys, compact separators, non-ASCII kept; 64.
 - `spec_id`: sorted keys, compact separators, non-ASCII escaped, `default=str`; 64.
 - `sweep_id`: sorted keys only (default separators, non-ASCII escaped); 64.
 - `study_key`: all defaults (a list: its order is the key); 64.
@@ -69,6 +69,26 @@ def cache_key(identity: Mapping[str, Any], prompt: str, decoding: Mapping[str, A
     """A response-cache key: the model's identity, the prompt and the decoding (as a dict,
     `llm.types.Decoding.to_dict()`)."""
     return canonical_sha256({"lm": identity, "prompt": prompt, "decoding": decoding})
+
+
+def judge_id(
+    judge: Mapping[str, Any],
+    scoring: Mapping[str, Any],
+    rubrics: Mapping[str, str],
+    template: str,
+) -> str:
+    """A judge's id (`experiments.judge`): the judge model's identity (`LM.cache_identity`),
+    how it scores (its decoding, or log-likelihood and its continuations), each criterion's
+    rubric sha256 (criterion -> sha) and the judge prompt template's version. A judge score is
+    found again only under the very judge that gave it."""
+    return canonical_sha256(
+        {
+            "judge": dict(judge),
+            "scoring": dict(scoring),
+            "rubrics": dict(rubrics),
+            "template": template,
+        }
+    )
 
 
 def variant_id(variant: Mapping[str, Any]) -> str:

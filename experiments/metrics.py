@@ -12,6 +12,12 @@ light normalisation (punctuation removed, whitespace stripped, lower-cased), exc
 A user's own task (``workbench task new``) declares its metric in its task.json: balanced
 accuracy, ``macro_f1`` or ``exact_match`` (`task_metric`).
 
+An application prompt's explanation (``instruction=application``) is scored for its
+conclusion alone: `promptlib.conclusions.parse_conclusion` finds the label it concludes, and
+the task's official metric scores those labels under the name ``rule_conclusion_<metric>``
+(`rule_conclusion_metric`), so no output or MLflow run reads it as a classification score.
+An explanation with no conclusion, or two that disagree, is unparsed: wrong, and invalid.
+
 Where the paper and the code disagree the code is the default: the code scores
 ``successor_liability`` with balanced accuracy, the paper reports F1 over the exceptions;
 ``definition="paper"`` selects the latter.
@@ -227,6 +233,34 @@ METRICS: dict[str, Callable[[Sequence[str], Sequence[str]], float]] = {
     "ssla_f1": ssla_f1,
     "successor_liability_f1": successor_liability_f1,
 }
+
+
+RULE_CONCLUSION = "rule_conclusion_"
+"""The prefix of a rule-conclusion metric: an official metric scored on the conclusions
+parsed from explanations (an application trial's), never on raw generations."""
+
+
+def rule_conclusion_metric(official: str) -> str:
+    """The name of `official` scored on explanations' parsed conclusions."""
+    if official not in METRICS:
+        raise WorkbenchError(
+            f"metric {official!r} has no rule-conclusion form (known: {', '.join(METRICS)})"
+        )
+    return RULE_CONCLUSION + official
+
+
+def base_metric(name: str) -> str:
+    """The official metric a metric name computes: a rule-conclusion metric's own, else itself
+    (what the statistics key their methods on: balanced accuracy stays stratified)."""
+    return name.removeprefix(RULE_CONCLUSION) if name.startswith(RULE_CONCLUSION) else name
+
+
+def is_rule_conclusion(name: str) -> bool:
+    return name.startswith(RULE_CONCLUSION)
+
+
+for _name, _fn in list(METRICS.items()):  # the same functions, on parsed conclusions
+    METRICS[RULE_CONCLUSION + _name] = _fn
 
 
 def official_metric(task: str, definition: Definition = "code") -> str:

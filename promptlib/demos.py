@@ -18,7 +18,7 @@ from promptlib import verbalizers
 from promptlib.errors import VariantError
 from promptlib.tasks import Task
 from promptlib.templates import Demo
-from promptlib.variants import BASE_FILE, DemoRef, PromptVariant
+from promptlib.variants import APPLICATION, BASE_FILE, DemoRef, PromptVariant
 from promptlib.verbalizers import LabelMap
 
 Row = dict[str, str]
@@ -179,8 +179,8 @@ def permuted(demos: tuple[Demo, ...], seed: int) -> tuple[Demo, ...]:
 
 
 def _drawn_demonstrations(variant: PromptVariant, task: Task) -> tuple[Demo, ...]:
-    if variant.demos == "none":
-        return ()
+    if variant.demos == "none" or variant.instruction == APPLICATION:
+        return ()  # an application file's demonstrations are part of its text
     if variant.demos == "base":
         return _file_demos(task, BASE_FILE)
     if variant.demos.startswith("icl:"):

@@ -29,7 +29,7 @@ from promptlib.demos import Row, bind, demonstrations
 from promptlib.errors import LeakageError
 from promptlib.tasks import Task
 from promptlib.templates import Demo, placeholders
-from promptlib.variants import PromptVariant, frame_file
+from promptlib.variants import APPLICATION, PromptVariant, frame_file
 
 #: Columns that are not content: they identify a row in a file, not what a model sees.
 NON_CONTENT = ("index", "answer")
@@ -75,6 +75,8 @@ def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[lis
     bound = bind(variant, task)
     taken = {r.index for r in (bound.demo_rows or ()) if r.split == split}
     cols = query_columns(bound, task)
+    if bound.instruction == APPLICATION:
+        return _not_in_text(rows, cols, task.prompt(frame_file(bound)).instruction)
     keys = {content_key(d.values, cols) for d in demonstrations(bound, task)}
     if not taken and not keys:  # zero-shot: every row is kept
         return rows, []
@@ -94,6 +96,24 @@ def evaluation_rows(variant: PromptVariant, task: Task, split: str) -> tuple[lis
 _KEYS: WeakKeyDictionary[
     Task, dict[tuple[str, tuple[str, ...]], tuple[tuple[Row, ...], list[ContentKey]]]
 ] = WeakKeyDictionary()
+
+
+def _not_in_text(rows: list[Row], cols: Sequence[str], text: str) -> tuple[list[Row], list[str]]:
+    """The rows none of whose shown values is written in `text`, and the indices of the rest.
+
+    An application prompt file's demonstrations are part of its text (they do not parse
+    apart from it), so a row is left out when its shown content (each query column's value,
+    whitespace-normalised) appears in that text: a demonstration, whatever its row."""
+    shown = _norm(text)
+    kept: list[Row] = []
+    excluded: list[str] = []
+    for row in rows:
+        values = [_norm(row.get(c)) for c in cols]
+        if values and all(v and v in shown for v in values):
+            excluded.append(row["index"])
+        else:
+            kept.append(row)
+    return kept, excluded
 
 
 def _content_keys(task: Task, split: str, cols: Sequence[str]) -> list[ContentKey]:

@@ -11,8 +11,15 @@ instruction=reference      rule_reference_prompt.txt
 instruction=description    rule_description_prompt.txt
 register=plain             zero_shot_simple.txt
 register=technical         zero_shot_jargon.txt
+instruction=application    application_prompt.txt
+  with format=claude       claude_application_prompt.txt
 otherwise                  base_prompt.txt
 =========================  ==============================
+
+An application frame (the paper's rule-application prompt: "Explain your reasoning") is
+rendered exactly as LegalBench wrote it, the Claude file included (format=claude picks the
+file and adds no reply list or example tags of its own): its demonstrations answer a shorter
+question than its query, so they stay part of its text (see `PromptVariant`).
 
 Demonstrations are rendered through the frame's query template, so the same demos can be
 shown in any register or format. A format grammar point (`promptlib.formats`) re-renders the
@@ -40,6 +47,8 @@ from promptlib.leakage import query_columns as query_columns  # its old home; re
 from promptlib.tasks import Task
 from promptlib.templates import PLACEHOLDER, Demo, ParsedPrompt, fill, placeholders
 from promptlib.variants import (
+    APPLICATION,
+    APPLICATION_TASKS,
     BASE_FILE,
     INSTRUCTION_FILES,
     REGISTER_FILES,
@@ -215,15 +224,29 @@ def _need(task: Task, filename: str, why: str) -> ParsedPrompt:
     return task.prompt(filename)
 
 
+def _need_application(task: Task, filename: str) -> None:
+    """A task without its application prompt file: say which tasks have one."""
+    task.files.require_prompts()
+    if filename not in task.spec.prompt_files or filename in task.files.empty_prompt_files():
+        raise VariantError(
+            f"instruction=application needs {filename}, which task {task.name!r} lacks; "
+            "LegalBench ships the application prompts for these tasks only: "
+            f"{', '.join(APPLICATION_TASKS)}"
+        )
+
+
 def compile_prompt(
     variant: PromptVariant, task: Task, split: str | None = "test"
 ) -> CompiledPrompt:
     """Resolve `variant` for `task`; check the template's columns against `split` if given."""
     variant = bind(variant, task)
     frame_name = frame_file(variant)
+    application = variant.instruction == APPLICATION
+    if application:
+        _need_application(task, frame_name)
     why = (
         f"instruction={variant.instruction}"
-        if variant.instruction in INSTRUCTION_FILES
+        if variant.instruction in INSTRUCTION_FILES or application
         else f"register={variant.register}"
         if variant.register in REGISTER_FILES
         else "the base prompt"
@@ -315,7 +338,8 @@ def compile_prompt(
         demo_sep=demo_sep,
         query=query,
         answer_join=answer_join,
-        format=variant.format,
+        # an application file is its format's own text: rendered as written (base-style)
+        format="base" if application else variant.format,
         labels=task.spec.labels,
         source=source,
         label_map=label_map,

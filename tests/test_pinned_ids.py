@@ -54,6 +54,7 @@ def _fingerprint(lb: Path, tasks: list[str]) -> str:
 def compute_pins(lb: Path) -> dict[str, Any]:
     """Every pinned id, computed with the current code (public or test-used names only)."""
     from experiments.ids import grades_sha as _sha
+    from experiments.ids import judge_id
     from experiments.llm.cache import cache_key
     from experiments.llm.gateway import LiteLLMModel
     from experiments.llm.served import SERVED_ALIGNMENT_CHECK
@@ -179,6 +180,12 @@ def compute_pins(lb: Path) -> dict[str, Any]:
     )  # fmt: skip
     misc["predictions_sha"] = predictions_sha(fake)
     misc["grades_sha"] = _sha([{"index": "0", "generation": "Yes ✓", "grade": 1}])
+    misc["judge_id"] = judge_id(
+        identity,
+        {"scoring": "generate", "decoding": Decoding(max_tokens=10, stop=()).to_dict()},
+        {"correctness": "a" * 64, "analysis": "b" * 64},
+        "judge-prompt-v1",
+    )
     cfg = OptimizeConfig(task="hearsay", model=MODEL, storage="sqlite:////tmp/optuna.db")
     misc["study_name"] = _study_name(cfg)
     misc["study_key"] = _study_key(cfg)

@@ -33,6 +33,8 @@ ENTRY_POINTS = (
     "experiments.analysis.sensitivity.report:sensitivity_report",
     "experiments.optimize.optimize:optimize",
     "experiments.generate.run:generate",
+    "experiments.calibrated.report:calibrated_report",
+    "experiments.calibrated.next:next_items",
 )
 
 # exported functions that return a dict on purpose (a document's serialiser, a name -> value

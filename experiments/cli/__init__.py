@@ -10,7 +10,8 @@ Modules: `app` (the Typer apps, main options, `main`), `options` (shared options
 `help_format` (help wrapped to the terminal, flags shown and refused as flags),
 and the commands: `catalog` (tasks, render), `trial` (run, score), `studies` (sweep,
 optimize, report), `plan` (plan), `imports` (import, compare), `tools` (grade, doctor, ui),
-`variants` (variants generate), `usertask` (task new, task list: your own data as a task).
+`variants` (variants generate), `usertask` (task new, task list: your own data as a task),
+`judge` (judge: a judge model grades trials on the paper's criteria).
 `single` is the work of `workbench run` as a function a test can call (`run_single`);
 `trial.run` only wires its options to it.
 """
@@ -22,7 +23,7 @@ from experiments.cli.app import app, main
 # isort: off
 from experiments.cli import catalog, trial, studies, plan  # noqa: F401
 from experiments.cli import imports, tools, variants, usertask  # noqa: F401
-from experiments.cli import grading  # noqa: F401
+from experiments.cli import grading, judge, calibrated  # noqa: F401
 # isort: on
 
 __all__ = [

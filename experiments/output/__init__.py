@@ -17,13 +17,15 @@ One module per concept; every name is re-exported here, so `output.X` and
 - `sweeps`: `workbench sweep` and `workbench report` around the tables (cost, files);
 - `plan`: `--dry-run`, `workbench plan` and the time lines of local models;
 - `optimize`, `grades`, `generation`, `imports`: those commands' reports;
-- `messages`: stderr notes and errors, the version line.
+- `messages`: stderr notes and errors, the version line;
+- `calibrated`: `workbench grade report|next` (hand grades + judge scores by PPI).
 
 Progress bars (`progress_bar`, from promptlib.progress) go to stderr, so `--json` output on
 stdout stays clean. Start-up time: none of these modules imports the analysis (scipy) at
 load; a function imports it once there is a result to print.
 """
 
+from experiments.output.calibrated import calibrated_table, next_items
 from experiments.output.common import as_json, note_lines
 from experiments.output.comparisons import across_table, comparison_table, decision_lines
 from experiments.output.generation import generation_lines, generation_refused, unreviewed_warning
@@ -68,6 +70,7 @@ from promptlib.progress import progress_bar  # the CLI's bars, re-exported
 __all__ = [
     "across_table",
     "as_json",
+    "calibrated_table",
     "command_error",
     "comparison_table",
     "cost_line",
@@ -83,6 +86,7 @@ __all__ = [
     "incomplete_trials_error",
     "measuring_note",
     "model_time_lines",
+    "next_items",
     "not_measured_note",
     "note_lines",
     "optimize_report",

@@ -35,7 +35,7 @@ from experiments.trials.predictions import stored_prediction
 from experiments.trials.record import Prediction, TrialStatus
 from experiments.trials.run import TrialResult
 from experiments.trials.spec import MANUAL
-from experiments.trials.store import runs_dir, save_result
+from experiments.trials.store import KEPT_FOLDERS, kept_files, runs_dir, save_result
 from promptlib import inputs
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
@@ -268,7 +268,7 @@ def read_graded_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
 
 def grades_doc(
     path: Path, rows: list[tuple[int, dict[str, str]]], trial_dir: Path
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str | bytes]]:
     """The trial's summary, grades.json and new folder contents for these CSV rows.
 
     Raises `GradingError` naming the CSV line and column (or the trial's file) for anything
@@ -374,14 +374,17 @@ def _look_alikes(idx: str, by_index: dict[str, Any], trial_id: str) -> str:
     )
 
 
-def _folder_files(trial_dir: Path) -> dict[str, str]:
+def _folder_files(trial_dir: Path) -> dict[str, str | bytes]:
     """The text of every file of a trial's folder, which is about to be rewritten.
 
-    Anything else in it (a subfolder, a file the workbench does not write) stops the
-    rewrite, naming it: the swap would delete it.
+    Its judge scores (`store.KEPT_FOLDERS`) are carried over as bytes; anything else in it (a
+    subfolder, a file the workbench does not write) stops the rewrite, naming it: the swap
+    would delete it.
     """
-    files: dict[str, str] = {}
+    files: dict[str, str | bytes] = dict(kept_files(trial_dir))
     for entry in sorted(trial_dir.iterdir()):
+        if entry.name in KEPT_FOLDERS and entry.is_dir() and not entry.is_symlink():
+            continue
         if entry.name not in TRIAL_FILES or not entry.is_file() or entry.is_symlink():
             raise GradingError(
                 f"{entry}: not a file the workbench writes in a trial folder; grading rewrites "
@@ -465,7 +468,10 @@ def carry_grades(trial_dir: Path, previous: str | None) -> dict[str, Any] | None
             "score": doc["score"],
             "graded": doc["graded"],
         }
-        files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()}
+        files: dict[str, str | bytes] = {
+            f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()
+        }
+        files.update(kept_files(trial_dir))
         files["summary.json"] = json.dumps(new_summary, indent=1, ensure_ascii=False)
         files["grades.json"] = previous
         atomic_write_dir(trial_dir, files)
@@ -498,7 +504,10 @@ def save_keeping_grades(result: TrialResult) -> tuple[Path, dict[str, Any]]:
             return saved.folder, summary
         if previous is not None and parse_grades(previous) is None:
             # not grades (written over by hand?): put back as it was, never applied
-            files = {f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir()}
+            files: dict[str, str | bytes] = {
+                f.name: f.read_text(encoding="utf-8") for f in trial_dir.iterdir() if f.is_file()
+            }
+            files.update(kept_files(trial_dir))
             atomic_write_dir(trial_dir, {**files, "grades.json": previous})
             summary["grades_dropped"] = (
                 f"{trial_dir / 'grades.json'} is not a grades file written by 'workbench grade "

@@ -24,6 +24,7 @@ from experiments.metrics import (
     METRICS,
     ClassReport,
     class_report,
+    is_rule_conclusion,
     parse_label,
     same_label,
     score,
@@ -41,6 +42,7 @@ from experiments.trials.spec import (
     resolve_trial,
     trial_decoding,
 )
+from promptlib.conclusions import parse_conclusion
 from promptlib.render import CompiledPrompt
 from promptlib.tasks import Catalog
 
@@ -184,7 +186,8 @@ def run_trial(
         completions, hits = _generate(lm, prompts, decoding, cache, progress)
 
     scored = metric != MANUAL
-    preds = _predictions(rows, prompts, completions, hits, compiled, metric)
+    multi = task.spec.task_type == "multi-label"
+    preds = _predictions(rows, prompts, completions, hits, compiled, metric, multi)
     answered = [p for p in preds if p.generation is not None]
     gens = [p.scored_text or "" for p in answered]
     answers = [p.answer for p in answered]
@@ -231,6 +234,7 @@ def _predictions(
     hits: Sequence[bool],
     compiled: CompiledPrompt,
     metric: str,
+    multi: bool = False,
 ) -> list[Prediction]:
     """One `Prediction` per row, in row order: its answer mapped to a label and, unless the
     trial is graded by hand (`MANUAL`), marked correct or wrong.
@@ -238,19 +242,27 @@ def _predictions(
     Under a verbalizer the reply is mapped back to its official label first
     (`CompiledPrompt.official`), and that label is what the metric scores (`scored`); a reply
     naming no shown label, the official words included, scores as `NOT_SHOWN` (invalid). The
+    An application trial's explanation (a rule-conclusion metric) is scored on the
+    conclusion `parse_conclusion` finds (`parsed`; `scored` is it, or `NO_CONCLUSION`:
+    wrong and invalid); `multi` (a multi-label task) concludes a set of labels. The
     generation is kept as the model gave it, but for its secrets: each ``***`` before it is
     scored or recorded (the gateway and the cache hide them already; this covers any `LM`).
     """
     scored = metric != MANUAL
     labels = compiled.labels
     verbalized = compiled.label_map is not None
+    explained = is_rule_conclusion(metric)
     preds: list[Prediction] = []
     for row, prompt, (comp, hit) in zip(
         rows, prompts, zip(completions, hits, strict=True), strict=True
     ):
         gen, hidden = redact_reply(comp.text) if comp.text is not None else (None, 0)
         mapped: str | None = None
-        if gen is not None and verbalized:
+        if gen is not None and explained:  # an explanation: its conclusion is scored
+            conclusion = parse_conclusion(gen, labels or (), compiled.task, multi_label=multi)
+            parsed = conclusion.label
+            mapped = conclusion.scored(row["answer"], multi)
+        elif gen is not None and verbalized:
             parsed = compiled.official(gen)
             mapped = parsed if parsed is not None else NOT_SHOWN
         else:

@@ -19,13 +19,13 @@ from experiments import ids
 from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Mode, Scoring
 from experiments.metrics import Definition as Definition  # re-exported: its home is metrics
-from experiments.metrics import scorable_task_metric, task_metric
+from experiments.metrics import rule_conclusion_metric, scorable_task_metric, task_metric
 from promptlib.errors import WorkbenchError
 from promptlib.gold import check_gold_not_shown
 from promptlib.leakage import evaluation_rows
 from promptlib.render import CompiledPrompt, compile_prompt
 from promptlib.tasks import Catalog, TaskSpec
-from promptlib.variants import PromptVariant
+from promptlib.variants import APPLICATION, PromptVariant
 
 # Log-likelihood scorings and how each compares the labels' summed log-probabilities (one
 # model pass computes the sums; the criterion is part of the trial id and the cache key).
@@ -38,6 +38,16 @@ MANUAL = "manual"
 # Generation budgets, following the paper: short for classification, 150 tokens for
 # rule_qa (answered in prose, graded by hand).
 _LONG_FORM = {"rule_qa": 150}
+# The paper's rule-application answers (instruction=application): 150 generated tokens, 300
+# for diversity_jurisdiction_6 (the workbench's diversity_6), temperature 0, no newline stop.
+APPLICATION_TOKENS = 150
+_APPLICATION_LONGER = {"diversity_6": 300}
+
+
+def application_decoding(spec: TaskSpec, mode: Mode) -> Decoding:
+    """The paper's decoding of an explanation: 150 tokens (300 for diversity_6), no stop."""
+    budget = _APPLICATION_LONGER.get(spec.name, APPLICATION_TOKENS)
+    return Decoding(max_tokens=budget, stop=(), mode=mode)
 
 
 def decoding_for(spec: TaskSpec, mode: Mode) -> Decoding:
@@ -58,6 +68,8 @@ def decoding_for(spec: TaskSpec, mode: Mode) -> Decoding:
 def trial_decoding(spec: TaskSpec, mode: Mode, compiled: CompiledPrompt) -> Decoding:
     """`decoding_for`, with a budget that also fits the longest label a verbalizer shows (a
     label shown as a longer word is never cut; without a verbalizer it is `decoding_for`)."""
+    if compiled.variant.instruction == APPLICATION:
+        return application_decoding(spec, mode)
     decoding = decoding_for(spec, mode)
     if compiled.label_map is None or not spec.is_classification or spec.name in _LONG_FORM:
         return decoding
@@ -189,6 +201,22 @@ def _refuse_extended_labels(task: str, labels: Sequence[str]) -> None:
                 )
 
 
+def _application_metric(spec: TrialSpec, task: TaskSpec, metric: str) -> str:
+    """An application trial's metric: the official one on the explanations' conclusions."""
+    if spec.scoring != "generate":
+        raise WorkbenchError(
+            f"task {spec.task!r}: instruction=application asks for an explanation, which is "
+            f"generated; --scoring {spec.scoring} scores a label's likelihood and cannot "
+            "score one: use --scoring generate"
+        )
+    if not task.labels:
+        raise WorkbenchError(
+            f"task {spec.task!r}: instruction=application is scored on the conclusion its "
+            "explanation reaches among the task's labels, and the task has none"
+        )
+    return rule_conclusion_metric(metric)
+
+
 def resolve_trial(
     spec: TrialSpec, catalog: Catalog, lm: LM, *, hand_graded: bool = False
 ) -> ResolvedTrial:
@@ -211,6 +239,8 @@ def resolve_trial(
             )
     else:
         metric = scorable_task_metric(task, spec.definition)
+    if spec.variant.instruction == APPLICATION:
+        metric = _application_metric(spec, task.spec, metric)
     compiled = compile_prompt(spec.variant, task, spec.split)
     rows, excluded = evaluation_rows(compiled.variant, task, spec.split)
     if spec.rows is not None:

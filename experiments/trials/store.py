@@ -21,17 +21,40 @@ def runs_dir() -> Path:
     return settings.runs_dir()
 
 
+KEPT_FOLDERS = ("judge",)
+"""Subfolders of a trial's folder that a rewrite of the folder carries over: the judge scores
+(`experiments.judge`), each naming the generation it graded, so one made stale by a rerun is
+detected, not lost."""
+
+
+def kept_files(trial_dir: Path) -> dict[str, bytes]:
+    """The files of `trial_dir`'s `KEPT_FOLDERS` ("judge/<name>" -> bytes), for a rewrite of
+    the folder (`atomic_write_dir`) to carry over; links and deeper folders are not read."""
+    out: dict[str, bytes] = {}
+    for folder in KEPT_FOLDERS:
+        where = trial_dir / folder
+        if where.is_symlink() or not where.is_dir():
+            continue
+        for f in sorted(where.iterdir()):
+            if f.is_file() and not f.is_symlink() and not f.name.startswith("."):
+                out[f"{folder}/{f.name}"] = f.read_bytes()
+    return out
+
+
 def save_trial(result: TrialResult, root: Path | None = None) -> Path:
-    """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe."""
+    """Write runs/<trial_id>/{predictions.jsonl,summary.json} together, crash-safe (the
+    folder's judge scores carried over: `KEPT_FOLDERS`)."""
     out = (root or runs_dir()) / result.trial_id
     summary = {**result.summary(), "spec": result.spec.to_dict()}
-    atomic_write_dir(
-        out,
-        {
-            PREDICTIONS_FILE: encode_predictions(result.predictions),
-            "summary.json": json.dumps(summary, indent=1, ensure_ascii=False),
-        },
-    )
+    with dir_lock(out):
+        atomic_write_dir(
+            out,
+            {
+                PREDICTIONS_FILE: encode_predictions(result.predictions),
+                "summary.json": json.dumps(summary, indent=1, ensure_ascii=False),
+                **kept_files(out),
+            },
+        )
     return out
 
 

@@ -21,6 +21,9 @@ from promptlib.variants.saved import (
 from promptlib.variants.spec import parse_spec
 from promptlib.variants.textfiles import _read_text_file, read_text_file, text_file_review
 from promptlib.variants.variant import (
+    APPLICATION,
+    APPLICATION_FILES,
+    APPLICATION_TASKS,
     AS_DRAWN,
     BASE_FILE,
     FORMATS,
@@ -39,6 +42,9 @@ from promptlib.variants.variant import (
 )
 
 __all__ = [
+    "APPLICATION",
+    "APPLICATION_FILES",
+    "APPLICATION_TASKS",
     "AS_DRAWN",
     "BASE_FILE",
     "FORMATS",

@@ -3,6 +3,8 @@
 The axes follow the LegalBench paper's prompt studies:
 
 - ``instruction``: ``base`` | ``reference`` | ``description`` | ``custom`` (``instruction_text``)
+  | ``application`` (the paper's rule-application prompt, which asks for an explanation:
+  ``application_prompt.txt``, or ``claude_application_prompt.txt`` with ``format=claude``)
 - ``register``: ``default`` | ``plain`` | ``technical`` | ``custom`` (``register_text``, a query
   template in the user's own words)
 - ``demos``: ``base`` | ``none`` | ``icl:N`` | ``sample`` (``k`` class-balanced rows drawn with
@@ -38,7 +40,7 @@ from promptlib.formats import canonical_format, check_format
 from promptlib.gold import refuse_gold_placeholder
 from promptlib.verbalizers import LabelMap, check_scheme
 
-INSTRUCTIONS = ("base", "reference", "description", "custom")
+INSTRUCTIONS = ("base", "reference", "description", "custom", "application")
 REGISTERS = ("default", "plain", "technical", "custom")
 FORMATS = ("base", "claude")
 POOLS = ("train", "train+test")
@@ -58,6 +60,31 @@ INSTRUCTION_FILES = {
 }
 REGISTER_FILES = {"plain": "zero_shot_simple.txt", "technical": "zero_shot_jargon.txt"}
 BASE_FILE = "base_prompt.txt"
+APPLICATION = "application"
+"""instruction=application: the paper's rule-application prompt (an explanation, then the
+conclusion). Its file depends on the format, so it is not in `INSTRUCTION_FILES` (which
+also lists the levels the optimiser searches: an explanation is not what it scores)."""
+#: The rule-application prompt file of each format (LegalBench's own Claude wording).
+APPLICATION_FILES = {
+    "base": "application_prompt.txt",
+    "claude": "claude_application_prompt.txt",
+}
+#: The LegalBench tasks that ship both application prompt files (the paper's 12 tasks used
+#: for rule-application and rule-conclusion), named in the error for a task without them.
+APPLICATION_TASKS = (
+    "abercrombie",
+    "diversity_1",
+    "diversity_2",
+    "diversity_3",
+    "diversity_4",
+    "diversity_5",
+    "diversity_6",
+    "hearsay",
+    "personal_jurisdiction",
+    "successor_liability",
+    "telemarketing_sales_rule",
+    "ucc_v_common_law",
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -100,6 +127,8 @@ class PromptVariant:
             text = getattr(self, name)
             if isinstance(text, str):
                 refuse_gold_placeholder(text, name, VariantError)
+        if self.instruction == APPLICATION:
+            self._check_application()
         if self.instruction in INSTRUCTION_FILES and self.register in REGISTER_FILES:
             raise VariantError(
                 f"no LegalBench prompt combines instruction={self.instruction} with "
@@ -154,6 +183,33 @@ class PromptVariant:
                     "order permutes the demonstrations, and demos=none has none; leave order "
                     "unset or show demonstrations"
                 )
+
+    def _check_application(self) -> None:
+        """instruction=application renders LegalBench's application file as written: its
+        demonstrations are part of its text (they answer a shorter question than its query,
+        so they do not parse apart from it), and only its two formats exist."""
+        refused = []
+        if self.register != "default":
+            refused.append(f"register={self.register} (the file has its own query wording)")
+        if self.demos != "base":
+            refused.append(
+                f"demos={self.demos if self.demos != 'sample' else self.k} (its demonstrations "
+                "are written into the file and cannot be dropped or redrawn)"
+            )
+        if self.format not in APPLICATION_FILES:
+            refused.append(f"format={self.format} (only base and claude files exist)")
+        if self.verbalizer is not None:
+            refused.append(f"verbalizer={self.verbalizer} (its demonstrations show the labels)")
+        if self.answer_hint:
+            refused.append("answer_hint=on (the prompt asks for an explanation)")
+        if self.order is not None:
+            refused.append(f"order={self.order} (its demonstrations are fixed text)")
+        if refused:
+            raise VariantError(
+                "instruction=application renders the task's application prompt file as "
+                f"LegalBench wrote it and does not combine with {'; '.join(refused)}; leave "
+                "those at their defaults (format=base or format=claude may be set)"
+            )
 
     # ---- identity -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -275,6 +331,8 @@ class PromptVariant:
 
 def frame_file(variant: PromptVariant) -> str:
     """The prompt file that frames a variant (instruction, query template, separators)."""
+    if variant.instruction == APPLICATION:
+        return APPLICATION_FILES.get(variant.format, APPLICATION_FILES["base"])
     return (
         INSTRUCTION_FILES.get(variant.instruction)
         or REGISTER_FILES.get(variant.register)

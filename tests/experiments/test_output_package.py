@@ -62,6 +62,7 @@ OLD_NAMES = [
 ]
 
 MODULES = (
+    "calibrated",
     "common",
     "comparisons",
     "generation",

@@ -10,7 +10,10 @@ One module per concept; every name is re-exported here, so `stats.X` and
   anti-conservative `post_selection_pair_test`;
 - `bootstrap`: `bootstrap_ci`, stratified paired bias-corrected intervals;
 - `across`: `across_tasks` ("t", "wilcoxon", "permutation") on per-task scores;
-- `multiplicity`: `holm` and `benjamini_hochberg` corrections.
+- `multiplicity`: `holm` and `benjamini_hochberg` corrections;
+- `ppi`: prediction-powered (PPI++) means and paired differences of hand grades with judge
+  scores (`ppi_mean`, `ppi_paired_difference`, `hand_only_difference`,
+  `judge_only_difference`, `hand_grades_needed`).
 
 The simulated minimum detectable effect is `analysis.power.minimum_detectable_effect`.
 """
@@ -58,6 +61,16 @@ from experiments.analysis.stats.paired import (
     PermutationResult,
     paired_permutation_test,
 )
+from experiments.analysis.stats.ppi import (
+    JudgeDifference,
+    PPIDifference,
+    PPIEstimate,
+    hand_grades_needed,
+    hand_only_difference,
+    judge_only_difference,
+    ppi_mean,
+    ppi_paired_difference,
+)
 from experiments.analysis.stats.range_test import (
     POST_SELECTION_TEST,
     RANGE_CLUSTER_TEST,
@@ -84,10 +97,13 @@ __all__ = [
     "FloatArray",
     "Interval",
     "IntervalMethod",
+    "JudgeDifference",
     "Labels",
     "Metric",
     "MetricCallable",
     "MetricName",
+    "PPIDifference",
+    "PPIEstimate",
     "PermutationResult",
     "PostSelectionResult",
     "RangeResult",
@@ -97,7 +113,10 @@ __all__ = [
     "check_inputs",
     "checked_decomposition",
     "class_index",
+    "hand_grades_needed",
+    "hand_only_difference",
     "holm",
+    "judge_only_difference",
     "metric_fn",
     "metric_names",
     "name_of_metric",
@@ -106,6 +125,8 @@ __all__ = [
     "paired_t_across_tasks",
     "permutation_across_tasks",
     "post_selection_pair_test",
+    "ppi_mean",
+    "ppi_paired_difference",
     "range_permutation_test",
     "resample_counts",
     "resolve_metric",

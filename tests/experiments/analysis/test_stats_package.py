@@ -63,6 +63,7 @@ MODULES = (
     "metrics",
     "multiplicity",
     "paired",
+    "ppi",
     "range_test",
 )
 

@@ -1,0 +1,84 @@
+"""`workbench grade report` and `workbench grade next`: hand grades and judge scores combined
+(`experiments.calibrated`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from experiments import output
+from experiments.cli.app import grade_app
+from experiments.cli.options import JSON, Explain, friendly
+
+SweepRef = Annotated[
+    str, typer.Argument(help="A sweep's name (its latest run), a sweep id or an MLflow run id.")
+]
+Judge = Annotated[
+    str | None,
+    typer.Option("--judge", help="The judge run's id (or prefix); needed when there are several."),
+]
+
+
+@grade_app.command("report")
+@friendly
+def grade_report(
+    sweep: SweepRef,
+    judge: Judge = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only this model.")] = None,
+    as_json: JSON = False,
+    explain: Explain = False,
+) -> None:
+    """The calibrated comparison of a sweep: hand grades and judge scores by PPI."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.calibrated import calibrated_report, sweep_arms
+    from experiments.tracking import Tracker
+
+    found = sweep_arms(Tracker(), sweep)
+    report = calibrated_report(
+        found.name, found.arms, found.pairs, judge=judge, task=task, model=model,
+        pairs_note=found.note,
+    )  # fmt: skip
+    typer.echo(
+        output.as_json(report.to_dict()) if as_json else output.calibrated_table(report, explain)
+    )
+
+
+@grade_app.command("next")
+@friendly
+def grade_next(
+    sweep: SweepRef,
+    task: Annotated[str, typer.Option("--task", help="The task of the comparison.")],
+    model: Annotated[str | None, typer.Option("--model", help="Its model.")] = None,
+    pair: Annotated[str | None, typer.Option("--pair", help="A,B (default: the first).")] = None,
+    criterion: Annotated[str, typer.Option("--criterion")] = "correctness",
+    target: Annotated[
+        float | None, typer.Option("--target", help="Stop at this half-width of A − B.")
+    ] = None,
+    n: Annotated[int, typer.Option("-n", help="How many items to propose.")] = 20,
+    judge: Judge = None,
+    as_json: JSON = False,
+) -> None:
+    """The next rows to grade for a comparison (in the sheet's random order), or stop."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.calibrated import CalibratedError, sweep_arms
+    from experiments.calibrated.next import next_items
+    from experiments.tracking import Tracker
+
+    found = sweep_arms(Tracker(), sweep)
+    arms = [a for a in found.arms if a.task == task and (model is None or a.model == model)]
+    models = sorted({a.model for a in arms})
+    if len(models) != 1:
+        raise CalibratedError(
+            f"--task {task}: {'no trials' if not models else 'models ' + ', '.join(models)}; "
+            "give one --model of the sweep's"
+        )
+    planned = found.pairs.get((task, models[0])) or ()
+    chosen = tuple(pair.split(",", 1)) if pair else (planned[0] if planned else None)
+    if chosen is None or len(chosen) != 2:
+        raise CalibratedError("--pair: give two variants as A,B")
+    result = next_items(
+        arms, (chosen[0].strip(), chosen[1].strip()), criterion, judge=judge, target=target, k=n
+    )
+    typer.echo(output.as_json(result.to_dict()) if as_json else output.next_items(result))
