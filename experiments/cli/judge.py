@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -109,6 +110,7 @@ def judge(
         )
     how = judge_scoring or default_judge_scoring(model)
     if how == "loglik":
+        # start-up time: the CLI imports a command's modules when it runs
         from experiments.llm.loglik import require_loglik_model
 
         require_loglik_model(model, api_base)
@@ -138,6 +140,7 @@ def judge(
             )  # fmt: skip
         tracked: list[str] = []
         if tracker is not None:
+            # start-up time: mlflow is imported only when a judge run is tracked
             from experiments.judge.tracking import log_judge
 
             tracked = log_judge(tracker, run, trial_dir)
@@ -158,8 +161,6 @@ def judge(
 
 
 def _task_of(trial_dir: Path) -> str:
-    import json
-
     try:
         task = json.loads((trial_dir / "summary.json").read_text(encoding="utf-8"))["task"]
     except (OSError, ValueError, KeyError, TypeError) as e:

@@ -266,3 +266,28 @@ def _shipped(task: str) -> Path:
     from importlib import resources
 
     return Path(str(resources.files("experiments.judge").joinpath("rubrics", f"{task}.yaml")))
+
+
+def test_only_rows_with_a_generation_are_judged(catalog: Catalog, tmp_path: Path) -> None:
+    class Flaky(AnswerLM):
+        def __init__(self) -> None:
+            self.n = 0
+
+        def complete(self, prompt: str, decoding: Decoding) -> Completion:
+            self.n += 1
+            if self.n == 2:
+                return Completion(None, error="RateLimitError 429 after 5 attempt(s)")
+            return super().complete(prompt, decoding)
+
+    spec = TrialSpec(task="hearsay", variant=parse_spec("demos=none"), model=AnswerLM.name,
+                     limit=LIMIT)  # fmt: skip
+    result = run_trial(spec, catalog, Flaky())
+    assert result.n_errors == 1
+    trial_dir = save_trial(result, tmp_path / "runs")
+    run = judge_trial(trial_dir, JudgeLM(), load_rubrics("hearsay"), catalog=catalog,
+                      scoring="generate")  # fmt: skip
+    assert run.n == LIMIT - 1 and run.complete
+    failed = next(p.index for p in result.predictions if p.generation is None)
+    assert {i for i, _ in load_judge_scores(trial_dir, run.judge_id)} == {
+        p.index for p in result.predictions
+    } - {failed}
