@@ -39,6 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+PARSER_VERSION = 1
+"""Part of an application trial's id (`experiments.trials.spec`): a change to the rules
+above that can parse a reply differently must bump it, so no trial resumes a stored parse."""
+
 NO_CONCLUSION = "(no conclusion: none found, or two that disagree)"
 """What the metric scores for an unparsed explanation: no label, so wrong and invalid."""
 
@@ -107,10 +111,24 @@ class Conclusion:
 
 
 def parse_conclusion(
-    text: str, labels: Sequence[str], task: str | None = None, *, multi_label: bool = False
+    text: str,
+    labels: Sequence[str],
+    task: str | None = None,
+    *,
+    multi_label: bool = False,
+    next_question: str | None = None,
 ) -> Conclusion:
-    """The conclusion of `text` among `labels` (see the module doc for the rules)."""
+    """The conclusion of `text` among `labels` (see the module doc for the rules).
+
+    `next_question`: how the prompt's question line starts (``Q:``, `question_start`). A
+    completion model often goes on past its answer to write the next question and answer it
+    too ("No\n\nQ: ... A: Yes"); its answer ends where such a line starts, and what follows
+    is no part of its conclusion."""
     labels = tuple(labels)
+    if next_question:
+        m = re.search(r"\n[ \t]*" + re.escape(next_question), text)
+        if m is not None:
+            text = text[: m.start()]
     yes_no = _yes_no(labels)
     claim = CLAIMS.get(task or "") if yes_no else None
     sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
@@ -141,6 +159,14 @@ def parse_conclusion(
     if claimed:
         return _decide(claimed, labels, "claimed", multi_label)
     return Conclusion(None, "none")
+
+
+def question_start(query: str) -> str | None:
+    """The text a query template's question line opens with before its first placeholder
+    (``Q:`` of ``Q: {{text}} Is there hearsay?``), or None when it opens with one."""
+    first = query.lstrip().split("\n", 1)[0]
+    head = first.split("{{", 1)[0].strip()
+    return head or None
 
 
 def _defines(sentence: str, claim: str | None) -> bool:

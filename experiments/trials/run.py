@@ -42,7 +42,7 @@ from experiments.trials.spec import (
     resolve_trial,
     trial_decoding,
 )
-from promptlib.conclusions import parse_conclusion
+from promptlib.conclusions import parse_conclusion, question_start
 from promptlib.render import CompiledPrompt
 from promptlib.tasks import Catalog
 
@@ -252,6 +252,7 @@ def _predictions(
     labels = compiled.labels
     verbalized = compiled.label_map is not None
     explained = is_rule_conclusion(metric)
+    asks = question_start(compiled.query) if explained else None
     preds: list[Prediction] = []
     for row, prompt, (comp, hit) in zip(
         rows, prompts, zip(completions, hits, strict=True), strict=True
@@ -259,7 +260,9 @@ def _predictions(
         gen, hidden = redact_reply(comp.text) if comp.text is not None else (None, 0)
         mapped: str | None = None
         if gen is not None and explained:  # an explanation: its conclusion is scored
-            conclusion = parse_conclusion(gen, labels or (), compiled.task, multi_label=multi)
+            conclusion = parse_conclusion(
+                gen, labels or (), compiled.task, multi_label=multi, next_question=asks
+            )
             parsed = conclusion.label
             mapped = conclusion.scored(row["answer"], multi)
         elif gen is not None and verbalized:

@@ -19,7 +19,13 @@ from experiments import ids
 from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Mode, Scoring
 from experiments.metrics import Definition as Definition  # re-exported: its home is metrics
-from experiments.metrics import rule_conclusion_metric, scorable_task_metric, task_metric
+from experiments.metrics import (
+    is_rule_conclusion,
+    rule_conclusion_metric,
+    scorable_task_metric,
+    task_metric,
+)
+from promptlib.conclusions import PARSER_VERSION
 from promptlib.errors import WorkbenchError
 from promptlib.gold import check_gold_not_shown
 from promptlib.leakage import evaluation_rows
@@ -124,7 +130,7 @@ class ResolvedTrial:
     labels: tuple[str, ...] | None = None  # the label set, when the splits alone lack some
 
     def identity(self) -> dict[str, Any]:
-        identity = {
+        identity: dict[str, Any] = {
             "spec": {**self.spec.to_dict(), "variant": self.compiled.variant.to_dict()},
             "lm": self.lm_identity,
             "decoding": self.decoding,
@@ -141,6 +147,10 @@ class ResolvedTrial:
         # trial keeps the id it had.
         if self.labels is not None:
             identity["labels"] = list(self.labels)
+        # an explanation's score depends on how its conclusion is parsed (application
+        # trials only: every other trial keeps the id it had)
+        if is_rule_conclusion(self.metric):
+            identity["conclusion_parser"] = PARSER_VERSION
         return identity
 
     @property

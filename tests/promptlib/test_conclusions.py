@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from promptlib.conclusions import NO_CONCLUSION, parse_conclusion
+from promptlib.conclusions import NO_CONCLUSION, parse_conclusion, question_start
 
 YES_NO = ("Yes", "No")
 MARKS = ("generic", "descriptive", "suggestive", "arbitrary", "fanciful")
@@ -147,3 +147,17 @@ def test_parsing_is_deterministic() -> None:
     assert {parse_conclusion(text, YES_NO, "hearsay") for _ in range(5)} == {
         parse_conclusion(text, YES_NO, "hearsay")
     }
+
+
+def test_an_answer_ends_where_the_model_writes_the_next_question() -> None:
+    """A completion model that goes on to invent the next question (and answer it) has
+    answered before it: "Q: ... A: Yes. Therefore, it is hearsay." below is not its answer."""
+    text = (
+        " No. The statement is not offered for its truth.\n\nQ: On the issue of whether Ann "
+        "lied, the fact that Ann said so. Is there hearsay?\nA: Yes. Therefore, it is hearsay."
+    )
+    assert parse_conclusion(text, YES_NO, "hearsay").label is None  # read whole: a conflict
+    assert parse_conclusion(text, YES_NO, "hearsay", next_question="Q:").label == "No"
+    assert question_start("Q: {{text}} Is there hearsay? Explain.\nA:") == "Q:"
+    assert question_start("Contract: {{contract}} Provide an explanation.") == "Contract:"
+    assert question_start("{{text}}\nLabel:") is None

@@ -136,3 +136,17 @@ def test_a_real_local_model_explains_and_is_scored_on_its_conclusion(catalog: Ca
     for p in result.predictions:
         assert p.correct is (p.parsed == p.answer)  # unparsed counts wrong
         assert p.scored == (p.parsed if p.parsed is not None else NO_CONCLUSION)
+
+
+def test_the_conclusion_parser_version_is_part_of_an_application_trials_id(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import experiments.trials.spec as trial_spec
+
+    lm = ExplainingLM(set(), set(), {})
+    app = TrialSpec(task="hearsay", variant=APPLICATION, model=lm.name, limit=3)
+    base = TrialSpec(task="hearsay", variant=parse_spec("base"), model=lm.name, limit=3)
+    before = resolve_trial(app, catalog, lm).id, resolve_trial(base, catalog, lm).id
+    monkeypatch.setattr(trial_spec, "PARSER_VERSION", 999)
+    after = resolve_trial(app, catalog, lm).id, resolve_trial(base, catalog, lm).id
+    assert before[0] != after[0] and before[1] == after[1]
