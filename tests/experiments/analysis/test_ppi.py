@@ -215,3 +215,14 @@ def test_reduced_grid_refuses_two_hand_grades() -> None:
     bench = _bench()
     res = bench.simulate_cell(bench.Cell("null", 40, 0.05, 0.0), reps=20, seed=104)
     assert res.invalid == 1.0 and math.isnan(res.coverage)
+
+
+def test_explicit_uniform_inclusion_probabilities_change_nothing() -> None:
+    rng = np.random.default_rng(12)
+    _, f, hand = _arm(rng, 200, 0.7, 0.2)
+    pi = np.full(200, 0.2)
+    one, two = ppi.ppi_mean(f, hand), ppi.ppi_mean(f, hand, pi=pi)
+    assert one.estimate == pytest.approx(two.estimate)
+    assert one.se == pytest.approx(two.se)
+    with pytest.raises(ppi.PPIInputError, match="inclusion"):
+        ppi.ppi_mean(f, hand, pi=np.zeros(200))
