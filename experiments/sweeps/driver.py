@@ -47,6 +47,7 @@ from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import FIRST_ERROR_CHARS, TrialResult
 from experiments.trials.spec import LOGLIK, ResolvedTrial, resolve_trial
+from experiments.trials.store import save_result
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
@@ -462,6 +463,8 @@ class SweepTrials:
             if old is not None:  # the complete rerun replaces the run that lost its files
                 tracker.discard_run(old)
                 self.rebuilt.append(rt.id)
+            if spec.judge is not None:  # the judge, the sheets and the calibrated report
+                save_result(result)  # read runs/<trial id>/ (a sweep without one: as before)
             self.outcomes[i] = _outcome(
                 t,
                 rt,
