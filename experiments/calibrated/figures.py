@@ -116,7 +116,21 @@ def cell_figure(cell: CalibratedCell, hands: Mapping[tuple[str, str], HandOnly])
                       "D", False)  # fmt: skip
             ax.text(1.02, y, f"hand {m.n_hand}/{m.n_rows}", va="center", fontsize=7,
                     color="dimgray", transform=ax.get_yaxis_transform())  # fmt: skip
-        ax.set_xlim(-0.02, 1.02)
+        # a PPI or normal interval may pass 0 or 1: shown whole, never cut at the frame
+        ends = [
+            x
+            for m in cell.means
+            if m.criterion == criterion
+            for x in (m.low, m.high, m.judge_low, m.judge_high)
+            if x is not None and math.isfinite(x)
+        ] + [
+            x
+            for (tid, c), h in hands.items()
+            if c == criterion and any(m.trial_id == tid for m in cell.means)
+            for x in (h.low, h.high)
+            if x is not None
+        ]
+        ax.set_xlim(min([-0.02, *ends]) - 0.01, max([1.02, *ends]) + 0.01)
         ax.set_ylim(-0.6, len(variants) - 0.4)
         ax.set_yticks(range(len(variants)))
         ax.set_yticklabels(list(reversed(variants)))
