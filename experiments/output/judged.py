@@ -7,11 +7,9 @@ hand grades a valid interval needs and the commands to run next.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from experiments.output.calibrated import JUDGE, calibrated_table
-from experiments.output.calibrated import _ci as _interval
+from experiments.output.calibrated import JUDGE, _ci, calibrated_table
 from experiments.output.common import _f
 
 # `experiments.sweeps.judging.SweepJudging` (a layer above) is read by its fields
@@ -72,14 +70,6 @@ def judge_only_lines(report: Any) -> list[str]:
                 f"interval needs {_f(r.hand_needed, 'd')} more hand-graded rows"
             )
     return out
-
-
-def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
-    """An interval, or "-" where there is none (a judge that gave every row one score has
-    no spread to make one from: NaN, shown as none)."""
-    if low is None or high is None or math.isnan(low) or math.isnan(high):
-        return "-"
-    return _interval(low, high, signed)
 
 
 def next_commands(report: Any, sweep: str) -> list[str]:
