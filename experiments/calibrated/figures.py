@@ -131,6 +131,8 @@ def cell_figure(cell: CalibratedCell, hands: Mapping[tuple[str, str], HandOnly])
             if x is not None
         ]
         ax.set_xlim(min([-0.02, *ends]) - 0.01, max([1.02, *ends]) + 0.01)
+        for bound in (0.0, 1.0):  # a share lies in [0, 1]; an interval may pass a bound
+            ax.axvline(bound, color="gray", linewidth=0.8, linestyle=":")
         ax.set_ylim(-0.6, len(variants) - 0.4)
         ax.set_yticks(range(len(variants)))
         ax.set_yticklabels(list(reversed(variants)))
