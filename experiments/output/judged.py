@@ -64,10 +64,12 @@ def judge_only_lines(report: Any) -> list[str]:
                 f"{_ci(m.judge_low, m.judge_high, False):>15} {_f(m.hand_needed, 'd'):>18}"
             )
         for r in c.comparisons:
+            ci = _ci(r.judge_low, r.judge_high)
+            ci = "(no interval: no spread in the judge's scores)" if ci == "-" else ci
             out.append(
                 f"  {r.criterion}: {r.a} vs {r.b}: {JUDGE} A − B = "
-                f"{_f(r.judge_estimate, '+.3f')} {_ci(r.judge_low, r.judge_high)}; a calibrated "
-                f"interval needs {_f(r.hand_needed, 'd')} more hand-graded rows"
+                f"{_f(r.judge_estimate, '+.3f')} {ci}; a calibrated interval needs "
+                f"{_f(r.hand_needed, 'd')} more hand-graded rows"
             )
     return out
 
