@@ -110,6 +110,9 @@ def _track_grades(sheet: str) -> list[str]:
         done, note = refresh_trials(Tracker(), [i.trial_id for i in key.items])
     except TrackingError as e:
         return [f"MLflow not updated: {e}"]
+    except Exception as e:  # the grades are saved: a store's failure is said, never raised
+        return [f"MLflow not updated ({type(e).__name__}: {e}); 'workbench grade report' "
+                "logs them again"]  # fmt: skip
     return [r.line() for r in done] + ([f"MLflow: {note}"] if note else [])
 
 

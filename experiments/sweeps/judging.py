@@ -9,8 +9,9 @@ estimates and intervals; with none yet, the judge's scores alone, labelled as ju
 and how many hand grades a valid interval needs. Its figures go in the sweep's report folder
 and its numbers on the parent and trial runs (`calibrated.tracked`).
 
-A judge failure (a model that cannot score, a rubric that does not fit) never undoes the
-trials: it is said beside the sweep's results, with what to run.
+A judge failure (a model that cannot score, a rubric that does not fit, a store that refuses
+the judge's metrics) never undoes the trials: it is said beside the sweep's results, with
+what to run.
 """
 
 from __future__ import annotations
@@ -192,10 +193,13 @@ def judge_sweep(
         # start-up time: the judge's MLflow logging, only when a judge ran
         from experiments.judge.tracking import log_judge
 
-        with store_errors(tracker.config, "logging the judge scores"):
-            for run in runs:
-                log_judge(tracker, run, dirs[run.trial_id])
-            tracked = bool(runs)
+        try:  # the judge's scores are saved under runs/ whatever the store does
+            with store_errors(tracker.config, "logging the judge scores"):
+                for run in runs:
+                    log_judge(tracker, run, dirs[run.trial_id])
+                tracked = bool(runs)
+        except WorkbenchError as e:
+            failed.append({"task": "-", "variant": "-", "model": judge.model, "error": str(e)})
     report, error, figures = None, None, []
     if arms:
         try:
@@ -208,10 +212,13 @@ def judge_sweep(
     if report is not None and report_folder is not None:
         figures = [str(p) for p in write_figures(report, report_folder, runs_root=root)]
     if report is not None and tracker is not None and parent_id is not None:
-        with store_errors(tracker.config, "logging the calibrated comparisons"):
-            log_calibrated(tracker, parent_id, report, runs_root=root)
-            for path in figures:
-                tracker.client.log_artifact(parent_id, path)
+        try:  # `workbench grade report` logs them again once the store works
+            with store_errors(tracker.config, "logging the calibrated comparisons"):
+                log_calibrated(tracker, parent_id, report, runs_root=root)
+                for path in figures:
+                    tracker.client.log_artifact(parent_id, path)
+        except WorkbenchError as e:
+            failed.append({"task": "-", "variant": "-", "model": judge.model, "error": str(e)})
     return SweepJudging(
         sweep=name,
         model=judge.model,
