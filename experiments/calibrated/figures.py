@@ -24,7 +24,7 @@ from experiments import settings
 from experiments.analysis.stats.ppi import ppi_mean
 from experiments.calibrated.compare import _clusters
 from experiments.calibrated.frames import Arm
-from experiments.calibrated.load import load_frame
+from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedCell, CalibratedReport
 from experiments.grading.store import load_grades, load_sheet_keys
 from experiments.names import safe_model
@@ -61,10 +61,14 @@ def hand_only(
     keys = load_sheet_keys(grades_root)
     out: dict[tuple[str, str], HandOnly] = {}
     for cell in report.cells:
-        together = {m.trial_id for m in cell.means}
+        arms = list(
+            {m.trial_id: Arm(m.trial_id, m.task, m.model, m.variant) for m in cell.means}.values()
+        )
+        criteria = list(dict.fromkeys(m.criterion for m in cell.means))
+        # the cell's trials read together, as the calibrated estimate reads them
+        frames = load_frames(arms, criteria, cell.judge_id, runs_root, grades, keys)
         for m in cell.means:
-            arm = Arm(m.trial_id, m.task, m.model, m.variant)
-            frame = load_frame(arm, m.criterion, cell.judge_id, runs_root, grades, keys, together)
+            frame = frames[(m.variant, m.criterion)]
             if frame.n_hand < 2:
                 out[(m.trial_id, m.criterion)] = HandOnly(None, None, None, frame.n_hand)
                 continue

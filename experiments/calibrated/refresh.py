@@ -19,8 +19,9 @@ from experiments.calibrated.by_cell import report_by_cell
 from experiments.calibrated.figures import write_figures
 from experiments.calibrated.frames import CalibratedError
 from experiments.calibrated.records import CalibratedReport
-from experiments.calibrated.report import CRITERIA, sweep_arms
+from experiments.calibrated.report import sweep_arms
 from experiments.calibrated.tracked import log_calibrated, log_hand_grades
+from experiments.criteria import CRITERIA
 from experiments.names import PARENT, TRIAL_ID
 from experiments.reports.folders import run_folder
 from promptlib.errors import WorkbenchError

@@ -131,7 +131,7 @@ def parent_metrics(
     mine = set(trial_ids)
     graded = [g for g in load_grades(grades_root) if g.trial_id in mine]
     for pair in grader_agreement(graded):
-        if pair.kappa.valid and pair.kappa.kappa is not None:
+        if pair.kappa.kappa is not None:  # the interval only where one is given
             head = f"grader_kappa.{pair.criterion}.{pair.grader_a}_vs_{pair.grader_b}"
             out[head] = float(pair.kappa.kappa)
             if pair.kappa.low is not None and pair.kappa.high is not None:

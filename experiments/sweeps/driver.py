@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
+from experiments.metrics import is_rule_conclusion
 from experiments.reports.folders import ReportFolder
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
@@ -463,8 +464,11 @@ class SweepTrials:
             if old is not None:  # the complete rerun replaces the run that lost its files
                 tracker.discard_run(old)
                 self.rebuilt.append(rt.id)
-            if spec.judge is not None:  # the judge, the sheets and the calibrated report
-                save_result(result)  # read runs/<trial id>/ (a sweep without one: as before)
+            # the judge, the grade sheets and the calibrated report read runs/<trial id>/:
+            # a judged sweep's trials and every explanation (an application prompt's) are
+            # saved there; other sweeps write what they always wrote
+            if spec.judge is not None or is_rule_conclusion(result.metric):
+                save_result(result)
             self.outcomes[i] = _outcome(
                 t,
                 rt,

@@ -239,3 +239,32 @@ def test_trials_with_no_tracked_run_are_said_not_an_error(project: Path) -> None
 
     done, note = refresh_trials(_tracker(project), ["0" * 64])
     assert done == [] and note is not None and note.startswith("not tracked")
+
+
+def test_an_unjudged_sweep_of_explanations_saves_its_trials_for_grading(
+    project: Path, catalog: Catalog
+) -> None:
+    """Without ``judge:``, a sweep of application prompts still writes runs/<trial id>/ (the
+    judge, the sheets and the calibrated report read them): `workbench grade sheet SWEEP`
+    and `workbench judge --sweep` work on it afterwards."""
+    from experiments.grading.sheets import make_sheet
+    from experiments.llm.gateway import LiteLLMModel
+    from experiments.sweeps.driver import run_sweep
+
+    tracker = _tracker(project)
+    spec = load_spec(_write(project, SPEC))
+    assert spec.judge is None
+    with StubOpenAI(reply_fn=_reply) as stub:
+        lm = LiteLLMModel("openai/stub", api_base=stub.url, concurrency=1)
+        result = run_sweep(
+            spec, catalog, models=(lm.name,), tracker=tracker, lm_factory=lambda _n: lm,
+            reports_dir=project / "reports",
+        )  # fmt: skip
+    assert result.judge is None
+    rows = tracker.sweep_trials(tracker.find_sweep("judged").run.run_id)
+    ids = sorted({str(r["trial_id"]) for r in rows})  # as `grade sheet SWEEP` finds them
+    assert len(ids) == 2
+    dirs = [project / "runs" / i for i in ids]
+    assert all((d / "predictions.jsonl").is_file() for d in dirs)
+    sheet = make_sheet(dirs, catalog, seed=1, out=project / "s.csv", task="hearsay")
+    assert sheet.n_items == 28
