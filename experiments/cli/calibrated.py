@@ -33,17 +33,26 @@ def grade_report(
 ) -> None:
     """The calibrated comparison of a sweep: hand grades and judge scores by PPI."""
     # start-up time: the CLI imports a command's modules when it runs
-    from experiments.calibrated import calibrated_report, sweep_arms
+    from experiments.calibrated import sweep_arms
+    from experiments.calibrated.by_cell import report_by_cell
+    from experiments.calibrated.refresh import refresh_sweep
     from experiments.tracking import Tracker
 
-    found = sweep_arms(Tracker(), sweep)
-    report = calibrated_report(
+    tracker = Tracker()
+    found = sweep_arms(tracker, sweep)
+    # each (task, model) with its own judge run (a rubric, so a judge id, is per task)
+    report = report_by_cell(
         found.name, found.arms, found.pairs, judge=judge, task=task, model=model,
         pairs_note=found.note,
     )  # fmt: skip
-    typer.echo(
-        output.as_json(report.to_dict()) if as_json else output.calibrated_table(report, explain)
-    )
+    # the whole sweep's numbers on its MLflow runs (a --task/--model view logs them all)
+    whole = report if task is None and model is None else None
+    logged = refresh_sweep(tracker, sweep, report=whole) if judge is None else None
+    if as_json:
+        typer.echo(output.as_json(report.to_dict()))
+    else:
+        text = output.calibrated_table(report, explain)
+        typer.echo(text if logged is None else f"{text}\n{logged.line()}")
 
 
 @grade_app.command("next")

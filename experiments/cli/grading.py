@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -85,7 +86,34 @@ def grade_add(
     from experiments.grading.lines import add_lines
 
     result = add_grades(file, grader)
-    typer.echo(output.as_json(result.to_dict()) if as_json else add_lines(result))
+    tracked = _track_grades(result.sheet)  # the sweep's MLflow runs, when it was tracked
+    if as_json:
+        typer.echo(output.as_json({**result.to_dict(), "mlflow": tracked}))
+    else:
+        typer.echo("\n".join([add_lines(result), *tracked]))
+
+
+def _track_grades(sheet: str) -> list[str]:
+    """Put the new grades (and the calibrated numbers they change) on the MLflow runs of the
+    sweeps that ran the sheet's trials; lines saying what was updated, or that nothing was
+    tracked (never an error: the grades are saved)."""
+    # start-up time: the store and the calibrated report, only once grades were added
+    from experiments.calibrated.refresh import refresh_trials
+    from experiments.grading.store import load_sheet_key
+    from experiments.settings import NO_TRACK_ENV
+    from experiments.tracking import Tracker, TrackingError
+
+    key = load_sheet_key(sheet)
+    if key is None or os.environ.get(NO_TRACK_ENV):
+        return []
+    try:
+        done, note = refresh_trials(Tracker(), [i.trial_id for i in key.items])
+    except TrackingError as e:
+        return [f"MLflow not updated: {e}"]
+    except Exception as e:  # the grades are saved: a store's failure is said, never raised
+        return [f"MLflow not updated ({type(e).__name__}: {e}); 'workbench grade report' "
+                "logs them again"]  # fmt: skip
+    return [r.line() for r in done] + ([f"MLflow: {note}"] if note else [])
 
 
 @grade_app.command("agreement")

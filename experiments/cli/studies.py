@@ -198,6 +198,8 @@ def sweep(
         uri = safe_url(tracker.config.tracking_uri)
         # output sits below sweeps (tests/test_import_graph.py): it prints the document
         typer.echo(output.sweep_summary(result.to_dict(), uri, folders, explain))
+        if result.judge is not None:  # the spec's judge step, after the sweep's own tables
+            typer.echo(output.judge_section(result.judge, spec.name))
     if result.rebuilt:
         typer.echo(output.sweep_rebuilt_note(len(result.rebuilt)), err=True)
     if not result.ok:

@@ -18,7 +18,8 @@ One module per concept; every name is re-exported here, so `output.X` and
 - `plan`: `--dry-run`, `workbench plan` and the time lines of local models;
 - `optimize`, `grades`, `generation`, `imports`: those commands' reports;
 - `messages`: stderr notes and errors, the version line;
-- `calibrated`: `workbench grade report|next` (hand grades + judge scores by PPI).
+- `calibrated`: `workbench grade report|next` (hand grades + judge scores by PPI);
+- `judged`: a sweep's judge step (`judge:` in its spec): calibrated, or judge scores only.
 
 Progress bars (`progress_bar`, from promptlib.progress) go to stderr, so `--json` output on
 stdout stays clean. Start-up time: none of these modules imports the analysis (scipy) at
@@ -31,6 +32,7 @@ from experiments.output.comparisons import across_table, comparison_table, decis
 from experiments.output.generation import generation_lines, generation_refused, unreviewed_warning
 from experiments.output.grades import grade_export, grade_import
 from experiments.output.imports import import_summary
+from experiments.output.judged import judge_section
 from experiments.output.messages import (
     command_error,
     demonstrations_left_out,
@@ -85,6 +87,7 @@ __all__ = [
     "grade_report_pointer",
     "import_summary",
     "incomplete_trials_error",
+    "judge_section",
     "measuring_note",
     "model_time_lines",
     "next_items",

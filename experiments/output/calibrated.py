@@ -22,7 +22,8 @@ JUDGE = "judge score (not calibrated)"
 
 
 def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
-    if low is None or high is None:
+    # NaN: no interval (a judge that gave every row one score has no spread to make one)
+    if low is None or high is None or low != low or high != high:
         return "-"
     spec = "+.3f" if signed else ".3f"
     return f"[{low:{spec}},{high:{spec}}]"

@@ -80,6 +80,21 @@ def cost_line(cost: dict[str, Any]) -> str:
         f"{cost['cache_hits']} rows from the cache or MLflow; {cost['rows_evaluated']} rows "
         f"evaluated of the full grid's {cost['grid_calls']}{of_grid}; {_tokens(cost)}; "
         f"cost {price}"
+    ) + (judge_cost_clause(cost["judge"]) if cost.get("judge") else "")
+
+
+def judge_cost_clause(judge: dict[str, Any]) -> str:
+    """The judge's share of a sweep's cost line (a spec with ``judge:``), labelled."""
+    price = "unknown" if judge.get("cost_usd") is None else f"${judge['cost_usd']:.4f}"
+    tokens = (
+        "tokens not counted (log-likelihood judge)"
+        if judge.get("scoring") == "loglik"
+        else f"tokens {judge['tokens_in']} in, {judge['tokens_out']} out"
+    )
+    return (
+        f"; judge {judge.get('model', '')} ({judge.get('scoring', '')}): "
+        f"{judge['model_calls']} judge calls made now, {judge['cache_hits']} from the cache or "
+        f"already judged; {tokens}; cost {price}"
     )
 
 

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
+from experiments.metrics import is_rule_conclusion
 from experiments.reports.folders import ReportFolder
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
+from experiments.sweeps.judging import SweepJudging, judge_sweep
 from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import (
     PlannedTask,
@@ -46,6 +48,7 @@ from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import FIRST_ERROR_CHARS, TrialResult
 from experiments.trials.spec import LOGLIK, ResolvedTrial, resolve_trial
+from experiments.trials.store import save_result
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
@@ -168,6 +171,13 @@ def run_sweep(
         rows = sequential_rows(seq) if seq is not None else None
         doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, sid, seq, rows)
         cost = _cost(spec, plan, trials, seq)
+        judging = None
+        if spec.judge is not None:  # the judge step: absent, the sweep is as it always was
+            judging = _judge(spec, trials, ordered, doc, lm_factory, cache, written, progress)
+            cost = {
+                **cost,
+                "judge": {"model": judging.model, "scoring": judging.scoring, **judging.cost},
+            }
         if parent.running:  # this invocation changed the sweep: log what it cost
             with store_errors(tracker.config, "logging the sweep's cost"):
                 tracker.log_cost(parent.run_id, cost, doc.get("sequential") or [])
@@ -178,9 +188,33 @@ def run_sweep(
         raise
     trials.release()
     parent.end(ok)
-    return _summary(
+    result = _summary(
         spec, sid, parent, trials, planned, ordered, doc, written, rows, unchecked, cost
     )
+    return result if judging is None else dataclasses.replace(result, judge=judging)
+
+
+def _judge(
+    spec: SweepSpec,
+    trials: SweepTrials,
+    ordered: list[TrialRecord],
+    doc: dict[str, Any],
+    lm_factory: Any,
+    cache: Any,
+    written: ReportFolder | None,
+    progress: Any,
+) -> SweepJudging:
+    """The spec's judge over the sweep's generate trials (`experiments.sweeps.judging`): the
+    judge model is the trials' own object when it is one of theirs (a local model loads once)."""
+    assert spec.judge is not None
+    judge = spec.judge
+    lm = trials.lms.get(judge.model) or lm_factory(judge.model)
+    return judge_sweep(
+        spec.name, judge, ordered, [rt.spec.scoring for rt in trials.resolved],
+        doc["comparisons"], trials.catalog, lm, cache,
+        tracker=trials.parent.tracker, parent_id=trials.parent.run_id,
+        report_folder=written.path if written is not None else None, progress=progress,
+    )  # fmt: skip
 
 
 def _cost(
@@ -430,6 +464,11 @@ class SweepTrials:
             if old is not None:  # the complete rerun replaces the run that lost its files
                 tracker.discard_run(old)
                 self.rebuilt.append(rt.id)
+            # the judge, the grade sheets and the calibrated report read runs/<trial id>/:
+            # a judged sweep's trials and every explanation (an application prompt's) are
+            # saved there; other sweeps write what they always wrote
+            if spec.judge is not None or is_rule_conclusion(result.metric):
+                save_result(result)
             self.outcomes[i] = _outcome(
                 t,
                 rt,

@@ -56,6 +56,8 @@ class SweepResult:
     unreviewed: Sequence[Any]  # generated texts in the sweep not marked reviewed
     cost: dict[str, Any]
     trial_rows: Sequence[dict[str, Any]] | None = None
+    # the spec's `judge:` step (`experiments.sweeps.judging.SweepJudging`); None without one
+    judge: Any = None
 
     @property
     def ok(self) -> bool:
@@ -92,6 +94,8 @@ class SweepResult:
         out["cost"] = self.cost
         if self.trial_rows is not None:
             out["trial_rows"] = list(self.trial_rows)
+        if self.judge is not None:  # only a spec with `judge:`: other documents unchanged
+            out["judge"] = self.judge.to_dict()
         return out
 
 

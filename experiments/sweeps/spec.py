@@ -44,6 +44,7 @@ from experiments.generate.review import TEXT_FILE_KEYS
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.names import check_name
 from experiments.sweeps.design import SequentialDesign, check_design
+from experiments.sweeps.judge_spec import SweepJudge, check_judge
 from promptlib.data import SPLITS as SPLITS  # re-exported: its home is promptlib.data
 from promptlib.data import read_text
 from promptlib.errors import VariantError, WorkbenchError, did_you_mean
@@ -74,6 +75,7 @@ _KEYS = {
     "cluster_by": str,
     "design": str,
     "sequential": dict,
+    "judge": dict,
 }
 COMPARISON_KEYWORDS = ("best_vs_worst", "all_pairs")
 
@@ -125,6 +127,9 @@ class SweepSpec:
     # `design: sequential` (experiments.sweeps.design): batches of rows until each comparison
     # is decided; None is the fixed design (every variant on every row)
     sequential: SequentialDesign | None = None
+    # `judge:` (experiments.sweeps.judge_spec): after the trials, a judge model grades each
+    # generate trial of a task with a rubric; None (no key) is a sweep as before
+    judge: SweepJudge | None = None
 
     @property
     def id(self) -> str:
@@ -152,6 +157,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     if isinstance(design, str) and design != "fixed":
         raise SpecError(design)
     sequential = design if isinstance(design, SequentialDesign) else None
+    judge = check_judge(where, doc.get("judge"), tuple(str(t) for t in doc["tasks"]))
     return SweepSpec(
         path=where,
         name=name,
@@ -171,6 +177,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         raw=doc,
         cluster_by=cluster_by,
         sequential=sequential,
+        judge=judge,
     )
 
 

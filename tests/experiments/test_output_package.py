@@ -63,6 +63,7 @@ OLD_NAMES = [
 
 MODULES = (
     "calibrated",
+    "judged",
     "common",
     "comparisons",
     "generation",
