@@ -16,9 +16,6 @@ from experiments.calibrated.frames import Arm
 from experiments.calibrated.records import CalibratedReport
 from experiments.calibrated.report import _pairs, calibrated_report
 
-SEVERAL = "per task"
-"""The report's judge id when its cells have different ones (each cell names its own)."""
-
 
 def report_by_cell(
     name: str,
@@ -33,22 +30,10 @@ def report_by_cell(
     grades_root: Path | None = None,
 ) -> CalibratedReport:
     """`calibrated_report`, one (task, model) at a time, so each reads its own judge run."""
-    keys = dict.fromkeys(
-        (a.task, a.model)
-        for a in arms
-        if (task is None or a.task == task) and (model is None or a.model == model)
-    )
-    if not keys:  # the error naming what the trials are
-        return calibrated_report(name, arms, pairs, judge=judge, task=task, model=model)
-    cells = []
-    for t, m in keys:
-        one = calibrated_report(
-            name, arms, pairs, judge=judge, task=t, model=m, pairs_note=pairs_note,
-            runs_root=runs_root, grades_root=grades_root,
-        )  # fmt: skip
-        cells += list(one.cells)
-    judges = {c.judge_id for c in cells}
-    return CalibratedReport(name, judges.pop() if len(judges) == 1 else SEVERAL, tuple(cells))
+    return calibrated_report(
+        name, arms, pairs, judge=judge, task=task, model=model, pairs_note=pairs_note,
+        runs_root=runs_root, grades_root=grades_root, judge_per_cell=True,
+    )  # fmt: skip
 
 
 def sweep_pairs(

@@ -1,6 +1,7 @@
 """The calibrated cell of one (task, model): each variant's PPI mean per criterion, each
-planned pair's PPI paired difference per criterion, Holm-corrected over the cell's pairs x
-criteria, with the hand-only and the judge-only intervals beside it and a decision line.
+planned pair's PPI paired difference per criterion, Holm-corrected over pairs x criteria
+(a report: `corrected_cells`, over all its cells together; `cell` alone: within the cell),
+with the hand-only and the judge-only intervals beside it and a decision line.
 
 Why PPI: a judge biased toward one variant's style shifts the very difference being
 tested, so judge scores alone give intervals that miss the truth; hand grades on a random
@@ -18,7 +19,7 @@ import numpy as np
 from experiments.analysis import clusters as cl
 from experiments.analysis.stats.multiplicity import holm
 from experiments.calibrated import stats
-from experiments.calibrated.frames import ArmFrame, FloatArray
+from experiments.calibrated.frames import ArmFrame
 from experiments.calibrated.records import (
     JUDGE_LABEL,
     Agreement,
@@ -235,6 +236,35 @@ def decision(r: CalibratedComparison) -> str:
     return head + f"not decided (p corr = {p:.4f}): {more} to resolve it{after}{caveat}"
 
 
+def cell_parts(
+    task: str,
+    model: str,
+    judge_id: str,
+    frames: Mapping[tuple[str, str], ArmFrame],
+    variants: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    criteria: Sequence[str],
+    *,
+    pairs_note: str | None = None,
+    level: float = 0.95,
+) -> tuple[CalibratedCell, list[stats.Estimate]]:
+    """One (task, model) (`frames` keyed by (variant, criterion)), its comparisons corrected
+    within it, with their estimates in order (for `corrected_cells`)."""
+    means = tuple(
+        mean_of(frames[(v, c)], level) for c in criteria for v in variants if (v, c) in frames
+    )
+    done = [
+        _pair(frames[(a, c)], frames[(b, c)], level)
+        for c in criteria
+        for a, b in pairs
+        if (a, c) in frames and (b, c) in frames
+    ]
+    estimates = [e for _, e in done]
+    rows = corrected([r for r, _ in done], estimates)
+    built = CalibratedCell(task, model, judge_id, tuple(criteria), pairs_note, means, tuple(rows))
+    return built, estimates
+
+
 def cell(
     task: str,
     model: str,
@@ -247,19 +277,25 @@ def cell(
     pairs_note: str | None = None,
     level: float = 0.95,
 ) -> CalibratedCell:
-    """One (task, model): `frames` keyed by (variant, criterion)."""
-    means = tuple(
-        mean_of(frames[(v, c)], level) for c in criteria for v in variants if (v, c) in frames
-    )
-    done = [
-        _pair(frames[(a, c)], frames[(b, c)], level)
-        for c in criteria
-        for a, b in pairs
-        if (a, c) in frames and (b, c) in frames
-    ]
-    rows = corrected([r for r, _ in done], [e for _, e in done])
-    return CalibratedCell(task, model, judge_id, tuple(criteria), pairs_note, means, tuple(rows))
+    """One (task, model): `frames` keyed by (variant, criterion), Holm within it."""
+    return cell_parts(
+        task, model, judge_id, frames, variants, pairs, criteria,
+        pairs_note=pairs_note, level=level,
+    )[0]  # fmt: skip
 
 
-def as_array(values: Sequence[float]) -> FloatArray:
-    return np.asarray(values, dtype=float)
+def corrected_cells(
+    parts: Sequence[tuple[CalibratedCell, Sequence[stats.Estimate]]],
+) -> list[CalibratedCell]:
+    """Holm over every valid comparison of every cell together (the report's family, as the
+    sweep's comparison table corrects over all its tests): `parts` are cells as `cell` built
+    them, each with its comparisons' estimates in order."""
+    rows = [r for c, _ in parts for r in c.comparisons]
+    estimates = [e for _, es in parts for e in es]
+    fixed = corrected(rows, estimates)
+    out, k = [], 0
+    for c, _ in parts:
+        n = len(c.comparisons)
+        out.append(replace(c, comparisons=tuple(fixed[k : k + n])))
+        k += n
+    return out

@@ -102,7 +102,7 @@ class CalibratedComparison:
     """A − B on one criterion for one (task, model), rows paired by index.
 
     `estimate` [`low`, `high`], `p_value` (`p_corrected`: `correction` over the
-    `family_size` pairs x criteria of the (task, model)) are the PPI paired difference
+    `family_size` valid comparisons of the whole report) are the PPI paired difference
     (`test`); `hand_*` the hand grades alone (`width_ratio`: calibrated width / hand-only
     width), `judge_*` the judge's scores alone (a judge score, not the criterion).
     `agreement_differs`: the judge agrees with the graders differently on A and B (the bias

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments import settings
-from experiments.calibrated.compare import cell
+from experiments.calibrated.compare import cell_parts, corrected_cells
 from experiments.calibrated.frames import Arm, CalibratedError, choose_judge
 from experiments.calibrated.load import load_frames
 from experiments.calibrated.records import CalibratedReport
@@ -74,6 +74,10 @@ def _pairs(
     return {k: tuple(v) for k, v in out.items()}, note
 
 
+PER_TASK = "per task"
+"""The report's judge id when its cells were read with different ones (each names its own)."""
+
+
 def calibrated_report(
     name: str,
     arms: Sequence[Arm],
@@ -87,10 +91,13 @@ def calibrated_report(
     runs_root: Path | None = None,
     grades_root: Path | None = None,
     level: float = 0.95,
+    judge_per_cell: bool = False,
 ) -> CalibratedReport:
     """The calibrated comparison of `arms` (trials under `runs_root`) on `pairs` per (task,
     model), with hand grades from `grades_root` and the judge run `judge` (None: the one
-    the trials have)."""
+    the trials have; `judge_per_cell`: the one each (task, model)'s trials have, as a
+    rubric, so a judge id, is per task). Holm runs over every valid comparison of the
+    report together, as the sweep's own table corrects over all its tests."""
     runs_root = runs_root or settings.runs_dir()
     grades_root = grades_root or settings.grades_dir()
     chosen = [
@@ -99,18 +106,21 @@ def calibrated_report(
     if not chosen:
         what = ", ".join(f"{k} {v}" for k, v in (("task", task), ("model", model)) if v)
         raise CalibratedError(f"{name}: no trial of {what or 'it'} (its trials: {_listing(arms)})")
-    judge_id = choose_judge([runs_root / a.trial_id for a in chosen], judge)
+    judge_id = (
+        None if judge_per_cell else choose_judge([runs_root / a.trial_id for a in chosen], judge)
+    )
     grades = load_grades(grades_root)
     keys = load_sheet_keys(grades_root)
-    cells = []
+    parts = []
     for key in dict.fromkeys((a.task, a.model) for a in chosen):
         mine = [a for a in chosen if (a.task, a.model) == key]
-        frames = load_frames(mine, criteria, judge_id, runs_root, grades, keys)
-        cells.append(
-            cell(
+        cell_judge = judge_id or choose_judge([runs_root / a.trial_id for a in mine], judge)
+        frames = load_frames(mine, criteria, cell_judge, runs_root, grades, keys)
+        parts.append(
+            cell_parts(
                 key[0],
                 key[1],
-                judge_id,
+                cell_judge,
                 frames,
                 [a.variant for a in mine],
                 list(pairs.get(key, ())),
@@ -119,7 +129,10 @@ def calibrated_report(
                 level=level,
             )
         )
-    return CalibratedReport(name, judge_id, tuple(cells))
+    cells = corrected_cells(parts)
+    judges = {c.judge_id for c in cells}
+    shown = judge_id or (judges.pop() if len(judges) == 1 else PER_TASK)
+    return CalibratedReport(name, shown, tuple(cells))
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def _legend(c: Cell) -> list[str]:
     test = tested[0].test if tested else "PPI++ paired difference"
     return [
         f"A − B: share of rows passing the criterion, hand grades + judge scores by {test}; 95% CI",
-        f"p corr: Holm over this task and model's {family} pairs x criteria; hand: graded rows; "
+        f"p corr: Holm over the report's {family} comparisons; hand: graded rows; "
         "eff n: hand-only rows of equal variance; ratio: CI width / hand-only width",
         f"judge: the {JUDGE}, never correctness or analysis; ! judge agrees differently "
         "on A and B; * graded rows not a random subset; full method: --explain",
@@ -101,8 +101,9 @@ def _explain(c: Cell) -> str:
         f"(judge run {c.judge_id[:12]}: its model, decoding and rubric hashes)",
         "estimate: prediction-powered inference, PPI++ power-tuned (lambda in the JSON): the "
         "judge's mean over every row, rectified by the hand-minus-judge gap on the "
-        "hand-graded rows, so a biased judge does not bias it; intervals are normal, "
-        "cluster-robust by prompt (rows given the same prompt are one unit, as the "
+        "hand-graded rows, so a biased judge does not bias it; intervals use Student t "
+        "quantiles (graded clusters - 2 degrees of freedom, none below 10 graded clusters "
+        "per variant), cluster-robust by prompt (rows given the same prompt are one unit, as the "
         "comparison table's tests resample them)",
         "A − B: rows paired by index (both variants answered the same rows); A and B may be "
         "hand-graded on different rows; the PPI interval assumes the graded rows are a "
@@ -112,7 +113,8 @@ def _explain(c: Cell) -> str:
         "one's (below 1: the judge helped)",
         f"p corr: {tested[0].correction if tested else 'Holm'} over the "
         f"{tested[0].family_size if tested else 0} valid comparisons (pairs x criteria) of "
-        f"{c.task} ({c.model}); 'grade about N more' aims at the corrected decision: the "
+        "the whole report (every task and model in it, as the sweep's table corrects over all "
+        "its tests); 'grade about N more' aims at the corrected decision: the "
         "interval at Holm's level for the comparison's place clear of 0 at the current "
         "estimate (a plan, not a promise)",
         f"{JUDGE}: the judge's scores alone, with a cluster-robust interval; it is what the "

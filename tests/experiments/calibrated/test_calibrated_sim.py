@@ -49,11 +49,14 @@ def _cell(
     share: float,
     agree: float = 0.8,
     graded: str = "prefix",
+    model: str = MODEL,
+    sheet: str = "s1",
 ) -> tuple[list[Arm], float]:
     """Two trials (A, B) on `n` rows under `root`, judged and partly hand-graded; the true
     A − B (the probabilities' difference)."""
     runs, grades = root / "runs", root / "grades"
-    arms = [Arm(f"{v.lower() * 8}{abs(hash(str(root))) % 10**8:08d}", TASK, MODEL, v) for v in p]
+    salt = abs(hash(str(root) + model)) % 10**8
+    arms = [Arm(f"{v.lower() * 8}{salt:08d}", TASK, model, v) for v in p]
     items = []
     for arm in arms:
         truth = rng.random(n) < p[arm.variant]
@@ -79,7 +82,7 @@ def _cell(
     key_items = tuple(
         SheetItem(f"item{k}", items[j][0], items[j][1], items[j][2], k) for k, j in enumerate(order)
     )
-    save_sheet_key(SheetKey("s1", 1, "now", CRITERIA, key_items), grades)
+    save_sheet_key(SheetKey(sheet, 1, "now", CRITERIA, key_items), grades)
     k = int(share * len(items))
     chosen = list(range(k)) if graded == "prefix" else list(range(k, 2 * k))
     truth_of = {(t, i): y for t, i, _, y in items}
@@ -91,7 +94,7 @@ def _cell(
                 c,
                 truth_of[(it.trial_id, it.index)],
                 "ann",
-                "s1",
+                sheet,
                 it.item,
                 it.generation_sha256,
                 it.position,
@@ -203,3 +206,33 @@ def test_grade_next_continues_the_sheet_order_and_says_stop(tmp_path: Path) -> N
         arms, ("A", "B"), "correctness", target=0.9, runs_root=runs, grades_root=grades
     )
     assert done.stop and not done.items and "stop grading" in done.line
+
+
+def test_holm_runs_over_the_whole_report_as_the_sweeps_table_does(tmp_path: Path) -> None:
+    """Two (task, model) cells in one report: one Holm family of every valid comparison (2
+    cells x 2 criteria), not one per cell, which would claim winners at twice the error rate."""
+    from experiments.analysis.stats.multiplicity import holm
+
+    rng = np.random.default_rng(5)
+    one, _ = _cell(tmp_path, rng, n=300, p={"A": 0.8, "B": 0.5}, bias=0.0, share=0.3)
+    two, _ = _cell(
+        tmp_path, rng, n=300, p={"A": 0.6, "B": 0.5}, bias=0.0, share=0.3, model="stub2",
+        sheet="s2",
+    )  # fmt: skip
+    pairs = {(TASK, MODEL): [("A", "B")], (TASK, "stub2"): [("A", "B")]}
+    report = calibrated_report(
+        "sim", [*one, *two], pairs, criteria=CRITERIA, runs_root=tmp_path / "runs",
+        grades_root=tmp_path / "grades",
+    )  # fmt: skip
+    rows = [r for c in report.cells for r in c.comparisons]
+    assert len(report.cells) == 2 and len(rows) == 4 and all(r.valid for r in rows)
+    assert {r.family_size for r in rows} == {4}
+    expected = holm([r.p_value for r in rows if r.p_value is not None])
+    assert [r.p_corrected for r in rows] == pytest.approx(expected)
+    # shuffled arms: the same numbers
+    again = calibrated_report(
+        "sim", [*two[::-1], *one[::-1]], pairs, criteria=CRITERIA,
+        runs_root=tmp_path / "runs", grades_root=tmp_path / "grades",
+    )  # fmt: skip
+    by = {(r.model, r.criterion): r.p_corrected for c in again.cells for r in c.comparisons}
+    assert by == {(r.model, r.criterion): r.p_corrected for r in rows}
