@@ -110,11 +110,16 @@ def read_predictions(trial_dir: Path) -> list[Prediction]:
         ) from None
 
 
+NO_JUDGE = "none"
+"""The judge id of a comparison read with no judge run: hand grades alone (every row's judge
+score is missing, a constant, so PPI's fitted lambda is 0: the hand-graded mean)."""
+
+
 def choose_judge(trial_dirs: Sequence[Path], judge: str | None) -> str:
     """The judge run every trial of a comparison is read with: `judge` (an id or a unique
     prefix of one), else the one finished judge run the trials have (`judge.store.judge_ids`);
-    an error that names the choices when there are several, and the command to run when
-    there is none."""
+    an error that names the choices when there are several; `NO_JUDGE` when there is none
+    (hand grades alone)."""
     found = sorted({j for d in trial_dirs for j in judge_ids(d)})
     if judge is not None:
         hits = [j for j in found if j.startswith(judge.strip().lower())]
@@ -126,11 +131,8 @@ def choose_judge(trial_dirs: Sequence[Path], judge: str | None) -> str:
                 f"{', '.join(j[:12] for j in found) or 'none'}); run 'workbench judge' first"
             )
         raise CalibratedError(f"--judge {judge!r} matches {len(hits)} judge runs: give more of it")
-    if not found:
-        raise CalibratedError(
-            "no judge run on these trials: run 'workbench judge' on them first (hand grades "
-            "alone are reported by 'workbench grade agreement')"
-        )
+    if not found:  # hand grades alone: every judge score missing, so lambda is 0
+        return NO_JUDGE
     if len(found) > 1:
         raise CalibratedError(
             f"these trials have {len(found)} judge runs ({', '.join(j[:12] for j in found)}): "

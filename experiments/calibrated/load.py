@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.calibrated.frames import UNSCORED, Arm, ArmFrame, read_predictions
+from experiments.calibrated.frames import NO_JUDGE, UNSCORED, Arm, ArmFrame, read_predictions
 from experiments.calibrated.hand import ArmGrades, arm_grades
 from experiments.grading.store import HandGrade, SheetKey, generation_sha256, graded_at_random
 from experiments.judge.store import JudgeScore, load_judge_scores
@@ -50,7 +50,9 @@ def load_frames(
             if p.generation is not None
         }
     for a in arms:
-        scores[a.trial_id] = load_judge_scores(runs_root / a.trial_id, judge_id)
+        scores[a.trial_id] = (
+            {} if judge_id == NO_JUDGE else load_judge_scores(runs_root / a.trial_id, judge_id)
+        )
     together = list(preds)
     out: dict[tuple[str, str], ArmFrame] = {}
     for c in criteria:

@@ -98,7 +98,11 @@ def _explain(c: Cell) -> str:
         "criteria: the paper's correctness and analysis, each graded 0/1 per row by hand "
         "(grades/grades.jsonl: the mean over graders of each one's latest grade of the "
         "generation the trial holds now) and by the judge "
-        f"(judge run {c.judge_id[:12]}: its model, decoding and rubric hashes)",
+        + (
+            "(no judge run: hand grades alone, lambda 0)"
+            if c.judge_id == "none"
+            else f"(judge run {c.judge_id[:12]}: its model, decoding and rubric hashes)"
+        ),
         "estimate: prediction-powered inference, PPI++ power-tuned (lambda in the JSON): the "
         "judge's mean over every row, rectified by the hand-minus-judge gap on the "
         "hand-graded rows, so a biased judge does not bias it; intervals use Student t "
@@ -138,7 +142,12 @@ def calibrated_table(report: Report, explain: bool = False) -> str:
     for c in report.cells:
         names = [m.variant for m in c.means] + [n for r in c.comparisons for n in (r.a, r.b)]
         arm = max([10, *map(len, names)])
-        out.append(f"{c.task} ({c.model}), judge {c.judge_id[:12]}:")
+        judge = (
+            "no judge run: hand grades alone"
+            if c.judge_id == "none"
+            else f"judge {c.judge_id[:12]}"
+        )
+        out.append(f"{c.task} ({c.model}), {judge}:")
         out += _mean_lines(c.means, arm)
         if c.comparisons:
             out += _comparison_lines(c.comparisons, arm)

@@ -236,3 +236,27 @@ def test_holm_runs_over_the_whole_report_as_the_sweeps_table_does(tmp_path: Path
     )  # fmt: skip
     by = {(r.model, r.criterion): r.p_corrected for c in again.cells for r in c.comparisons}
     assert by == {(r.model, r.criterion): r.p_corrected for r in rows}
+
+
+def test_with_no_judge_run_the_report_is_the_hand_grades_alone(tmp_path: Path) -> None:
+    """Hand grades and no judge run: the comparison is the hand-only one (lambda 0), said
+    so, with no judge number, instead of an error."""
+    import shutil
+
+    rng = np.random.default_rng(9)
+    arms, _ = _cell(tmp_path, rng, n=120, p={"A": 0.8, "B": 0.4}, bias=0.0, share=0.5)
+    for a in arms:
+        shutil.rmtree(tmp_path / "runs" / a.trial_id / "judge")
+    report = _report(tmp_path, arms, CRITERIA)
+    assert report.judge_id == "none"
+    rows = report.cells[0].comparisons
+    assert all(r.valid and r.judge_estimate is None for r in rows)
+    for r in rows:  # the hand-graded difference, its interval the hand-only one's (a hair
+        # wider: lambda and c count as fitted even when the missing judge forces lambda to 0)
+        assert r.estimate == pytest.approx(r.hand_estimate)
+        assert r.low is not None and r.high is not None
+        assert r.hand_low is not None and r.hand_high is not None
+        ratio = (r.high - r.low) / (r.hand_high - r.hand_low)
+        assert 1.0 <= ratio < 1.01
+    text = output.calibrated_table(report)
+    assert "no judge run: hand grades alone" in text
