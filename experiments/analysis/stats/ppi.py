@@ -289,14 +289,22 @@ def _needed_for_validity(arms: Sequence[_Arm], names: Sequence[str]) -> tuple[in
     )
 
 
+MEAN_BOUNDS = (0.0, 1.0)  # a share of rows passing a criterion
+DIFF_BOUNDS = (-1.0, 1.0)  # a difference of two such shares
+
+
 def _interval(
-    estimate: float, var: float, df: float, level: float
+    estimate: float, var: float, df: float, level: float, bounds: tuple[float, float]
 ) -> tuple[float, float, float, float]:
+    """se, the t interval cut to the parameter's range `bounds` (the truth lies in it, so
+    the cut loses no coverage; a share's interval past 0 or 1 would say an impossible
+    value), and the two-sided p-value of 0."""
     se = math.sqrt(var)
     tq = _t_quantile(level, df)
     stat = abs(estimate) / se if se > 0 else math.inf
     p = float(2 * special.stdtr(df, -stat)) if se > 0 else (0.0 if estimate else 1.0)
-    return se, estimate - tq * se, estimate + tq * se, p
+    low, high = bounds
+    return se, max(estimate - tq * se, low), min(estimate + tq * se, high), p
 
 
 def ppi_mean(
@@ -328,7 +336,7 @@ def ppi_mean(
     needed, reason = _needed_for_validity([arm], ["the variant"])
     valid = not needed and math.isfinite(var) and var > 0
     if valid:
-        se, low, high, _ = _interval(estimate, var, df, level)
+        se, low, high, _ = _interval(estimate, var, df, level, MEAN_BOUNDS)
     else:
         se = math.sqrt(var) if math.isfinite(var) else math.nan
         low = high = math.nan
@@ -394,7 +402,7 @@ def ppi_paired_difference(
     needed, reason = _needed_for_validity([a, b], ["A", "B"])
     valid = not needed and math.isfinite(var) and var > 0
     if valid:
-        se, low, high, p = _interval(estimate, var, df, level)
+        se, low, high, p = _interval(estimate, var, df, level, DIFF_BOUNDS)
     else:
         se = math.sqrt(var) if math.isfinite(var) else math.nan
         low = high = p = math.nan
@@ -491,7 +499,7 @@ def judge_only_difference(
             _method(JUDGE_METHOD, "paired rows", clusters is not None), False,
             "no variance (the judge scores A and B alike on every row, or one cluster)",
         )  # fmt: skip
-    se, low, high, p = _interval(estimate, var, float(max(g - 1, 1)), level)
+    se, low, high, p = _interval(estimate, var, float(max(g - 1, 1)), level, DIFF_BOUNDS)
     return JudgeDifference(
         estimate=estimate,
         low=low,

@@ -276,3 +276,17 @@ def test_explicit_uniform_inclusion_probabilities_change_nothing() -> None:
     assert one.se == pytest.approx(two.se)
     with pytest.raises(ppi.PPIInputError, match="inclusion"):
         ppi.ppi_mean(f, hand, pi=np.zeros(200))
+
+
+def test_an_interval_never_says_an_impossible_share() -> None:
+    """Every hand grade 0 (the floor keeps the interval from collapsing): the interval of a
+    share stops at 0, of a difference at -1/+1 (the truth is inside, so no coverage is lost)."""
+    n = 60
+    judge = np.zeros(n)
+    none = np.zeros(n)
+    est = ppi.ppi_mean(judge, none)
+    assert est.valid and est.low == 0.0 and 0.0 < est.high < 0.3
+    assert est.estimate == 0.0
+    ones = np.ones(n)
+    diff = ppi.ppi_paired_difference(ones, ones, judge, none)
+    assert diff.valid and diff.high == 1.0 and diff.low < 1.0
