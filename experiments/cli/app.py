@@ -26,7 +26,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 grade_app = typer.Typer(
-    help="Hand grading (rule_qa): export a trial's generations to CSV, import the grades.",
+    help="Hand grading: blind sheets on correctness and analysis (sheet, add, agreement), "
+    "calibrated comparisons with a judge (report, next); rule_qa's 1/0 grades (export, import).",
     no_args_is_help=True,
 )
 app.add_typer(grade_app, name="grade")
