@@ -120,6 +120,9 @@ SPLIT_LIMIT = Bounds(2, MAX_ROWS)  # --dev-limit, --heldout-limit: a stratified 
 TRAIN_FRACTION = Bounds(0, 1, integer=False, low_open=True, high_open=True)  # task new
 DEMOS = Bounds(0, 10_000)  # task new --demos (promptlib.variants.MAX_K)
 VERDICT_BATCH = Bounds(1, 100_000)
+# `workbench grade next`: the half-width to stop at (A − B lies in [-1, 1]), items to propose
+HALF_WIDTH = Bounds(0, 1, integer=False, low_open=True)
+PROPOSE = Bounds(1, MAX_ROWS)
 
 # ---- sweep specs ------------------------------------------------------------------------------
 FORMAT_DRAW = Bounds(1, 10_000)  # axes.format.draw: grammar points drawn

@@ -26,8 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 grade_app = typer.Typer(
-    help="Hand grading: blind sheets on correctness and analysis (sheet, add, agreement), "
-    "calibrated comparisons with a judge (report, next); rule_qa's 1/0 grades (export, import).",
+    help="Hand grading: blind sheets, agreement, calibrated comparisons, rule_qa's 1/0 grades.",
     no_args_is_help=True,
 )
 app.add_typer(grade_app, name="grade")

@@ -8,9 +8,18 @@ from typing import Annotated
 
 import typer
 
-from experiments import output
+from experiments import bounds, output
 from experiments.cli.app import grade_app
-from experiments.cli.options import HF, JSON, DataDir, Explain, PromptsDir, _catalog, friendly
+from experiments.cli.options import (
+    HF,
+    JSON,
+    DataDir,
+    Explain,
+    PromptsDir,
+    _catalog,
+    bounded,
+    friendly,
+)
 
 SweepRef = Annotated[
     str, typer.Argument(help="A sweep's name (its latest run), a sweep id or an MLflow run id.")
@@ -64,9 +73,10 @@ def grade_next(
     pair: Annotated[str | None, typer.Option("--pair", help="A,B (default: the first).")] = None,
     criterion: Annotated[str, typer.Option("--criterion")] = "correctness",
     target: Annotated[
-        float | None, typer.Option("--target", help="Stop at this half-width of A − B.")
+        float | None,
+        bounded("--target", bounds.HALF_WIDTH, "Stop at this half-width of A − B."),
     ] = None,
-    n: Annotated[int, typer.Option("-n", help="How many items to propose.")] = 20,
+    n: Annotated[int, bounded("-n", bounds.PROPOSE, "How many items to propose.")] = 20,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -80,8 +90,10 @@ def grade_next(
     as_json: JSON = False,
     explain: Explain = False,
 ) -> None:
-    """The next rows to grade for a comparison, as a new blind sheet (the next rows of a
-    sheet's random order), or stop."""
+    """The next rows to grade for a comparison, as a new blind sheet, or when to stop.
+
+    The rows are the next of the first sheet's random order (uniform sampling keeps the
+    graded rows a random subset)."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.calibrated import CalibratedError, sweep_arms
     from experiments.calibrated.next import next_items

@@ -82,8 +82,9 @@ def judge(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Grade trials' answers with a judge model, criterion by criterion (correctness,
-    analysis), with a rubric per task; saved under runs/<trial id>/judge/.
+    """Score trials' answers with a judge model on correctness and analysis, by rubric.
+
+    One rubric per task; scores, prompts and replies are saved under runs/<trial id>/judge/.
 
     Judge scores are not correctness: calibrate them with hand grades ('workbench grade
     sheet'). Exit 1 when a judge call failed (rerun: answered calls come from the cache).
