@@ -218,6 +218,8 @@ def decision(r: CalibratedComparison) -> str:
     caveat = "" if r.random_subset else " (graded rows not a random subset: see note)"
     if not r.valid:
         more = f"grade {r.hand_needed} more rows" if r.hand_needed else "grade more rows"
+        if r.reason and r.reason.startswith("too few rows"):  # grading alone cannot do it
+            more = "evaluate more rows"
         judged = ""
         if r.judge_estimate is not None:
             judged = f"; {JUDGE_LABEL} A − B = {r.judge_estimate:+.3f}, not a {r.criterion} result"

@@ -103,9 +103,16 @@ def grade_next(
     arms = [a for a in found.arms if a.task == task and (model is None or a.model == model)]
     models = sorted({a.model for a in arms})
     if len(models) != 1:
+        tasks = sorted({a.task for a in found.arms})
         raise CalibratedError(
-            f"--task {task}: {'no trials' if not models else 'models ' + ', '.join(models)}; "
-            "give one --model of the sweep's"
+            f"--task {task}"
+            + (f" --model {model}" if model else "")
+            + (
+                f": no trial of the sweep (its tasks: {', '.join(tasks)}); choose one of them"
+                if not models
+                else f": the sweep ran {len(models)} models on it ({', '.join(models)}); "
+                "choose one with --model"
+            )
         )
     planned = found.pairs.get((task, models[0])) or ()
     chosen = tuple(pair.split(",", 1)) if pair else (planned[0] if planned else None)

@@ -85,7 +85,12 @@ def _legend(c: Cell) -> list[str]:
     test = tested[0].test if tested else "PPI++ paired difference"
     return [
         f"A − B: share of rows passing the criterion, hand grades + judge scores by {test}; 95% CI",
-        f"p corr: Holm over the report's {family} comparisons; hand: graded rows; "
+        (
+            f"p corr: Holm over the report's {family} comparisons"
+            if family
+            else "p corr: none (no valid comparison yet)"
+        )
+        + "; hand: graded rows; "
         "eff n: hand-only rows of equal variance; ratio: CI width / hand-only width",
         f"judge: the {JUDGE}, never correctness or analysis; ! judge agrees differently "
         "on A and B; * graded rows not a random subset; full method: --explain",

@@ -277,12 +277,22 @@ def _method(base: str, what: str, clustered: bool) -> str:
     return f"{base}, {what}, " + ("cluster-robust by prompt" if clustered else "rows independent")
 
 
-def _needed_for_validity(arms: Sequence[_Arm], names: Sequence[str]) -> tuple[int, str]:
+def _needed_for_validity(
+    arms: Sequence[_Arm], names: Sequence[str], clusters: int
+) -> tuple[int, str]:
+    """More graded clusters for a valid interval, and why; said to be out of reach when the
+    rows hold fewer than `MIN_HAND` clusters (texts) at all."""
     short = [(name, arm.n_hand) for name, arm in zip(names, arms, strict=True)]
     need = sum(max(0, MIN_HAND - n) for _, n in short)
     if not need:
         return 0, ""
     parts = ", ".join(f"{n} for {name}" for name, n in short if n < MIN_HAND)
+    if clusters < MIN_HAND:
+        return need, (
+            f"too few rows for a valid interval: {clusters} distinct rows (texts), and at "
+            f"least {MIN_HAND} graded per variant are needed ({parts} graded); evaluate more "
+            "rows (a larger limit), then grade them"
+        )
     return need, (
         f"too few hand grades for a valid interval ({parts}; at least {MIN_HAND} graded "
         f"rows per variant are needed): grade {need} more"
@@ -333,7 +343,7 @@ def ppi_mean(
     var = var_all + max(arm.floor - var_rect, 0.0)
     fitted = _FITTED if lam is None else 1
     df = float(max(min(arm.n_hand - fitted, g - 1), 1))
-    needed, reason = _needed_for_validity([arm], ["the variant"])
+    needed, reason = _needed_for_validity([arm], ["the variant"], g)
     valid = not needed and math.isfinite(var) and var > 0
     if valid:
         se, low, high, _ = _interval(estimate, var, df, level, MEAN_BOUNDS)
@@ -399,7 +409,7 @@ def ppi_paired_difference(
     var = var_all + extra
     fitted = _FITTED if lam is None else 1
     df = float(max(min(a.n_hand - fitted, b.n_hand - fitted, g - 1), 1))
-    needed, reason = _needed_for_validity([a, b], ["A", "B"])
+    needed, reason = _needed_for_validity([a, b], ["A", "B"], g)
     valid = not needed and math.isfinite(var) and var > 0
     if valid:
         se, low, high, p = _interval(estimate, var, df, level, DIFF_BOUNDS)

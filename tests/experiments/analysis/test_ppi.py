@@ -290,3 +290,18 @@ def test_an_interval_never_says_an_impossible_share() -> None:
     ones = np.ones(n)
     diff = ppi.ppi_paired_difference(ones, ones, judge, none)
     assert diff.valid and diff.high == 1.0 and diff.low < 1.0
+
+
+def test_too_few_rows_to_ever_be_valid_says_so_not_grade_more() -> None:
+    """8 rows per variant: grading every one leaves it below the 10 graded a valid
+    interval needs, so the reason asks for more rows, not for grades that cannot exist."""
+    rng = np.random.default_rng(0)
+    judge = rng.integers(0, 2, 8).astype(float)
+    hand = judge.copy()
+    res = ppi.ppi_paired_difference(judge, hand, judge, hand)
+    assert not res.valid and res.reason is not None
+    assert res.reason.startswith("too few rows") and "evaluate more rows" in res.reason
+    j16, h16 = np.tile(judge, 2), np.concatenate([hand, np.full(8, np.nan)])
+    more = ppi.ppi_paired_difference(j16, h16, j16, h16)
+    assert not more.valid and more.reason is not None and "grade" in more.reason
+    assert not more.reason.startswith("too few rows")  # 16 rows, 8 graded: grading helps
