@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.metrics import METRICS, normalize
+from experiments.metrics import METRICS, is_rule_conclusion, normalize
 
 Alternative = Literal["two-sided", "greater", "less"]
 MetricName = Literal["accuracy", "balanced_accuracy"]  # the fast names; any `Metric` is accepted
@@ -34,9 +34,11 @@ FloatArray = NDArray[np.float64]
 
 
 def metric_names() -> tuple[str, ...]:
-    """Every metric name the tests accept: ``accuracy`` and the official LegalBench metrics."""
+    """Every metric name the tests accept: ``accuracy`` and the official LegalBench metrics
+    (a rule-conclusion metric is tested as the official metric it computes: callers pass
+    `experiments.metrics.base_metric` of a trial's metric, as `analysis.compare` does)."""
 
-    return ("accuracy", *METRICS)
+    return ("accuracy", *(m for m in METRICS if not is_rule_conclusion(m)))
 
 
 def _text(p: Any) -> str:
