@@ -40,7 +40,7 @@ the estimate unbiased (the rectifier corrects it), it only costs width.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,8 +109,8 @@ class PPIDifference:
 
     `n_hand` counts hand-graded clusters over both variants (`n_hand_a`, `n_hand_b`,
     `n_hand_both` on rows graded for both); `lambda_` is (lambda_A, lambda_B). `effective_n`:
-    the hand grades (split evenly between A and B, unpaired) that alone would give the same
-    variance. Fields otherwise as `PPIEstimate`."""
+    the hand grades that alone, on the same rows and pairing, would give the same variance
+    (`_effective_n`). Fields otherwise as `PPIEstimate`."""
 
     estimate: float
     low: float
@@ -317,6 +317,19 @@ def _interval(
     return se, max(estimate - tq * se, low), min(estimate + tq * se, high), p
 
 
+def _effective_n(n_hand: int, var: float, lam: float | None, hand_only: Callable[[], Any]) -> float:
+    """The hand grades the estimate is worth: the graded clusters that, read alone by the
+    same estimator on the same design (lambda 0: the same rows, pairing and clusters), give
+    its variance: n_hand x Var(hand only) / Var(this one). Below n_hand the judge cost
+    width (fitting lambda on few rows); the pairing's own gain is not counted as the judge's."""
+    if not (var > 0 and math.isfinite(var)):
+        return math.nan
+    if lam == 0:
+        return float(n_hand)
+    alone = hand_only().se ** 2
+    return float(n_hand * alone / var) if math.isfinite(alone) else math.nan
+
+
 def ppi_mean(
     judge: ArrayLike,
     hand: ArrayLike,
@@ -363,7 +376,9 @@ def ppi_mean(
         n_hand=arm.n_hand,
         n_clusters=g,
         lambda_=arm.lam,
-        effective_n=arm.var_y / var if var > 0 and math.isfinite(var) else math.nan,
+        effective_n=_effective_n(
+            arm.n_hand, var, lam, lambda: ppi_mean(judge, hand, clusters=clusters, pi=pi, lam=0.0)
+        ),
         method=_method(base, "one variant", clusters is not None),
         valid=valid,
         reason=reason,
@@ -434,7 +449,14 @@ def ppi_paired_difference(
         n_hand_both=both,
         n_clusters=g,
         lambda_=(a.lam, b.lam),
-        effective_n=(2 * (a.var_y + b.var_y) / var if var > 0 and math.isfinite(var) else math.nan),
+        effective_n=_effective_n(
+            a.n_hand + b.n_hand,
+            var,
+            lam,
+            lambda: ppi_paired_difference(
+                judge_a, hand_a, judge_b, hand_b, clusters=clusters, pi_a=pi_a, pi_b=pi_b, lam=0.0
+            ),
+        ),
         method=_method(base, "paired rows", clusters is not None),
         valid=valid,
         reason=reason,

@@ -305,3 +305,28 @@ def test_too_few_rows_to_ever_be_valid_says_so_not_grade_more() -> None:
     more = ppi.ppi_paired_difference(j16, h16, j16, h16)
     assert not more.valid and more.reason is not None and "grade" in more.reason
     assert not more.reason.startswith("too few rows")  # 16 rows, 8 graded: grading helps
+
+
+def test_effective_n_counts_what_the_judge_bought_not_the_pairing() -> None:
+    """Both variants graded on the same rows, their grades correlated: a judge that says
+    nothing (one score everywhere) is worth no hand grade, so the effective sample size is at
+    most the grades given (the pairing's gain is the hand grades' own); a judge that agrees
+    with the grades is worth more than them."""
+    rng = np.random.default_rng(3)
+    n = 200
+    ya = (rng.random(n) < 0.6).astype(float)
+    yb = np.where(rng.random(n) < 0.8, ya, 1 - ya)  # correlated with A's
+    graded = rng.random(n) < 0.2
+    ha, hb = np.where(graded, ya, np.nan), np.where(graded, yb, np.nan)
+    flat = np.ones(n)
+    mute = ppi.ppi_paired_difference(flat, ha, flat, hb)
+    assert mute.valid and mute.effective_n <= mute.n_hand * 1.0001
+    sharp = ppi.ppi_paired_difference(
+        np.where(rng.random(n) < 0.95, ya, 1 - ya),
+        ha,
+        np.where(rng.random(n) < 0.95, yb, 1 - yb),
+        hb,
+    )
+    assert sharp.valid and sharp.effective_n > 1.5 * sharp.n_hand
+    one = ppi.ppi_mean(flat, ha)
+    assert one.effective_n <= one.n_hand * 1.0001
