@@ -20,6 +20,7 @@ from experiments.cli.options import (
     bounded,
     friendly,
 )
+from experiments.settings import NO_TRACK_ENV
 
 SweepRef = Annotated[
     str, typer.Argument(help="A sweep's name (its latest run), a sweep id or an MLflow run id.")
@@ -39,6 +40,12 @@ def grade_report(
     model: Annotated[str | None, typer.Option("--model", help="Only this model.")] = None,
     as_json: JSON = False,
     explain: Explain = False,
+    no_track: Annotated[
+        bool,
+        typer.Option(
+            "--no-track", envvar=NO_TRACK_ENV, help="Do not put the numbers on the sweep's runs."
+        ),
+    ] = False,
 ) -> None:
     """The calibrated comparison of a sweep: hand grades and judge scores by PPI."""
     # start-up time: the CLI imports a command's modules when it runs
@@ -56,7 +63,7 @@ def grade_report(
     )  # fmt: skip
     # the whole sweep's numbers on its MLflow runs (a --task/--model view logs them all)
     whole = report if task is None and model is None else None
-    logged = refresh_sweep(tracker, sweep, report=whole) if judge is None else None
+    logged = refresh_sweep(tracker, sweep, report=whole) if judge is None and not no_track else None
     if as_json:
         typer.echo(output.as_json(report.to_dict()))
     else:
