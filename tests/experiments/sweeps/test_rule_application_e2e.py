@@ -110,7 +110,7 @@ def test_the_rule_application_study_runs_end_to_end(tmp_path: Path, lb_dir: Path
         for c in CRITERIA:  # each criterion's comparison, decided or not, with its interval
             assert f"{task} (local/smollm2), {c}: format=base vs format=claude: " in text
     assert "PPI++ (power-tuned lambda), paired rows" in text  # the test, by name, in the legend
-    assert "p corr: Holm over this task and model's 2 pairs x criteria" in text
+    assert "p corr: Holm over the report's 4 comparisons" in text  # 2 tasks x 2 criteria
     assert "judge: the judge score (not calibrated), never correctness or analysis" in text
     lines = [ln for ln in text.splitlines() if ln.lstrip().startswith(CRITERIA)]
     with_interval = [ln for ln in lines if "format=base" in ln and ln.count("[") >= 2]
