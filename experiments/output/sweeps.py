@@ -47,6 +47,8 @@ def sweep_summary(
         lines.append(
             report_folder_line(result["report_dir"], result["report_files"], result["latest"])
         )
+    if line := html_report_line(result):
+        lines.append(line)
     lines.append(f"MLflow store: {tracking_uri}")
     where = f" (experiment {result['experiment']})" if result.get("experiment") else ""
     lines.append(
@@ -64,10 +66,26 @@ def report_folder_line(folder: str, files: Sequence[str], latest: str) -> str:
     sweep id (`reports.folders`), and the `latest` pointer (symlink, or LATEST file) now
     naming it."""
     table = [f for f in files if f.startswith("comparisons.")]
-    figures = [f for f in files if f not in table]
+    figures = [f for f in files if f.endswith(".png")]
     listed = ", ".join(table) + (f"; figures: {', '.join(figures)}" if figures else "")
     points = "names it" if latest.endswith("LATEST") else "points at it"
     return f"reports written to {folder}/ ({listed}); {latest} {points}"
+
+
+def html_report_line(result: dict[str, Any]) -> str | None:
+    """Where the sweep's HTML report is (its run folder's index.html; also on the parent run),
+    or why it was not built (the other files are written all the same)."""
+    if result.get("html_error"):
+        return (
+            f"HTML report not built ({result['html_error']}); the comparisons and figures "
+            "are written and logged as usual"
+        )
+    if result.get("report_dir") and "index.html" in (result.get("report_files") or ()):
+        return (
+            f"HTML report: {result['report_dir']}/index.html (open it in a browser; "
+            "also index.html on the parent run)"
+        )
+    return None
 
 
 def cost_line(cost: dict[str, Any]) -> str:

@@ -5,6 +5,10 @@ run's reports/<sweep>/ files. Now a sweep run writes only its own folder, whole 
 (`files.atomic_write_dir`: built beside it, then renamed into place), and only then points
 `latest` at it. A rerun of one sweep id (resumed after Ctrl-C) replaces that folder alone.
 
+A run folder with an HTML report (``index.html``) also gets reports/<sweep>/index.html: a
+page that opens the latest run's report (a relative meta refresh) and lists every run's
+folder, written atomically after `latest` is pointed.
+
 `latest` is a relative symlink ``reports/<sweep>/latest -> <sweep id>`` where the OS has
 symlinks (replaced at once: `files.atomic_symlink`), else a text file
 ``reports/<sweep>/LATEST`` holding the id. `latest_id` is the one reader of either.
@@ -12,6 +16,7 @@ symlinks (replaced at once: `files.atomic_symlink`), else a text file
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections.abc import Mapping
@@ -22,6 +27,7 @@ from experiments.files import atomic_symlink, atomic_write_dir, atomic_write_tex
 
 LATEST = "latest"  # the symlink
 LATEST_FILE = "LATEST"  # the text file, where there are no symlinks
+INDEX = "index.html"  # a run's HTML report, and the sweep folder's page pointing at the latest
 _SWEEP_ID = re.compile(r"[0-9a-f]{64}")
 
 
@@ -50,7 +56,45 @@ def write_run(
         raise ValueError(f"not a sweep id: {sweep_id!r}")  # a folder name, never a path
     folder = run_folder(reports_dir, sweep, sweep_id)
     atomic_write_dir(folder, files)
-    return ReportFolder(folder, tuple(sorted(files)), point_latest(folder.parent, sweep_id))
+    latest = point_latest(folder.parent, sweep_id)
+    if INDEX in files:
+        write_index(folder.parent, sweep, sweep_id)
+    return ReportFolder(folder, tuple(sorted(files)), latest)
+
+
+def write_index(sweep_dir: Path, sweep: str, latest: str) -> Path:
+    """reports/<sweep>/index.html: opens `latest`'s report (relative, so the folder can be
+    moved or zipped) and lists the sweep's run folders, the latest first, then newest first.
+    Written atomically: a reader sees the old page or the new one."""
+    ids = run_ids(sweep_dir)
+    ids.sort(key=lambda i: (i != latest, -_mtime(sweep_dir / i), i))
+    items = []
+    for i in ids:
+        has = (sweep_dir / i / INDEX).is_file()
+        href = f"{i}/{INDEX}" if has else f"{i}/"
+        what = " (latest)" if i == latest else ""
+        what += "" if has else " (no HTML report: comparisons.json and figures)"
+        items.append(f'<li><a href="{href}"><code>{i[:12]}</code></a>{html.escape(what)}</li>')
+    name = html.escape(sweep)
+    page = (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="refresh" content="0; url={latest}/{INDEX}">\n'
+        f"<title>Sweep {name}: reports</title></head>\n<body>\n"
+        f'<p>Opening the latest report of sweep {name}: <a href="{latest}/{INDEX}">'
+        f"<code>{latest[:12]}</code></a></p>\n"
+        f"<h1>Sweep {name}: its runs' reports</h1>\n<ul>\n" + "\n".join(items) + "\n</ul>\n"
+        "</body></html>\n"
+    )
+    path = sweep_dir / INDEX
+    atomic_write_text(path, page)
+    return path
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def point_latest(sweep_dir: Path, sweep_id: str) -> Path:

@@ -14,9 +14,11 @@ from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.generate.review import files_in_sweep, unreviewed
 from experiments.llm.types import clip
 from experiments.metrics import is_rule_conclusion
-from experiments.reports.folders import ReportFolder
+from experiments.reports.files import report_files
+from experiments.reports.folders import INDEX, ReportFolder
 from experiments.sweeps.cost import Cost
 from experiments.sweeps.executors import Executor, LocalExecutor, TrialJob, TrialLost
+from experiments.sweeps.html_report import HtmlReport, html_report
 from experiments.sweeps.judging import SweepJudging, judge_sweep
 from experiments.sweeps.outcomes import _lost, _outcome
 from experiments.sweeps.plan import (
@@ -169,7 +171,9 @@ def run_sweep(
         if progress:
             progress(len(trials.plan), len(trials.plan), "comparisons")
         rows = sequential_rows(seq) if seq is not None else None
-        doc, written = _report(spec, ordered, catalog, parent, reports_dir, planned, sid, seq, rows)
+        doc, written, page = _report(
+            spec, ordered, catalog, parent, reports_dir, planned, sid, seq, rows, trials.resolved
+        )
         cost = _cost(spec, plan, trials, seq)
         judging = None
         if spec.judge is not None:  # the judge step: absent, the sweep is as it always was
@@ -191,6 +195,8 @@ def run_sweep(
     result = _summary(
         spec, sid, parent, trials, planned, ordered, doc, written, rows, unchecked, cost
     )
+    if page.error is not None:  # the page alone is missing: the comparisons are written
+        result = dataclasses.replace(result, html_error=page.error)
     return result if judging is None else dataclasses.replace(result, judge=judging)
 
 
@@ -502,12 +508,15 @@ def _report(
     sid: str,
     seq: SequentialRun | None = None,
     rows: list[SequentialComparison] | None = None,
-) -> tuple[dict[str, Any], ReportFolder | None]:
+    resolved: list[ResolvedTrial] | None = None,
+) -> tuple[dict[str, Any], ReportFolder | None, HtmlReport]:
     """Compare the outcomes, write reports/<sweep>/<sweep id>/ (`reports.folders`) and log the
-    comparisons on the parent.
+    comparisons on the parent, and the HTML report (`sweeps.html_report`, from the trials'
+    prompts and rows: `resolved`) as index.html in both places.
 
-    Returns the comparisons document and the report folder written (None without
-    `reports_dir`). What the plan skipped
+    Returns the comparisons document, the report folder written (None without
+    `reports_dir`) and the HTML report (its page, or why there is none: then every other
+    file is written and logged all the same). What the plan skipped
     (tasks, and variants a task cannot run) is in the document as ``skipped`` when any was.
     A sequential sweep's comparisons are its sequences' (``sequential``: `rows`); its arms end on
     different rows, so it has no fixed-design tests, sensitivity analysis or figures.
@@ -540,23 +549,32 @@ def _report(
         doc["skipped"] = skipped_items(planned)
     tracker = parent.tracker
     try:
+        files = report_files(doc, {**figures, **sens_figures})
+        pngs = {n: v for n, v in files.items() if n.endswith(".png") and isinstance(v, bytes)}
+        page = html_report(spec, sid, ordered, doc, pngs, resolved or [], catalog, tracker)
+        if page.page is not None:
+            files[INDEX] = page.page
         if reports_dir is not None:
-            written = _write_report(reports_dir, spec.name, sid, doc, {**figures, **sens_figures})
+            written = _write_report(reports_dir, spec.name, sid, files)
         # A FINISHED parent that already holds these comparisons is left untouched.
         logged = (
             None if parent.running else tracker.logged_comparisons(parent.run_id, sorted(figures))
         )
-        if logged is None or _canonical(logged) != _canonical(doc):
+        changed = logged is None or _canonical(logged) != _canonical(doc)
+        if changed:
             parent.touch()
             tracker.log_comparisons(parent.run_id, doc, figures)
             if sens.get("per_task"):
                 log_sensitivity(tracker, parent.run_id, sens, sens_figures)
+        # the page, also on a finished parent whose run predates it (an artifact only)
+        if page.page is not None and (changed or not tracker.has_report_html(parent.run_id)):
+            tracker.log_report_html(parent.run_id, page.page)
     finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
         import matplotlib.pyplot as plt
 
         for fig in {**figures, **sens_figures}.values():
             plt.close(fig)
-    return doc, written
+    return doc, written, page
 
 
 def _incomplete_item(o: TrialRecord) -> dict[str, Any]:

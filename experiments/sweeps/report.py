@@ -10,7 +10,6 @@ from typing import Any
 from experiments.analysis.plan import ComparisonPlan, plan_sensitivity, run_plan
 from experiments.analysis.records import AcrossTaskTest, Comparison
 from experiments.names import figure_files
-from experiments.reports.files import report_files
 from experiments.reports.folders import ReportFolder, run_folder, write_run
 from experiments.sweeps.spec import SpecError, SweepSpec
 from experiments.trials.record import TrialRecord
@@ -24,16 +23,17 @@ class ReportError(WorkbenchError):
 
 
 def _write_report(
-    reports_dir: Path, sweep: str, sweep_id: str, doc: dict[str, Any], figures: dict[str, Any]
+    reports_dir: Path, sweep: str, sweep_id: str, files: Mapping[str, str | bytes]
 ) -> ReportFolder:
-    """reports/<sweep>/<sweep id>/: figures, comparisons.json and .csv (`reports.files`),
-    written as one folder (`reports.folders.write_run`: whole or not at all, this sweep id's
-    folder only), then reports/<sweep>/latest pointed at it.
+    """reports/<sweep>/<sweep id>/: the report's files (`reports.files.report_files`: figures,
+    comparisons.json and .csv; and index.html, the HTML report, when it was built), written
+    as one folder (`reports.folders.write_run`: whole or not at all, this sweep id's folder
+    only), then reports/<sweep>/latest pointed at it (and reports/<sweep>/index.html, the
+    page opening the latest run's report, rewritten).
 
     A folder that cannot be written (deleted, made read-only or replaced by a file mid-sweep)
     is one `ReportError` line; every trial is already logged, so a rerun only redoes this.
     """
-    files = report_files(doc, figures)
     out = run_folder(reports_dir, sweep, sweep_id)
     try:
         return write_run(reports_dir, sweep, sweep_id, files)

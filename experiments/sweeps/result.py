@@ -58,6 +58,8 @@ class SweepResult:
     trial_rows: Sequence[dict[str, Any]] | None = None
     # the spec's `judge:` step (`experiments.sweeps.judging.SweepJudging`); None without one
     judge: Any = None
+    # why the HTML report (index.html) could not be built; None when it was
+    html_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,6 +98,8 @@ class SweepResult:
             out["trial_rows"] = list(self.trial_rows)
         if self.judge is not None:  # only a spec with `judge:`: other documents unchanged
             out["judge"] = self.judge.to_dict()
+        if self.html_error is not None:  # only when the page failed: the files are written
+            out["html_error"] = self.html_error
         return out
 
 

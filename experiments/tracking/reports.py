@@ -23,6 +23,7 @@ from experiments.names import (
     sequential_metric_name,
 )
 from experiments.reports.files import COMPARISONS_CSV, COMPARISONS_JSON, comparisons_csv
+from experiments.reports.folders import INDEX as REPORT_HTML
 from experiments.tracking.parents import Parents
 from experiments.tracking.store import SweepIncomplete, _store_op, store_errors
 from experiments.tracking.sweep_runs import SweepRuns
@@ -86,6 +87,18 @@ class Reports(Parents, SweepRuns):
         self._log_metrics(parent_id, metrics)
         for filename, fig in figures.items():
             self.client.log_figure(parent_id, fig, filename)
+
+    @_store_op("logging the sweep's HTML report")
+    def log_report_html(self, run_id: str, page: str) -> None:
+        """The HTML report (`reports.html`) as the run's index.html artifact: MLflow's
+        artifact view shows it as a page (it is self-contained, so it works there)."""
+        self.client.log_text(run_id, page, REPORT_HTML)
+
+    @_store_op("reading the run's artifacts")
+    def has_report_html(self, run_id: str) -> bool:
+        """Whether the run holds an HTML report already (a sweep run before it existed has
+        none: its rerun adds one)."""
+        return REPORT_HTML in {a.path for a in self.client.list_artifacts(run_id)}
 
     @_store_op("logging the sweep's cost")
     def log_cost(

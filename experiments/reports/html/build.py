@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from experiments.analysis.slices import slice_table
 from experiments.reports.html.diff import prompt_diff
 from experiments.reports.html.model import (
     INPUT_CHARS,
@@ -99,7 +100,9 @@ def build_report(
     experiment_id: str | None = None,
     notes: Sequence[str] = (),
     n_resamples: int = 1000,
-    slice_tables: SliceTables | None = None,
+    slice_tables: SliceTables | None = slice_table,
+    cluster_by: str = "prompt",
+    cluster_columns: Mapping[str, dict[str, str]] | None = None,
     created: str | None = None,
     cap: int = ROWS_CAP,
 ) -> ReportDoc:
@@ -108,10 +111,15 @@ def build_report(
     `comparisons`: the comparisons document's rows as they are (each with task, model, a,
     b; a best_vs_worst row names its best and worst variants); `sequential` its sequential
     rows, `looks` each one's looks (`{"n", "estimate", "low", "high"}`), in the same order.
-    `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables).
+    `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables),
+    called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
+    value) and the comparison's peers (every arm of its task and model).
     """
     src = sources or Sources({}, {}, {})
     by_arm = _arms(records)
+    tables = None
+    if slice_tables is not None:
+        tables = _Tables(slice_tables, n_resamples, cluster_by, cluster_columns or {}, records)
     notes_out = list(notes)
     pairs = [(c, "") for c in comparisons] + [(s, "sequential ") for s in sequential]
     samples: list[SampleComparison] = []
@@ -125,8 +133,7 @@ def build_report(
             continue  # an untested best/worst row, or an arm that did not run: no rows
         key = f"c{len(samples) + 1}"
         sample = _comparison(
-            key, ra, rb, src, columns.get(task, ()), cap, experiment_id,
-            slice_tables, n_resamples, notes_out,
+            key, ra, rb, src, columns.get(task, ()), cap, experiment_id, tables, notes_out,
         )  # fmt: skip
         if sample.n_shown < sample.n_disagree:
             notes_out.append(
@@ -182,7 +189,9 @@ def build_sweep_report(
     experiment_id: str | None,
     n_resamples: int,
     looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
-    slice_tables: SliceTables | None = None,
+    slice_tables: SliceTables | None = slice_table,
+    cluster_by: str = "prompt",
+    cluster_columns: Mapping[str, dict[str, str]] | None = None,
     created: str | None = None,
     cap: int = ROWS_CAP,
 ) -> ReportDoc:
@@ -212,6 +221,8 @@ def build_sweep_report(
         notes=notes,
         n_resamples=n_resamples,
         slice_tables=slice_tables,
+        cluster_by=cluster_by,
+        cluster_columns=cluster_columns,
         created=created,
         cap=cap,
     )
@@ -281,8 +292,7 @@ def _comparison(
     columns: Sequence[str],
     cap: int,
     experiment_id: str | None,
-    slice_tables: SliceTables | None,
-    n_resamples: int,
+    tables: _Tables | None,
     notes: list[str],
 ) -> SampleComparison:
     """One comparison's disagreeing rows (the first `cap` shown), counts and diffs."""
@@ -326,7 +336,7 @@ def _comparison(
     where = f"{ra.task} · {ra.model} · {ra.variant} vs {rb.variant}"
     if failed is not None:
         notes.append(f"{where}: prompts not diffed from the first row that failed ({failed})")
-    slices, classes = _tables(ra, rb, data, pa, slice_tables, n_resamples, where, notes)
+    slices, classes = tables.of(ra, rb, data, pa, where, notes) if tables else ((), ())
     return SampleComparison(
         key=key,
         task=ra.task,
@@ -374,37 +384,54 @@ def _masked(text: str, masks: Sequence[str]) -> str:
     return text
 
 
-def _tables(
-    ra: TrialRecord,
-    rb: TrialRecord,
-    data: Mapping[str, Mapping[str, Any]],
-    prompt: Prompt | None,
-    slice_tables: SliceTables | None,
-    n_resamples: int,
-    where: str,
-    notes: list[str],
-) -> tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]]:
-    """The comparison's per-slice table (when the task has a slice column) and per-class
-    table (a task with labels), as `SliceTable.to_dict()`; none for an incomplete arm."""
-    if slice_tables is None or not (ra.complete and rb.complete):
-        return (), ()
-    slices: tuple[Mapping[str, Any], ...] = ()
-    classes: tuple[Mapping[str, Any], ...] = ()
-    groups = {i: str(r[SLICE_COLUMN]) for i, r in data.items() if r.get(SLICE_COLUMN)}
-    try:
-        if groups:
-            t = slice_tables(
-                ra, rb, groups, by="slice", column=SLICE_COLUMN, n_resamples=n_resamples
-            )
-            slices = (t.to_dict(),)
-        labels = prompt.labels if prompt is not None else None
-        if labels:
-            gold = {p.index: p.answer for p in ra.rows}
-            t = slice_tables(
-                ra, rb, gold, by="class", column="answer", n_resamples=n_resamples,
-                labels=list(labels),
-            )  # fmt: skip
-            classes = (t.to_dict(),)
-    except Exception as e:  # the rows stand without the tables: say why they are missing
-        notes.append(f"{where}: no per-slice/per-class table ({type(e).__name__}: {e})")
-    return slices, classes
+@dataclass(frozen=True)
+class _Tables:
+    """Per-slice and per-class tables (`analysis.slices.slice_table`), tested as the sweep
+    tests its pairs: its resamples, its clustering, the comparison's peers."""
+
+    slice_table: SliceTables
+    n_resamples: int
+    cluster_by: str
+    cluster_columns: Mapping[str, dict[str, str]]
+    records: Sequence[TrialRecord]
+
+    def of(
+        self,
+        ra: TrialRecord,
+        rb: TrialRecord,
+        data: Mapping[str, Mapping[str, Any]],
+        prompt: Prompt | None,
+        where: str,
+        notes: list[str],
+    ) -> tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]]:
+        """The comparison's per-slice table (when the task has a slice column) and per-class
+        table (a task with labels), as `SliceTable.to_dict()`; none for an incomplete arm."""
+        if not (ra.complete and rb.complete):
+            return (), ()
+        peers = sorted(
+            (r for r in self.records if (r.task, r.model) == (ra.task, ra.model)),
+            key=lambda r: (r.variant, r.trial_id),
+        )
+        how = {
+            "n_resamples": self.n_resamples,
+            "cluster_by": self.cluster_by,
+            "cluster_column": self.cluster_columns.get(ra.task),
+            "peers": peers,
+        }
+        slices: tuple[Mapping[str, Any], ...] = ()
+        classes: tuple[Mapping[str, Any], ...] = ()
+        groups = {i: str(r[SLICE_COLUMN]) for i, r in data.items() if r.get(SLICE_COLUMN)}
+        try:
+            if groups:
+                t = self.slice_table(ra, rb, groups, by="slice", column=SLICE_COLUMN, **how)
+                slices = (t.to_dict(),)
+            labels = prompt.labels if prompt is not None else None
+            if labels:
+                gold = {p.index: p.answer for p in ra.rows}
+                t = self.slice_table(
+                    ra, rb, gold, by="class", column="answer", labels=list(labels), **how
+                )
+                classes = (t.to_dict(),)
+        except Exception as e:  # the rows stand without the tables: say why they are missing
+            notes.append(f"{where}: no per-slice/per-class table ({type(e).__name__}: {e})")
+        return slices, classes

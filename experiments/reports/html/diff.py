@@ -34,7 +34,7 @@ def prompt_diff(
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            out += _equal(ta[i1:i2], context)
+            out += _equal_around_input(ta[i1:i2], context)
             continue
         if tag in ("delete", "replace"):
             out.append(("-", "".join(ta[i1:i2])))
@@ -60,6 +60,23 @@ def _tokens(text: str, masks: Sequence[str]) -> list[str]:
                     split.append(part)
         pieces = split
     return [t for p in pieces for t in ([p] if p == ROW_INPUT else _TOKENS.findall(p))]
+
+
+def _equal_around_input(tokens: list[str], context: int) -> list[Op]:
+    """An equal run, the row input's token always shown (where the row goes in the prompt):
+    the pieces between its occurrences are collapsed each on its own."""
+    out: list[Op] = []
+    piece: list[str] = []
+    for t in [*tokens, None]:
+        if t is None or t == ROW_INPUT:
+            if piece:
+                out += _equal(piece, context)
+            if t is not None:
+                out.append(("=", t))
+            piece = []
+        else:
+            piece.append(t)
+    return out
 
 
 def _equal(tokens: list[str], context: int) -> list[Op]:
