@@ -32,7 +32,7 @@ from experiments.reports.html.model import (
     SampleSide,
     cut,
 )
-from experiments.trials.record import Prediction, TrialRecord
+from experiments.trials.record import Prediction, SweepStatus, TrialRecord
 from promptlib.templates import placeholders
 
 SLICE_COLUMN = "slice"  # the LegalBench column naming a row's slice (hearsay, ...)
@@ -209,7 +209,7 @@ def build_sweep_report(
         title=f"Sweep {name}",
         name=name,
         id=sweep_id,
-        status="incomplete" if doc.get("incomplete") else "complete",
+        status=str(SweepStatus.of(not doc.get("incomplete"))),
         records=records,
         comparisons=doc.get("comparisons") or (),
         sequential=doc.get("sequential") or (),
