@@ -11,6 +11,7 @@ profile removed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -152,9 +153,14 @@ class Chromium:
         self._session = attached["sessionId"]
         self.send("Page.enable")
         self.send("Runtime.enable")
+        self.viewport(self.width, self.height)
+
+    def viewport(self, width: int, height: int) -> None:
+        """Lay the page out at `width` x `height` CSS pixels (a screenshot's size too)."""
+        self.width, self.height = width, height
         self.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
         )
 
     def close(self) -> None:
@@ -165,16 +171,12 @@ class Chromium:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 proc.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                pass
         for fd in (self._to_child, self._from_child):
             if fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._to_child = self._from_child = -1
         if self._profile is not None:
             shutil.rmtree(self._profile, ignore_errors=True)
@@ -263,7 +265,9 @@ class Chromium:
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise ChromiumError(f"the page never made this true in {self.timeout:.0f} s: {expression}")
+                raise ChromiumError(
+                    f"the page never made this true in {self.timeout:.0f} s: {expression}"
+                )
             time.sleep(0.02)
 
     def select(self, selector: str, value: str) -> None:
@@ -291,7 +295,8 @@ class Chromium:
                   if (!e) return null;
                   e.scrollIntoView();
                   const r = e.getBoundingClientRect();
-                  return {{x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}};
+                  return {{x: r.left + scrollX, y: r.top + scrollY,
+                           width: r.width, height: r.height}};
                 }})()"""
             )
             if not box:
@@ -313,7 +318,8 @@ class Chromium:
         self.open(url, ready)
         value = self.evaluate(
             """new Promise(done => requestAnimationFrame(() => setTimeout(() => done({
-                 ready: (typeof window.__reportRenderMs === "number") ? window.__reportRenderMs : null,
+                 ready: typeof window.__reportRenderMs === "number"
+                   ? window.__reportRenderMs : null,
                  painted: performance.now()}), 0)))"""
         )
         painted = float(value["painted"])
