@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -126,11 +127,12 @@ class Chromium:
         args.append("about:blank")
 
         def to_3_and_4() -> None:  # runs in the child, between fork and exec
-            # copies first: a pipe end may already be fd 3 or 4, and dup2 onto itself would
-            # leave it close-on-exec
-            high_in, high_out = os.dup(child_in), os.dup(child_out)
-            os.dup2(high_in, 3)
-            os.dup2(high_out, 4)
+            # copies above 9 first: a pipe end may already be fd 3 or 4 (dup2 onto itself
+            # would leave it close-on-exec, and one dup2 could clobber the other's source)
+            high_in = fcntl.fcntl(child_in, fcntl.F_DUPFD, 10)
+            high_out = fcntl.fcntl(child_out, fcntl.F_DUPFD, 10)
+            os.dup2(high_in, 3, inheritable=True)
+            os.dup2(high_out, 4, inheritable=True)
 
         try:
             self._proc = subprocess.Popen(
