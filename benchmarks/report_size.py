@@ -139,7 +139,7 @@ def synthetic_doc(n_variants: int, n_rows: int, *, seed: int = 0) -> dict[str, A
         while len(text) < 380:  # grow to ~400 characters with other rows' fact patterns
             j = (j * 7 + 3) % len(texts)
             text += " Earlier, " + texts[j][0].lower() + texts[j][1:]
-        inputs[str(n)] = cut(text[:420], INPUT_CHARS)
+        inputs[str(n)] = cut(text[:420].rsplit(" ", 1)[0], INPUT_CHARS)
         labels[str(n)] = src["answer"]
         slices[str(n)] = src["slice"]
     variants = [f"instruction=v{v:02d}" for v in range(n_variants)]
@@ -237,8 +237,8 @@ def _comparison_row(
         "ci_low": diff - half, "ci_high": diff + half, "ci_note": None,
         "ci_method": "Bayesian: per-group Jeffreys Dirichlet(1/2 each) posteriors over both "
         "right / A only / B only / both wrong, equal-tailed 95% interval of 4000 draws",
-        "ci_a_low": 0.55, "ci_a_high": 0.65, "ci_a_note": None,
-        "ci_b_low": 0.55, "ci_b_high": 0.65, "ci_b_note": None,
+        "ci_a_low": 0.55 + diff / 2, "ci_a_high": 0.65 + diff / 2, "ci_a_note": None,
+        "ci_b_low": 0.55 - diff / 2, "ci_b_high": 0.65 - diff / 2, "ci_b_note": None,
         "mde_80": 0.05, "mde_note": "", "mde_method": "simulated: 2000 draws of the test",
         "mde_unreliable": False, "n_clusters": n, "clustered_by": "prompt", "cluster_note": None,
         "p_holm": min(1.0, p * 20), "p_bh": min(1.0, p * 5), "p_corrected": min(1.0, p * 20),

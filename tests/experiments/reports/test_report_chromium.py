@@ -187,7 +187,7 @@ def test_the_tables_say_what_was_tested(browser: Chromium, page: Path) -> None:
     _open(browser, page)
     table = browser.evaluate("document.querySelector('table.comparisons').innerText")
     assert "2000 resamples, 94 clusters by prompt" in table
-    assert "0.0360 Holm (3 tests)" in table
+    assert "0.0360\nHolm over 3 tests" in table
     assert "best vs worst of k = 4; p after selection 0.0400" in table
     assert "+0.550 [−0.120, +0.020]" not in table and "−0.050 [−0.120, +0.020]" in table
     notes = browser.evaluate("document.querySelector('#report').innerText")
@@ -212,10 +212,10 @@ def test_the_tables_say_what_was_tested(browser: Chromium, page: Path) -> None:
     assert "Holm over the k slices of this comparison" in said and "2000 resamples" in said
     looks = browser.evaluate("document.querySelectorAll('.seq table.looks tbody tr').length")
     assert looks == 4
-    assert (
-        browser.evaluate("document.querySelectorAll('.seq svg line[stroke=\"#0969da\"]').length")
-        == 4
-    )
+    assert browser.evaluate("document.querySelectorAll('.seq svg circle').length") == 4
+    # the first look has no bounds yet: both halves of its bar are drawn dashed
+    dashed = "document.querySelectorAll('.seq svg line[stroke-dasharray=\"2 3\"]').length"
+    assert browser.evaluate(dashed) == 2
 
 
 def test_it_fits_an_800px_window(browser: Chromium, page: Path) -> None:
