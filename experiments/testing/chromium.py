@@ -83,6 +83,7 @@ class Chromium:
         self._events: deque[dict[str, Any]] = deque()
         self._next_id = 0
         self._session: str | None = None
+        self._target: str | None = None
 
     # ---- life cycle --------------------------------------------------------------------
     def __enter__(self) -> Chromium:
@@ -151,6 +152,7 @@ class Chromium:
             os.close(child_in)
             os.close(child_out)
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self._target = target
         attached = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
         self._session = attached["sessionId"]
         self.send("Page.enable")
@@ -185,12 +187,16 @@ class Chromium:
             self._profile = None
 
     # ---- the protocol ------------------------------------------------------------------
-    def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One command (on the page's session once attached); its result, or ChromiumError."""
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> dict[str, Any]:
+        """One command (on the page's session once attached, or on `session`, a frame's);
+        its result, or ChromiumError."""
         self._next_id += 1
         msg: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
-        if self._session is not None and not method.startswith("Target."):
-            msg["sessionId"] = self._session
+        session = session or self._session
+        if session is not None and not method.startswith("Target."):
+            msg["sessionId"] = session
         data = json.dumps(msg).encode() + b"\0"
         while data:
             data = data[os.write(self._to_child, data) :]
@@ -247,23 +253,49 @@ class Chromium:
         if ready is not None:
             self.wait_for(ready)
 
-    def evaluate(self, expression: str) -> Any:
-        """The value of a JS expression (promises awaited), returned by value."""
-        result = self.send(
-            "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True, "awaitPromise": True},
-        )
+    def evaluate(self, expression: str, frame: str | None = None) -> Any:
+        """The value of a JS expression (promises awaited), returned by value; in the page,
+        or in the child frame `frame` names (see `frame`)."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        result = self.send("Runtime.evaluate", params, frame)
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
             text = details.get("exception", {}).get("description") or details.get("text")
             raise ChromiumError(f"the page's JS failed: {text}\nin: {expression[:300]}")
         return result.get("result", {}).get("value")
 
-    def wait_for(self, expression: str, timeout: float | None = None) -> Any:
+    def frame(self, ready: str = "true", timeout: float | None = None) -> str:
+        """A handle on the page's child frame that runs in its own process (a sandboxed
+        iframe, as MLflow's artifact view shows HTML in) once the JS expression `ready` is
+        truthy in it, waiting for both; pass it as `frame=` to `evaluate` and the rest."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        attached: dict[str, str] = {}
+        while True:
+            for info in self.send("Target.getTargets")["targetInfos"]:
+                if info["type"] != "iframe" or info.get("parentFrameId") != self._target:
+                    continue
+                tid = info["targetId"]
+                if tid not in attached:
+                    params = {"targetId": tid, "flatten": True}
+                    attached[tid] = self.send("Target.attachToTarget", params)["sessionId"]
+                try:
+                    if self.evaluate(ready, attached[tid]):
+                        return attached[tid]
+                except ChromiumError:  # its document is being replaced
+                    continue
+            if time.monotonic() > deadline:
+                raise ChromiumError(
+                    f"no child frame made this true in {self.timeout:.0f} s: {ready}"
+                )
+            time.sleep(0.02)
+
+    def wait_for(
+        self, expression: str, timeout: float | None = None, frame: str | None = None
+    ) -> Any:
         """Poll until the JS expression is truthy; its value."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
-            value = self.evaluate(expression)
+            value = self.evaluate(expression, frame)
             if value:
                 return value
             if time.monotonic() > deadline:
@@ -272,7 +304,7 @@ class Chromium:
                 )
             time.sleep(0.02)
 
-    def select(self, selector: str, value: str) -> None:
+    def select(self, selector: str, value: str, frame: str | None = None) -> None:
         """Set a <select>'s value and dispatch `change` on it, as a user's choice would."""
         found = self.evaluate(
             f"""(() => {{
@@ -282,7 +314,8 @@ class Chromium:
               s.value = {json.dumps(value)};
               s.dispatchEvent(new Event("change", {{bubbles: true}}));
               return "ok";
-            }})()"""
+            }})()""",
+            frame,
         )
         if found != "ok":
             raise ChromiumError(f"cannot choose {value!r} in {selector}: {found}")

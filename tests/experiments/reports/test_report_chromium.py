@@ -225,3 +225,33 @@ def test_it_fits_an_800px_window(browser: Chromium, page: Path) -> None:
         assert browser.evaluate("document.documentElement.scrollWidth") <= 800
     finally:
         browser.viewport(1400, 900)
+
+
+def test_it_works_inside_mlflows_artifact_view(browser: Chromium, tmp_path: Path) -> None:
+    """MLflow shows an HTML artifact in `<iframe sandbox="allow-scripts">` of a blob: URL (an
+    opaque origin): the page must build, filter and keep its filter without failing there."""
+    html = render_html(small_doc())
+    wrapper = tmp_path / "mlflow_like.html"
+    wrapper.write_text(
+        '<!DOCTYPE html><html><body><iframe id="f" sandbox="allow-scripts" '
+        'style="width:1200px;height:800px"></iframe><script>const html = '
+        + json.dumps(html).replace("</", "<\\/")
+        + ';document.getElementById("f").src = URL.createObjectURL('
+        'new Blob([html], {type: "text/html"}));</script></body></html>',
+        encoding="utf-8",
+    )
+    browser.open("about:blank")
+    browser.open(wrapper)
+    frame = browser.frame(READY)
+    assert browser.evaluate(READY, frame) == "1"
+    assert browser.evaluate("location.protocol", frame) == "blob:"
+    browser.select("section.cmp[data-key=c1] select[data-filter=outcome]", "b_right", frame)
+    outcomes = browser.evaluate(
+        "[...document.querySelectorAll('section.cmp[data-key=c1] .sample')]"
+        ".map(r => r.dataset.outcome)",
+        frame,
+    )
+    want = [r for r in small_doc()["samples"][0]["rows"] if r["outcome"] == "b_right"]
+    assert outcomes == ["b_right"] * min(PAGE, len(want))
+    assert browser.evaluate("location.hash", frame) == "#c1:outcome=b_right"
+    assert browser.evaluate("typeof window.__xss", frame) == "undefined"

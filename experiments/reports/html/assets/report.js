@@ -455,18 +455,21 @@
   }
 
   // ---- the hash: "#c3:outcome=b_right&label=Yes;c5:page=2" ----------------------------
+  function decode(text) {
+    try { return decodeURIComponent(text); } catch (e) { return text; }  // a hand-typed "%"
+  }
   function parseHash(hash) {
     var out = {};
     String(hash || "").replace(/^#/, "").split(";").forEach(function (part) {
       if (!part) return;
       var colon = part.indexOf(":");
-      var key = decodeURIComponent(colon < 0 ? part : part.slice(0, colon));
+      var key = decode(colon < 0 ? part : part.slice(0, colon));
       var st = blankState();
       if (colon >= 0) {
         part.slice(colon + 1).split("&").forEach(function (kv) {
           var eq = kv.indexOf("=");
           if (eq < 0) return;
-          var k = decodeURIComponent(kv.slice(0, eq)), v = decodeURIComponent(kv.slice(eq + 1).replace(/\+/g, " "));
+          var k = decode(kv.slice(0, eq)), v = decode(kv.slice(eq + 1).replace(/\+/g, " "));
           if (k === "page") st.page = parseInt(v, 10) || 1;
           else if (FILTERS.indexOf(k) >= 0) st[k] = v;
         });
@@ -483,8 +486,10 @@
       if (st.page > 1) kv.push("page=" + st.page);
       if (kv.length) parts.push(encodeURIComponent(key) + ":" + kv.join("&"));
     });
-    var url = location.pathname + location.search + (parts.length ? "#" + parts.join(";") : "");
-    try { history.replaceState(null, "", url); } catch (e) { location.hash = parts.join(";"); }
+    // a fragment-only change of this document's own URL: also allowed in MLflow's artifact
+    // view (a sandboxed iframe of a blob: URL); where it is not, the filter just stays out of the URL
+    var url = parts.length ? "#" + parts.join(";") : location.href.split("#")[0];
+    try { history.replaceState(null, "", url); } catch (e) { /* no URL to keep it in */ }
   }
   function applyHash(scroll) {
     var wanted = parseHash(location.hash), first = null;
