@@ -25,6 +25,7 @@ import io
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -304,7 +305,8 @@ def main() -> None:
                 info[name]["ready"].append(t.ready_ms)
                 info[name]["painted"].append(t.painted_ms)
     big, small = info["big"], info["small"]
-    print(f"report size and open time ({args.runs} runs, medians; pages in {out})")
+    kept = f"pages in {out}" if args.keep else "pages removed; --keep DIR keeps them"
+    print(f"report size and open time ({args.runs} runs, medians; {kept})")
     print(f"{'':34}{'big sweep':>18}{'small sweep':>18}")
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("variants x rows", lambda d: f"{d['variants']} x {d['rows']}"),
@@ -323,6 +325,8 @@ def main() -> None:
         print(f"  {name}: ready per run (ms): {runs}")
     ok_time = statistics.median(big["painted"]) < 3000
     ok_size = big["mb"] < 15
+    if args.keep is None:
+        shutil.rmtree(out, ignore_errors=True)
     said = {True: "met", False: "MISSED"}
     print(f"goal open < 3 s: {said[ok_time]}; size < 15 MB: {said[ok_size]}")
 
