@@ -137,11 +137,12 @@
         add(test, r.status || "not tested");
       }
       if (range) {
-        add(test, el("div", null, "best vs worst of k = " + r.k + "; p after selection " + fmtP(r.p_post_selection)),
-          testNotes.ref(r.post_selection_test));
+        add(test, el("div", null, "best vs worst of k = " + r.k + "; p after selection " + fmtP(r.p_post_selection),
+          testNotes.ref(r.post_selection_test)));
       }
-      var corrected = fmtP(r.p_corrected) + (r.correction ? " " + r.correction : "") +
-        (r.family_size != null ? " (" + r.family_size + " tests)" : "");
+      var corrected = el("td", { class: "num" }, fmtP(r.p_corrected),
+        r.correction ? el("div", { class: "muted small", text: r.correction +
+          (r.family_size != null ? " over " + r.family_size + " tests" : "") }) : null);
       var tr = el("tr", { class: "main" },
         el("td", { text: r.task == null ? "" : r.task }), el("td", { text: r.model == null ? "" : r.model }),
         el("td", { class: "arm-a", text: r.a }), el("td", { class: "arm-b", text: r.b }),
@@ -150,7 +151,7 @@
         el("td", { class: "num" }, fmt(r.score_b), iv(r.ci_b_low, r.ci_b_high)),
         diffCell, test,
         el("td", { class: "num", text: fmtP(r.p_value) }),
-        el("td", { class: "num", text: corrected }),
+        corrected,
         el("td", { class: "num", text: r.n == null ? "–" : String(r.n) }));
       body.appendChild(tr);
       var rec = r.recommendation && r.recommendation.line;
@@ -207,13 +208,18 @@
     text(L - 4, Y(hi - pad) + 4, signed(hi - pad, 2), "end");
     text(L - 4, Y(lo + pad) + 4, signed(lo + pad, 2), "end");
     text(L - 4, Y(0) + 4, "0", "end");
-    text(L, H - 8, "0 rows");
-    text(W - R, H - 8, nmax + " rows", "end");
-    looks.forEach(function (l) {
-      var x = X(l.n);
-      var top = isNum(l.high) ? Y(l.high) : T, bottom = isNum(l.low) ? Y(l.low) : H - B;
-      g.appendChild(svg("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: "#0969da", "stroke-width": 2 }));
+    text(L, H - 4, "rows at each look →");
+    var est = isNum(looks.length && looks[0].estimate) ? Y(looks[0].estimate) : Y(0);
+    looks.forEach(function (l, i) {
+      var x = X(l.n), mid = isNum(l.estimate) ? Y(l.estimate) : est;
+      // a bound the look does not have yet (unbounded) is drawn dashed to the plot's edge
+      [[l.high, T], [l.low, H - B]].forEach(function (end) {
+        var open = !isNum(end[0]);
+        g.appendChild(svg("line", { x1: x, x2: x, y1: mid, y2: open ? end[1] : Y(end[0]), stroke: "#0969da",
+          "stroke-width": 2, "stroke-dasharray": open ? "2 3" : null, opacity: open ? 0.5 : null }));
+      });
       if (isNum(l.estimate)) g.appendChild(svg("circle", { cx: x, cy: Y(l.estimate), r: 3, fill: "#1f2328" }));
+      if (looks.length <= 12 || i === looks.length - 1) text(x, H - B + 12, String(l.n), "middle");
     });
     return g;
   }
@@ -233,6 +239,8 @@
       if (r.recommendation && r.recommendation.line) box.appendChild(el("p", { class: "muted", text: r.recommendation.line }));
       if (looks.length) {
         box.appendChild(looksSvg(looks, r.delta));
+        box.appendChild(el("p", { class: "footnotes", text: "A − B at each look (dots) and its interval (bars; dashed: not bounded yet)" +
+          (isNum(r.delta) ? "; dashed lines: the equivalence margin ±" + r.delta : "") + "; the line at 0: no difference." }));
         var t = el("table", { class: "looks" }, el("thead", null, el("tr", null,
           ["look", "rows", "A − B", "low", "high"].map(function (h) { return el("th", { text: h }); }))));
         var tb = el("tbody");
@@ -253,7 +261,7 @@
     var box = el("div", { class: "slices" });
     var title = t.by === "class" ? "Per-class recall (gold " + t.column + ")" : "By slice: " + t.column;
     box.appendChild(el("h4", { text: title + " — " + (t.metric || "") }));
-    var head = ["group", "n", "score A [95% CI]", "score B [95% CI]", "A − B [95% CI]", "p", "p Holm", "MDE80", ""];
+    var head = ["group", "n", "score A [95% CI]", "score B [95% CI]", "A − B [95% CI]", "p", "p Holm", "MDE80", "size"];
     var table = el("table", { class: "slice-table" }, el("thead", null, el("tr", null,
       head.map(function (h, i) { return el("th", { class: i === 2 ? "arm-a" : i === 3 ? "arm-b" : null, text: h }); }))));
     var tb = el("tbody");
@@ -447,18 +455,21 @@
   }
 
   // ---- the hash: "#c3:outcome=b_right&label=Yes;c5:page=2" ----------------------------
+  function decode(text) {
+    try { return decodeURIComponent(text); } catch (e) { return text; }  // a hand-typed "%"
+  }
   function parseHash(hash) {
     var out = {};
     String(hash || "").replace(/^#/, "").split(";").forEach(function (part) {
       if (!part) return;
       var colon = part.indexOf(":");
-      var key = decodeURIComponent(colon < 0 ? part : part.slice(0, colon));
+      var key = decode(colon < 0 ? part : part.slice(0, colon));
       var st = blankState();
       if (colon >= 0) {
         part.slice(colon + 1).split("&").forEach(function (kv) {
           var eq = kv.indexOf("=");
           if (eq < 0) return;
-          var k = decodeURIComponent(kv.slice(0, eq)), v = decodeURIComponent(kv.slice(eq + 1).replace(/\+/g, " "));
+          var k = decode(kv.slice(0, eq)), v = decode(kv.slice(eq + 1).replace(/\+/g, " "));
           if (k === "page") st.page = parseInt(v, 10) || 1;
           else if (FILTERS.indexOf(k) >= 0) st[k] = v;
         });
@@ -475,8 +486,10 @@
       if (st.page > 1) kv.push("page=" + st.page);
       if (kv.length) parts.push(encodeURIComponent(key) + ":" + kv.join("&"));
     });
-    var url = location.pathname + location.search + (parts.length ? "#" + parts.join(";") : "");
-    try { history.replaceState(null, "", url); } catch (e) { location.hash = parts.join(";"); }
+    // a fragment-only change of this document's own URL: also allowed in MLflow's artifact
+    // view (a sandboxed iframe of a blob: URL); where it is not, the filter just stays out of the URL
+    var url = parts.length ? "#" + parts.join(";") : location.href.split("#")[0];
+    try { history.replaceState(null, "", url); } catch (e) { /* no URL to keep it in */ }
   }
   function applyHash(scroll) {
     var wanted = parseHash(location.hash), first = null;
