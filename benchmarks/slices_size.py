@@ -44,7 +44,11 @@ N_RESAMPLES = 1000  # a sweep spec's default
 def _arms(
     rng: np.random.Generator, n: int, acc_a: list[float], acc_b: list[float]
 ) -> tuple[TrialRecord, TrialRecord, dict[str, str]]:
-    idx, groups, ans, ga, gb = [], {}, [], [], []
+    idx: list[str] = []
+    groups: dict[str, str] = {}
+    ans: list[str] = []
+    ga: list[str] = []
+    gb: list[str] = []
     for s in range(K):
         for _ in range(n):
             i = str(len(idx))
