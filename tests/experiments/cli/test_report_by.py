@@ -134,7 +134,7 @@ def test_by_slice_matches_a_hand_computation_from_the_trials_rows(
     assert (table["task"], table["model"], table["a"], table["b"]) == (
         "hearsay", "local/smollm2", A, B,
     )  # fmt: skip
-    assert (table["by"], table["column"], table["metric"]) == ("slice", "slice", "balanced_accuracy")
+    assert table["by"] == table["column"] == "slice" and table["metric"] == "balanced_accuracy"
     assert table["test"].startswith("paired permutation test")
     _check(table, _hand(trials, group_of))
     # the same numbers as the table the command prints
