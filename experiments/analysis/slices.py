@@ -46,7 +46,7 @@ PAPER_QUOTE = "LegalBench's slices are not intended for rigorous statistical ana
 CLASS_METRIC = "recall (accuracy on the class's rows)"
 BLANK = "(blank)"
 # metrics a class's recall makes sense for: the answer is one of a few labels
-CLASS_METRICS = ("balanced_accuracy", "accuracy")
+CLASS_METRICS = ("balanced_accuracy", "accuracy", "macro_f1")
 
 
 class SliceError(WorkbenchError):
