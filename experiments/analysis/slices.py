@@ -46,7 +46,7 @@ PAPER_QUOTE = "LegalBench's slices are not intended for rigorous statistical ana
 CLASS_METRIC = "recall (accuracy on the class's rows)"
 BLANK = "(blank)"
 # metrics a class's recall makes sense for: the answer is one of a few labels
-CLASS_METRICS = ("balanced_accuracy", "accuracy")
+CLASS_METRICS = ("balanced_accuracy", "accuracy", "macro_f1")
 
 
 class SliceError(WorkbenchError):
@@ -227,7 +227,15 @@ def slice_table(
         out.append(row)
         if res is not None:
             runs[g] = res
+    one_class = [g for g in names if len({normalize(y_all[i]) for i, k in enumerate(keys)
+                                          if k == g}) == 1]  # fmt: skip
+    if by == "slice" and sm == "balanced_accuracy" and one_class:
+        notes.append(
+            f"one answer class in {_listed(one_class, names)}: balanced accuracy there is that "
+            "class's recall, as LegalBench's sklearn balanced_accuracy_score gives it"
+        )
     notes.extend(_exactness(runs, n_resamples))
+    notes.append(_clusters_note(c))
     tested = [i for i, r in enumerate(out) if r.p_value is not None]
     adjusted = stats.holm([float(out[i].p_value or 0.0) for i in tested]) if tested else []
     for i, p in zip(tested, adjusted, strict=True):
@@ -261,11 +269,6 @@ def _one(
     pa, pb = [pa_all[i] for i in pos], [pb_all[i] for i in pos]
     sub = Clustering(factorize([int(c.ids[i]) for i in pos]), c.how, 0)
     notes: list[str] = []
-    if by == "slice" and sm == "balanced_accuracy" and len({normalize(x) for x in y}) == 1:
-        notes.append(
-            "one answer class in this slice: balanced accuracy is that class's recall, as "
-            "LegalBench's sklearn balanced_accuracy_score gives it"
-        )
     score = stats.metric_fn(sm)
     try:
         sa, sb = _finite(score(y, pa)), _finite(score(y, pb))
@@ -290,7 +293,7 @@ def _one(
                     ci_b_low=cb.low, ci_b_high=cb.high)  # fmt: skip
         flagged = [name for name, x in (("A", ca), ("B", cb), ("A - B", ci)) if x.unreliable]
         if flagged:
-            notes.append(f"interval of {', '.join(flagged)} flagged: coverage below 93% measured "
+            notes.append(f"intervals flagged ({', '.join(flagged)}): measured coverage below 93% "
                          "for data like these")  # fmt: skip
     m = None
     if mde:
@@ -305,14 +308,33 @@ def _one(
     return _with(row, note="; ".join(notes) or None), res
 
 
+def _listed(some: Sequence[str], every: Sequence[str]) -> str:
+    return "every group" if len(some) == len(every) else ", ".join(some)
+
+
+def _clusters_note(c: Clustering) -> str:
+    """Which units the tests swapped and the intervals counted."""
+    how = {
+        "prompt": "rows any variant gave the same prompt",
+        "rows": "every row its own",
+    }.get(c.how, f"rows with the same {c.how.split('+')[0][7:]!r} value or the same prompt")
+    return (
+        f"clusters: {how} (the sweep's clustering, cluster_by {c.how.split('+')[0]}, "
+        f"restricted to each group's rows): {c.n_rows} rows in {c.n_clusters} clusters"
+    )
+
+
 def _exactness(runs: Mapping[str, stats.PermutationResult], n_resamples: int) -> list[str]:
     """How each group's test ran: exact over every swap pattern of its discordant units
     (few of them), or Monte Carlo with the sweep's resamples, p = (b + 1) / (R + 1)."""
-    exact = [f"{g} ({r.n_resamples} patterns)" for g, r in runs.items() if r.exact]
+    same = [g for g, r in runs.items() if r.n_discordant == 0]
+    exact = [f"{g} ({r.n_resamples})" for g, r in runs.items() if r.exact and r.n_discordant]
     sampled = [g for g, r in runs.items() if not r.exact]
     out = []
     if exact:
-        out.append("p exact over every swap pattern in: " + ", ".join(exact))
+        out.append("p exact over every swap pattern (how many) in: " + ", ".join(exact))
+    if same:
+        out.append("A and B score alike on every row (p = 1) in: " + ", ".join(same))
     if sampled:
         out.append(
             f"p Monte Carlo ({n_resamples} resamples, p = (b + 1) / (R + 1)) in: "

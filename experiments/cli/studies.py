@@ -454,6 +454,21 @@ def report(
     ] = None,
     as_json: JSON = False,
     explain: Explain = False,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="slice: each comparison per value of a data column (--column); class: per "
+            "gold answer (per-class recall). Each with its test, Holm over the groups.",
+        ),
+    ] = None,
+    column: Annotated[
+        str | None,
+        typer.Option("--column", help="With --by slice: the data column (default: slice)."),
+    ] = None,
+    data_dir: DataDir = None,
+    hf: HF = False,
+    prompts_dir: PromptsDir = None,
 ) -> None:
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
@@ -462,8 +477,14 @@ def report(
     from experiments.sweeps.report_view import only_model, sweep_models
     from experiments.tracking import Tracker
 
+    if column is not None and by != "slice":
+        raise typer.BadParameter("--column goes with --by slice", param_hint="--column")
     tracker = Tracker()
     info, doc = tracker.sweep_report(sweep)
+    if by is not None:
+        setup = Setup(data_dir=data_dir, hf=hf, prompts_dir=prompts_dir)
+        _report_by(tracker, info, doc, setup.catalog(), by, column, model, as_json, explain)
+        return
     # an older sweep's document: its recommendations worked out here, on the whole sweep
     # (before --model cuts it), so they are the sweep's
     decision.fill(doc)
@@ -496,3 +517,32 @@ def report(
     if incomplete or info["status"] != "FINISHED":
         typer.echo(output.sweep_not_complete_error(name, info["status"]), err=True)
         raise typer.Exit(1)
+
+
+def _report_by(
+    tracker: Tracker,
+    info: dict[str, Any],
+    doc: dict[str, Any],
+    catalog: Catalog,
+    by: str,
+    column: str | None,
+    model: str | None,
+    as_json: bool,
+    explain: bool,
+) -> None:
+    """`report --by slice|class`: each tested pair split by a data column or gold answer."""
+    # start-up time: the CLI imports a command's modules when it runs
+    from experiments.sweeps.by_slice import sweep_slices
+    from experiments.sweeps.report_view import only_model, sweep_models
+
+    if model is not None:  # an unknown model is refused as without --by, naming the models
+        only_model(doc, [], model, sweep_models(doc, [], info["params"]))
+    declared = str((info.get("params") or {}).get("n_resamples") or "")
+    found = sweep_slices(
+        tracker, info["run_id"], doc, catalog, by=by, column=column, model=model,
+        n_resamples=int(declared) if declared.isdigit() else None,
+    )  # fmt: skip
+    if as_json:
+        typer.echo(output.as_json({"run": info, **found.to_dict()}))
+        return
+    typer.echo(output.slice_report(found.to_dict(), info["sweep"], explain))

@@ -14,6 +14,7 @@ One module per concept; every name is re-exported here, so `output.X` and
 - `comparisons`: the comparison table, its legend and `--explain` text, the across-task
   table and the decision lines;
 - `sequential`: a sequential sweep's table;
+- `slices`: `workbench report --by slice|class`, a comparison's per-slice (or class) table;
 - `sweeps`: `workbench sweep` and `workbench report` around the tables (cost, files);
 - `plan`: `--dry-run`, `workbench plan` and the time lines of local models;
 - `optimize`, `grades`, `generation`, `imports`: those commands' reports;
@@ -57,6 +58,7 @@ from experiments.output.plan import (
     time_warning,
 )
 from experiments.output.sequential import sequential_table
+from experiments.output.slices import slice_report
 from experiments.output.sweeps import (
     cost_line,
     incomplete_trials_error,
@@ -106,6 +108,7 @@ __all__ = [
     "search_space",
     "sensitivity_section",
     "sequential_table",
+    "slice_report",
     "study_plan",
     "sweep_not_complete_error",
     "sweep_rebuilt_note",

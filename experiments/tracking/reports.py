@@ -61,6 +61,31 @@ class Reports(Parents, SweepRuns):
             }
         return list(rows.values())
 
+    @_store_op("reading the sweep's trial runs")
+    def sweep_trial_runs(self, parent_id: str) -> list[dict[str, Any]]:
+        """One row per trial of a sweep with a FINISHED run (its first): trial id, run id,
+        task, model, variant, metric, split, status and score, from the run's params, tags
+        and metrics: what `workbench report --by` needs to read each trial's predictions."""
+        rows: dict[str, dict[str, Any]] = {}
+        for run in self._children(parent_id):
+            tid = run.data.tags.get(TRIAL_ID)
+            if not tid or tid in rows or run.info.status != "FINISHED":
+                continue
+            p = run.data.params
+            score, _ = _score_of(run)
+            rows[tid] = {
+                "trial_id": tid,
+                "run_id": str(run.info.run_id),
+                "task": p.get("task"),
+                "model": p.get("model"),
+                "variant": p.get("variant"),
+                "metric": p.get("metric"),
+                "split": p.get("split"),
+                "status": run.data.tags.get(TRIAL_STATUS),
+                "score": score,
+            }
+        return list(rows.values())
+
     # ---- the parent's comparisons -------------------------------------------------------
     @_store_op("logging the sweep's comparisons")
     def log_comparisons(

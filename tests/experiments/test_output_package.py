@@ -73,6 +73,7 @@ MODULES = (
     "optimize",
     "plan",
     "sequential",
+    "slices",  # `report --by slice|class` (issue 34)
     "sweeps",
     "tasks",
     "trials",
