@@ -1,0 +1,148 @@
+"""Size, power and coverage of `experiments.analysis.slices.slice_table` (issue 34).
+
+Every simulated comparison has K = 3 slices of n rows, one answer class per slice (as every
+hearsay slice has), so a slice's balanced accuracy is its accuracy; the two arms answer each
+row right independently with their slice's accuracy. Grid: n in {14, 30, 100} x accuracy in
+{0.5, 0.8, 0.95}. Through the shipped path (`slice_table`: the paired permutation test with
+the sweep's default 1,000 resamples, exact where it is, Holm over the 3 slices, the
+intervals), MDE skipped (it is its own benchmark, `benchmarks/power.py`).
+
+- null: both arms at the same accuracy in every slice. Family-wise error (any Holm-adjusted
+  p <= 0.05 among the 3 slices), per-slice P(p <= 0.05), P(p <= 0.10), P(p <= 0.50) (a
+  discrete test is at or below the uniform's), and coverage of the 95% interval of A - B
+  (truth 0).
+- effect: in slice 1 only, B's accuracy is lower by 0.2 (A = acc, B = acc - 0.2): power of
+  Holm-adjusted p <= 0.05 there, the family-wise error over the two null slices, and the
+  coverage of slice 1's A - B interval (truth 0.2).
+- one arm's interval: its coverage is EXACT (no simulation): with one class and distinct
+  rows it depends only on the hit count, so coverage = sum over h of Binomial(n, acc)(h) x
+  [acc in the interval for h].
+
+    nice -n 10 .venv/bin/python benchmarks/slices_size.py            # 500 reps per cell
+    nice -n 10 .venv/bin/python benchmarks/slices_size.py --reps 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy.stats import binom
+
+from experiments.analysis.intervals import metric_interval
+from experiments.analysis.slices import slice_table
+from experiments.trials.record import TrialRecord
+
+K = 3
+NS = (14, 30, 100)
+ACCS = (0.5, 0.8, 0.95)
+EFFECT = 0.2
+N_RESAMPLES = 1000  # a sweep spec's default
+
+
+def _arms(
+    rng: np.random.Generator, n: int, acc_a: list[float], acc_b: list[float]
+) -> tuple[TrialRecord, TrialRecord, dict[str, str]]:
+    idx, groups, ans, ga, gb = [], {}, [], [], []
+    for s in range(K):
+        for _ in range(n):
+            i = str(len(idx))
+            idx.append(i)
+            groups[i] = f"s{s}"
+            ans.append("Yes")
+            ga.append("Yes" if rng.random() < acc_a[s] else "No")
+            gb.append("Yes" if rng.random() < acc_b[s] else "No")
+
+    def rec(name: str, gens: list[str]) -> TrialRecord:
+        score = float(np.mean([g == "Yes" for g in gens]))  # one class: = balanced accuracy
+        return TrialRecord.of(name, "balanced_accuracy", idx, ans, gens, score=score,
+                              task="sim", model="sim")  # fmt: skip
+
+    return rec("A", ga), rec("B", gb), groups
+
+
+def _cell(n: int, acc: float, reps: int, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    fwer = fwer_eff = power = raw_power = 0
+    p05 = p10 = p50 = cover0 = cover_eff = n_null = 0
+    for r in range(reps):
+        # null
+        a, b, groups = _arms(rng, n, [acc] * K, [acc] * K)
+        t = slice_table(a, b, groups, by="slice", column="slice", n_resamples=N_RESAMPLES,
+                        seed=r, mde=False)  # fmt: skip
+        fwer += any((x.p_adjusted or 1.0) <= 0.05 for x in t.rows)
+        for x in t.rows:
+            p = float(x.p_value if x.p_value is not None else 1.0)
+            p05, p10, p50 = p05 + (p <= 0.05), p10 + (p <= 0.10), p50 + (p <= 0.50)
+            cover0 += (x.ci_low or 0.0) <= 0.0 <= (x.ci_high or 0.0)
+            n_null += 1
+        # effect in slice s0
+        a, b, groups = _arms(rng, n, [acc] * K, [acc - EFFECT, acc, acc])
+        t = slice_table(a, b, groups, by="slice", column="slice", n_resamples=N_RESAMPLES,
+                        seed=r, mde=False)  # fmt: skip
+        first, *rest = t.rows
+        power += (first.p_adjusted or 1.0) <= 0.05
+        raw_power += (first.p_value or 1.0) <= 0.05
+        fwer_eff += any((x.p_adjusted or 1.0) <= 0.05 for x in rest)
+        cover_eff += (first.ci_low or 0.0) <= EFFECT <= (first.ci_high or 0.0)
+    return {
+        "fwer": fwer / reps,
+        "p05": p05 / n_null,
+        "p10": p10 / n_null,
+        "p50": p50 / n_null,
+        "cover_diff0": cover0 / n_null,
+        "power_holm": power / reps,
+        "power_raw": raw_power / reps,
+        "fwer_others": fwer_eff / reps,
+        "cover_diff_eff": cover_eff / reps,
+        "cover_arm_exact": _arm_coverage(n, acc),
+    }
+
+
+def _arm_coverage(n: int, acc: float) -> float:
+    """Exact coverage of one arm's 95% interval (one class, distinct rows)."""
+    total = 0.0
+    for h in range(n + 1):
+        y = ["Yes"] * n
+        pred = ["Yes"] * h + ["No"] * (n - h)
+        ci = metric_interval(y, pred, None, metric="balanced_accuracy", seed=0)
+        total += float(binom.pmf(h, n, acc)) * (ci.low <= acc <= ci.high)
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=34)
+    args = ap.parse_args()
+    started = time.time()
+    head = (
+        f"{'n':>4} {'acc':>5} | {'FWER':>5} {'p<=.05':>6} {'p<=.10':>6} {'p<=.50':>6} "
+        f"{'cov0':>5} | {'pow':>5} {'raw':>5} {'FWER2':>5} {'covE':>5} | {'armcov':>6}"
+    )
+    print(f"slice_table: K={K} slices of n rows, {args.reps} reps per cell, "
+          f"{N_RESAMPLES} resamples, effect {EFFECT} in one slice")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+    for n in NS:
+        for acc in ACCS:
+            c = _cell(n, acc, args.reps, args.seed + 1000 * n + int(acc * 100))
+            print(
+                f"{n:>4} {acc:>5.2f} | {c['fwer']:>5.3f} {c['p05']:>6.3f} {c['p10']:>6.3f} "
+                f"{c['p50']:>6.3f} {c['cover_diff0']:>5.3f} | {c['power_holm']:>5.3f} "
+                f"{c['power_raw']:>5.3f} {c['fwer_others']:>5.3f} {c['cover_diff_eff']:>5.3f} | "
+                f"{c['cover_arm_exact']:>6.3f}",
+                flush=True,
+            )
+    print(
+        "FWER: any Holm p <= .05 of 3 null slices; p<=x: per-slice share under the null; "
+        "cov0: A - B interval holds 0 (null); pow/raw: Holm / unadjusted p <= .05 in the slice "
+        f"with B {EFFECT} lower; FWER2: the other two slices; covE: its interval holds "
+        f"{EFFECT}; armcov: exact coverage of one arm's interval"
+    )
+    print(f"({time.time() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

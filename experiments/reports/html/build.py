@@ -1,0 +1,410 @@
+"""A sweep's (or an import's) trials and comparisons -> the HTML report's `ReportDoc`.
+
+Why: a verdict says whether B beats A; the reader's next question is where. For each
+comparison this finds the rows where the two arms disagree, keeps each row's input once per
+task, and diffs the two rendered prompts with the row's input masked (`diff.prompt_diff`), so
+what is shown is what the variant changed. Rows per comparison are capped (`ROWS_CAP`); the
+counts are over every disagreeing row. The result is deterministic: trials and rows in any
+order give the same document (except `created`).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from experiments.reports.html.diff import prompt_diff
+from experiments.reports.html.model import (
+    INPUT_CHARS,
+    OUTPUT_CHARS,
+    ROWS_CAP,
+    Counts,
+    DiffOp,
+    Figure,
+    Outcome,
+    ReportDoc,
+    SampleComparison,
+    SampleRow,
+    SampleSide,
+    cut,
+)
+from experiments.trials.record import Prediction, TrialRecord
+from promptlib.templates import placeholders
+
+SLICE_COLUMN = "slice"  # the LegalBench column naming a row's slice (hearsay, ...)
+INPUT_COLUMN = "text"  # the input column of most tasks, when no template names the columns
+
+
+class Prompt(Protocol):
+    """What the report needs of a compiled prompt (`promptlib.render.CompiledPrompt`)."""
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[str, ...] | None: ...
+
+    def render(self, example: Mapping[str, str]) -> str: ...
+
+
+SliceTables = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the rows are read from beside the trial records: each trial's prompt (by trial
+    id), each task's data rows (by task; dicts with "index" and the columns), and an
+    import's sample ids (task -> row index -> the source tool's id)."""
+
+    prompts: Mapping[str, Prompt]
+    task_rows: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    sample_ids: Mapping[str, Mapping[str, str]]
+
+    @classmethod
+    def of_resolved(cls, resolved: Sequence[Any]) -> Sources:
+        """From a sweep's resolved trials (`trials.spec.ResolvedTrial`: id, spec.task,
+        compiled, rows)."""
+        prompts: dict[str, Prompt] = {}
+        rows: dict[str, dict[str, Mapping[str, Any]]] = {}
+        for rt in sorted(resolved, key=lambda r: str(r.id)):
+            prompts[str(rt.id)] = rt.compiled
+            mine = rows.setdefault(str(rt.spec.task), {})
+            for row in rt.rows:
+                mine.setdefault(str(row["index"]), row)
+        return cls(prompts, rows, {})
+
+
+def row_key(index: str) -> tuple[int, int, str]:
+    """Rows in order: numeric indices as numbers, then the others as text."""
+    return (0, int(index), "") if index.lstrip("-").isdigit() else (1, 0, index)
+
+
+def build_report(
+    *,
+    kind: str,
+    title: str,
+    name: str,
+    id: str,
+    status: str,
+    records: Sequence[TrialRecord],
+    comparisons: Sequence[Mapping[str, Any]],
+    sequential: Sequence[Mapping[str, Any]] = (),
+    looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    figures: Mapping[str, bytes] | None = None,
+    sources: Sources | None = None,
+    ui_base: str | None = None,
+    experiment_id: str | None = None,
+    notes: Sequence[str] = (),
+    n_resamples: int = 1000,
+    slice_tables: SliceTables | None = None,
+    created: str | None = None,
+    cap: int = ROWS_CAP,
+) -> ReportDoc:
+    """The report of these trials and comparisons (see the module doc).
+
+    `comparisons`: the comparisons document's rows as they are (each with task, model, a,
+    b; a best_vs_worst row names its best and worst variants); `sequential` its sequential
+    rows, `looks` each one's looks (`{"n", "estimate", "low", "high"}`), in the same order.
+    `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables).
+    """
+    src = sources or Sources({}, {}, {})
+    by_arm = _arms(records)
+    notes_out = list(notes)
+    pairs = [(c, "") for c in comparisons] + [(s, "sequential ") for s in sequential]
+    samples: list[SampleComparison] = []
+    shown: dict[str, set[str]] = {}
+    columns = {t: _input_columns(t, records, src) for t in sorted({r.task for r in records})}
+    for row, what in pairs:
+        task, model = str(row.get("task") or ""), str(row.get("model") or "")
+        a, b = row.get("a"), row.get("b")
+        ra, rb = by_arm.get((task, model, str(a))), by_arm.get((task, model, str(b)))
+        if a is None or b is None or ra is None or rb is None:
+            continue  # an untested best/worst row, or an arm that did not run: no rows
+        key = f"c{len(samples) + 1}"
+        sample = _comparison(
+            key, ra, rb, src, columns.get(task, ()), cap, experiment_id,
+            slice_tables, n_resamples, notes_out,
+        )  # fmt: skip
+        if sample.n_shown < sample.n_disagree:
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b}: {sample.n_shown} of its "
+                f"{sample.n_disagree} disagreeing rows shown (the first {cap} by row index)"
+            )
+        samples.append(sample)
+        shown.setdefault(task, set()).update(r.index for r in sample.rows)
+    if any(s.n_shown < s.n_disagree for s in samples):
+        notes_out.insert(
+            0, f"rows per comparison are capped at {cap}; the counts cover every disagreeing row"
+        )
+    inputs = {
+        task: {
+            i: _input_text(src.task_rows.get(task, {}).get(i), columns.get(task, ()))
+            for i in sorted(idx, key=row_key)
+        }
+        for task, idx in sorted(shown.items())
+    }
+    seq_rows = [
+        {"row": dict(s), "looks": [dict(x) for x in (looks[k] if looks else ())]}
+        for k, s in enumerate(sequential)
+    ]
+    return ReportDoc(
+        kind="import" if kind == "import" else "sweep",
+        title=title,
+        name=name,
+        id=id,
+        created=created or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        status=status,
+        ui_base=ui_base,
+        notes=tuple(notes_out),
+        comparisons=tuple(dict(c) for c in comparisons),
+        figures=tuple(
+            Figure(n, base64.b64encode(png).decode("ascii"))
+            for n, png in sorted((figures or {}).items())
+        ),
+        inputs={t: rows for t, rows in inputs.items() if rows},
+        samples=tuple(samples),
+        sequential=tuple(seq_rows),
+    )
+
+
+def build_sweep_report(
+    *,
+    name: str,
+    sweep_id: str,
+    records: Sequence[TrialRecord],
+    doc: Mapping[str, Any],
+    figures: Mapping[str, bytes],
+    resolved: Sequence[Any],
+    ui_base: str | None,
+    experiment_id: str | None,
+    n_resamples: int,
+    looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    slice_tables: SliceTables | None = None,
+    created: str | None = None,
+    cap: int = ROWS_CAP,
+) -> ReportDoc:
+    """A sweep's report: its comparisons document `doc` (as comparisons.json holds it), its
+    trial records (`ordered`), its figures' PNG bytes and its resolved trials (prompts and
+    data rows)."""
+    notes = [f"skipped {s['task']}: {s['reason']}" for s in doc.get("skipped") or ()]
+    notes += [
+        f"incomplete: {t['task']} · {t['variant']} · {t['model']} ({t['n_errors']} of "
+        f"{t['n']} rows failed): its failed rows are not compared"
+        for t in doc.get("incomplete") or ()
+    ]
+    return build_report(
+        kind="sweep",
+        title=f"Sweep {name}",
+        name=name,
+        id=sweep_id,
+        status="incomplete" if doc.get("incomplete") else "complete",
+        records=records,
+        comparisons=doc.get("comparisons") or (),
+        sequential=doc.get("sequential") or (),
+        looks=looks,
+        figures=figures,
+        sources=Sources.of_resolved(resolved),
+        ui_base=ui_base,
+        experiment_id=experiment_id,
+        notes=notes,
+        n_resamples=n_resamples,
+        slice_tables=slice_tables,
+        created=created,
+        cap=cap,
+    )
+
+
+def _arms(records: Sequence[TrialRecord]) -> dict[tuple[str, str, str], TrialRecord]:
+    """(task, model, variant) -> its record; of two (a rerun), the complete one, then the
+    one with the smaller trial id, whatever the order given."""
+    out: dict[tuple[str, str, str], TrialRecord] = {}
+    for r in sorted(records, key=lambda r: (not r.status.ok, r.trial_id, r.run_id)):
+        out.setdefault((r.task, r.model, r.variant), r)
+    return out
+
+
+def _input_columns(task: str, records: Sequence[TrialRecord], src: Sources) -> tuple[str, ...]:
+    """The columns a task's prompts fill in (every template of its trials, in order of first
+    use), else "text" when its rows have it, else none (nothing is masked)."""
+    seen: dict[str, None] = {}
+    for r in sorted(records, key=lambda r: r.trial_id):
+        p = src.prompts.get(r.trial_id) if r.task == task else None
+        if p is not None:
+            seen.update(dict.fromkeys(placeholders(p.query)))
+    if seen:
+        return tuple(seen)
+    rows = src.task_rows.get(task) or {}
+    first = next(iter(rows.values()), None)
+    return (INPUT_COLUMN,) if first is not None and INPUT_COLUMN in first else ()
+
+
+def _input_text(row: Mapping[str, Any] | None, columns: Sequence[str]) -> str:
+    """A row's input as shown: its one input column's text, or each column named."""
+    if row is None:
+        return ""
+    values = [(c, str(row[c])) for c in columns if c in row]
+    text = values[0][1] if len(values) == 1 else "\n\n".join(f"{c}: {v}" for c, v in values)
+    return cut(text, INPUT_CHARS) or ""
+
+
+def _answered(p: Prediction) -> bool:
+    return p.error is None and p.generation is not None
+
+
+def _disagree(pa: Prediction, pb: Prediction) -> bool:
+    """Correctness differs, or the parsed answers differ while not both right."""
+    if bool(pa.correct) != bool(pb.correct):
+        return True
+    return pa.parsed != pb.parsed and not (pa.correct and pb.correct)
+
+
+def _outcome(pa: Prediction, pb: Prediction) -> Outcome:
+    if pa.correct and not pb.correct:
+        return "a_right"
+    if pb.correct and not pa.correct:
+        return "b_right"
+    return "both_wrong"
+
+
+def _side(p: Prediction) -> SampleSide:
+    return SampleSide(cut(p.generation, OUTPUT_CHARS), cut(p.parsed, OUTPUT_CHARS), p.correct)
+
+
+def _comparison(
+    key: str,
+    ra: TrialRecord,
+    rb: TrialRecord,
+    src: Sources,
+    columns: Sequence[str],
+    cap: int,
+    experiment_id: str | None,
+    slice_tables: SliceTables | None,
+    n_resamples: int,
+    notes: list[str],
+) -> SampleComparison:
+    """One comparison's disagreeing rows (the first `cap` shown), counts and diffs."""
+    a_rows = {p.index: p for p in ra.rows}
+    b_rows = {p.index: p for p in rb.rows}
+    both = sorted(
+        (i for i in a_rows.keys() & b_rows.keys() if _answered(a_rows[i]) and _answered(b_rows[i])),
+        key=row_key,
+    )
+    disagree = [i for i in both if _disagree(a_rows[i], b_rows[i])]
+    outcomes = {i: _outcome(a_rows[i], b_rows[i]) for i in disagree}
+    counts = Counts(*(sum(o == k for o in outcomes.values()) for k in Counts().to_dict()))
+    data = src.task_rows.get(ra.task) or {}
+    pa, pb = src.prompts.get(ra.trial_id), src.prompts.get(rb.trial_id)
+    diffs: dict[tuple[DiffOp, ...], int] = {}
+    done: dict[tuple[str, str], int] = {}  # masked prompts already diffed
+    rows: list[SampleRow] = []
+    failed: str | None = None
+    for i in disagree[:cap]:
+        row = data.get(i)
+        diff: int | None = None
+        if row is not None and pa is not None and pb is not None and failed is None:
+            try:
+                diff = _diff_of(pa, pb, row, columns, diffs, done)
+            except Exception as e:  # a row the prompt cannot render: the rows still show
+                failed = f"{type(e).__name__}: {e}"
+        x, y = a_rows[i], b_rows[i]
+        slice_ = row.get(SLICE_COLUMN) if row is not None else None
+        rows.append(
+            SampleRow(
+                index=i,
+                label=x.answer,
+                slice=None if slice_ is None else str(slice_),
+                sample_id=(src.sample_ids.get(ra.task) or {}).get(i),
+                outcome=outcomes[i],
+                a=_side(x),
+                b=_side(y),
+                diff=diff,
+            )
+        )
+    where = f"{ra.task} · {ra.model} · {ra.variant} vs {rb.variant}"
+    if failed is not None:
+        notes.append(f"{where}: prompts not diffed from the first row that failed ({failed})")
+    slices, classes = _tables(ra, rb, data, pa, slice_tables, n_resamples, where, notes)
+    return SampleComparison(
+        key=key,
+        task=ra.task,
+        model=ra.model,
+        a=ra.variant,
+        b=rb.variant,
+        metric=ra.metric,
+        a_run=ra.run_id or None,
+        b_run=rb.run_id or None,
+        experiment_id=experiment_id,
+        n_rows=len(both),
+        n_disagree=len(disagree),
+        n_shown=len(rows),
+        cap=cap,
+        counts=counts,
+        diffs=tuple(diffs),
+        rows=tuple(rows),
+        slices=slices,
+        classes=classes,
+    )
+
+
+def _diff_of(
+    pa: Prompt,
+    pb: Prompt,
+    row: Mapping[str, Any],
+    columns: Sequence[str],
+    diffs: dict[tuple[DiffOp, ...], int],
+    done: dict[tuple[str, str], int],
+) -> int:
+    """The index in `diffs` of this row's prompt diff (added when new)."""
+    example = {k: str(v) for k, v in row.items()}
+    masks = [example[c] for c in columns if c in example]
+    a, b = pa.render(example), pb.render(example)
+    seen = (_masked(a, masks), _masked(b, masks))
+    if seen not in done:
+        d = prompt_diff(a, b, mask=masks)
+        done[seen] = diffs.setdefault(d, len(diffs))
+    return done[seen]
+
+
+def _masked(text: str, masks: Sequence[str]) -> str:
+    for m in sorted({m for m in masks if m.strip()}, key=lambda m: (-len(m), m)):
+        text = text.replace(m, "\0")
+    return text
+
+
+def _tables(
+    ra: TrialRecord,
+    rb: TrialRecord,
+    data: Mapping[str, Mapping[str, Any]],
+    prompt: Prompt | None,
+    slice_tables: SliceTables | None,
+    n_resamples: int,
+    where: str,
+    notes: list[str],
+) -> tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]]:
+    """The comparison's per-slice table (when the task has a slice column) and per-class
+    table (a task with labels), as `SliceTable.to_dict()`; none for an incomplete arm."""
+    if slice_tables is None or not (ra.complete and rb.complete):
+        return (), ()
+    slices: tuple[Mapping[str, Any], ...] = ()
+    classes: tuple[Mapping[str, Any], ...] = ()
+    groups = {i: str(r[SLICE_COLUMN]) for i, r in data.items() if r.get(SLICE_COLUMN)}
+    try:
+        if groups:
+            t = slice_tables(
+                ra, rb, groups, by="slice", column=SLICE_COLUMN, n_resamples=n_resamples
+            )
+            slices = (t.to_dict(),)
+        labels = prompt.labels if prompt is not None else None
+        if labels:
+            gold = {p.index: p.answer for p in ra.rows}
+            t = slice_tables(
+                ra, rb, gold, by="class", column="answer", n_resamples=n_resamples,
+                labels=list(labels),
+            )  # fmt: skip
+            classes = (t.to_dict(),)
+    except Exception as e:  # the rows stand without the tables: say why they are missing
+        notes.append(f"{where}: no per-slice/per-class table ({type(e).__name__}: {e})")
+    return slices, classes
