@@ -143,8 +143,8 @@ def build_import_report(
             mine[p.index] = cells
             match = _same_example(row, (legal or {}).get(row.row_id))
             text = row.input_text if row.input_text is not None else _legal_input(match)
-            if text is not None:
-                cells[INPUT_COLUMN] = text
+            # always the column: the page shows the input column its first row has
+            cells[INPUT_COLUMN] = text or ""
             if match is not None and match.get("slice"):
                 cells["slice"] = str(match["slice"])
     if any(not r.rows or all(not p.generation for p in r.rows) for r in records):
