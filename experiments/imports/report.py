@@ -27,7 +27,7 @@ from experiments.imports.records import ImportedRow, ImportedTrial
 from experiments.reports.folders import ReportFolder, write_run
 from experiments.reports.html.build import INPUT_COLUMN, Sources, build_report
 from experiments.reports.html.model import ReportDoc
-from experiments.trials.record import Prediction, TrialRecord
+from experiments.trials.record import Prediction, SweepStatus, TrialRecord
 from promptlib.errors import WorkbenchError
 from promptlib.tasks import Catalog
 
@@ -161,7 +161,7 @@ def build_import_report(
         title=f"Import {record['name']}",
         name=str(record["name"]),
         id=str(record["import_id"]),
-        status="complete",
+        status=str(SweepStatus.COMPLETE),  # every compared row has a score in each arm
         records=records,
         comparisons=doc.get("comparisons") or (),
         sources=Sources(prompts, data, sample_ids),
