@@ -24,6 +24,7 @@ from experiments.settings import NO_TRACK_ENV
 
 if TYPE_CHECKING:
     from experiments.imports.identity import TaskTexts
+    from experiments.imports.report import TaskRows
     from experiments.imports.run import Tests
 
 Rescore = Annotated[
@@ -83,13 +84,15 @@ def _tests(
 
 def _tasks(
     data_dir: str | None, hf: bool, prompts_dir: str | None
-) -> tuple[dict[str, str], TaskTexts]:
+) -> tuple[dict[str, str], TaskTexts, TaskRows]:
     """Every known task's official metric by name (a user task's from its task.json, which
     `--rescore` must score with) and their test rows' texts (read when a task is compared):
-    an import's rows are clustered by them where the source gives no prompt identity."""
+    an import's rows are clustered by them where the source gives no prompt identity; and
+    their test rows (the report's inputs where the source records none)."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments import metrics
     from experiments.imports.identity import catalog_texts
+    from experiments.imports.report import catalog_rows
     from promptlib.usertasks.source import user_task_names
 
     catalog = _catalog(data_dir, hf, prompts_dir)
@@ -99,7 +102,7 @@ def _tasks(
         n: metrics.task_metric(catalog.task(n)) if n in mine else metrics.official_metric(n)
         for n in catalog.names()
     }
-    return known, catalog_texts(catalog)
+    return known, catalog_texts(catalog), catalog_rows(catalog)
 
 
 @app.command("import")
@@ -146,15 +149,17 @@ def import_(
 ) -> None:
     """Import results made elsewhere, compare their variants with paired tests, track it."""
     # start-up time: the CLI imports a command's modules when it runs
+    from experiments import settings
     from experiments.imports.records import ReadOptions
     from experiments.imports.run import import_results
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
-    known, texts = _tasks(data_dir, hf, prompts_dir)
+    known, texts, rows = _tasks(data_dir, hf, prompts_dir)
     with output.progress_bar(f"import {fmt}") as bar:  # stderr, on a terminal only
         result = import_results(
             fmt, paths, ReadOptions(task, variant_from, model_from, epochs, scorer), tests=tests,
             known_tasks=known, name=name, track=not no_track, texts=texts, progress=bar,
+            reports_dir=settings.reports_dir(), task_rows=rows,
         )  # fmt: skip
     doc = result.to_dict()  # output sits below imports: it prints the document
     typer.echo(output.as_json(doc) if as_json else output.import_summary(doc, explain))
@@ -181,7 +186,7 @@ def compare(
     from experiments.imports.run import compare_import
 
     tests = _tests(rescore, comparisons, correction, across_tasks, n_resamples, between)
-    known, texts = _tasks(data_dir, hf, prompts_dir)
+    known, texts, _ = _tasks(data_dir, hf, prompts_dir)
     with output.progress_bar(f"compare {name}") as bar:  # stderr, on a terminal only
         result = compare_import(name, tests=tests, known_tasks=known, texts=texts, progress=bar)
     doc = result.to_dict()

@@ -199,6 +199,8 @@ def _sample_row(path: Path, sample: Any, scorer: str, epoch: int | None) -> Impo
         status=status,
         extra=extra,
         prompt=sample_input(sample),
+        input_text=input_text(sample),
+        prompt_text=prompt_text(sample),
     )
 
 
@@ -235,6 +237,8 @@ def _reduced_rows(path: Path, log: Any, scorer: str) -> tuple[list[ImportedRow],
                 answer=_target(epochs[0].target) if epochs else None,
                 extra={"reducer": reducer, "epochs": len(epochs), "predictions": predictions},
                 prompt=sample_input(epochs[0]) if epochs else None,
+                input_text=input_text(epochs[0]) if epochs else None,
+                prompt_text=prompt_text(epochs[0]) if epochs else None,
             )
         )
     listed = [str(i) for i in log.eval.dataset.sample_ids or []] or list(by_sample)
@@ -286,6 +290,39 @@ def sample_input(sample: Any) -> str | None:
             content = [_plain(part) for part in content or []]
         messages.append({"role": getattr(m, "role", None), "content": content})
     return digest(messages)
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a string, or its parts' texts (others named by type)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content or []:
+        text = getattr(part, "text", None)
+        parts.append(text if isinstance(text, str) else f"[{getattr(part, 'type', 'content')}]")
+    return "\n".join(parts)
+
+
+def input_text(sample: Any) -> str | None:
+    """The sample's input as the report shows it: its text, or its messages' texts."""
+    given = getattr(sample, "input", None)
+    if isinstance(given, str):
+        return given
+    if not isinstance(given, list) or not given:
+        return None
+    return "\n\n".join(_text(getattr(m, "content", None)) for m in given)
+
+
+def prompt_text(sample: Any) -> str | None:
+    """What the model was sent: the sample's messages before its first reply (role: text),
+    as the solver built them (a system prompt, the templated user message)."""
+    messages = getattr(sample, "messages", None) or []
+    sent = []
+    for m in messages:
+        if getattr(m, "role", None) == "assistant":
+            break
+        sent.append(f"{getattr(m, 'role', '?')}: {_text(getattr(m, 'content', None))}")
+    return "\n\n".join(sent) or None
 
 
 def _plain(part: Any) -> Any:

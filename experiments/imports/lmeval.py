@@ -25,7 +25,7 @@ from experiments.imports.records import (
     load_json,
     read_source,
 )
-from experiments.imports.source_fields import named_by
+from experiments.imports.source_fields import named_by, shown_input
 from experiments.secrets import redact
 
 TOOL = "lm-evaluation-harness"
@@ -224,7 +224,18 @@ def _row(path: Path, n: int, sample: Mapping[str, Any], metric: str) -> Imported
             "prompt_hash": sample.get("prompt_hash"),
         },
         prompt=prompt if isinstance(prompt, str) and prompt.strip() else None,
+        input_text=shown_input(sample.get("doc")),
+        prompt_text=_context(sample.get("arguments")),
     )
+
+
+def _context(arguments: Any) -> str | None:
+    """The prompt lm-eval sent: the first request's context (``gen_args_0.arg_0``)."""
+    if not isinstance(arguments, Mapping):
+        return None
+    first = arguments.get("gen_args_0")
+    text = first.get("arg_0") if isinstance(first, Mapping) else None
+    return text if isinstance(text, str) else None
 
 
 def _legalbench_task(path: Path, config: Mapping[str, Any], opts: ReadOptions) -> str | None:

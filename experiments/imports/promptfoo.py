@@ -23,7 +23,7 @@ from experiments.imports.records import (
     load_json,
     read_source,
 )
-from experiments.imports.source_fields import named_by
+from experiments.imports.source_fields import named_by, shown_input
 
 TOOL = "promptfoo"
 RESULTS_VERSIONS = (3,)  # the `results.version` of promptfoo's JSON output this reader knows
@@ -133,7 +133,15 @@ def _row(path: Path, n: int, result: Mapping[str, Any]) -> ImportedRow:
         # a prompt's tests differ by their vars only: the same vars, the same prompt (no vars
         # at all is no identity: such tests differ by what the file does not say)
         prompt=digest(variables) if isinstance(variables, dict) and variables else None,
+        input_text=shown_input(variables),
+        prompt_text=_raw_prompt(result.get("prompt")),
     )
+
+
+def _raw_prompt(prompt: Any) -> str | None:
+    """The rendered prompt promptfoo sent (``prompt.raw``)."""
+    raw = prompt.get("raw") if isinstance(prompt, Mapping) else None
+    return raw if isinstance(raw, str) else None
 
 
 def _answer(test: Mapping[str, Any]) -> str | None:

@@ -40,6 +40,12 @@ class ImportedRow:
     # inspect's sample input or of promptfoo's test vars): rows with the same one got the
     # same prompt, so they are one unit of the tests (`experiments.imports.identity`)
     prompt: str | None = None
+    # what the report shows (`experiments.imports.report`), where the source records it: the
+    # row's input (inspect's sample input, lm-eval's doc text, promptfoo's test vars) and the
+    # prompt text the model was sent (inspect's messages, lm-eval's context, promptfoo's
+    # prompt.raw); neither is logged in the rows or used by the tests
+    input_text: str | None = None
+    prompt_text: str | None = None
 
     @property
     def key(self) -> str:

@@ -39,6 +39,9 @@ class ImportResult:
     pairing: Sequence[str]
     trials: Sequence[dict[str, Any]]
     tracking: dict[str, Any] | None = None
+    # the sample-level HTML report (`imports.report.ReportWritten.to_dict`): None when none
+    # was made (an untracked import without a reports folder, or `workbench compare`)
+    report: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, record: Mapping[str, Any], doc: Mapping[str, Any]) -> ImportResult:
@@ -62,7 +65,8 @@ class ImportResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: today's keys in today's order, ``tracking`` only when tracked."""
+        """The JSON document: today's keys in today's order, ``report`` only when one was made,
+        ``tracking`` only when tracked."""
         out: dict[str, Any] = {
             "import": self.name,
             "import_id": self.import_id,
@@ -79,6 +83,8 @@ class ImportResult:
             "pairing": list(self.pairing),
             "trials": list(self.trials),
         }
+        if self.report is not None:
+            out["report"] = self.report
         if self.tracking is not None:
             out["tracking"] = self.tracking
         return out

@@ -22,13 +22,26 @@ from experiments.imports.records import (
     ReadOptions,
     check_source,
 )
+from experiments.imports.report import (
+    ReportWritten,
+    TaskRows,
+    build_import_report,
+    write_import_report,
+)
 from experiments.imports.result import ImportResult
 from experiments.imports.secret_scan import Unchecked, check_bytes
 from experiments.imports.verdict import N_RESAMPLES, verdict
 from experiments.names import check_name
+from experiments.reports.html.render import render_html
 from experiments.tracking import Tracker
-from experiments.tracking.imported import download_dir, log_import, read_import
+from experiments.tracking.imported import (
+    download_dir,
+    log_import,
+    log_import_report,
+    read_import,
+)
 from promptlib import inputs
+from promptlib.errors import WorkbenchError
 
 
 @dataclass(frozen=True)
@@ -156,10 +169,17 @@ def import_results(
     track: bool = True,
     texts: TaskTexts | None = None,
     progress: Progress | None = None,
+    reports_dir: Path | None = None,
+    task_rows: TaskRows | None = None,
 ) -> ImportResult:
     """`workbench import`: the import's verdict, tracked unless `track` is False.
     `texts` (`identity.catalog_texts`) gives the LegalBench tasks' test rows, whose repeated
-    texts are one unit of the tests where the source gives no prompt identity."""
+    texts are one unit of the tests where the source gives no prompt identity.
+
+    The sample-level HTML report (`imports.report`) is written to
+    reports_dir/<name>/<import id>/index.html (with `reports_dir`) and logged on the import's
+    run (when tracked); a report that cannot be written leaves the verdict and its tracking as
+    they are and says why in ``report.note``."""
     trials = read_all(fmt, paths, opts, progress)
     also = companions(paths, trials)
     if track:
@@ -169,13 +189,55 @@ def import_results(
     compared, arms = _arms(trials, tests, known_tasks, texts)
     doc = _verdict(record["name"], arms, tests, progress)
     result = ImportResult.of(record, doc)
+    html = None
+    if track or reports_dir is not None:
+        report = build_import_report(record, compared, arms, doc, task_rows=task_rows)
+        html = render_html(report.to_dict())
     if not track:
-        return result
+        written = _write_report(reports_dir, record, html, None)
+        return dataclasses.replace(result, report=written.to_dict() if written else None)
     tracker = Tracker()
     tracked = log_import(
         tracker, record, [*paths, *also], _trial_logs(compared, arms, tests.between), doc
     ) | {"tracking_uri": tracker.config.tracking_uri}
-    return dataclasses.replace(result, tracking=tracked)
+    written = _write_report(reports_dir, record, html, (tracker, str(tracked["run_id"])))
+    return dataclasses.replace(
+        result, tracking=tracked, report=written.to_dict() if written else None
+    )
+
+
+def _write_report(
+    reports_dir: Path | None,
+    record: dict[str, Any],
+    html: str | None,
+    run: tuple[Tracker, str] | None,
+) -> ReportWritten | None:
+    """Log the report on the import's run, then write its folder; either failing is said in
+    the note and leaves the other (and the tracked import) as it is: the folder is written
+    whole or not at all (`reports.folders.write_run`)."""
+    if html is None:
+        return None
+    notes, logged, folder = [], False, None
+    if run is not None:
+        tracker, run_id = run
+        try:
+            log_import_report(tracker, run_id, html)
+            logged = True
+        except WorkbenchError as e:
+            notes.append(f"the report is not on the import's run: {e}")
+    if reports_dir is not None:
+        target = reports_dir / str(record["name"]) / str(record["import_id"])
+        try:
+            folder = write_import_report(
+                reports_dir, str(record["name"]), str(record["import_id"]), html
+            )
+        except OSError as e:
+            where = "; it is on the import's run as index.html" if logged else ""
+            notes.append(
+                f"the report was not written to {target}: {e.strerror or e}{where}; make the "
+                "folder writable (or set reports_dir) and run the import again"
+            )
+    return ReportWritten(folder, logged, "; ".join(notes) or None)
 
 
 def compare_import(

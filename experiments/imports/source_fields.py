@@ -67,3 +67,24 @@ def call_text(name: str, args: Mapping[str, Any]) -> str:
     if not args:
         return name
     return f"{name}({', '.join(f'{k}={_compact(v)}' for k, v in sorted(args.items()))})"
+
+
+# a row's fields that are not its input: its id and its gold answer (lm-eval's doc, a jsonl row)
+NOT_INPUT = ("index", "answer", "label", "target", "idx", "id")
+
+
+def shown_input(data: Any) -> str | None:
+    """A row's input as the import's report shows it: a text as it is; of a mapping (lm-eval's
+    doc, promptfoo's vars) its one field, or each field as ``name: value``, the id and gold
+    answer left out; None when there is nothing to show."""
+    if isinstance(data, str):
+        return data if data.strip() else None
+    if not isinstance(data, Mapping):
+        return None
+    fields = [(str(k), v) for k, v in data.items() if str(k) not in NOT_INPUT]
+    texts = [(k, v if isinstance(v, str) else _compact(v)) for k, v in fields if v is not None]
+    if not texts:
+        return None
+    if len(texts) == 1:
+        return texts[0][1]
+    return "\n\n".join(f"{k}: {v}" for k, v in texts)

@@ -178,6 +178,9 @@ def _row(where: str, rec: Mapping[str, Any], *names: str) -> ImportedRow:
         epoch=_epoch(where, rec.get("epoch")),
         status=status,
         extra={k: v for k, v in rec.items() if k not in KNOWN and k not in names},
+        # shown by the report when the file has them (they stay in `extra` as well)
+        input_text=_opt(rec.get("input", rec.get("text"))),
+        prompt_text=_opt(rec.get("prompt")),
     )
 
 

@@ -47,6 +47,12 @@ def import_summary(result: dict[str, Any], explain: bool = False) -> str:
     lines += [f"pairing: {n}" for n in result.get("pairing") or []]
     lines.append(across_table(result["across_tasks"]))
     lines.append(sensitivity_section(result.get("sensitivity")))
+    rep = result.get("report")
+    if rep:
+        if rep.get("path"):
+            lines.append(f"report: {rep['path']} (the rows where the variants disagree)")
+        if rep.get("note"):
+            lines.append(f"report: {rep['note']}")
     tr = result.get("tracking")
     if tr:
         how = (

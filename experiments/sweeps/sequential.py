@@ -45,6 +45,7 @@ from experiments.sweeps.design import SequentialDesign
 from experiments.sweeps.plan import PlannedTrial
 from experiments.sweeps.sequential_result import (
     EliminationOutcome,
+    Population,
     SequentialComparison,
     eliminated,
 )
@@ -221,6 +222,18 @@ class Group:
         return [r["answer"] for r in next(iter(self.arms.values())).full.rows]
 
     @property
+    def population(self) -> Population:
+        """The planned rows in the design's order, for recomputing the looks (`looks`)."""
+        rows = next(iter(self.arms.values())).full.rows
+        ids = self.cluster_ids
+        return Population(
+            order=tuple(r["index"] for r in rows),
+            answers=tuple(r["answer"] for r in rows),
+            clusters=tuple(ids) if ids is not None else None,
+            seed=self.design.seed,
+        )
+
+    @property
     def metric(self) -> str:
         return next(iter(self.arms.values())).full.metric
 
@@ -326,6 +339,7 @@ def _pair_row(
         score_b=_score(group.arms[b], n),
         status=why or _status(decision, n, group.cap),
         rows_per_arm=group.rows_per_arm,
+        population=group.population,
     )
 
 
@@ -403,6 +417,7 @@ def _elimination_row(
         ),
         rows_per_arm=group.rows_per_arm,
         status=why or _status(str(decision), n, group.cap),
+        population=group.population,
     )
 
 

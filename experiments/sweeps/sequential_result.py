@@ -11,7 +11,7 @@ The rows read back from MLflow (`workbench report`) are those dicts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.analysis.decision import KEY, Recommendation
@@ -38,6 +38,19 @@ class EliminationOutcome:
     eliminated: tuple[Eliminated, ...]
     best_identified: bool
     in_contention: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Population:
+    """What a comparison's sequence ran over, kept so its looks can be recomputed
+    (`experiments.sweeps.looks`): the planned rows' indices, answers and clusters in the
+    design's order, and the design's seed (the group test's null paths). Never serialised:
+    the document's rows are unchanged by it."""
+
+    order: tuple[str, ...]
+    answers: tuple[str, ...]
+    clusters: tuple[int, ...] | None
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,8 @@ class SequentialComparison:
     elimination: EliminationOutcome | None = None
     recommendation: Recommendation | None = None  # `analysis.decision.for_sequential`
     design: str = "sequential"
+    # the planned rows the sequence ran over (None: a row read back from a document)
+    population: Population | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The document's row: today's keys, in today's order."""

@@ -107,6 +107,13 @@ def _log_trial(tracker: Reports, exp: str, parent_id: str, t: Mapping[str, Any])
     tracker.finish(run_id, ok=True)
 
 
+@_store_op("logging the import's report")
+def log_import_report(tracker: Reports, run_id: str, html: str, name: str = "index.html") -> None:
+    """The import's HTML report on its parent run (MLflow's artifact view shows it), replacing
+    one logged before (a reused import's report is rebuilt from the same files)."""
+    tracker.client.log_text(run_id, html, name)
+
+
 @_store_op("reading the import")
 def read_import(tracker: Reports, name: str, into: Path) -> tuple[dict[str, Any], list[Path]]:
     """An import's `import.json` (with its run id) and its source files, downloaded into
