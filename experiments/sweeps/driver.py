@@ -551,7 +551,9 @@ def _report(
     try:
         files = report_files(doc, {**figures, **sens_figures})
         pngs = {n: v for n, v in files.items() if n.endswith(".png") and isinstance(v, bytes)}
-        page = html_report(spec, sid, ordered, doc, pngs, resolved or [], catalog, tracker)
+        page = html_report(
+            spec, sid, ordered, doc, pngs, resolved or [], catalog, tracker, sequential=rows
+        )
         if page.page is not None:
             files[INDEX] = page.page
         if reports_dir is not None:

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.reports.html.build import build_sweep_report
 from experiments.reports.html.render import render_html
+from experiments.sweeps.looks import sequential_section
 from experiments.sweeps.report import _column
+from experiments.sweeps.sequential_result import SequentialComparison
 from experiments.sweeps.spec import SweepSpec
 from experiments.trials.record import TrialRecord
 from promptlib.tasks import Catalog
@@ -43,9 +45,10 @@ def html_report(
     resolved: Sequence[Any],
     catalog: Catalog,
     tracker: Tracker,
-    looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    sequential: Sequence[SequentialComparison] | None = None,
 ) -> HtmlReport:
-    """The sweep's HTML page, or the error that stopped it (never raised: see the module)."""
+    """The sweep's HTML page, or the error that stopped it (never raised: see the module).
+    A sequential sweep's rows (`sequential`) come with their looks (`sweeps.looks`)."""
     try:
         columns = None
         if spec.cluster_by.startswith("column:"):
@@ -61,7 +64,9 @@ def html_report(
             ui_base=UI_BASE,
             experiment_id=tracker.experiment_id(spec.name),
             n_resamples=spec.n_resamples,
-            looks=looks,
+            sequential_entries=(
+                sequential_section(sequential, ordered) if sequential is not None else None
+            ),
             cluster_by=spec.cluster_by,
             cluster_columns=columns,
         )

@@ -93,7 +93,7 @@ def build_report(
     records: Sequence[TrialRecord],
     comparisons: Sequence[Mapping[str, Any]],
     sequential: Sequence[Mapping[str, Any]] = (),
-    looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    sequential_entries: Sequence[Mapping[str, Any]] | None = None,
     figures: Mapping[str, bytes] | None = None,
     sources: Sources | None = None,
     ui_base: str | None = None,
@@ -110,7 +110,8 @@ def build_report(
 
     `comparisons`: the comparisons document's rows as they are (each with task, model, a,
     b; a best_vs_worst row names its best and worst variants); `sequential` its sequential
-    rows, `looks` each one's looks (`{"n", "estimate", "low", "high"}`), in the same order.
+    rows; `sequential_entries` the page's sequential section when the caller has it
+    (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks.
     `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables),
     called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
     value) and the comparison's peers (every arm of its task and model).
@@ -153,10 +154,11 @@ def build_report(
         }
         for task, idx in sorted(shown.items())
     }
-    seq_rows = [
-        {"row": dict(s), "looks": [dict(x) for x in (looks[k] if looks else ())]}
-        for k, s in enumerate(sequential)
-    ]
+    seq_rows = (
+        [dict(e) for e in sequential_entries]
+        if sequential_entries is not None
+        else [{"row": dict(s), "looks": []} for s in sequential]
+    )
     return ReportDoc(
         kind="import" if kind == "import" else "sweep",
         title=title,
@@ -188,7 +190,7 @@ def build_sweep_report(
     ui_base: str | None,
     experiment_id: str | None,
     n_resamples: int,
-    looks: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    sequential_entries: Sequence[Mapping[str, Any]] | None = None,
     slice_tables: SliceTables | None = slice_table,
     cluster_by: str = "prompt",
     cluster_columns: Mapping[str, dict[str, str]] | None = None,
@@ -213,7 +215,7 @@ def build_sweep_report(
         records=records,
         comparisons=doc.get("comparisons") or (),
         sequential=doc.get("sequential") or (),
-        looks=looks,
+        sequential_entries=sequential_entries,
         figures=figures,
         sources=Sources.of_resolved(resolved),
         ui_base=ui_base,
