@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 ROW_INPUT = "⟨row input⟩"
+MIN_HIDDEN = 6  # fewer equal words than this are shown, not collapsed
 _TOKENS = re.compile(r"\s+|\S+")
 
 Op = tuple[str, str]  # ("=" | "-" | "+" | "~", text)
@@ -22,7 +23,8 @@ def prompt_diff(
 ) -> tuple[Op, ...]:
     """The word diff of prompt `a` into prompt `b`: ("=", text), ("-", text) removed from a,
     ("+", text) added in b, and ("~", "… N words the same …") for an equal run longer than
-    2*`context` words (its first and last `context` words kept as "=").
+    2*`context` words (its first and last `context` words kept as "="), when that hides at
+    least `MIN_HIDDEN` words (a marker hiding two words is longer than they are).
 
     `mask`: the row's input text (or several: a task with several input columns); each
     occurrence in a and b becomes the token "⟨row input⟩" before diffing (longest first, so
@@ -82,7 +84,7 @@ def _equal_around_input(tokens: list[str], context: int) -> list[Op]:
 def _equal(tokens: list[str], context: int) -> list[Op]:
     """An equal run: whole, or its first and last `context` words around a "~" marker."""
     words = [k for k, t in enumerate(tokens) if not t.isspace()]
-    if len(words) <= 2 * context:
+    if len(words) <= 2 * context or len(words) - 2 * context < MIN_HIDDEN:
         return [("=", "".join(tokens))]
     head_end = words[context - 1] + 1 if context else 0
     tail_start = words[len(words) - context] if context else len(tokens)

@@ -75,3 +75,10 @@ def test_masked_rows_of_one_pair_give_one_diff() -> None:
         for row in ("first row text", "a second, longer row of text", "third")
     }
     assert len(diffs) == 1
+
+
+def test_a_run_hiding_only_a_few_words_is_shown_whole() -> None:
+    words = " ".join(f"w{i}" for i in range(8))  # 2 * 3 kept + 2: not worth a marker
+    ops = prompt_diff("X " + words, "Y " + words, context=3)
+    assert not any(op == "~" for op, _ in ops)
+    assert _b(ops) == "Y " + words
