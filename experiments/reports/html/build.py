@@ -35,6 +35,7 @@ from experiments.reports.html.model import (
 from experiments.trials.record import Prediction, SweepStatus, TrialRecord
 from promptlib.templates import placeholders
 
+TABLES_CAP = 40  # comparisons given per-slice/per-class tables (each costs ~1-2 s: MDEs)
 SLICE_COLUMN = "slice"  # the LegalBench column naming a row's slice (hearsay, ...)
 INPUT_COLUMN = "text"  # the input column of most tasks, when no template names the columns
 
@@ -105,6 +106,7 @@ def build_report(
     cluster_columns: Mapping[str, dict[str, str]] | None = None,
     created: str | None = None,
     cap: int = ROWS_CAP,
+    tables_cap: int = TABLES_CAP,
 ) -> ReportDoc:
     """The report of these trials and comparisons (see the module doc).
 
@@ -114,7 +116,9 @@ def build_report(
     (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks.
     `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables),
     called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
-    value) and the comparison's peers (every arm of its task and model).
+    value) and the comparison's peers (every arm of its task and model), for the first
+    `tables_cap` comparisons (a note says so when there are more: the page of a 20-variant
+    all-pairs sweep would otherwise cost minutes of tests).
     """
     src = sources or Sources({}, {}, {})
     by_arm = _arms(records)
@@ -133,8 +137,9 @@ def build_report(
         if a is None or b is None or ra is None or rb is None:
             continue  # an untested best/worst row, or an arm that did not run: no rows
         key = f"c{len(samples) + 1}"
+        mine = tables if len(samples) < tables_cap else None
         sample = _comparison(
-            key, ra, rb, src, columns.get(task, ()), cap, experiment_id, tables, notes_out,
+            key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
         )  # fmt: skip
         if sample.n_shown < sample.n_disagree:
             notes_out.append(
@@ -143,6 +148,12 @@ def build_report(
             )
         samples.append(sample)
         shown.setdefault(task, set()).update(r.index for r in sample.rows)
+    if tables is not None and len(samples) > tables_cap:
+        notes_out.append(
+            f"per-slice and per-class tables are given for the first {tables_cap} of the "
+            f"{len(samples)} comparisons; `workbench report {name} --by slice` (or --by class) "
+            "gives every tested pair's"
+        )
     if any(s.n_shown < s.n_disagree for s in samples):
         notes_out.insert(
             0, f"rows per comparison are capped at {cap}; the counts cover every disagreeing row"
@@ -196,6 +207,7 @@ def build_sweep_report(
     cluster_columns: Mapping[str, dict[str, str]] | None = None,
     created: str | None = None,
     cap: int = ROWS_CAP,
+    tables_cap: int = TABLES_CAP,
 ) -> ReportDoc:
     """A sweep's report: its comparisons document `doc` (as comparisons.json holds it), its
     trial records (`ordered`), its figures' PNG bytes and its resolved trials (prompts and
@@ -227,6 +239,7 @@ def build_sweep_report(
         cluster_columns=cluster_columns,
         created=created,
         cap=cap,
+        tables_cap=tables_cap,
     )
 
 

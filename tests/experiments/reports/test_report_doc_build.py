@@ -259,3 +259,25 @@ def test_the_real_slice_table_fills_the_report() -> None:
     assert sum(r["n"] for r in table["rows"]) == n
     (classes,) = s["classes"]
     assert sorted(r["group"] for r in classes["rows"]) == sorted(set(gold))
+
+
+def test_slice_tables_stop_at_their_cap_and_say_so() -> None:
+    asked: list[tuple[str, str]] = []
+
+    @dataclass
+    class Table:
+        def to_dict(self) -> dict[str, Any]:
+            return {}
+
+    def tables(a: Any, b: Any, groups: Any, **kw: Any) -> Table:
+        asked.append((a.variant, b.variant))
+        return Table()
+
+    n = 6
+    gold, sa, sb = _random(n, 9)
+    recs = [_record("a", gold, sa), _record("b", gold, sb), _record("c", gold, gold)]
+    pairs = [_pair("a", "b"), _pair("a", "c"), _pair("b", "c")]
+    doc = _build(recs, pairs, n, slice_tables=tables, tables_cap=2).to_dict()
+    assert sorted(set(asked)) == [("a", "b"), ("a", "c")]
+    assert [bool(s["slices"]) for s in doc["samples"]] == [True, True, False]
+    assert any("first 2 of the 3 comparisons" in x for x in doc["notes"])
