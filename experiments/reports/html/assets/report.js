@@ -274,7 +274,8 @@
         el("td", { class: "num", text: fmtP(r.p_value) }), el("td", { class: "num", text: fmtP(r.p_adjusted) }),
         el("td", { class: "num", text: fmt(r.mde_80) }),
         el("td", null, r.small ? el("span", { class: "small-flag", text: "small" }) : null,
-          r.note ? " " + r.note : null)));
+          // the flag already says "small": a note that starts with the word goes on from there
+          r.note ? " " + (r.small ? String(r.note).replace(/^small\s*/, "") : r.note) : null)));
     });
     table.appendChild(tb);
     box.appendChild(el("div", { class: "scroll" }, table));
