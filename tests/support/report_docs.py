@@ -81,7 +81,7 @@ def _slice_table(
                 "score_b": 0.6, "ci_b_low": 0.4, "ci_b_high": 0.8, "diff": -0.1,
                 "ci_low": -0.3, "ci_high": 0.1, "p_value": 0.31, "p_adjusted": 0.62,
                 "mde_80": 0.4, "small": i == 0,
-                "note": "10 rows: not intended for rigorous statistical analysis" if i == 0 else None,
+                "note": "small (10 rows < 30): not intended for rigorous statistical analysis (the paper)" if i == 0 else None,
             }
         )  # fmt: skip
     return {

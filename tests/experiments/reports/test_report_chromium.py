@@ -205,7 +205,8 @@ def test_the_tables_say_what_was_tested(browser: Chromium, page: Path) -> None:
         "[...document.querySelectorAll('section.cmp[data-key=c1] table.slice-table')].map(t => t.innerText)"
     )
     assert len(slices) == 2
-    assert "small 10 rows: not intended" in slices[0].replace("\t", " ")
+    # the flag says "small" once, the note goes on from there
+    assert "\tsmall (10 rows < 30): not intended for rigorous" in slices[0]
     said = browser.evaluate(
         "document.querySelector('section.cmp[data-key=c1] .slices .footnotes').textContent"
     )
@@ -255,3 +256,13 @@ def test_it_works_inside_mlflows_artifact_view(browser: Chromium, tmp_path: Path
     assert outcomes == ["b_right"] * min(PAGE, len(want))
     assert browser.evaluate("location.hash", frame) == "#c1:outcome=b_right"
     assert browser.evaluate("typeof window.__xss", frame) == "undefined"
+
+
+def test_a_page_turned_from_below_starts_at_its_first_row(browser: Chromium, page: Path) -> None:
+    _open(browser, page)
+    sec = "section.cmp[data-key=c1]"
+    browser.evaluate(f"document.querySelectorAll('{sec} .sample')[24].scrollIntoView()")
+    browser.evaluate(f"document.querySelector('{sec} button[data-page=next]').click()")
+    first = browser.evaluate(f"document.querySelector('{sec} .sample').getBoundingClientRect().top")
+    assert 0 <= first < browser.evaluate("innerHeight") / 2
+    assert browser.evaluate(f"document.querySelector('{sec} .sample').dataset.index") == "75"

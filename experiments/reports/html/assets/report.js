@@ -274,7 +274,8 @@
         el("td", { class: "num", text: fmtP(r.p_value) }), el("td", { class: "num", text: fmtP(r.p_adjusted) }),
         el("td", { class: "num", text: fmt(r.mde_80) }),
         el("td", null, r.small ? el("span", { class: "small-flag", text: "small" }) : null,
-          r.note ? " " + r.note : null)));
+          // the flag already says "small": a note that starts with the word goes on from there
+          r.note ? " " + (r.small ? String(r.note).replace(/^small\s*/, "") : r.note) : null)));
     });
     table.appendChild(tb);
     box.appendChild(el("div", { class: "scroll" }, table));
@@ -385,6 +386,14 @@
     for (var name in sec.selects) sec.selects[name].value = sec.state[name] || "";
     if (sec.search.value !== (sec.state.q || "")) sec.search.value = sec.state.q || "";
   }
+  function turn(sec, step) {
+    sec.state.page += step;
+    renderRows(sec);
+    writeHash();
+    // a page turned from below its top starts at its first row, under the sticky filters
+    var top = sec.list.getBoundingClientRect().top, bar = sec.filters.getBoundingClientRect().height;
+    if (top < bar) window.scrollBy(0, top - bar - 8);
+  }
   function setFilter(sec, name, value) {
     sec.state[name] = value;
     sec.state.page = 1;
@@ -443,9 +452,10 @@
       sec.prev = el("button", { type: "button", "data-page": "prev", text: "‹ Prev" });
       sec.next = el("button", { type: "button", "data-page": "next", text: "Next ›" });
       sec.info = el("span", { class: "page-info" });
-      sec.prev.addEventListener("click", function () { sec.state.page -= 1; renderRows(sec); writeHash(); });
-      sec.next.addEventListener("click", function () { sec.state.page += 1; renderRows(sec); writeHash(); });
+      sec.prev.addEventListener("click", function () { turn(sec, -1); });
+      sec.next.addEventListener("click", function () { turn(sec, 1); });
       filters.appendChild(el("span", { class: "pager" }, sec.prev, sec.info, sec.next));
+      sec.filters = filters;
       section.appendChild(filters);
       sec.list = el("div", { class: "rows" });
       section.appendChild(sec.list);
