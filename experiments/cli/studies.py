@@ -544,5 +544,9 @@ def _report_by(
     )  # fmt: skip
     if as_json:
         typer.echo(output.as_json({"run": info, **found.to_dict()}))
-        return
-    typer.echo(output.slice_report(found.to_dict(), info["sweep"], explain))
+    else:
+        typer.echo(output.slice_report(found.to_dict(), info["sweep"], explain))
+    if doc.get("incomplete") or info["status"] != "FINISHED":  # as `report` without --by
+        if not as_json:
+            typer.echo(output.sweep_not_complete_error(info["sweep"], info["status"]), err=True)
+        raise typer.Exit(1)
