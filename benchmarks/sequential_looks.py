@@ -122,7 +122,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for minority in (0.5, 0.2):
-            catalog = Catalog(LocalSource(task_dir(root / f"d{minority}", source, TASK, N_ROWS, minority)))
+            catalog = Catalog(
+                LocalSource(task_dir(root / f"d{minority}", source, TASK, N_ROWS, minority))
+            )
             for method in args.methods.split(","):
                 more = "" if method == "anytime" else f", method: {method}"
                 spec = root / f"{method}{minority}.yaml"

@@ -15,6 +15,7 @@ import pytest
 from experiments.sweeps.looks import (
     ANYTIME_NOTE,
     ELIMINATION_NOTE,
+    EQUIVALENT_NOTE,
     GROUP_NOTE,
     looks_of,
     sequential_section,
@@ -147,3 +148,14 @@ def test_without_the_planned_rows_or_an_arm_no_looks_and_a_note(
     assert section[0]["looks"] == [] and "could not be recomputed" in section[0]["note"]
     # the document's row is unchanged by the population it carries
     assert bare.to_dict() == rows[0].to_dict() and bare == rows[0]
+
+
+@pytest.mark.data
+def test_an_equivalent_group_verdicts_last_look_is_its_one_sided_interval(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    rows, records = _run(tmp_path, catalog, {}, more=", method: group, delta: 0.3")
+    section = sequential_section(rows, records)
+    assert section[0]["row"]["decision"] == "equivalent"
+    assert section[0]["note"] == GROUP_NOTE + EQUIVALENT_NOTE
+    _check_last_look(section)
