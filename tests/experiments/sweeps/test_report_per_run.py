@@ -84,8 +84,9 @@ def test_two_sweep_runs_keep_two_folders(swept: dict[str, Any]) -> None:
     assert "figure_permodel_openai_stub_three.png" in y_files
     assert not any(f.startswith("figure_permodel_openai_stub_one") for f in y_files)
     assert all(Path(f).parent == Path(first["report_dir"]) for f in first["figures"])
-    # nothing of either run is written to reports/permodel/ itself
-    assert sorted(p.name for p in sweep_dir.iterdir()) == sorted([x, y, "latest"])
+    # nothing of either run is written to reports/permodel/ itself: only `latest` and the
+    # page opening the latest run's HTML report (issue 34)
+    assert sorted(p.name for p in sweep_dir.iterdir()) == sorted([x, y, "latest", "index.html"])
     x_doc = json.loads((sweep_dir / x / "comparisons.json").read_text())
     y_doc = json.loads((sweep_dir / y / "comparisons.json").read_text())
     assert {r["model"] for r in x_doc["comparisons"]} == {"openai/stub-one", "openai/stub-two"}
