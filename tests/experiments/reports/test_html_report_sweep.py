@@ -149,3 +149,38 @@ def test_a_page_that_cannot_be_built_keeps_the_comparisons(
     assert line is not None and "renderer broke" in line and "comparisons" in line
     same = (Path(first.report.report_dir) / "comparisons.json").read_bytes()
     assert (folder / "comparisons.json").read_bytes() == same
+
+
+SEQUENTIAL = (
+    "name: html_seq\ntasks: [hearsay]\nlimit: 20\nfixed: {demos: none}\nscoring: loglik\n"
+    "axes: {instruction: [reference, description]}\n"
+    "comparisons: [[instruction=reference, instruction=description]]\n"
+    "design: sequential\nsequential: {batch: 10, max_rows: 20}\n"
+)
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.model
+def test_a_sequential_sweeps_page_has_its_looks(
+    catalog: Catalog, tmp_path: Path, smollm2: Any
+) -> None:
+    from experiments.sweeps.driver import run_sweep
+    from experiments.sweeps.spec import load_spec
+
+    spec = tmp_path / "seq.yaml"
+    spec.write_text(SEQUENTIAL)
+    result = run_sweep(
+        load_spec(spec), catalog, models=("local/smollm2",), tracker=_tracker(tmp_path),
+        lm_factory=lambda _name: smollm2, reports_dir=tmp_path / "reports",
+    )  # fmt: skip
+    assert result.report is not None and result.sequential is not None
+    doc = _doc((Path(result.report.report_dir) / "index.html").read_text(encoding="utf-8"))
+    (entry,) = doc["sequential"]
+    row = result.sequential[0]
+    assert entry["row"] == row.to_dict()
+    assert [x["n"] for x in entry["looks"]] == list(row.looks)[: len(entry["looks"])]
+    last = entry["looks"][-1]
+    assert (last["low"], last["high"]) == pytest.approx((row.ci_low, row.ci_high))
+    (sample,) = doc["samples"]  # the pair's disagreeing rows, on the rows both arms had
+    assert sample["a"] == row.a and sample["b"] == row.b and sample["n_rows"] == row.n
