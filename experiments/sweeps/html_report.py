@@ -62,7 +62,7 @@ def html_report(
             figures=pngs,
             resolved=resolved,
             ui_base=UI_BASE,
-            experiment_id=tracker.experiment_id(spec.name),
+            experiment_id=_experiment_id(tracker, spec.name),
             n_resamples=spec.n_resamples,
             sequential_entries=(
                 sequential_section(sequential, ordered) if sequential is not None else None
@@ -73,3 +73,12 @@ def html_report(
         return HtmlReport(render_html(report.to_dict()))
     except Exception as e:  # the comparisons stand without the page: say why it is missing
         return HtmlReport(None, f"{type(e).__name__}: {e}")
+
+
+def _experiment_id(tracker: Tracker, name: str) -> str | None:
+    """The sweep's MLflow experiment id, for the page's run links; None (no links) when the
+    store cannot say."""
+    try:
+        return tracker.experiment_id(name)
+    except Exception:  # the links are a convenience: the page stands without them
+        return None

@@ -124,7 +124,8 @@ def build_report(
     by_arm = _arms(records)
     tables = None
     if slice_tables is not None:
-        tables = _Tables(slice_tables, n_resamples, cluster_by, cluster_columns or {}, records)
+        arms = [by_arm[k] for k in sorted(by_arm)]  # one record per variant, as compared
+        tables = _Tables(slice_tables, n_resamples, cluster_by, cluster_columns or {}, arms)
     notes_out = list(notes)
     pairs = [(c, "") for c in comparisons] + [(s, "sequential ") for s in sequential]
     samples: list[SampleComparison] = []
@@ -423,10 +424,7 @@ class _Tables:
         table (a task with labels), as `SliceTable.to_dict()`; none for an incomplete arm."""
         if not (ra.complete and rb.complete):
             return (), ()
-        peers = sorted(
-            (r for r in self.records if (r.task, r.model) == (ra.task, ra.model)),
-            key=lambda r: (r.variant, r.trial_id),
-        )
+        peers = [r for r in self.records if (r.task, r.model) == (ra.task, ra.model)]
         how = {
             "n_resamples": self.n_resamples,
             "cluster_by": self.cluster_by,
