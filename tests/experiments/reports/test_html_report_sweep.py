@@ -184,3 +184,38 @@ def test_a_sequential_sweeps_page_has_its_looks(
     assert (last["low"], last["high"]) == pytest.approx((row.ci_low, row.ci_high))
     (sample,) = doc["samples"]  # the pair's disagreeing rows, on the rows both arms had
     assert sample["a"] == row.a and sample["b"] == row.b and sample["n_rows"] == row.n
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.model
+def test_chromium_shows_every_disagreeing_row_of_the_sweep_with_its_diff(
+    swept: tuple[Path, Any, Any],
+) -> None:
+    """The acceptance check on a real sweep's page (Part B's test walks a hand-built doc)."""
+    import os
+
+    from experiments.testing.chromium import Chromium, find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Chromium (apt-get install chromium) for the report's test")
+        pytest.skip("no Chromium on PATH: apt-get install chromium")
+    _, result, tracker = swept
+    page = Path(result.report.report_dir) / "index.html"
+    (sample,) = _doc(page.read_text(encoding="utf-8"))["samples"]
+    a, b = _rows(tracker, result, sample["a"]), _rows(tracker, result, sample["b"])
+    want = sorted((i for i in a if a[i].correct != b[i].correct), key=int)
+    assert want, "the two prompts agree on every row: nothing to check"
+    rows_js = """[...document.querySelectorAll('section.cmp[data-key=c1] .sample')].map(r => ({
+        index: r.dataset.index, outcome: r.dataset.outcome,
+        diff: (r.querySelector('.diff') || {}).textContent || null}))"""
+    with Chromium(width=1400, height=900) as browser:
+        browser.open(page, "document.body.dataset.ready")
+        assert browser.evaluate("document.body.dataset.ready") == "1"
+        shown = browser.evaluate(rows_js)  # 16 rows: one page
+        assert [r["index"] for r in shown] == want
+        assert all(r["diff"] and "row input" in r["diff"] for r in shown)
+        right_b = [i for i in want if b[i].correct]
+        browser.select("section.cmp[data-key=c1] select[data-filter=outcome]", "b_right")
+        assert [r["index"] for r in browser.evaluate(rows_js)] == right_b
