@@ -473,7 +473,7 @@ def report(
     """Print a sweep's comparison table again, from MLflow."""
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.analysis import decision
-    from experiments.reports.folders import run_folder
+    from experiments.reports.folders import INDEX, run_folder
     from experiments.sweeps.report_view import only_model, sweep_models
     from experiments.tracking import Tracker
 
@@ -506,8 +506,9 @@ def report(
         if incomplete or info["status"] != "FINISHED":
             raise typer.Exit(1)
         return
+    page = folder / INDEX if (folder / INDEX).is_file() else None  # its HTML report
     typer.echo(output.sweep_report(name, info, doc, trial_rows, report_dir=here, shown=shown,
-                                    explain=explain))  # fmt: skip
+                                    explain=explain, page=str(page) if page else None))  # fmt: skip
     # start-up time: the calibrated package only for a sweep's report
     from experiments.calibrated.report import calibration_data
 

@@ -154,11 +154,13 @@ def sweep_report(
     report_dir: str | None = None,
     shown: tuple[int, int] | None = None,
     explain: bool = False,
+    page: str | None = None,
 ) -> str:
     """`workbench report`: a sweep's tables again, from its MLflow parent run (a text file's
     path shown relative to here or to the spec's folder, its `spec` param, when shorter).
 
-    `report_dir`: the run's folder under reports/, when there is one here. `shown`: (this
+    `report_dir`: the run's folder under reports/, when there is one here (`page`: its HTML
+    report, when it has one). `shown`: (this
     model's comparisons, the sweep's) when `doc` is cut to one model (``--model``)."""
     spec = (info.get("params") or {}).get("spec")
     folders = [os.path.dirname(str(spec)) or "."] if spec else []
@@ -184,6 +186,8 @@ def sweep_report(
     lines.append(sensitivity_section(doc.get("sensitivity"), folders))
     if report_dir:
         lines.append(f"report files: {report_dir}/")
+    if page:
+        lines.append(f"HTML report: {page} (open it in a browser)")
     lines += decision_lines(doc, folders)  # last: what to do
     return "\n".join(lines)
 

@@ -133,6 +133,11 @@ def test_report_takes_each_sweep_id_or_a_prefix(swept: dict[str, Any]) -> None:
         f"run {swept['second']['parent_run_id']}, FINISHED)"
     )
     assert f"report files: {swept['second']['report_dir']}/" in text.splitlines()
+    # and its HTML report (issue 34), as the sweep printed it
+    page = f"{swept['second']['report_dir']}/index.html"
+    assert f"HTML report: {page} (open it in a browser)" in text.splitlines()
+    assert any(line.startswith(f"HTML report: {swept['first']['report_dir']}/index.html (")
+               for line in swept["text"].splitlines())  # fmt: skip
 
 
 def test_report_by_name_shows_the_latest_and_says_how_to_pick_another(
