@@ -139,3 +139,14 @@ def test_env_is_one_param_per_variable() -> None:
         "env.OPENAI_BASE_URL": "http://gw.example/v1",
     }
     assert _env_param(None) == {} and _env_param({}) == {}
+
+
+def test_an_imported_trial_gets_its_tasks_scores_too() -> None:
+    from experiments.tracking.imported import _task_scores
+
+    params = {"task": "abercrombie", "metric": "accuracy", "variant": "A"}
+    assert _task_scores(params, {"score": 0.7, "n": 30}) == {
+        "abercrombie/score": 0.7,
+        "abercrombie/accuracy": 0.7,
+    }
+    assert _task_scores(params, {"n": 30}) == {}  # no score: nothing to compare
