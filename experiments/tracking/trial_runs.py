@@ -3,10 +3,13 @@ dataset, registered prompt), and reading a logged trial back.
 
 A trial's run ends FINISHED when the trial is complete and FAILED when some rows failed (its
 official score is then absent; `score_on_answered` and `n_errors` say what happened). It
-carries every variant axis as a param, the variant and trial ids, git commit and package
-versions as tags, the scores as metrics, and as artifacts one rendered prompt, the predictions
-table and a confusion matrix. Each variant's template is registered in the MLflow Prompt
-Registry and linked to the run; the evaluated rows are logged as an MLflow dataset input.
+carries every variant axis as a param (and the decoding settings as short ``decoding.<name>``
+params, not one JSON string), the variant and trial ids, git commit and package versions as
+tags, the scores as metrics (again under ``<task>/`` names, so MLflow's charts compare one
+task's variants among themselves: `task_metrics`), and as artifacts one rendered prompt, the
+predictions table, the decoding dict and a confusion matrix. Each variant's template is
+registered in the MLflow Prompt Registry and linked to the run; the evaluated rows are logged
+as an MLflow dataset input.
 """
 
 from __future__ import annotations
