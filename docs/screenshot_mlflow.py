@@ -82,7 +82,8 @@ def compare_url(
         if not children:
             raise SystemExit(f"error: sweep {sweep} has no trial run of model {model!r}: {models}")
     if view == "charts":
-        # the trial runs alone (no parent to fold them under), sorted by task
+        # the trial runs alone (no parent to fold them under), sorted by task (the view
+        # takes the URL's filter only with an order)
         wanted = f"tags.`mlflow.parentRunId` = '{info['run_id']}'"
         if model is not None:
             wanted += f" and params.model = '{model}'"
