@@ -101,7 +101,7 @@ def _log_trial(tracker: Reports, exp: str, parent_id: str, t: Mapping[str, Any])
     tags = {PARENT: parent_id, KIND: KIND_TRIAL, TRIAL_STATUS: str(t["status"])}
     name = run_name(f"{params['task']}.{params['variant']}.{params['model']}")
     run_id = tracker._create_run(exp, name, tags, params)
-    tracker._log_metrics(run_id, dict(t["metrics"]))
+    tracker._log_metrics(run_id, dict(t["metrics"]) | _task_scores(params, t["metrics"]))
     rows = "".join(json.dumps(r, default=str) + "\n" for r in t["rows"])
     tracker.client.log_text(run_id, redact(rows), "rows.jsonl")  # e.g. a provider's error
     tracker.finish(run_id, ok=True)
@@ -112,6 +112,16 @@ def log_import_report(tracker: Reports, run_id: str, html: str, name: str = "ind
     """The import's HTML report on its parent run (MLflow's artifact view shows it), replacing
     one logged before (a reused import's report is rebuilt from the same files)."""
     tracker.client.log_text(run_id, html, name)
+
+
+def _task_scores(params: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """An imported trial's score again as ``<task>/score`` and ``<task>/<metric>``, as a
+    sweep's trial runs have it (`trial_runs.task_metrics`): MLflow's charts then compare
+    one task's arms in that task's section."""
+    task, score = params.get("task"), metrics.get("score")
+    if not task or score is None:
+        return {}
+    return {f"{task}/score": score, f"{task}/{params.get('metric') or 'score'}": score}
 
 
 @_store_op("reading the import")

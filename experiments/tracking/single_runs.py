@@ -111,7 +111,7 @@ class SingleRuns(TrialRuns):
                     reused = False
                     self.client.set_tag(run_id, PREDICTIONS_SHA, want[PREDICTIONS_SHA])
                     if grades is not None:
-                        self._put_grades(run_id, grade_metrics(grades), grades)
+                        self._put_grades(run_id, result.spec.task, grade_metrics(grades), grades)
                 for run in runs:
                     if str(run.info.run_id) != run_id:
                         self.client.delete_run(run.info.run_id)
@@ -121,7 +121,9 @@ class SingleRuns(TrialRuns):
             raise _store_error(self.config, e) from None
         return {"mlflow_run_id": run_id, "mlflow_experiment": name, "mlflow_reused": reused}
 
-    def _put_grades(self, run_id: str, metrics: dict[str, float], grades: dict[str, Any]) -> None:
+    def _put_grades(
+        self, run_id: str, task: str, metrics: dict[str, float], grades: dict[str, Any]
+    ) -> None:
         """Put hand grades on a run so that a write cut short is visible and repaired.
 
         Why the order: the metrics, the artifact and the tags are separate store writes, and
@@ -132,12 +134,14 @@ class SingleRuns(TrialRuns):
         batch) only *last*: a run left in between matches no trial folder (neither "" nor a
         sha), so the next `workbench run` of the trial logs it afresh and deletes it, and
         `workbench grade import` run again rewrites every part and ends with the sha.
+        The grade metrics are logged under their names and under ``<task>/`` names, as a
+        trial's scores are (`task_metrics`).
         """
         from mlflow.entities import RunTag
 
         sha = ids.grades_sha(grades["grades"])
         self.client.set_tag(run_id, GRADES_SHA, GRADES_PENDING + sha)
-        self._log_metrics(run_id, metrics)
+        self._log_metrics(run_id, metrics | {f"{task}/{k}": v for k, v in metrics.items()})
         self.client.log_dict(run_id, grades, "grades.json")
         self.client.log_batch(run_id, tags=[RunTag(GRADED, "true"), RunTag(GRADES_SHA, sha)])
 
@@ -163,7 +167,7 @@ class SingleRuns(TrialRuns):
         if not runs:
             return None
         run_id = str(runs[0].info.run_id)
-        self._put_grades(run_id, metrics, grades)
+        self._put_grades(run_id, task, metrics, grades)
         return run_id
 
 

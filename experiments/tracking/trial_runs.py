@@ -3,10 +3,13 @@ dataset, registered prompt), and reading a logged trial back.
 
 A trial's run ends FINISHED when the trial is complete and FAILED when some rows failed (its
 official score is then absent; `score_on_answered` and `n_errors` say what happened). It
-carries every variant axis as a param, the variant and trial ids, git commit and package
-versions as tags, the scores as metrics, and as artifacts one rendered prompt, the predictions
-table and a confusion matrix. Each variant's template is registered in the MLflow Prompt
-Registry and linked to the run; the evaluated rows are logged as an MLflow dataset input.
+carries every variant axis as a param (and the decoding settings as short ``decoding.<name>``
+params, not one JSON string), the variant and trial ids, git commit and package versions as
+tags, the scores as metrics (again under ``<task>/`` names, so MLflow's charts compare one
+task's variants among themselves: `task_metrics`), and as artifacts one rendered prompt, the
+predictions table, the decoding dict and a confusion matrix. Each variant's template is
+registered in the MLflow Prompt Registry and linked to the run; the evaluated rows are logged
+as an MLflow dataset input.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from experiments.tracking.store import _retrying, _store_error, _store_op, _vers
 from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions, encode_predictions
 from experiments.trials.record import Prediction
 from promptlib.variants.axes import tracked_params
+
+DECODING_FILE = "decoding.json"  # a trial run's whole decoding dict (its params hold the scalars)
 
 if TYPE_CHECKING:
     from experiments.trials.run import TrialResult
@@ -80,7 +85,11 @@ class TrialRuns(Parents, Registry):
             if not status.ok
             else [],
         )
-        self._log_metrics(run_id, _trial_metrics(summary, result.metric))
+        self._log_metrics(
+            run_id,
+            _trial_metrics(summary, result.metric)
+            | task_metrics(spec.task, summary, result.metric),
+        )
         self._log_trial_artifacts(run_id, result, compiled, rows, summary, source)
         if self.config.prompt_registry:
             self._register_prompt(run_id, spec.task, name, compiled)
@@ -123,6 +132,7 @@ class TrialRuns(Parents, Registry):
         self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
         self.client.log_text(run_id, encode_predictions(result.predictions), PREDICTIONS_FILE)
         self.client.log_dict(run_id, summary, "summary.json")
+        self.client.log_dict(run_id, result.decoding, DECODING_FILE)
         if compiled.labels:
             # start-up time: matplotlib, only when a trial with labels is logged
             from experiments.analysis.figures import close, confusion_figure
@@ -197,16 +207,66 @@ def _trial_params(
         "scoring": spec.scoring,
         "definition": spec.definition,
         "metric": result.metric,
-        "decoding": json.dumps(result.decoding, sort_keys=True)[:500],
+        **decoding_params(result.decoding),
         **(extra_params or {}),
     }
 
 
+def decoding_params(decoding: dict[str, Any]) -> dict[str, Any]:
+    """The decoding settings as short params (``decoding.max_tokens``, ``decoding.stop``, ...)
+    instead of one JSON string: the compare view's params table and plots show them as
+    values. A list other than the stop sequences (log-likelihood's continuations: the labels
+    as shown) is left to the run's `DECODING_FILE` artifact, which holds the whole dict.
+    Runs logged before this have one ``decoding`` param holding the JSON (`logged_decoding`
+    reads both)."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(decoding.items()):
+        if isinstance(value, (list, tuple)):
+            if key == "stop":
+                out[f"decoding.{key}"] = " ".join(json.dumps(s) for s in value) or "none"
+            continue
+        out[f"decoding.{key}"] = value
+    return out
+
+
+def logged_decoding(params: dict[str, str]) -> dict[str, str]:
+    """A trial run's decoding params as logged, by setting name: the ``decoding.<name>``
+    params, or for a run logged before they existed, the keys of its ``decoding`` JSON param
+    (cut at 500 characters then, so possibly unreadable: {} in that case)."""
+    new = {k.removeprefix("decoding."): v for k, v in params.items() if k.startswith("decoding.")}
+    if new or "decoding" not in params:
+        return new
+    try:
+        old = json.loads(params["decoding"])
+    except ValueError:
+        return {}
+    if not isinstance(old, dict):
+        return {}
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in old.items()}
+
+
 def _env_param(env: Any) -> dict[str, Any]:
-    """The environment that decided the answers (``OPENAI_BASE_URL``, ...) as a param, only
-    when any was set: a run without has the params it always had. Its URLs are shown without
-    passwords already (`experiments.llm.answer_env`)."""
-    return {"env": json.dumps(env, sort_keys=True)[:500]} if env else {}
+    """The environment that decided the answers (``OPENAI_BASE_URL``, ...) as one param per
+    variable (``env.OPENAI_BASE_URL``), only when any was set: a run without has the params
+    it always had. Its URLs are shown without passwords already (`experiments.llm.answer_env`).
+    Runs logged before this have one ``env`` param holding the JSON."""
+    if not isinstance(env, dict):
+        return {}
+    return {f"env.{name}": value for name, value in sorted(env.items())}
+
+
+def task_metrics(task: str, summary: dict[str, Any], metric: str) -> dict[str, Any]:
+    """The trial's scores again under ``<task>/`` names (``hearsay/score``,
+    ``hearsay/balanced_accuracy``, ``hearsay/invalid_rate``): MLflow's charts put the
+    metrics of one ``/`` prefix in one section, and a metric is drawn only for the runs
+    that have it, so each task's variants are compared among themselves, never on one axis
+    with tasks of another chance level. The plain names stay (readers and older runs use
+    them)."""
+    return {
+        f"{task}/score": summary["score"],
+        f"{task}/{metric}": summary["score"],
+        f"{task}/invalid_rate": summary["invalid_rate"],
+    }
 
 
 def _trial_metrics(summary: dict[str, Any], metric: str) -> dict[str, Any]:

@@ -235,6 +235,28 @@ def test_mlflow_ui_shows_the_runs_in_headless_chromium(store: dict[str, Any]) ->
         for c in children:  # every trial of the demo, by name, with its score
             assert c.info.run_name in text
         assert "score" in text and "local/gemma3-270m" in text
+        # one task's variants among themselves (issue 34): their axes as params, their
+        # hearsay/... metrics, no decoding JSON, no other task's metrics
+        hearsay = [c.info.run_id for c in children if c.data.params["task"] == "hearsay"]
+        experiments = quote(json.dumps([exp.experiment_id]))
+        one_task = (
+            f"{base}/compare-runs?runs={quote(json.dumps(hearsay))}&experiments={experiments}"
+        )
+        text = page(one_task, "Comparing 4 Runs")
+        assert "Comparing 4 Runs" in text
+        assert "hearsay/score" in text and "hearsay/balanced_accuracy" in text
+        assert "decoding.loglik" in text and "instruction" in text
+        assert "abercrombie/" not in text and "continuations" not in text
+        # the chart view of one model's trials: one section of charts per task (the view
+        # takes the URL's filter only with an order; it draws the charts on screen only)
+        wanted = "params.model = 'local/gemma3-270m' and tags.`workbench.kind` = 'trial'"
+        query = f"searchFilter={quote(wanted, safe='')}&orderByKey=params.%60task%60"
+        charts = f"{base}/experiments/{exp.experiment_id}/runs?compareRunsMode=CHART&{query}"
+        charts += "&orderByAsc=true"
+        flags[-1] = "--window-size=2000,1500"
+        text = page(charts, "personal_jurisdiction/score")
+        for task in ("hearsay", "abercrombie", "personal_jurisdiction"):
+            assert f"{task}/score" in text and f"{task}/balanced_accuracy" in text, task
     finally:
         ui.terminate()  # `workbench ui` takes its MLflow server's process group down with it
         try:

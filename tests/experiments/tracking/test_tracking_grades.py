@@ -158,7 +158,7 @@ def test_a_sweep_table_shows_no_score_from_half_written_grades(
     real = mlflow.MlflowClient.log_dict
     _fail_on_grades_artifact(monkeypatch)
     with pytest.raises(OSError):
-        tracker._put_grades(child, grade_metrics(grades), grades)
+        tracker._put_grades(child, s["result"].spec.task, grade_metrics(grades), grades)
     run = client.get_run(child)
     assert run.data.metrics["score"] == grades["score"]  # the stray score is on the run
     assert run.data.tags[GRADES_SHA].startswith(GRADES_PENDING)
@@ -168,7 +168,9 @@ def test_a_sweep_table_shows_no_score_from_half_written_grades(
     assert "grades_sha pending" in note and s["result"].trial_id[:12] in note
 
     monkeypatch.setattr(mlflow.MlflowClient, "log_dict", real)
-    tracker._put_grades(child, grade_metrics(grades), grades)  # the write completed
+    tracker._put_grades(
+        child, s["result"].spec.task, grade_metrics(grades), grades
+    )  # the write completed
     (row,) = tracker.sweep_trials(parent)
     assert row["score"] == grades["score"] and row["score_note"] is None
     # a run marked hand-graded and not graded shows no score either, and says why
