@@ -266,3 +266,16 @@ def test_a_page_turned_from_below_starts_at_its_first_row(browser: Chromium, pag
     first = browser.evaluate(f"document.querySelector('{sec} .sample').getBoundingClientRect().top")
     assert 0 <= first < browser.evaluate("innerHeight") / 2
     assert browser.evaluate(f"document.querySelector('{sec} .sample').dataset.index") == "75"
+
+
+def test_numbers_round_as_the_console_does(browser: Chromium, tmp_path: Path) -> None:
+    """An exact tie rounds to even, as Python's format (the console, comparisons.csv) does:
+    an exact permutation p of 0.53125 reads 0.5312 on the page too, not toFixed's 0.5313."""
+    doc = small_doc()
+    doc["comparisons"][0] = {**doc["comparisons"][0], "p_value": 0.53125, "score_a": 0.4375}
+    path = tmp_path / "index.html"
+    path.write_text(render_html(doc), encoding="utf-8")
+    _open(browser, path)
+    row = browser.evaluate("document.querySelector('table.comparisons tbody tr').innerText")
+    assert f"{0.53125:.4f}" == "0.5312" and "0.5312" in row and "0.5313" not in row
+    assert f"{0.4375:.3f}" in row  # 0.438: a tie with an odd last digit rounds up in both

@@ -37,15 +37,22 @@
     return node;
   }
   function isNum(x) { return typeof x === "number" && isFinite(x); }
-  function fmt(x, d) { return isNum(x) ? x.toFixed(d == null ? 3 : d) : "–"; }
+  // x with d decimals as Python's format writes it (the console and comparisons.csv): an exact
+  // tie rounds to even (0.53125 -> 0.5312), where toFixed would round it up
+  function fixed(x, d) {
+    var m = Math.pow(10, d), y = Math.abs(x) * m, f = Math.floor(y);
+    if (y - f === 0.5 && f % 2 === 0) return ((x < 0 ? -f : f) / m).toFixed(d);
+    return x.toFixed(d);
+  }
+  function fmt(x, d) { return isNum(x) ? fixed(x, d == null ? 3 : d) : "–"; }
   function signed(x, d) {
     if (!isNum(x)) return "–";
-    var s = Math.abs(x).toFixed(d == null ? 3 : d);
+    var s = fixed(Math.abs(x), d == null ? 3 : d);
     return (x < 0 && Number(s) !== 0 ? "−" : "+") + s;
   }
   function fmtP(p) {
     if (!isNum(p)) return "–";
-    return p < 0.0001 ? "< 0.0001" : p.toFixed(4);
+    return p < 0.0001 ? "< 0.0001" : fixed(p, 4);
   }
   function iv(lo, hi, sign) {
     if (!isNum(lo) && !isNum(hi)) return "";
