@@ -132,6 +132,7 @@ def sweep_slices(
 
     data: dict[tuple[str, str], list[dict[str, str]]] = {}
     tables = []
+    missing: dict[str, SliceError] = {}
     for r in pairs:
         task, mod = str(r["task"]), str(r["model"])
         a, b = record((task, mod, str(r["a"]))), record((task, mod, str(r["b"])))
@@ -143,7 +144,11 @@ def sweep_slices(
             data[(task, split)] = _data_rows(catalog, task, split)
         found = data[(task, split)]
         if by == "slice":
-            groups = _column_values(found, task, split, col)
+            try:
+                groups = _column_values(found, task, split, col)
+            except SliceError as e:  # another task of the sweep may have it: said, not split
+                missing.setdefault(task, e)
+                continue
         else:
             groups = {p.index: p.answer for p in a.rows}
         rule = cluster_rule(r.get("clustered_by"))
@@ -167,4 +172,7 @@ def sweep_slices(
                 peers=[p for p in peers if p is not None],
             )
         )
+    if missing and not tables:  # no task of the sweep has the column: the error names it
+        raise next(iter(missing.values()))
+    notes += [f"{task}: not split: {str(e).split('. ')[0]}" for task, e in missing.items()]
     return SliceReport(by, col, tuple(tables), tuple(notes))

@@ -120,3 +120,31 @@ def test_the_sweeps_column_clustering_is_kept() -> None:
     # docs d0 = rows 0, 1 (slice p) -> p has rows 0, 1, 5 in 2 clusters
     assert any("6 rows in 3 clusters" in n for n in table.notes)
     assert table.test == "paired permutation test (swaps of A and B per cluster of rows)"
+
+
+def test_a_sweep_task_without_the_column_is_named_and_the_others_are_split() -> None:
+    """The demo's abercrombie has no `slice` column, hearsay has: hearsay is split and a note
+    names abercrombie, instead of refusing the whole sweep."""
+
+    class Both(_Catalog):
+        def task(self, name: str) -> _Task:
+            if name == "hearsay":
+                return _Task()
+            plain = _Task()
+            plain.rows = lambda split: [  # type: ignore[method-assign]
+                {k: v for k, v in r.items() if k != "slice"} for r in DATA
+            ]
+            return plain
+
+    class Two(_Tracker):
+        def sweep_trial_runs(self, parent_id: str) -> list[dict[str, Any]]:
+            runs = super().sweep_trial_runs(parent_id)
+            return runs + [{**r, "task": "abercrombie"} for r in runs]
+
+    doc = {"comparisons": [_row("v1", "v2"), {**_row("v1", "v2"), "task": "abercrombie"}]}
+    found = sweep_slices(Two(), "parent", doc, Both(), by="slice", n_resamples=1000)
+    assert [t.task for t in found.tables] == ["hearsay"]
+    assert found.notes == (
+        "abercrombie: not split: task abercrombie (test split) has no column 'slice'; its "
+        "columns: index, answer, text, doc",
+    )
