@@ -83,6 +83,9 @@ def _footer(t: Mapping[str, Any]) -> list[str]:
             'rigorous statistical analysis" (the paper); MDE = smallest difference found '
             "with 80% power"
         )
+    none = [str(r["group"]) for r in rows if "no difference reaches" in str(r.get("note") or "")]
+    if none:
+        out.append(f"  MDE -: no difference reaches 80% power on these rows in: {', '.join(none)}")
     for r in rows:
         extra = [x for x in str(r.get("note") or "").split("; ") if x and not x.startswith(
             ("small (", "MDE at", "no difference reaches"))]  # fmt: skip

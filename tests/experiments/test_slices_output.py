@@ -56,3 +56,15 @@ def test_the_footer_names_test_metric_resamples_clusters_correction_alpha() -> N
     assert "Standard hearsay: intervals flagged (A)" in text
     assert "notes:\n  left out" in text
     assert "Method." not in text and "Method." in _report(explain=True)
+
+
+def test_an_mde_dash_says_why() -> None:
+    """A group whose MDE is '-' because no difference reaches 80% power on its rows says so."""
+    row = SliceRow("arbitrary", 8, 0.0, 0.0, 0.3, 0.0, 0.0, 0.3, 0.0, -0.3, 0.3, 1.0, 1.0,
+                   None, True, "small (8 rows < 30): ... (the paper); no difference reaches 80% "
+                   "power on these rows")  # fmt: skip
+    doc = {"by": "class", "column": "answer",
+           "tables": [{**TABLE.to_dict(), "rows": [row.__dict__]}], "notes": []}  # fmt: skip
+    text = slice_report(doc, "demo")
+    assert "MDE -: no difference reaches 80% power on these rows in: arbitrary" in text
+    assert "MDE -" not in _report()
