@@ -145,6 +145,19 @@ def _groups_of(
     return [str(groups[i]).strip() or BLANK for i in indices]
 
 
+def _classes(keys: Sequence[str], labels: Sequence[str] | None) -> list[str]:
+    """Gold answers as LegalBench's classes: spellings that normalise alike ("Yes", "yes",
+    "Yes.") are one class, as the metric scores them, named by the task's label when one
+    matches, else by its commonest spelling (ties: the first in sorted order)."""
+    named = {normalize(x): str(x) for x in labels or ()}
+    counts: dict[str, dict[str, int]] = {}
+    for k in keys:
+        spellings = counts.setdefault(normalize(k), {})
+        spellings[k] = spellings.get(k, 0) + 1
+    name = {c: named.get(c) or min(sp, key=lambda x: (-sp[x], x)) for c, sp in counts.items()}
+    return [name[normalize(k)] for k in keys]
+
+
 def _metric(by: str, trial_metric: str, where: str) -> tuple[str, str]:
     """(what the statistics compute, what the table calls it)."""
     sm = base_metric(trial_metric)
@@ -213,6 +226,8 @@ def slice_table(
         "balanced_accuracy" if by == "class" else sm, answers, list(gens)
     )
     keys = _groups_of(indices, groups, column, where)
+    if by == "class":
+        keys = _classes(keys, labels)
     names = sorted(set(keys), key=_order)
     notes: list[str] = []
     if by == "class" and labels:

@@ -1,0 +1,45 @@
+"""Review of `analysis.slices.slice_table` (issue 34): per-class groups are LegalBench's
+classes (normalised labels), not the raw spellings of the gold answers."""
+
+from __future__ import annotations
+
+from sklearn.metrics import recall_score
+
+from experiments.analysis.slices import slice_table
+from experiments.metrics import balanced_accuracy, normalize
+from experiments.trials.record import TrialRecord
+
+
+def _arm(name: str, answers: list[str], gens: list[str]) -> TrialRecord:
+    idx = [str(i) for i in range(len(answers))]
+    return TrialRecord.of(
+        name, "balanced_accuracy", idx, answers, gens, score=balanced_accuracy(gens, answers),
+        task="t", model="m",
+    )  # fmt: skip
+
+
+# one class spelled "Yes", "yes", "Yes." and "Yes ": LegalBench's normalisation makes them one
+ANS = ["Yes", "yes", "Yes.", "No", "no", "No", "Yes ", "no"]
+GA = ["Yes", "No", "yes", "No", "No", "Yes", "Yes", "no"]
+GB = ["No", "No", "No", "No", "Yes", "Yes", "Yes", "no"]
+
+
+def test_by_class_groups_are_normalised_labels_with_sklearn_recall() -> None:
+    a, b = _arm("A", ANS, GA), _arm("B", ANS, GB)
+    gold = {p.index: p.answer for p in a.rows}
+    t = slice_table(a, b, gold, by="class", column="answer", n_resamples=1000, mde=False,
+                    labels=["Yes", "No"])  # fmt: skip
+    assert [(r.group, r.n) for r in t.rows] == [("No", 4), ("Yes", 4)]
+    y = [normalize(x) for x in ANS]
+    for arm, gens in (("a", GA), ("b", GB)):
+        want = recall_score(y, [normalize(g) for g in gens], labels=["no", "yes"], average=None)
+        got = [getattr(r, f"score_{arm}") for r in t.rows]
+        assert got == list(want)
+    assert not any("no rows" in n for n in t.notes)
+
+
+def test_by_class_group_name_without_labels_is_the_commonest_spelling() -> None:
+    a, b = _arm("A", ANS, GA), _arm("B", ANS, GB)
+    gold = {p.index: p.answer for p in a.rows}
+    t = slice_table(a, b, gold, by="class", column="answer", n_resamples=1000, mde=False)
+    assert [(r.group, r.n) for r in t.rows] == [("No", 4), ("Yes", 4)]
