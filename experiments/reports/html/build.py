@@ -139,6 +139,13 @@ def build_report(
             continue  # an untested best/worst row, or an arm that did not run: no rows
         key = f"c{len(samples) + 1}"
         mine = tables if len(samples) < tables_cap else None
+        if mine is not None and row.get("k") is not None:
+            mine = None  # as `sweeps.by_slice`: a per-group test of a post-selected pair
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b}: best and worst are chosen after seeing "
+                "the scores; a per-slice or per-class test of that pair would be "
+                "post-selection, so none is given"
+            )
         sample = _comparison(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
         )  # fmt: skip
@@ -433,7 +440,9 @@ class _Tables:
         }
         slices: tuple[Mapping[str, Any], ...] = ()
         classes: tuple[Mapping[str, Any], ...] = ()
-        groups = {i: str(r[SLICE_COLUMN]) for i, r in data.items() if r.get(SLICE_COLUMN)}
+        # a blank value is the "(blank)" group (`analysis.slices`), as `report --by slice` has it
+        has = any(r.get(SLICE_COLUMN) for r in data.values())
+        groups = {i: str(r.get(SLICE_COLUMN) or "") for i, r in data.items()} if has else {}
         try:
             if groups:
                 t = self.slice_table(ra, rb, groups, by="slice", column=SLICE_COLUMN, **how)
