@@ -130,6 +130,7 @@ def build_report(
     pairs = [(c, "") for c in comparisons] + [(s, "sequential ") for s in sequential]
     samples: list[SampleComparison] = []
     shown: dict[str, set[str]] = {}
+    seq_said = False  # the note on a sequential comparison's tables, once
     columns = {t: _input_columns(t, records, src) for t in sorted({r.task for r in records})}
     for row, what in pairs:
         task, model = str(row.get("task") or ""), str(row.get("model") or "")
@@ -145,6 +146,13 @@ def build_report(
                 f"{what}{task} · {model} · {a} vs {b}: best and worst are chosen after seeing "
                 "the scores; a per-slice or per-class test of that pair would be "
                 "post-selection, so none is given"
+            )
+        elif mine is not None and what and not seq_said:
+            seq_said = True
+            notes_out.append(
+                "per-slice and per-class tests of a sequential comparison are fixed-sample "
+                "tests on the rows it ran before it stopped: they do not account for its looks "
+                "(a stop decided by the whole comparison), so read them as descriptive"
             )
         sample = _comparison(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,

@@ -80,3 +80,25 @@ def test_a_blank_slice_value_is_its_own_group_not_a_dropped_table() -> None:
     assert not any("no per-slice" in x for x in doc["notes"]), doc["notes"]
     (table,) = s["slices"]
     assert [(r["group"], r["n"]) for r in table["rows"]] == [("A", 4), ("B", 4), ("(blank)", 4)]
+
+
+def test_a_sequential_pairs_tables_say_they_ignore_the_looks() -> None:
+    n = 12
+    gold, (sa, sb) = _random(n, 5, 2)
+    recs = [_record("a", gold, sa), _record("b", gold, sb)]
+    row = {"task": TASK, "model": MODEL, "a": "a", "b": "b", "status": "stopped"}
+    data = {
+        str(i): {"index": str(i), "text": f"row {i}", "answer": "Yes", "slice": "AB"[i % 2]}
+        for i in range(n)
+    }
+    prompts = {r.trial_id: _Prompt(f"Instruction of {r.variant}.") for r in recs}
+    doc = build_report(
+        kind="sweep", title="t", name="t", id="t", status="complete", records=recs,
+        comparisons=(), sequential=[row], sources=Sources(prompts, {TASK: data}, {}),
+        n_resamples=200, created="2026-01-01T00:00:00+00:00",
+    ).to_dict()  # fmt: skip
+    (s,) = doc["samples"]
+    assert s["slices"] and s["classes"]
+    assert sum("do not account for its looks" in x for x in doc["notes"]) == 1
+    fixed = _build(recs, [row], ["A", "B"] * 6)
+    assert not any("looks" in x for x in fixed["notes"])
