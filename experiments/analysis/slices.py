@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from experiments.analysis import power, stats
-from experiments.analysis.align import same_rows, stat_inputs
+from experiments.analysis.align import row_order, same_rows, stat_inputs
 from experiments.analysis.clusters import Clustering, factorize
 from experiments.analysis.compare import ClusterBy, clustering, interval
 from experiments.metrics import base_metric, normalize
@@ -128,8 +128,10 @@ def small_note(n: int, mde: float | None, simulated: bool = True) -> str:
     return f"{head}; MDE at 80% power {mde:.2f}"
 
 
-def _order(group: str) -> tuple[int, str]:
-    return (1, group) if group == BLANK else (0, group)
+def _order(group: str) -> tuple[int, tuple[int, int, str]]:
+    """Numbers in numeric order (a user's --column of years or counts: 2 before 10), then
+    the other values, then the blank group."""
+    return (1, (0, 0, group)) if group == BLANK else (0, row_order(group))
 
 
 def _groups_of(

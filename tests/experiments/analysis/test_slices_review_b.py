@@ -43,3 +43,13 @@ def test_by_class_group_name_without_labels_is_the_commonest_spelling() -> None:
     gold = {p.index: p.answer for p in a.rows}
     t = slice_table(a, b, gold, by="class", column="answer", n_resamples=1000, mde=False)
     assert [(r.group, r.n) for r in t.rows] == [("No", 4), ("Yes", 4)]
+
+
+def test_a_numeric_column_is_in_numeric_order_blank_last() -> None:
+    n = 24
+    ans = ["Yes", "No"] * (n // 2)
+    gens = ["Yes"] * n
+    a, b = _arm("A", ans, gens), _arm("B", ans, ["No"] * n)
+    groups = {str(i): ("2", "10", "1", "", "x", "33")[i % 6] for i in range(n)}
+    t = slice_table(a, b, groups, by="slice", column="year", n_resamples=100, mde=False)
+    assert [r.group for r in t.rows] == ["1", "2", "10", "33", "x", "(blank)"]
