@@ -130,6 +130,13 @@ def sweep_slices(
             notes.append(f"{where}: not tested ({r.get('status')}), so not split")
         else:
             pairs.append(r)
+    for r in doc.get("sequential") or ():
+        if model is None or r.get("model") == model:
+            notes.append(
+                f"{r.get('task')} · {r.get('model')}: {r.get('a')} vs {r.get('b')}: a "
+                f"sequential comparison, not split: a per-{by} fixed-sample test would ignore "
+                "its looks (the report page gives its tables, marked descriptive)"
+            )
     resamples = n_resamples or _sweep_resamples(rows)
     runs = tracker.sweep_trial_runs(parent_run_id)
     by_arm = {(str(x["task"]), str(x["model"]), str(x["variant"])): x for x in runs}

@@ -71,3 +71,11 @@ def test_a_monte_carlo_comparison_gives_the_sweeps_resamples() -> None:
     # the parent's param wins
     tables = sweep_slices(_Tracker(), "p", doc, _Catalog(), by="slice", n_resamples=500).tables
     assert [t.n_resamples for t in tables] == [500, 500]
+
+
+def test_a_sequential_comparison_is_named_as_not_split() -> None:
+    doc = {"comparisons": [], "sequential": [_row("v1", "v2", p_value=None)]}
+    found = sweep_slices(_Tracker(), "parent", doc, _Catalog(), by="slice", n_resamples=100)
+    assert found.tables == ()
+    (note,) = found.notes
+    assert "v1 vs v2: a sequential comparison, not split" in note
