@@ -45,6 +45,7 @@ ALPHA = 0.05
 PAPER_QUOTE = "LegalBench's slices are not intended for rigorous statistical analysis"
 CLASS_METRIC = "recall (accuracy on the class's rows)"
 BLANK = "(blank)"
+MANY_GROUPS = 20  # more slices than this: the note asks whether the column is a category
 # metrics a class's recall makes sense for: the answer is one of a few labels
 CLASS_METRICS = ("balanced_accuracy", "accuracy", "macro_f1")
 
@@ -250,6 +251,13 @@ def slice_table(
         notes.append(
             f"one answer class in {_listed(one_class, names)}: balanced accuracy there is that "
             "class's recall, as LegalBench's sklearn balanced_accuracy_score gives it"
+        )
+    if by == "slice" and len(names) > MANY_GROUPS:
+        small = sum(r.small for r in out)
+        notes.append(
+            f"{len(names)} slices of {column!r} ({small} small): each is tested and counted in "
+            "Holm's family, so few can reach significance; a column of a few categories gives "
+            "larger slices (is this column an identifier or a number?)"
         )
     notes.extend(_exactness(runs, n_resamples))
     notes.append(_clusters_note(c))

@@ -53,3 +53,16 @@ def test_a_numeric_column_is_in_numeric_order_blank_last() -> None:
     groups = {str(i): ("2", "10", "1", "", "x", "33")[i % 6] for i in range(n)}
     t = slice_table(a, b, groups, by="slice", column="year", n_resamples=100, mde=False)
     assert [r.group for r in t.rows] == ["1", "2", "10", "33", "x", "(blank)"]
+
+
+def test_a_column_of_many_values_says_so() -> None:
+    n = 44
+    ans = ["Yes", "No"] * (n // 2)
+    a, b = _arm("A", ans, ["Yes"] * n), _arm("B", ans, ["No"] * n)
+    many = {str(i): str(i // 2) for i in range(n)}  # 22 slices of 2 rows
+    t = slice_table(a, b, many, by="slice", column="id", n_resamples=100, mde=False)
+    assert len(t.rows) == 22 and t.correction == "Holm over the 22 slices of this comparison"
+    assert any(x.startswith("22 slices of 'id' (22 small)") for x in t.notes)
+    few = {str(i): str(i % 4) for i in range(n)}
+    t = slice_table(a, b, few, by="slice", column="c", n_resamples=100, mde=False)
+    assert not any("slices of" in x for x in t.notes)
