@@ -40,7 +40,28 @@ at n = 100, stated in each interval's note; flagged only below 0.93). A 0.2 effe
 slice is found (Holm) in 2-5% of 14-row slices, 11-27% of 30-row and 62-94% of 100-row
 ones: slices are small, which the table's `small` mark and MDE say.
 
+Repeated texts and accuracies near the ceiling (`--cluster 3`: every text under 3 row
+indices, one prompt hash, so 10 or 33 units per slice; 400 reps per cell, seed 34; review of
+issue 34, 2026-12-06):
+
+       n   acc |  FWER p<=.05 p<=.10 p<=.50  cov0 |   pow   raw FWER2  covE | armcov
+      30  0.80 | 0.000  0.001  0.007  0.260 0.999 | 0.010 0.037 0.000 0.993 |  0.967
+      30  0.95 | 0.000  0.000  0.000  0.115 1.000 | 0.000 0.005 0.000 0.995 |  0.988
+      30  0.99 | 0.000  0.000  0.000  0.007 1.000 | 0.003 0.005 0.000 1.000 |  0.996
+      99  0.80 | 0.028  0.022  0.058  0.335 0.952 | 0.168 0.318 0.018 0.932 |  0.952
+      99  0.95 | 0.000  0.003  0.012  0.264 0.997 | 0.297 0.477 0.000 0.960 |  0.977
+      99  0.99 | 0.000  0.000  0.000  0.067 1.000 | 0.443 0.620 0.000 0.965 |  0.957
+    (distinct rows, `--ns 100 --accs 0.97 0.99`)
+     100  0.97 | 0.007  0.008  0.021  0.279 0.989 | 0.983 0.993 0.000 0.953 |  0.969
+     100  0.99 | 0.000  0.000  0.003  0.212 1.000 | 0.993 1.000 0.000 0.938 |  0.982
+
+Swapping whole clusters keeps the family-wise error at or below 0.028 and the null interval's
+coverage at 0.95-1.00; a slice of 30 rows in 10 texts has almost no power (1% for a 0.2
+effect), which its small mark and MDE say. Near the ceiling the test is conservative (few
+discordant units); the effect interval covers 0.93-1.00.
+
     nice -n 10 .venv/bin/python benchmarks/slices_size.py            # 500 reps per cell
+    nice -n 10 .venv/bin/python benchmarks/slices_size.py --cluster 3 --ns 30 99 --reps 400
     nice -n 10 .venv/bin/python benchmarks/slices_size.py --reps 2000
 """
 
