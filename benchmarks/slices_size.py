@@ -61,7 +61,8 @@ effect), which its small mark and MDE say. Near the ceiling the test is conserva
 discordant units); the effect interval covers 0.93-1.00.
 
     nice -n 10 .venv/bin/python benchmarks/slices_size.py            # 500 reps per cell
-    nice -n 10 .venv/bin/python benchmarks/slices_size.py --cluster 3 --ns 30 99 --reps 400
+    nice -n 10 .venv/bin/python benchmarks/slices_size.py --cluster 3 --ns 30 99 \\
+        --accs 0.8 0.95 0.99 --reps 400
     nice -n 10 .venv/bin/python benchmarks/slices_size.py --reps 2000
 """
 
