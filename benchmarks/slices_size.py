@@ -40,7 +40,29 @@ at n = 100, stated in each interval's note; flagged only below 0.93). A 0.2 effe
 slice is found (Holm) in 2-5% of 14-row slices, 11-27% of 30-row and 62-94% of 100-row
 ones: slices are small, which the table's `small` mark and MDE say.
 
+Repeated texts and accuracies near the ceiling (`--cluster 3`: every text under 3 row
+indices, one prompt hash, so 10 or 33 units per slice; 400 reps per cell, seed 34; review of
+issue 34, 2026-12-06):
+
+       n   acc |  FWER p<=.05 p<=.10 p<=.50  cov0 |   pow   raw FWER2  covE | armcov
+      30  0.80 | 0.000  0.001  0.007  0.260 0.999 | 0.010 0.037 0.000 0.993 |  0.967
+      30  0.95 | 0.000  0.000  0.000  0.115 1.000 | 0.000 0.005 0.000 0.995 |  0.988
+      30  0.99 | 0.000  0.000  0.000  0.007 1.000 | 0.003 0.005 0.000 1.000 |  0.996
+      99  0.80 | 0.028  0.022  0.058  0.335 0.952 | 0.168 0.318 0.018 0.932 |  0.952
+      99  0.95 | 0.000  0.003  0.012  0.264 0.997 | 0.297 0.477 0.000 0.960 |  0.977
+      99  0.99 | 0.000  0.000  0.000  0.067 1.000 | 0.443 0.620 0.000 0.965 |  0.957
+    (distinct rows, `--ns 100 --accs 0.97 0.99`)
+     100  0.97 | 0.007  0.008  0.021  0.279 0.989 | 0.983 0.993 0.000 0.953 |  0.969
+     100  0.99 | 0.000  0.000  0.003  0.212 1.000 | 0.993 1.000 0.000 0.938 |  0.982
+
+Swapping whole clusters keeps the family-wise error at or below 0.028 and the null interval's
+coverage at 0.95-1.00; a slice of 30 rows in 10 texts has almost no power (1% for a 0.2
+effect), which its small mark and MDE say. Near the ceiling the test is conservative (few
+discordant units); the effect interval covers 0.93-1.00.
+
     nice -n 10 .venv/bin/python benchmarks/slices_size.py            # 500 reps per cell
+    nice -n 10 .venv/bin/python benchmarks/slices_size.py --cluster 3 --ns 30 99 \\
+        --accs 0.8 0.95 0.99 --reps 400
     nice -n 10 .venv/bin/python benchmarks/slices_size.py --reps 2000
 """
 
@@ -64,37 +86,44 @@ N_RESAMPLES = 1000  # a sweep spec's default
 
 
 def _arms(
-    rng: np.random.Generator, n: int, acc_a: list[float], acc_b: list[float]
+    rng: np.random.Generator, n: int, acc_a: list[float], acc_b: list[float], cluster: int = 1
 ) -> tuple[TrialRecord, TrialRecord, dict[str, str]]:
+    """K slices of n rows; with `cluster` > 1, each text repeated under `cluster` row indices
+    (one prompt hash, one answer per arm, as a temperature-0 model answers a repeated text)."""
     idx: list[str] = []
     groups: dict[str, str] = {}
     ans: list[str] = []
     ga: list[str] = []
     gb: list[str] = []
+    hashes: list[str] = []
     for s in range(K):
-        for _ in range(n):
-            i = str(len(idx))
-            idx.append(i)
-            groups[i] = f"s{s}"
-            ans.append("Yes")
-            ga.append("Yes" if rng.random() < acc_a[s] else "No")
-            gb.append("Yes" if rng.random() < acc_b[s] else "No")
+        for t in range(n // cluster):
+            right_a, right_b = rng.random() < acc_a[s], rng.random() < acc_b[s]
+            for _ in range(cluster):
+                i = str(len(idx))
+                idx.append(i)
+                groups[i] = f"s{s}"
+                ans.append("Yes")
+                ga.append("Yes" if right_a else "No")
+                gb.append("Yes" if right_b else "No")
+                hashes.append(f"s{s}t{t}")
 
     def rec(name: str, gens: list[str]) -> TrialRecord:
         score = float(np.mean([g == "Yes" for g in gens]))  # one class: = balanced accuracy
         return TrialRecord.of(name, "balanced_accuracy", idx, ans, gens, score=score,
+                              prompt_hashes=hashes if cluster > 1 else (),
                               task="sim", model="sim")  # fmt: skip
 
     return rec("A", ga), rec("B", gb), groups
 
 
-def _cell(n: int, acc: float, reps: int, seed: int) -> dict[str, float]:
+def _cell(n: int, acc: float, reps: int, seed: int, cluster: int = 1) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     fwer = fwer_eff = power = raw_power = 0
     p05 = p10 = p50 = cover0 = cover_eff = n_null = 0
     for r in range(reps):
         # null
-        a, b, groups = _arms(rng, n, [acc] * K, [acc] * K)
+        a, b, groups = _arms(rng, n, [acc] * K, [acc] * K, cluster)
         t = slice_table(a, b, groups, by="slice", column="slice", n_resamples=N_RESAMPLES,
                         seed=r, mde=False)  # fmt: skip
         fwer += any((x.p_adjusted or 1.0) <= 0.05 for x in t.rows)
@@ -104,7 +133,7 @@ def _cell(n: int, acc: float, reps: int, seed: int) -> dict[str, float]:
             cover0 += (x.ci_low or 0.0) <= 0.0 <= (x.ci_high or 0.0)
             n_null += 1
         # effect in slice s0
-        a, b, groups = _arms(rng, n, [acc] * K, [acc - EFFECT, acc, acc])
+        a, b, groups = _arms(rng, n, [acc] * K, [acc - EFFECT, acc, acc], cluster)
         t = slice_table(a, b, groups, by="slice", column="slice", n_resamples=N_RESAMPLES,
                         seed=r, mde=False)  # fmt: skip
         first, *rest = t.rows
@@ -122,18 +151,21 @@ def _cell(n: int, acc: float, reps: int, seed: int) -> dict[str, float]:
         "power_raw": raw_power / reps,
         "fwer_others": fwer_eff / reps,
         "cover_diff_eff": cover_eff / reps,
-        "cover_arm_exact": _arm_coverage(n, acc),
+        "cover_arm_exact": _arm_coverage(n, acc, cluster),
     }
 
 
-def _arm_coverage(n: int, acc: float) -> float:
-    """Exact coverage of one arm's 95% interval (one class, distinct rows)."""
+def _arm_coverage(n: int, acc: float, cluster: int = 1) -> float:
+    """Exact coverage of one arm's 95% interval (one class; n // cluster distinct texts of
+    `cluster` rows each: the hits come in whole clusters)."""
+    m = n // cluster
+    ids = np.repeat(np.arange(m), cluster)
     total = 0.0
-    for h in range(n + 1):
-        y = ["Yes"] * n
-        pred = ["Yes"] * h + ["No"] * (n - h)
-        ci = metric_interval(y, pred, None, metric="balanced_accuracy", seed=0)
-        total += float(binom.pmf(h, n, acc)) * (ci.low <= acc <= ci.high)
+    for h in range(m + 1):
+        y = ["Yes"] * (m * cluster)
+        pred = ["Yes"] * (h * cluster) + ["No"] * ((m - h) * cluster)
+        ci = metric_interval(y, pred, None, metric="balanced_accuracy", clusters=ids, seed=0)
+        total += float(binom.pmf(h, m, acc)) * (ci.low <= acc <= ci.high)
     return total
 
 
@@ -141,6 +173,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=34)
+    ap.add_argument(
+        "--cluster",
+        type=int,
+        default=1,
+        help="rows per repeated text (one prompt hash, one answer per arm)",
+    )
+    ap.add_argument("--ns", type=int, nargs="+", default=list(NS), help="rows per slice")
+    ap.add_argument("--accs", type=float, nargs="+", default=list(ACCS), help="accuracies")
     args = ap.parse_args()
     started = time.time()
     head = (
@@ -148,12 +188,13 @@ def main() -> None:
         f"{'cov0':>5} | {'pow':>5} {'raw':>5} {'FWER2':>5} {'covE':>5} | {'armcov':>6}"
     )
     print(f"slice_table: K={K} slices of n rows, {args.reps} reps per cell, "
-          f"{N_RESAMPLES} resamples, effect {EFFECT} in one slice")  # fmt: skip
+          f"{N_RESAMPLES} resamples, effect {EFFECT} in one slice, "
+          f"{args.cluster} row(s) per text")  # fmt: skip
     print(head)
     print("-" * len(head))
-    for n in NS:
-        for acc in ACCS:
-            c = _cell(n, acc, args.reps, args.seed + 1000 * n + int(acc * 100))
+    for n in args.ns:
+        for acc in args.accs:
+            c = _cell(n, acc, args.reps, args.seed + 1000 * n + int(acc * 100), args.cluster)
             print(
                 f"{n:>4} {acc:>5.2f} | {c['fwer']:>5.3f} {c['p05']:>6.3f} {c['p10']:>6.3f} "
                 f"{c['p50']:>6.3f} {c['cover_diff0']:>5.3f} | {c['power_holm']:>5.3f} "

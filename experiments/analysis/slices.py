@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from experiments.analysis import power, stats
-from experiments.analysis.align import same_rows, stat_inputs
+from experiments.analysis.align import row_order, same_rows, stat_inputs
 from experiments.analysis.clusters import Clustering, factorize
 from experiments.analysis.compare import ClusterBy, clustering, interval
 from experiments.metrics import base_metric, normalize
@@ -45,6 +45,7 @@ ALPHA = 0.05
 PAPER_QUOTE = "LegalBench's slices are not intended for rigorous statistical analysis"
 CLASS_METRIC = "recall (accuracy on the class's rows)"
 BLANK = "(blank)"
+MANY_GROUPS = 20  # more slices than this: the note asks whether the column is a category
 # metrics a class's recall makes sense for: the answer is one of a few labels
 CLASS_METRICS = ("balanced_accuracy", "accuracy", "macro_f1")
 
@@ -128,8 +129,10 @@ def small_note(n: int, mde: float | None, simulated: bool = True) -> str:
     return f"{head}; MDE at 80% power {mde:.2f}"
 
 
-def _order(group: str) -> tuple[int, str]:
-    return (1, group) if group == BLANK else (0, group)
+def _order(group: str) -> tuple[int, tuple[int, int, str]]:
+    """Numbers in numeric order (a user's --column of years or counts: 2 before 10), then
+    the other values, then the blank group."""
+    return (1, (0, 0, group)) if group == BLANK else (0, row_order(group))
 
 
 def _groups_of(
@@ -143,6 +146,19 @@ def _groups_of(
             "on this data or point --data-dir at the data it ran on"
         )
     return [str(groups[i]).strip() or BLANK for i in indices]
+
+
+def _classes(keys: Sequence[str], labels: Sequence[str] | None) -> list[str]:
+    """Gold answers as LegalBench's classes: spellings that normalise alike ("Yes", "yes",
+    "Yes.") are one class, as the metric scores them, named by the task's label when one
+    matches, else by its commonest spelling (ties: the first in sorted order)."""
+    named = {normalize(x): str(x) for x in labels or ()}
+    counts: dict[str, dict[str, int]] = {}
+    for k in keys:
+        spellings = counts.setdefault(normalize(k), {})
+        spellings[k] = spellings.get(k, 0) + 1
+    name = {c: named.get(c) or min(sp, key=lambda x: (-sp[x], x)) for c, sp in counts.items()}
+    return [name[normalize(k)] for k in keys]
 
 
 def _metric(by: str, trial_metric: str, where: str) -> tuple[str, str]:
@@ -213,6 +229,8 @@ def slice_table(
         "balanced_accuracy" if by == "class" else sm, answers, list(gens)
     )
     keys = _groups_of(indices, groups, column, where)
+    if by == "class":
+        keys = _classes(keys, labels)
     names = sorted(set(keys), key=_order)
     notes: list[str] = []
     if by == "class" and labels:
@@ -233,6 +251,13 @@ def slice_table(
         notes.append(
             f"one answer class in {_listed(one_class, names)}: balanced accuracy there is that "
             "class's recall, as LegalBench's sklearn balanced_accuracy_score gives it"
+        )
+    if by == "slice" and len(names) > MANY_GROUPS:
+        small = sum(r.small for r in out)
+        notes.append(
+            f"{len(names)} slices of {column!r} ({small} small): each is tested and counted in "
+            "Holm's family, so few can reach significance; a column of a few categories gives "
+            "larger slices (is this column an identifier or a number?)"
         )
     notes.extend(_exactness(runs, n_resamples))
     notes.append(_clusters_note(c))

@@ -168,6 +168,8 @@ def build_import_report(
         ui_base=ui_base,
         notes=notes,
         created=created,
+        # the slice tables score what the comparisons scored, not the texts shown
+        scored=arms.records,
     )
 
 

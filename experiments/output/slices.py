@@ -36,6 +36,12 @@ def _ci(low: Any, high: Any) -> str:
     return f"[{low:+.2f}, {high:+.2f}]"
 
 
+def _p(x: Any) -> str:
+    """A p-value in the table's 3 decimals; one below 0.0005 as "<.001", never "0.000" (no
+    permutation p is 0)."""
+    return "-" if x is None else "<.001" if x < 0.0005 else f"{x:.3f}"
+
+
 def _signed(x: Any) -> str:
     return "-" if x is None else f"{x:+.3f}"
 
@@ -60,8 +66,8 @@ def slice_table_text(t: Mapping[str, Any]) -> str:
         lines.append(
             f"  {name:<{width}} {r['n']:>5} {_f(r['score_a'], '.3f'):>6} "
             f"{_f(r['score_b'], '.3f'):>6} {_signed(r['diff']):>7} "
-            f"{_ci(r['ci_low'], r['ci_high']):<16} {_f(r['p_value'], '.3f'):>6} "
-            f"{_f(r['p_adjusted'], '.3f'):>7} {_f(r['mde_80'], '.2f'):>5}"
+            f"{_ci(r['ci_low'], r['ci_high']):<16} {_p(r['p_value']):>6} "
+            f"{_p(r['p_adjusted']):>7} {_f(r['mde_80'], '.2f'):>5}"
             + ("  small" if r.get("small") else "")
         )
     if not rows:

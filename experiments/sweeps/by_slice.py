@@ -17,6 +17,7 @@ from experiments.analysis.slices import SliceError, SliceTable, slice_table
 from experiments.trials.record import Prediction, TrialRecord, TrialStatus
 
 DEFAULT_COLUMN = "slice"
+DEFAULT_RESAMPLES = 1000  # a sweep spec's default n_resamples (`sweeps.spec`)
 
 
 class _Tracker(Protocol):
@@ -51,6 +52,14 @@ def cluster_rule(clustered_by: str | None) -> str:
     "column:<name>+prompt" as `clusters.union` names it)."""
     how = clustered_by or "prompt"
     return how.split("+", 1)[0] if how.startswith("column:") else how
+
+
+def _sweep_resamples(rows: Sequence[Mapping[str, Any]]) -> int:
+    """The sweep's resamples without its parent's param: a Monte Carlo comparison's count
+    (an exact one's is its 2^d swap patterns, e.g. 4, never the sweep's), else the default."""
+    sampled = [int(r["n_resamples"]) for r in rows if r.get("exact") is False
+               and r.get("n_resamples") and r.get("k") is None]  # fmt: skip
+    return max(sampled, default=DEFAULT_RESAMPLES)
 
 
 def _data_rows(catalog: _Catalog, task: str, split: str) -> list[dict[str, str]]:
@@ -103,7 +112,7 @@ def sweep_slices(
 ) -> SliceReport:
     """Every tested fixed pair of the sweep run (one model's with `model`), by slice of
     `column` (default "slice") or by class (gold answer), with the sweep's `n_resamples`
-    (its parent's param; a comparison row's own count is the patterns an exact test ran)."""
+    (its parent's param; without it, `_sweep_resamples`)."""
     if by not in ("slice", "class"):
         raise SliceError(f"--by must be slice or class, not {by!r}")
     col = (column or DEFAULT_COLUMN) if by == "slice" else "answer"
@@ -121,6 +130,14 @@ def sweep_slices(
             notes.append(f"{where}: not tested ({r.get('status')}), so not split")
         else:
             pairs.append(r)
+    for r in doc.get("sequential") or ():
+        if model is None or r.get("model") == model:
+            notes.append(
+                f"{r.get('task')} · {r.get('model')}: {r.get('a')} vs {r.get('b')}: a "
+                f"sequential comparison, not split: a per-{by} fixed-sample test would ignore "
+                "its looks (the report page gives its tables, marked descriptive)"
+            )
+    resamples = n_resamples or _sweep_resamples(rows)
     runs = tracker.sweep_trial_runs(parent_run_id)
     by_arm = {(str(x["task"]), str(x["model"]), str(x["variant"])): x for x in runs}
     records: dict[tuple[str, str, str], TrialRecord] = {}
@@ -165,7 +182,7 @@ def sweep_slices(
                 groups,
                 by=by,
                 column=col,
-                n_resamples=n_resamples or int(r.get("n_resamples") or 1000),
+                n_resamples=resamples,
                 labels=labels,
                 cluster_by=rule,
                 cluster_column=cluster_column,

@@ -107,6 +107,7 @@ def build_report(
     created: str | None = None,
     cap: int = ROWS_CAP,
     tables_cap: int = TABLES_CAP,
+    scored: Sequence[TrialRecord] | None = None,
 ) -> ReportDoc:
     """The report of these trials and comparisons (see the module doc).
 
@@ -118,18 +119,25 @@ def build_report(
     called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
     value) and the comparison's peers (every arm of its task and model), for the first
     `tables_cap` comparisons (a note says so when there are more: the page of a 20-variant
-    all-pairs sweep would otherwise cost minutes of tests).
+    all-pairs sweep would otherwise cost minutes of tests). `scored`: the records as the
+    comparisons scored them, when `records` show other texts (an import scored on its
+    source's correctness shows the raw outputs, which the metric would score otherwise);
+    the tables are computed from these, grouped by the shown gold answers.
     """
     src = sources or Sources({}, {}, {})
     by_arm = _arms(records)
     tables = None
     if slice_tables is not None:
-        arms = [by_arm[k] for k in sorted(by_arm)]  # one record per variant, as compared
-        tables = _Tables(slice_tables, n_resamples, cluster_by, cluster_columns or {}, arms)
+        by_scored = _arms(scored) if scored is not None else by_arm
+        arms = [by_scored[k] for k in sorted(by_scored)]  # one record per variant, as compared
+        tables = _Tables(
+            slice_tables, n_resamples, cluster_by, cluster_columns or {}, arms, by_scored
+        )
     notes_out = list(notes)
     pairs = [(c, "") for c in comparisons] + [(s, "sequential ") for s in sequential]
     samples: list[SampleComparison] = []
     shown: dict[str, set[str]] = {}
+    seq_said = False  # the note on a sequential comparison's tables, once
     columns = {t: _input_columns(t, records, src) for t in sorted({r.task for r in records})}
     for row, what in pairs:
         task, model = str(row.get("task") or ""), str(row.get("model") or "")
@@ -139,6 +147,20 @@ def build_report(
             continue  # an untested best/worst row, or an arm that did not run: no rows
         key = f"c{len(samples) + 1}"
         mine = tables if len(samples) < tables_cap else None
+        if mine is not None and row.get("k") is not None:
+            mine = None  # as `sweeps.by_slice`: a per-group test of a post-selected pair
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b}: best and worst are chosen after seeing "
+                "the scores; a per-slice or per-class test of that pair would be "
+                "post-selection, so none is given"
+            )
+        elif mine is not None and what and not seq_said:
+            seq_said = True
+            notes_out.append(
+                "per-slice and per-class tests of a sequential comparison are fixed-sample "
+                "tests on the rows it ran before it stopped: they do not account for its looks "
+                "(a stop decided by the whole comparison), so read them as descriptive"
+            )
         sample = _comparison(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
         )  # fmt: skip
@@ -410,6 +432,9 @@ class _Tables:
     cluster_by: str
     cluster_columns: Mapping[str, dict[str, str]]
     records: Sequence[TrialRecord]
+    # (task, model, variant) -> the record as the comparison scored it, where the shown one
+    # differs (an import's: the source's raw outputs shown, its correctness scored)
+    scored: Mapping[tuple[str, str, str], TrialRecord]
 
     def of(
         self,
@@ -422,6 +447,9 @@ class _Tables:
     ) -> tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]]:
         """The comparison's per-slice table (when the task has a slice column) and per-class
         table (a task with labels), as `SliceTable.to_dict()`; none for an incomplete arm."""
+        gold = {p.index: p.answer for p in ra.rows}  # the classes as shown
+        ra = self.scored.get((ra.task, ra.model, ra.variant), ra)
+        rb = self.scored.get((rb.task, rb.model, rb.variant), rb)
         if not (ra.complete and rb.complete):
             return (), ()
         peers = [r for r in self.records if (r.task, r.model) == (ra.task, ra.model)]
@@ -433,14 +461,15 @@ class _Tables:
         }
         slices: tuple[Mapping[str, Any], ...] = ()
         classes: tuple[Mapping[str, Any], ...] = ()
-        groups = {i: str(r[SLICE_COLUMN]) for i, r in data.items() if r.get(SLICE_COLUMN)}
+        # a blank value is the "(blank)" group (`analysis.slices`), as `report --by slice` has it
+        has = any(r.get(SLICE_COLUMN) for r in data.values())
+        groups = {i: str(r.get(SLICE_COLUMN) or "") for i, r in data.items()} if has else {}
         try:
             if groups:
                 t = self.slice_table(ra, rb, groups, by="slice", column=SLICE_COLUMN, **how)
                 slices = (t.to_dict(),)
             labels = prompt.labels if prompt is not None else None
             if labels:
-                gold = {p.index: p.answer for p in ra.rows}
                 t = self.slice_table(
                     ra, rb, gold, by="class", column="answer", labels=list(labels), **how
                 )
