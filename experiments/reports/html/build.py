@@ -95,6 +95,7 @@ def build_report(
     comparisons: Sequence[Mapping[str, Any]],
     sequential: Sequence[Mapping[str, Any]] = (),
     sequential_entries: Sequence[Mapping[str, Any]] | None = None,
+    sequential_rows: Mapping[tuple[str, str, str, str], Sequence[str]] | None = None,
     figures: Mapping[str, bytes] | None = None,
     sources: Sources | None = None,
     ui_base: str | None = None,
@@ -113,7 +114,11 @@ def build_report(
     `comparisons`: the comparisons document's rows as they are (each with task, model, a,
     b; a best_vs_worst row names its best and worst variants); `sequential` its sequential
     rows; `sequential_entries` the page's sequential section when the caller has it
-    (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks.
+    (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks;
+    `sequential_rows` the row indices each sequential comparison's decision is over, by
+    (task, model, a, b): a pair stops on its own while its arms may run on for other pairs,
+    so only those rows are its rows (without them, a row whose arms share more rows than its
+    ``n`` gets a note).
     `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables),
     called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
     value) and the comparison's peers (every arm of its task and model), for the first
@@ -139,9 +144,18 @@ def build_report(
             continue  # an untested best/worst row, or an arm that did not run: no rows
         key = f"c{len(samples) + 1}"
         mine = tables if len(samples) < tables_cap else None
+        within = (sequential_rows or {}).get((task, model, str(a), str(b))) if what else None
         sample = _comparison(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
+            None if within is None else frozenset(within),
         )  # fmt: skip
+        n = row.get("n")
+        if what and within is None and isinstance(n, int) and sample.n_rows != n:
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b}: its rows below are the {sample.n_rows} "
+                f"rows both arms answered, not the {n} its decision is over (which ones is "
+                "not at hand): its counts are not the comparison's"
+            )
         if sample.n_shown < sample.n_disagree:
             notes_out.append(
                 f"{what}{task} · {model} · {a} vs {b}: {sample.n_shown} of its "
@@ -203,6 +217,7 @@ def build_sweep_report(
     experiment_id: str | None,
     n_resamples: int,
     sequential_entries: Sequence[Mapping[str, Any]] | None = None,
+    sequential_rows: Mapping[tuple[str, str, str, str], Sequence[str]] | None = None,
     slice_tables: SliceTables | None = slice_table,
     cluster_by: str = "prompt",
     cluster_columns: Mapping[str, dict[str, str]] | None = None,
@@ -229,6 +244,7 @@ def build_sweep_report(
         comparisons=doc.get("comparisons") or (),
         sequential=doc.get("sequential") or (),
         sequential_entries=sequential_entries,
+        sequential_rows=sequential_rows,
         figures=figures,
         sources=Sources.of_resolved(resolved),
         ui_base=ui_base,
@@ -310,14 +326,16 @@ def _comparison(
     experiment_id: str | None,
     tables: _Tables | None,
     notes: list[str],
+    within: frozenset[str] | None = None,
 ) -> SampleComparison:
-    """One comparison's disagreeing rows (the first `cap` shown), counts and diffs."""
+    """One comparison's disagreeing rows (the first `cap` shown), counts and diffs; `within`:
+    only these rows (a sequential comparison's, up to its stop)."""
     a_rows = {p.index: p for p in ra.rows}
     b_rows = {p.index: p for p in rb.rows}
-    both = sorted(
-        (i for i in a_rows.keys() & b_rows.keys() if _answered(a_rows[i]) and _answered(b_rows[i])),
-        key=row_key,
-    )
+    common = a_rows.keys() & b_rows.keys()
+    if within is not None:
+        common &= within
+    both = sorted((i for i in common if _answered(a_rows[i]) and _answered(b_rows[i])), key=row_key)
     disagree = [i for i in both if _disagree(a_rows[i], b_rows[i])]
     outcomes = {i: _outcome(a_rows[i], b_rows[i]) for i in disagree}
     counts = Counts(*(sum(o == k for o in outcomes.values()) for k in Counts().to_dict()))

@@ -4,10 +4,18 @@ without a sign. Each test states the number a direct computation gives."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from experiments.imports.records import ReadOptions
 from experiments.imports.report import build_import_report
-from experiments.imports.run import Tests, _arms, _verdict, read_all
+from experiments.imports.run import Tests as ImportTests
+from experiments.imports.run import _arms, _verdict, read_all
+from experiments.reports.html.build import build_report
+from experiments.sweeps.html_report import decided_rows
+from promptlib import Catalog
+from tests.experiments.sweeps.test_sequential_looks import _run
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "imports"
 RECORD = {"name": "imp", "import_id": "0" * 64}
@@ -21,7 +29,7 @@ def test_a_rescored_imports_page_counts_the_rows_the_test_counts() -> None:
     trials = read_all(
         "promptfoo", [DATA / "promptfoo" / "results.json"], ReadOptions(task="hearsay")
     )
-    tests = Tests(n_resamples=200, rescore=True)
+    tests = ImportTests(n_resamples=200, rescore=True)
     compared, arms = _arms(trials, tests, {"hearsay"})
     verdict = _verdict(str(RECORD["name"]), arms, tests, None)
     (cmp,) = verdict["comparisons"]
@@ -44,3 +52,43 @@ def test_a_rescored_imports_page_counts_the_rows_the_test_counts() -> None:
     assert shown == {**dict.fromkeys(a_right, "a_right"), **dict.fromkeys(b_right, "b_right")}
     for r in sample["rows"]:
         assert (r["a"]["correct"], r["b"]["correct"]) == (ra[r["index"]], rb[r["index"]])
+
+
+TRIANGLE = (
+    "[[register=plain, register=technical], [register=default, register=technical], "
+    "[register=plain, register=default]]"
+)
+
+
+@pytest.mark.data
+def test_a_sequential_pair_that_stopped_is_shown_on_its_own_rows(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    """plain vs technical stops at 190 rows (B) while both arms run on to 200 for their other
+    pairs: the page counted the 200 rows they share (10 after the stop) as the pair's."""
+    rows, records = _run(
+        tmp_path, catalog, {"register=technical": 0.3, "register=default": 0.15},
+        arms="plain, default, technical", comparisons=TRIANGLE,
+    )  # fmt: skip
+    seq = [r.to_dict() for r in rows]
+    stopped = next(r for r in rows if r.n < min(r.rows_per_arm[x] for x in (r.a, r.b)))  # type: ignore[index]
+    kw: dict[str, Any] = dict(
+        kind="sweep", title="t", name="t", id="x", status="complete", records=records,
+        comparisons=(), sequential=seq, slice_tables=None, created=CREATED,
+    )  # fmt: skip
+    doc = build_report(**kw, sequential_rows=decided_rows(rows)).to_dict()
+    by_variant = {r.variant: {p.index: p for p in r.rows} for r in records}
+    for r, s in zip(rows, doc["samples"], strict=True):
+        assert (s["a"], s["b"]) == (r.a, r.b)
+        assert r.population is not None
+        decided = r.population.order[: r.n]
+        a, b = by_variant[str(r.a)], by_variant[str(r.b)]
+        flips = [(bool(a[i].correct), bool(b[i].correct)) for i in decided]
+        assert s["n_rows"] == r.n
+        assert s["counts"]["a_right"] == sum(x and not y for x, y in flips)
+        assert s["counts"]["b_right"] == sum(y and not x for x, y in flips)
+        assert {x["index"] for x in s["rows"]} <= set(decided)
+    # without the rows (a document read back): the page says its counts are not the pair's
+    doc = build_report(**kw).to_dict()
+    where = f"{stopped.task} · {stopped.model} · {stopped.a} vs {stopped.b}"
+    assert any(n.startswith(f"sequential {where}") and str(stopped.n) in n for n in doc["notes"])
