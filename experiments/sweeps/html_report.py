@@ -30,10 +30,12 @@ UI_BASE = "http://127.0.0.1:5000"  # where `workbench ui` serves MLflow by defau
 
 @dataclass(frozen=True)
 class HtmlReport:
-    """The page (None when it could not be built) and why not."""
+    """The page (None when it could not be built) and why not; `unlogged`: why a page that
+    was built is not on the parent run (its artifact upload failed)."""
 
     page: str | None
     error: str | None = None
+    unlogged: str | None = None
 
 
 def html_report(
