@@ -16,7 +16,7 @@ from experiments.imports.run import _arms, _verdict, read_all
 from experiments.reports.html.build import build_report
 from experiments.sweeps.html_report import decided_rows
 from promptlib import Catalog
-from tests.experiments.reports.test_html_report_sweep import _sweep, smollm2  # noqa: F401
+from tests.experiments.reports.test_html_report_sweep import _sweep
 from tests.experiments.sweeps.test_sequential_looks import _run
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "imports"
@@ -96,11 +96,19 @@ def test_a_sequential_pair_that_stopped_is_shown_on_its_own_rows(
     assert any(n.startswith(f"sequential {where}") and str(stopped.n) in n for n in doc["notes"])
 
 
+@pytest.fixture(scope="module")
+def local_lm() -> Any:
+    pytest.importorskip("llama_cpp", reason="pip install -e '.[local]'")
+    from experiments.llm.gateway import get_model
+
+    return get_model("local/smollm2")
+
+
 @pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.model
 def test_a_page_whose_upload_fails_keeps_the_sweep(
-    catalog: Catalog, tmp_path: Path, smollm2: Any
+    catalog: Catalog, tmp_path: Path, local_lm: Any
 ) -> None:
     """The parent run's index.html upload fails (an artifact store refusing it): the sweep
     raised and its parent was abandoned, though its comparisons were logged and its folder
@@ -112,7 +120,7 @@ def test_a_page_whose_upload_fails_keeps_the_sweep(
         raise TrackingError("logging the sweep's HTML report failed: artifact too large")
 
     with mock.patch.object(Tracker, "log_report_html", refused):
-        result, tracker = _sweep(catalog, tmp_path, smollm2)
+        result, tracker = _sweep(catalog, tmp_path, local_lm)
     assert result.ok and result.report is not None and result.html_error is None
     folder = Path(result.report.report_dir)
     assert (folder / "index.html").is_file() and (folder / "comparisons.json").is_file()
@@ -121,5 +129,5 @@ def test_a_page_whose_upload_fails_keeps_the_sweep(
     line = html_report_line(result.to_dict())
     assert line is not None and "index.html" in line and "not on the parent run" in line
     # the rerun (its parent FINISHED, the comparisons unchanged) logs the page
-    again, _ = _sweep(catalog, tmp_path, smollm2)
+    again, _ = _sweep(catalog, tmp_path, local_lm)
     assert again.html_unlogged is None and tracker.has_report_html(again.parent_run_id)
