@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from experiments.analysis.slices import slice_table
+from experiments.metrics import base_metric, normalize
 from experiments.reports.html.diff import prompt_diff
 from experiments.reports.html.model import (
     INPUT_CHARS,
@@ -35,6 +36,7 @@ from experiments.reports.html.model import (
 from experiments.trials.record import Prediction, SweepStatus, TrialRecord
 from promptlib.templates import placeholders
 
+PARTIAL_CREDIT = ("ssla_f1", "successor_liability_f1")  # a row's credit can be between 0 and 1
 TABLES_CAP = 40  # comparisons given per-slice/per-class tables (each costs ~1-2 s: MDEs)
 SLICE_COLUMN = "slice"  # the LegalBench column naming a row's slice (hearsay, ...)
 INPUT_COLUMN = "text"  # the input column of most tasks, when no template names the columns
@@ -297,11 +299,17 @@ def _answered(p: Prediction) -> bool:
     return p.error is None and p.generation is not None
 
 
-def _disagree(pa: Prediction, pb: Prediction) -> bool:
-    """Correctness differs, or the parsed answers differ while not both right."""
+def _disagree(pa: Prediction, pb: Prediction, texts: bool = False) -> bool:
+    """Correctness differs, or the answers differ while not both right: the parsed answers,
+    or (`texts`: a task whose rows have no parsed answer, e.g. a number or a list) the texts
+    the metric scored, normalised, so two different wrong numbers are a disagreement."""
     if bool(pa.correct) != bool(pb.correct):
         return True
-    return pa.parsed != pb.parsed and not (pa.correct and pb.correct)
+    if pa.correct and pb.correct:
+        return False
+    if texts:
+        return normalize(pa.scored_text) != normalize(pb.scored_text)
+    return pa.parsed != pb.parsed
 
 
 def _outcome(pa: Prediction, pb: Prediction) -> Outcome:
@@ -336,7 +344,9 @@ def _comparison(
     if within is not None:
         common &= within
     both = sorted((i for i in common if _answered(a_rows[i]) and _answered(b_rows[i])), key=row_key)
-    disagree = [i for i in both if _disagree(a_rows[i], b_rows[i])]
+    # no parsed answer in either arm (no labels to parse to): compare the scored texts
+    texts = all(p.parsed is None for p in (*ra.rows, *rb.rows))
+    disagree = [i for i in both if _disagree(a_rows[i], b_rows[i], texts)]
     outcomes = {i: _outcome(a_rows[i], b_rows[i]) for i in disagree}
     counts = Counts(*(sum(o == k for o in outcomes.values()) for k in Counts().to_dict()))
     data = src.task_rows.get(ra.task) or {}
@@ -368,6 +378,11 @@ def _comparison(
             )
         )
     where = f"{ra.task} · {ra.model} · {ra.variant} vs {rb.variant}"
+    if base_metric(ra.metric) in PARTIAL_CREDIT:
+        notes.append(
+            f"{where}: {ra.metric} gives a row partial credit; 'right' is a row with full "
+            "credit, so a row both arms got partly right (with different answers) is 'both wrong'"
+        )
     if failed is not None:
         notes.append(f"{where}: prompts not diffed from the first row that failed ({failed})")
     slices, classes = tables.of(ra, rb, data, pa, where, notes) if tables else ((), ())

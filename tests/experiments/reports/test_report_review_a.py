@@ -13,8 +13,10 @@ from experiments.imports.records import ReadOptions
 from experiments.imports.report import build_import_report
 from experiments.imports.run import Tests as ImportTests
 from experiments.imports.run import _arms, _verdict, read_all
+from experiments.metrics import row_correct
 from experiments.reports.html.build import build_report
 from experiments.sweeps.html_report import decided_rows
+from experiments.trials.record import Prediction, TrialRecord, TrialStatus
 from promptlib import Catalog
 from tests.experiments.reports.test_html_report_sweep import _sweep
 from tests.experiments.sweeps.test_sequential_looks import _run
@@ -131,3 +133,56 @@ def test_a_page_whose_upload_fails_keeps_the_sweep(
     # the rerun (its parent FINISHED, the comparisons unchanged) logs the page
     again, _ = _sweep(catalog, tmp_path, local_lm)
     assert again.html_unlogged is None and tracker.has_report_html(again.parent_run_id)
+
+
+def _numeric(variant: str, said: list[str], gold: list[str], metric: str) -> TrialRecord:
+    rows = tuple(
+        Prediction(
+            index=str(i),
+            prompt_hash="",
+            answer=g,
+            generation=out,
+            parsed=None,
+            correct=row_correct(metric, out, g),
+        )
+        for i, (out, g) in enumerate(zip(said, gold, strict=True))
+    )
+    return TrialRecord(
+        task="sara_numeric", model="m", variant=variant, metric=metric,
+        status=TrialStatus.COMPLETE, score=0.5, rows=rows, trial_id=f"t-{variant}",
+    )  # fmt: skip
+
+
+def test_a_task_without_labels_shows_two_different_wrong_answers() -> None:
+    """sara_numeric has no labels: no row has a parsed answer, so two different wrong numbers
+    (parsed None == None) were no disagreement and the page hid them; the same number said
+    twice (up to case and punctuation) still is none."""
+    metric = "sara_numeric_within_10pct"
+    gold = ["$100", "$200", "$300", "$400", "$500"]
+    a = _numeric("a", ["$100", "$999", "$5", "$1", "$10"], gold, metric)
+    b = _numeric("b", ["$1", "$200", "$7", "$1.", "$10"], gold, metric)
+    comparison = {"task": "sara_numeric", "model": "m", "a": "a", "b": "b"}
+    doc = build_report(
+        kind="sweep", title="t", name="t", id="x", status="complete", records=[a, b],
+        comparisons=[comparison], slice_tables=None, created=CREATED,
+    ).to_dict()  # fmt: skip
+    (s,) = doc["samples"]
+    assert {r["index"]: r["outcome"] for r in s["rows"]} == {
+        "0": "a_right", "1": "b_right", "2": "both_wrong",
+    }  # fmt: skip
+    assert s["counts"] == {"a_right": 1, "b_right": 1, "both_wrong": 1}
+
+
+def test_a_partial_credit_metric_says_what_right_means() -> None:
+    metric = "successor_liability_f1"
+    gold = ["fraud,express", "continuity"]
+    a = _numeric("a", ["fraud", "continuity"], gold, metric)
+    b = _numeric("b", ["express", "continuity"], gold, metric)
+    doc = build_report(
+        kind="sweep", title="t", name="t", id="x", status="complete", records=[a, b],
+        comparisons=[{"task": "sara_numeric", "model": "m", "a": "a", "b": "b"}],
+        slice_tables=None, created=CREATED,
+    ).to_dict()  # fmt: skip
+    (s,) = doc["samples"]
+    assert [(r["index"], r["outcome"]) for r in s["rows"]] == [("0", "both_wrong")]
+    assert any("partial credit" in n and "'both wrong'" in n for n in doc["notes"])

@@ -406,7 +406,7 @@
     var list = doc.samples || [];
     if (!list.length) return;
     root.appendChild(el("h2", { id: "samples", text: "Rows where A and B disagree" }));
-    root.appendChild(el("p", { class: "muted", text: "Per comparison: the rows where the two arms' correctness or parsed answers differ, " +
+    root.appendChild(el("p", { class: "muted", text: "Per comparison: the rows where the two arms' correctness or parsed answers differ (a task without labels: the texts scored), " +
       PAGE + " to a page. The prompt diff shows what the variant changed (the row's own input is shown as ⟨row input⟩)." }));
     list.forEach(function (s) {
       var section = el("section", { class: "cmp", id: s.key, "data-key": s.key });
