@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from experiments.analysis.slices import slice_table
@@ -151,6 +151,13 @@ def build_report(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
             None if within is None else frozenset(within),
         )  # fmt: skip
+        why = _untested(row, bool(what))
+        if why is not None:
+            sample = replace(sample, untested=why)
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b} has no result ({why}): its rows are "
+                "those both arms answered before it stopped, not a verdict"
+            )
         n = row.get("n")
         if what and within is None and isinstance(n, int) and sample.n_rows != n:
             notes_out.append(
@@ -260,6 +267,15 @@ def build_sweep_report(
         cap=cap,
         tables_cap=tables_cap,
     )
+
+
+def _untested(row: Mapping[str, Any], sequential: bool) -> str | None:
+    """Why a comparison row has no result (None: it has one): a fixed pair not tested (an
+    arm incomplete: its status says why), a sequential one a failed row stopped."""
+    status = row.get("status")
+    if sequential:
+        return None if row.get("decision") is not None else str(status or "stopped")
+    return None if status == "tested" else str(status or "not tested")
 
 
 def _arms(records: Sequence[TrialRecord]) -> dict[tuple[str, str, str], TrialRecord]:

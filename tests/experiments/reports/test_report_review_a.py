@@ -186,3 +186,51 @@ def test_a_partial_credit_metric_says_what_right_means() -> None:
     (s,) = doc["samples"]
     assert [(r["index"], r["outcome"]) for r in s["rows"]] == [("0", "both_wrong")]
     assert any("partial credit" in n and "'both wrong'" in n for n in doc["notes"])
+
+
+def _labelled(variant: str, said: list[str | None], gold: list[str]) -> TrialRecord:
+    rows = tuple(
+        Prediction(
+            index=str(i),
+            prompt_hash="",
+            answer=g,
+            generation=out,
+            parsed=out,
+            correct=None if out is None else out == g,
+            error="boom" if out is None else None,
+        )
+        for i, (out, g) in enumerate(zip(said, gold, strict=True))
+    )
+    errors = sum(out is None for out in said)
+    return TrialRecord(
+        task="hearsay", model="m", variant=variant, metric="balanced_accuracy",
+        status=TrialStatus.of(len(said), errors), score=None if errors else 0.5, rows=rows,
+        trial_id=f"t-{variant}",
+    )  # fmt: skip
+
+
+def test_an_untested_comparisons_rows_say_they_are_no_result() -> None:
+    """An arm with a failed row: the comparison is not tested, yet its section showed its
+    answered rows' counts (A right 1 / B right 1 ...) like any tested pair's."""
+    gold = ["Yes", "No", "Yes", "No"]
+    a = _labelled("a", ["Yes", "Yes", None, "No"], gold)
+    b = _labelled("b", ["No", "No", "Yes", "No"], gold)
+    status = "a incomplete (1 of 4 rows failed)"
+    fixed = {"task": "hearsay", "model": "m", "a": "a", "b": "b", "status": status}
+    doc = build_report(
+        kind="sweep", title="t", name="t", id="x", status="incomplete", records=[a, b],
+        comparisons=[fixed, {**fixed, "a": "b", "b": "a", "status": "tested"}],
+        slice_tables=None, created=CREATED,
+    ).to_dict()  # fmt: skip
+    untested, tested = doc["samples"]
+    assert untested["untested"] == status and tested["untested"] is None
+    assert untested["n_rows"] == 3 and untested["counts"]["a_right"] == 1
+    assert any("has no result" in n and status in n for n in doc["notes"])
+    # a sequential comparison a failed row stopped (no decision) is no result either
+    seq = {"task": "hearsay", "model": "m", "a": "a", "b": "b", "decision": None,
+           "status": "stopped: a row failed", "n": 3}  # fmt: skip
+    doc = build_report(
+        kind="sweep", title="t", name="t", id="x", status="incomplete", records=[a, b],
+        comparisons=(), sequential=[seq], slice_tables=None, created=CREATED,
+    ).to_dict()  # fmt: skip
+    assert doc["samples"][0]["untested"] == "stopped: a row failed"

@@ -414,6 +414,10 @@
       section.appendChild(el("h3", null, s.task + " · " + s.model + ": ",
         el("span", { class: "arm-title", style: "color: var(--a)", text: s.a }), " vs ",
         el("span", { class: "arm-title", style: "color: var(--b)", text: s.b })));
+      if (s.untested) {
+        section.appendChild(el("p", { class: "cap-note", "data-untested": "1",
+          text: "no result (" + s.untested + "): these are the rows both arms answered before it stopped, not a verdict" }));
+      }
       var c = s.counts || {};
       section.appendChild(el("p", { class: "counts" },
         el("b", { class: "a", text: "A right " + (c.a_right || 0) }), " / ",
