@@ -14,6 +14,7 @@ from experiments.imports.report import build_import_report
 from experiments.imports.run import Tests as ImportTests
 from experiments.imports.run import _arms, _verdict, read_all
 from experiments.metrics import row_correct
+from experiments.reports.folders import INDEX, latest_id, write_run
 from experiments.reports.html.build import build_report
 from experiments.sweeps.html_report import decided_rows
 from experiments.trials.record import Prediction, TrialRecord, TrialStatus
@@ -234,3 +235,20 @@ def test_an_untested_comparisons_rows_say_they_are_no_result() -> None:
         comparisons=(), sequential=[seq], slice_tables=None, created=CREATED,
     ).to_dict()  # fmt: skip
     assert doc["samples"][0]["untested"] == "stopped: a row failed"
+
+
+def test_the_sweep_page_never_opens_an_earlier_runs_report_as_the_latest(tmp_path: Path) -> None:
+    """Run A wrote a page; run B's page could not be built: reports/<sweep>/index.html went
+    on opening A's report as "the latest report" while `latest` pointed at B."""
+    a, b = "a" * 64, "b" * 64
+    write_run(tmp_path, "demo", a, {"comparisons.json": "{}", INDEX: "<p>A</p>"})
+    write_run(tmp_path, "demo", b, {"comparisons.json": "{}"})
+    assert latest_id(tmp_path / "demo") == b
+    page = (tmp_path / "demo" / INDEX).read_text(encoding="utf-8")
+    assert "http-equiv" not in page and "Opening the latest" not in page
+    assert f'<a href="{b}/"><code>{b[:12]}</code></a>, has no HTML report' in page
+    assert f'<a href="{a}/index.html">' in page  # the earlier report, listed as such
+    # and a later page opens again
+    c = "c" * 64
+    write_run(tmp_path, "demo", c, {"comparisons.json": "{}", INDEX: "<p>C</p>"})
+    assert f'content="0; url={c}/index.html"' in (tmp_path / "demo" / INDEX).read_text()
