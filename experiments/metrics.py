@@ -263,6 +263,15 @@ for _name, _fn in list(METRICS.items()):  # the same functions, on parsed conclu
     METRICS[RULE_CONCLUSION + _name] = _fn
 
 
+def row_correct(metric: str, generation: str, answer: str) -> bool:
+    """Whether one row is right under `metric` (its whole credit: an F1 row partly right is
+    not): what a trial marks each row with, and what a page of rows recomputes where a record
+    carries no per-row correctness (an import rescored from its predictions)."""
+    if metric == "balanced_accuracy":
+        return same_label(generation, answer)
+    return METRICS[metric]([generation], [answer]) == 1.0
+
+
 def official_metric(task: str, definition: Definition = "code") -> str:
     """The metric name for a task; `definition="paper"` picks the paper's where they differ."""
     if definition == "paper" and task == "successor_liability":

@@ -24,6 +24,7 @@ from typing import Any
 from experiments.imports.arms import NO_TASK, Arms
 from experiments.imports.identity import TEXTS_SPLIT
 from experiments.imports.records import ImportedRow, ImportedTrial
+from experiments.metrics import METRICS, base_metric, row_correct
 from experiments.reports.folders import ReportFolder, write_run
 from experiments.reports.html.build import INPUT_COLUMN, Sources, build_report
 from experiments.reports.html.model import ReportDoc
@@ -82,7 +83,9 @@ def _arm_record(
     rec: TrialRecord, rows: Mapping[str, ImportedRow]
 ) -> tuple[TrialRecord, dict[str, str]]:
     """The compared record with the source's texts for the page (its correctness as the
-    comparisons counted it), and its recorded prompts by row index."""
+    comparisons counted it: the source's 0/1, or, for a rescored arm, whose record keeps no
+    per-row correctness, the official metric's on the row), and its recorded prompts by row
+    index."""
     preds, prompts = [], {}
     for p in rec.rows:
         row = rows[p.index]
@@ -90,6 +93,10 @@ def _arm_record(
         rescored = p.generation == row.prediction and p.answer == row.answer
         scored = row.extra.get("scored_answer")
         parsed = str(scored) if scored is not None else (p.parsed if rescored else None)
+        correct = p.correct
+        metric = base_metric(rec.metric)
+        if correct is None and p.generation is not None and metric in METRICS:  # rescored
+            correct = row_correct(metric, p.generation, p.answer)
         preds.append(
             Prediction(
                 index=p.index,
@@ -97,7 +104,7 @@ def _arm_record(
                 answer=row.answer or "",
                 generation=_output(row) or "",
                 parsed=parsed,
-                correct=p.correct,
+                correct=correct,
             )
         )
         if row.prompt_text is not None:

@@ -81,6 +81,11 @@ def html_report_line(result: dict[str, Any]) -> str | None:
             "are written and logged as usual"
         )
     if result.get("report_dir") and "index.html" in (result.get("report_files") or ()):
+        if result.get("html_unlogged"):
+            return (
+                f"HTML report: {result['report_dir']}/index.html (open it in a browser); not "
+                f"on the parent run ({result['html_unlogged']}): rerun the sweep to log it"
+            )
         return (
             f"HTML report: {result['report_dir']}/index.html (open it in a browser; "
             "also index.html on the parent run)"

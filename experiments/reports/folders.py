@@ -57,7 +57,9 @@ def write_run(
     folder = run_folder(reports_dir, sweep, sweep_id)
     atomic_write_dir(folder, files)
     latest = point_latest(folder.parent, sweep_id)
-    if INDEX in files:
+    # also when this run has no page but an earlier one did: the sweep's page must not go
+    # on opening that earlier run's report as the latest
+    if INDEX in files or (folder.parent / INDEX).is_file():
         write_index(folder.parent, sweep, sweep_id)
     return ReportFolder(folder, tuple(sorted(files)), latest)
 
@@ -76,13 +78,27 @@ def write_index(sweep_dir: Path, sweep: str, latest: str) -> Path:
         what += "" if has else " (no HTML report: comparisons.json and figures)"
         items.append(f'<li><a href="{href}"><code>{i[:12]}</code></a>{html.escape(what)}</li>')
     name = html.escape(sweep)
+    if (sweep_dir / latest / INDEX).is_file():
+        head = f'<meta http-equiv="refresh" content="0; url={latest}/{INDEX}">\n'
+        lead = (
+            f'<p>Opening the latest report of sweep {name}: <a href="{latest}/{INDEX}">'
+            f"<code>{latest[:12]}</code></a></p>\n"
+        )
+    else:  # the latest run's page could not be built: no older run's page stands in for it
+        head = ""
+        lead = (
+            f'<p>The latest run of sweep {name}, <a href="{latest}/"><code>{latest[:12]}'
+            "</code></a>, has no HTML report (its comparisons.json and figures are there); "
+            "the reports below are of earlier runs.</p>\n"
+        )
     page = (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="refresh" content="0; url={latest}/{INDEX}">\n'
-        f"<title>Sweep {name}: reports</title></head>\n<body>\n"
-        f'<p>Opening the latest report of sweep {name}: <a href="{latest}/{INDEX}">'
-        f"<code>{latest[:12]}</code></a></p>\n"
-        f"<h1>Sweep {name}: its runs' reports</h1>\n<ul>\n" + "\n".join(items) + "\n</ul>\n"
+        + head
+        + f"<title>Sweep {name}: reports</title></head>\n<body>\n"
+        + lead
+        + f"<h1>Sweep {name}: its runs' reports</h1>\n<ul>\n"
+        + "\n".join(items)
+        + "\n</ul>\n"
         "</body></html>\n"
     )
     path = sweep_dir / INDEX

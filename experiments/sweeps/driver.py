@@ -45,7 +45,7 @@ from experiments.sweeps.sequential import (
 )
 from experiments.sweeps.sequential_result import SequentialComparison
 from experiments.sweeps.spec import SpecError, SweepSpec
-from experiments.tracking import log_sensitivity, store_errors
+from experiments.tracking import TrackingError, log_sensitivity, store_errors
 from experiments.tracking.generations import mark_unreviewed
 from experiments.trials.record import SweepStatus, TrialRecord, TrialStatus
 from experiments.trials.run import FIRST_ERROR_CHARS, TrialResult
@@ -197,6 +197,8 @@ def run_sweep(
     )
     if page.error is not None:  # the page alone is missing: the comparisons are written
         result = dataclasses.replace(result, html_error=page.error)
+    if page.unlogged is not None:  # written, not on the parent run
+        result = dataclasses.replace(result, html_unlogged=page.unlogged)
     return result if judging is None else dataclasses.replace(result, judge=judging)
 
 
@@ -568,9 +570,14 @@ def _report(
             tracker.log_comparisons(parent.run_id, doc, figures)
             if sens.get("per_task"):
                 log_sensitivity(tracker, parent.run_id, sens, sens_figures)
-        # the page, also on a finished parent whose run predates it (an artifact only)
-        if page.page is not None and (changed or not tracker.has_report_html(parent.run_id)):
-            tracker.log_report_html(parent.run_id, page.page)
+        # the page, also on a finished parent whose run predates it (an artifact only); a
+        # failed upload costs the page's artifact only, not the logged comparisons' sweep
+        if page.page is not None:
+            try:
+                if changed or not tracker.has_report_html(parent.run_id):
+                    tracker.log_report_html(parent.run_id, page.page)
+            except TrackingError as e:
+                page = dataclasses.replace(page, unlogged=str(e))
     finally:  # pyplot keeps every open figure alive: a long-lived driver would pile them up
         import matplotlib.pyplot as plt
 

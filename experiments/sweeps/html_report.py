@@ -30,10 +30,12 @@ UI_BASE = "http://127.0.0.1:5000"  # where `workbench ui` serves MLflow by defau
 
 @dataclass(frozen=True)
 class HtmlReport:
-    """The page (None when it could not be built) and why not."""
+    """The page (None when it could not be built) and why not; `unlogged`: why a page that
+    was built is not on the parent run (its artifact upload failed)."""
 
     page: str | None
     error: str | None = None
+    unlogged: str | None = None
 
 
 def html_report(
@@ -67,12 +69,27 @@ def html_report(
             sequential_entries=(
                 sequential_section(sequential, ordered) if sequential is not None else None
             ),
+            sequential_rows=decided_rows(sequential or ()),
             cluster_by=spec.cluster_by,
             cluster_columns=columns,
         )
         return HtmlReport(render_html(report.to_dict()))
     except Exception as e:  # the comparisons stand without the page: say why it is missing
         return HtmlReport(None, f"{type(e).__name__}: {e}")
+
+
+def decided_rows(
+    rows: Sequence[SequentialComparison],
+) -> dict[tuple[str, str, str, str], tuple[str, ...]]:
+    """Each sequential comparison's rows up to its stop (its ``n`` first planned rows), by
+    (task, model, a, b): a pair that stopped while its arms ran on for other pairs is shown
+    on its own rows, not on all its arms share. Rows read back from a document (no
+    `Population`) are left out (the page says so)."""
+    return {
+        (r.task, r.model, r.a, r.b): r.population.order[: r.n]
+        for r in rows
+        if r.population is not None and r.a is not None and r.b is not None
+    }
 
 
 def _experiment_id(tracker: Tracker, name: str) -> str | None:

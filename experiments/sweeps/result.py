@@ -60,6 +60,8 @@ class SweepResult:
     judge: Any = None
     # why the HTML report (index.html) could not be built; None when it was
     html_error: str | None = None
+    # why the built page is not on the parent run (its upload failed); None when it is
+    html_unlogged: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -100,6 +102,8 @@ class SweepResult:
             out["judge"] = self.judge.to_dict()
         if self.html_error is not None:  # only when the page failed: the files are written
             out["html_error"] = self.html_error
+        if self.html_unlogged is not None:  # only when the upload failed
+            out["html_unlogged"] = self.html_unlogged
         return out
 
 

@@ -21,12 +21,11 @@ from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.calls import calls_stop_on
 from experiments.llm.types import LM, Completion, Decoding, clip
 from experiments.metrics import (
-    METRICS,
     ClassReport,
     class_report,
     is_rule_conclusion,
     parse_label,
-    same_label,
+    row_correct,
     score,
 )
 from experiments.secrets import redact_reply, safe_url
@@ -154,9 +153,7 @@ def _shown_url(url: Any) -> Any:
 
 
 def _correct(metric: str, generation: str, answer: str) -> bool:
-    if metric == "balanced_accuracy":
-        return same_label(generation, answer)
-    return METRICS[metric]([generation], [answer]) == 1.0
+    return row_correct(metric, generation, answer)
 
 
 def run_trial(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from experiments.analysis.slices import slice_table
+from experiments.metrics import base_metric, normalize
 from experiments.reports.html.diff import prompt_diff
 from experiments.reports.html.model import (
     INPUT_CHARS,
@@ -35,6 +36,7 @@ from experiments.reports.html.model import (
 from experiments.trials.record import Prediction, SweepStatus, TrialRecord
 from promptlib.templates import placeholders
 
+PARTIAL_CREDIT = ("ssla_f1", "successor_liability_f1")  # a row's credit can be between 0 and 1
 TABLES_CAP = 40  # comparisons given per-slice/per-class tables (each costs ~1-2 s: MDEs)
 SLICE_COLUMN = "slice"  # the LegalBench column naming a row's slice (hearsay, ...)
 INPUT_COLUMN = "text"  # the input column of most tasks, when no template names the columns
@@ -95,6 +97,7 @@ def build_report(
     comparisons: Sequence[Mapping[str, Any]],
     sequential: Sequence[Mapping[str, Any]] = (),
     sequential_entries: Sequence[Mapping[str, Any]] | None = None,
+    sequential_rows: Mapping[tuple[str, str, str, str], Sequence[str]] | None = None,
     figures: Mapping[str, bytes] | None = None,
     sources: Sources | None = None,
     ui_base: str | None = None,
@@ -114,7 +117,11 @@ def build_report(
     `comparisons`: the comparisons document's rows as they are (each with task, model, a,
     b; a best_vs_worst row names its best and worst variants); `sequential` its sequential
     rows; `sequential_entries` the page's sequential section when the caller has it
-    (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks.
+    (`sweeps.looks.sequential_section`: each row with its looks), else the rows, no looks;
+    `sequential_rows` the row indices each sequential comparison's decision is over, by
+    (task, model, a, b): a pair stops on its own while its arms may run on for other pairs,
+    so only those rows are its rows (without them, a row whose arms share more rows than its
+    ``n`` gets a note).
     `slice_tables`: `analysis.slices.slice_table` (None: no per-slice or per-class tables),
     called with the sweep's clustering (`cluster_by`, `cluster_columns`: task -> row index ->
     value) and the comparison's peers (every arm of its task and model), for the first
@@ -161,9 +168,25 @@ def build_report(
                 "tests on the rows it ran before it stopped: they do not account for its looks "
                 "(a stop decided by the whole comparison), so read them as descriptive"
             )
+        within = (sequential_rows or {}).get((task, model, str(a), str(b))) if what else None
         sample = _comparison(
             key, ra, rb, src, columns.get(task, ()), cap, experiment_id, mine, notes_out,
+            None if within is None else frozenset(within),
         )  # fmt: skip
+        why = _untested(row, bool(what))
+        if why is not None:
+            sample = replace(sample, untested=why)
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b} has no result ({why}): its rows are "
+                "those both arms answered before it stopped, not a verdict"
+            )
+        n = row.get("n")
+        if what and within is None and isinstance(n, int) and sample.n_rows != n:
+            notes_out.append(
+                f"{what}{task} · {model} · {a} vs {b}: its rows below are the {sample.n_rows} "
+                f"rows both arms answered, not the {n} its decision is over (which ones is "
+                "not at hand): its counts are not the comparison's"
+            )
         if sample.n_shown < sample.n_disagree:
             notes_out.append(
                 f"{what}{task} · {model} · {a} vs {b}: {sample.n_shown} of its "
@@ -225,6 +248,7 @@ def build_sweep_report(
     experiment_id: str | None,
     n_resamples: int,
     sequential_entries: Sequence[Mapping[str, Any]] | None = None,
+    sequential_rows: Mapping[tuple[str, str, str, str], Sequence[str]] | None = None,
     slice_tables: SliceTables | None = slice_table,
     cluster_by: str = "prompt",
     cluster_columns: Mapping[str, dict[str, str]] | None = None,
@@ -251,6 +275,7 @@ def build_sweep_report(
         comparisons=doc.get("comparisons") or (),
         sequential=doc.get("sequential") or (),
         sequential_entries=sequential_entries,
+        sequential_rows=sequential_rows,
         figures=figures,
         sources=Sources.of_resolved(resolved),
         ui_base=ui_base,
@@ -264,6 +289,15 @@ def build_sweep_report(
         cap=cap,
         tables_cap=tables_cap,
     )
+
+
+def _untested(row: Mapping[str, Any], sequential: bool) -> str | None:
+    """Why a comparison row has no result (None: it has one): a fixed pair not tested (an
+    arm incomplete: its status says why), a sequential one a failed row stopped."""
+    status = row.get("status")
+    if sequential:
+        return None if row.get("decision") is not None else str(status or "stopped")
+    return None if status == "tested" else str(status or "not tested")
 
 
 def _arms(records: Sequence[TrialRecord]) -> dict[tuple[str, str, str], TrialRecord]:
@@ -303,11 +337,17 @@ def _answered(p: Prediction) -> bool:
     return p.error is None and p.generation is not None
 
 
-def _disagree(pa: Prediction, pb: Prediction) -> bool:
-    """Correctness differs, or the parsed answers differ while not both right."""
+def _disagree(pa: Prediction, pb: Prediction, texts: bool = False) -> bool:
+    """Correctness differs, or the answers differ while not both right: the parsed answers,
+    or (`texts`: a task whose rows have no parsed answer, e.g. a number or a list) the texts
+    the metric scored, normalised, so two different wrong numbers are a disagreement."""
     if bool(pa.correct) != bool(pb.correct):
         return True
-    return pa.parsed != pb.parsed and not (pa.correct and pb.correct)
+    if pa.correct and pb.correct:
+        return False
+    if texts:
+        return normalize(pa.scored_text) != normalize(pb.scored_text)
+    return pa.parsed != pb.parsed
 
 
 def _outcome(pa: Prediction, pb: Prediction) -> Outcome:
@@ -332,15 +372,19 @@ def _comparison(
     experiment_id: str | None,
     tables: _Tables | None,
     notes: list[str],
+    within: frozenset[str] | None = None,
 ) -> SampleComparison:
-    """One comparison's disagreeing rows (the first `cap` shown), counts and diffs."""
+    """One comparison's disagreeing rows (the first `cap` shown), counts and diffs; `within`:
+    only these rows (a sequential comparison's, up to its stop)."""
     a_rows = {p.index: p for p in ra.rows}
     b_rows = {p.index: p for p in rb.rows}
-    both = sorted(
-        (i for i in a_rows.keys() & b_rows.keys() if _answered(a_rows[i]) and _answered(b_rows[i])),
-        key=row_key,
-    )
-    disagree = [i for i in both if _disagree(a_rows[i], b_rows[i])]
+    common = a_rows.keys() & b_rows.keys()
+    if within is not None:
+        common &= within
+    both = sorted((i for i in common if _answered(a_rows[i]) and _answered(b_rows[i])), key=row_key)
+    # no parsed answer in either arm (no labels to parse to): compare the scored texts
+    texts = all(p.parsed is None for p in (*ra.rows, *rb.rows))
+    disagree = [i for i in both if _disagree(a_rows[i], b_rows[i], texts)]
     outcomes = {i: _outcome(a_rows[i], b_rows[i]) for i in disagree}
     counts = Counts(*(sum(o == k for o in outcomes.values()) for k in Counts().to_dict()))
     data = src.task_rows.get(ra.task) or {}
@@ -372,6 +416,11 @@ def _comparison(
             )
         )
     where = f"{ra.task} · {ra.model} · {ra.variant} vs {rb.variant}"
+    if base_metric(ra.metric) in PARTIAL_CREDIT:
+        notes.append(
+            f"{where}: {ra.metric} gives a row partial credit; 'right' is a row with full "
+            "credit, so a row both arms got partly right (with different answers) is 'both wrong'"
+        )
     if failed is not None:
         notes.append(f"{where}: prompts not diffed from the first row that failed ({failed})")
     slices, classes = tables.of(ra, rb, data, pa, where, notes) if tables else ((), ())

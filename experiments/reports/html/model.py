@@ -99,6 +99,7 @@ class SampleComparison:
     rows: tuple[SampleRow, ...]
     slices: tuple[Mapping[str, Any], ...] = ()
     classes: tuple[Mapping[str, Any], ...] = ()
+    untested: str | None = None  # why the comparison has no result (its rows are no verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,7 @@ class SampleComparison:
             "rows": [r.to_dict() for r in self.rows],
             "slices": [dict(s) for s in self.slices],
             "classes": [dict(c) for c in self.classes],
+            "untested": self.untested,
         }
 
 

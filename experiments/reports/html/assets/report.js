@@ -413,7 +413,7 @@
     var list = doc.samples || [];
     if (!list.length) return;
     root.appendChild(el("h2", { id: "samples", text: "Rows where A and B disagree" }));
-    root.appendChild(el("p", { class: "muted", text: "Per comparison: the rows where the two arms' correctness or parsed answers differ, " +
+    root.appendChild(el("p", { class: "muted", text: "Per comparison: the rows where the two arms' correctness or parsed answers differ (a task without labels: the texts scored), " +
       PAGE + " to a page. The prompt diff shows what the variant changed (the row's own input is shown as ⟨row input⟩)." }));
     list.forEach(function (s) {
       var section = el("section", { class: "cmp", id: s.key, "data-key": s.key });
@@ -421,6 +421,10 @@
       section.appendChild(el("h3", null, s.task + " · " + s.model + ": ",
         el("span", { class: "arm-title", style: "color: var(--a)", text: s.a }), " vs ",
         el("span", { class: "arm-title", style: "color: var(--b)", text: s.b })));
+      if (s.untested) {
+        section.appendChild(el("p", { class: "cap-note", "data-untested": "1",
+          text: "no result (" + s.untested + "): these are the rows both arms answered before it stopped, not a verdict" }));
+      }
       var c = s.counts || {};
       section.appendChild(el("p", { class: "counts" },
         el("b", { class: "a", text: "A right " + (c.a_right || 0) }), " / ",
