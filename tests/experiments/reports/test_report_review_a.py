@@ -69,8 +69,8 @@ TRIANGLE = (
 def test_a_sequential_pair_that_stopped_is_shown_on_its_own_rows(
     tmp_path: Path, catalog: Catalog
 ) -> None:
-    """plain vs technical stops at 180 rows (B) while both arms run on to 200 for their other
-    pairs: the page counted the 200 rows they share (20 after the stop) as the pair's."""
+    """plain vs technical stops at 190 rows (B) while both arms run on to 200 for their other
+    pairs: the page counted the 200 rows they share (10 after the stop) as the pair's."""
     rows, records = _run(
         tmp_path, catalog, {"register=technical": 0.3, "register=default": 0.15},
         arms="plain, default, technical", comparisons=TRIANGLE,
