@@ -180,13 +180,12 @@ def for_sequential(row: Mapping[str, Any]) -> Recommendation:
     numbers = ", ".join(x for x in (diff, interval, level) if x)
     if decision in ("A", "B"):
         winner, loser = (a, b) if decision == "A" else (b, a)
-        # the group-sequential test's interval is approximate and may straddle 0 at a rejection;
-        # the anytime sequence's ends are values it rejected, so one may be 0 itself
-        caveat = ""
-        if _includes_zero(low, high) and row.get("method") == "anytime":
-            caveat = "; the interval's end at 0 is a value the sequence rejected (0 is excluded)"
-        elif _includes_zero(low, high):
-            caveat = "; its approximate interval includes 0 (the decision is the test's)"
+        # the group-sequential test's interval is approximate and may straddle 0 at a rejection
+        caveat = (
+            "; its approximate interval includes 0 (the decision is the test's)"
+            if _includes_zero(low, high)
+            else ""
+        )
         line = f"use {winner} over {loser} ({numbers}, {n} rows){caveat}"
         return Recommendation("use", winner, where + line)
     if decision == "equivalent":

@@ -49,8 +49,7 @@ class Look:
 ANYTIME_NOTE = (
     "anytime-valid: each look's interval is the betting confidence sequence there "
     "(intersected over the looks), and all of them hold at once, however often one looked "
-    "and wherever the comparison stopped; its ends are the nearest grid values the sequence "
-    "rejected, so an end at 0 excludes 0"
+    "and wherever the comparison stopped"
 )
 GROUP_NOTE = (
     "group-sequential: each look's interval is the repeated confidence interval at that "

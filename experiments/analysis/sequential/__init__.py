@@ -36,9 +36,7 @@ How the sequence works (`betting`)
   are predictable, so K_t(m) at the true m is a nonnegative martingale started at 1 and,
   by Ville's inequality, P(exists t: K_t(m) >= 1/alpha) <= alpha: the interval holds at
   every look at once, however often one looks and whenever one stops. Ends are rounded
-  outwards to the grid point just outside the accepted set, so the grid only widens; an end
-  is thus a rejected value (the interval is open there), and 0 is excluded when an end is
-  at 0 or beyond it (0 is the grid point m = 1/2, the one the decisions test).
+  outwards to the grid point just outside the accepted set, so the grid only widens.
 - What is covered. The decisions "A" and "B" (0 excluded) are exact under the paired
   permutation test's own null (A's and B's replies exchangeable within each row): every d
   is then symmetric given all before it, so K_t(1/2) is a martingale whatever the rows and

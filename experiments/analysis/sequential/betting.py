@@ -181,8 +181,7 @@ class Betting:
     def look(self) -> tuple[FloatArray, FloatArray]:
         """Update the running intersection; the CS's (lower, upper) on the [-1, 1] scale.
 
-        Each end is the grid point just outside the accepted set, so the grid only widens;
-        an end is a rejected value (so an end at 0 excludes 0: `paired.decide`).
+        Each end is the grid point just outside the accepted set, so the grid only widens.
         """
         self.rejected |= self.log_k >= self.log_level
         accepted = ~self.rejected

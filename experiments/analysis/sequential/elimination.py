@@ -98,8 +98,7 @@ class EliminationCore:
                 sign = core.sign
             else:
                 est, lo, hi = core.look()
-                # the ends are rejected grid values: an end at 0 excludes 0 (`decide`)
-                sign = (lo >= 0.0).astype(np.int64) - (hi <= 0.0).astype(np.int64)
+                sign = (lo > 0.0).astype(np.int64) - (hi < 0.0).astype(np.int64)
             self._store(i, j, both, est, lo, hi)
             self.sgn[both, i, j], self.sgn[both, j, i] = sign[both], -sign[both]
         on = live[:, None] & self.active

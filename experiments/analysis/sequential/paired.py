@@ -50,16 +50,12 @@ class Look:
 def decide(
     lower: FloatArray, upper: FloatArray, done: BoolArray, delta: float | None
 ) -> NDArray[np.int64]:
-    """Decision codes (index into `CODES`) at a look: 0 excluded, inside +-delta, or not.
-
-    The anytime sequence's ends are grid values it rejected (`betting.Betting.look`), so an
-    end at exactly 0 means 0 is rejected: "B" is upper <= 0 and "A" lower >= 0 (with strict
-    inequalities, a sequence that had rejected 0 ran on, to the budget undecided)."""
+    """Decision codes (index into `CODES`) at a look: 0 excluded, inside +-delta, or not."""
     code = np.where(done, 4, 0)
     if delta is not None:
         code = np.where((lower >= -delta) & (upper <= delta), 3, code)
-    code = np.where(upper <= 0.0, 2, code)
-    return np.where(lower >= 0.0, 1, code)
+    code = np.where(upper < 0.0, 2, code)
+    return np.where(lower > 0.0, 1, code)
 
 
 def decide_group(

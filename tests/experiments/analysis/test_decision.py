@@ -469,13 +469,3 @@ def test_an_across_task_test_waiting_for_a_task_is_not_decided() -> None:
            "across_tasks": [r.to_dict() for r in across],
            "incomplete": [{"task": "t3", "model": "m", "variant": "A"}]}  # fmt: skip
     assert decision.lines(old)[-1] == f"decision: {rec.line}"
-
-
-def test_an_anytime_interval_ending_at_zero_is_not_said_to_include_it() -> None:
-    """The anytime sequence's ends are values it rejected: a decision with an end at 0 has
-    excluded 0; only the group design's approximate interval can hold 0 at a rejection."""
-    row = {**SEQ, "decision": "B", "ci_high": 0.0}
-    anytime = for_sequential({**row, "method": "anytime"}).line
-    assert "end at 0 is a value the sequence rejected" in anytime
-    assert "includes 0" not in anytime
-    assert "approximate interval includes 0" in for_sequential({**row, "method": "group"}).line
