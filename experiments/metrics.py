@@ -272,6 +272,31 @@ def row_correct(metric: str, generation: str, answer: str) -> bool:
     return METRICS[metric]([generation], [answer]) == 1.0
 
 
+UNDOCUMENTED_GOLD: dict[str, str] = {
+    "successor_liability_f1": "F1: each a false negative, which no prediction can match",
+    "balanced_accuracy": "balanced accuracy: every answer holding one is a class of its own",
+}
+"""The metrics whose official function scores a multi-label gold answer holding a label no
+local file documents, and how: `evaluate_successor_liability` counts every gold part no
+predicted exception matches as a false negative, and `balanced_accuracy_score` makes every
+distinct answer (the whole comma-joined list) a class. What `workbench score` says in its
+note (`scores_undocumented_gold`)."""
+
+
+def scores_undocumented_gold(metric: str, multi_label: bool) -> str | None:
+    """How the official metric scores a gold label outside the task's documented labels, or
+    None where `workbench score` must refuse it.
+
+    LegalBench's full test splits hold labels no shipped file documents (successor_liability's
+    'implied assumption of liability'), and `evaluation.py` scores them: the metric's domain is
+    what it scores, not the label list. Only multi-label answers are opened: a single-label
+    task's documented labels already number as many as its README's classes (binary, or
+    "N-way": every shipped task), so an extra gold answer there is a file for another task or
+    a typo, and stays refused. Other metrics (a user task's) have a declared label set.
+    """
+    return UNDOCUMENTED_GOLD.get(base_metric(metric)) if multi_label else None
+
+
 def official_metric(task: str, definition: Definition = "code") -> str:
     """The metric name for a task; `definition="paper"` picks the paper's where they differ."""
     if definition == "paper" and task == "successor_liability":

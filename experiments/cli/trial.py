@@ -136,11 +136,15 @@ def score(
     prompts_dir: PromptsDir = None,
     as_json: JSON = False,
 ) -> None:
-    """Score given generations with the task's official LegalBench metric."""
+    """Score given generations with the task's official LegalBench metric.
+
+    A gold label no local file documents is scored as LegalBench's evaluation.py scores it
+    where that metric scores it (successor_liability's exceptions), with a note naming it.
+    """
     # start-up time: the CLI imports a command's modules when it runs
     from experiments.metrics import score as score_fn
-    from experiments.metrics import task_metric
-    from experiments.trials.predictions import read_predictions
+    from experiments.metrics import scores_undocumented_gold, task_metric
+    from experiments.trials.predictions import read_predictions_file
 
     how = DEFINITIONS[definition]
     loaded = _catalog(data_dir, hf, prompts_dir).task(task)  # unknown task -> did you mean
@@ -148,7 +152,9 @@ def score(
     metric = task_metric(loaded, how)  # a user task's own (task.json), else LegalBench's
     labels = spec.labels if spec.is_classification else None
     multi = spec.task_type == "multi-label"
-    gens, answers, lines = read_predictions(predictions, labels, multi_label=multi)
+    undocumented = scores_undocumented_gold(metric, multi) if labels else None
+    read = read_predictions_file(predictions, labels, multi_label=multi, undocumented=undocumented)
+    gens, answers, lines = read.generations, read.answers, read.lines
     try:
         value = score_fn(task, gens, answers, how, metric=metric)
     except (ValueError, TypeError, ArithmeticError) as e:
@@ -162,7 +168,12 @@ def score(
                     f"{predictions}:{n}: cannot score this row for {task} ({row_error})"
                 ) from row_error
         raise WorkbenchError(f"{predictions}: cannot score {task} ({e})") from e
+    notes = [output.undocumented_note(read.undocumented, undocumented or "")]
+    notes = [n for n in notes if n]
     if as_json:
-        typer.echo(output.as_json({"task": task, "metric": metric, "score": value, "n": len(gens)}))
+        payload = {"task": task, "metric": metric, "score": value, "n": len(gens)}
+        typer.echo(output.as_json({**payload, "notes": notes}))
     else:
         typer.echo(output.score_line(task, metric, value, len(gens)))
+        for note in notes:
+            typer.echo(f"note: {note}", err=True)

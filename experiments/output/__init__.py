@@ -68,7 +68,7 @@ from experiments.output.sweeps import (
     sweep_summary,
 )
 from experiments.output.tasks import rendered_prompts, task_list
-from experiments.output.trials import score_line, trial_summary
+from experiments.output.trials import score_line, trial_summary, undocumented_note
 from promptlib.progress import progress_bar  # the CLI's bars, re-exported
 
 __all__ = [
@@ -118,6 +118,7 @@ __all__ = [
     "task_problem",
     "time_warning",
     "trial_summary",
+    "undocumented_note",
     "unreviewed_warning",
     "version_line",
 ]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from experiments.output.common import _f
 from experiments.trials.record import TrialStatus
+
+if TYPE_CHECKING:  # start-up time: the reader imports the metrics (numpy)
+    from experiments.trials.predictions import UndocumentedLabel
 
 
 def trial_summary(s: dict[str, Any]) -> str:
@@ -56,3 +60,18 @@ def trial_summary(s: dict[str, Any]) -> str:
 def score_line(task: str, metric: str, value: float, n: int) -> str:
     """`workbench score`."""
     return f"{task}  {metric} = {value:.4f}  (n={n})"
+
+
+def undocumented_note(found: Sequence[UndocumentedLabel], how: str) -> str:
+    """`workbench score`: the gold labels it scored that no local file documents ("" if
+    none), and how the official metric scored them (`metrics.scores_undocumented_gold`)."""
+    if not found:
+        return ""
+    listed = ", ".join(
+        f"{u.label!r} ({u.rows} row{'s' if u.rows != 1 else ''}, first line {u.first_line})"
+        for u in found
+    )
+    return (
+        "gold answers outside the task's documented labels, scored as LegalBench's "
+        f"evaluation.py scores them ({how}): {listed}"
+    )
