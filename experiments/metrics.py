@@ -80,8 +80,10 @@ def balanced_accuracy(generations: Sequence[str], answers: Sequence[str]) -> flo
     """Mean recall over the answer classes, on normalised exact matches.
 
     Equal to sklearn's `balanced_accuracy_score` on the normalised strings, which is what
-    LegalBench calls (the tests check the two agree); computed here because importing
-    sklearn costs more than a cached trial takes.
+    LegalBench calls, to the last bit: the recalls are averaged in sklearn's order (the
+    classes sorted), as floating-point sums depend on their order (the tests check the two
+    agree exactly). Computed here because importing sklearn costs more than a cached trial
+    takes. A gold answer no local file documents is a class like any other, as in sklearn.
     """
     y_true = [normalize(a) for a in answers]
     y_pred = [normalize(g) for g in generations]
@@ -90,7 +92,7 @@ def balanced_accuracy(generations: Sequence[str], answers: Sequence[str]) -> flo
     hits: dict[str, list[bool]] = {}
     for t, p in zip(y_true, y_pred, strict=True):
         hits.setdefault(t, []).append(bool(p) and p == t)  # `same_label`
-    return float(np.mean([np.mean(v) for v in hits.values()]))
+    return float(np.mean([np.mean(hits[c]) for c in sorted(hits)]))
 
 
 def sara_numeric(generations: Sequence[str], answers: Sequence[str]) -> float:
