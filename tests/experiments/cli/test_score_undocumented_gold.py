@@ -115,6 +115,9 @@ ROWS = [
     ("", f"{UNDOCUMENTED},express agreement"),
     ("piercing the corporate veil", "express agreement"),
     ("mere continuation", "fraudulent conveyance,mere continuation"),
+    # a space after the comma: evaluation.py's F1 splits without stripping, so ' mere
+    # continuation' is matched by no prediction (documented, as normalised, all the same)
+    ("mere continuation", "fraudulent conveyance, mere continuation"),
 ]
 
 
@@ -165,7 +168,7 @@ def test_the_note_is_on_the_console_too(lb_dir: Path, tmp_path: Path) -> None:
     r = _score(lb_dir, f)
     assert r.returncode == 0, r.stderr
     value = _reference("code", ROWS)
-    assert r.stdout == f"successor_liability  balanced_accuracy = {value:.4f}  (n=11)\n"
+    assert r.stdout == f"successor_liability  balanced_accuracy = {value:.4f}  (n=12)\n"
     assert r.stderr.startswith("note: gold answers outside the task's documented labels")
     assert f"{UNDOCUMENTED!r} (6 rows, first line 4)" in r.stderr
 
