@@ -140,7 +140,7 @@ def test_score_json_and_bad_lines(lb_dir: Path, tmp_path: Path) -> None:
     r = workbench("score", "hearsay", str(f), "--json", data_dir=lb_dir)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {
-        "task": "hearsay", "metric": "balanced_accuracy", "score": 0.75, "n": 3,
+        "task": "hearsay", "metric": "balanced_accuracy", "score": 0.75, "n": 3, "notes": [],
     }  # fmt: skip
     f.write_text('{"generation": "Yes", "answer": "Yes"}\n{"generation": "No"}\n')
     bad = workbench("score", "hearsay", str(f), data_dir=lb_dir)
