@@ -30,6 +30,7 @@ from typing import Any, Literal
 from experiments.llm.advice import advise, key_advice, missing_keys
 from experiments.llm.answer_env import settle
 from experiments.llm.backends import backend_class, get_model
+from experiments.llm.batch import batch_cost
 from experiments.llm.calls import (
     _litellm,
     _malformed,
@@ -84,8 +85,10 @@ class LiteLLMModel(RetryingModel):
 
     caches_loglik_at_once = False
 
-    def __new__(cls, name: str, **kwargs: Any) -> LiteLLMModel:
-        if cls is LiteLLMModel:
+    def __new__(cls, *args: Any, **kwargs: Any) -> LiteLLMModel:
+        # no arguments: a copy being unpickled (a Ray actor's), of its own class already
+        if cls is LiteLLMModel and (args or "name" in kwargs):
+            name = args[0] if args else kwargs["name"]
             chosen = backend_class(name, kwargs.get("api_base"))
             if not (isinstance(chosen, type) and issubclass(chosen, LiteLLMModel)):
                 raise ModelError(
@@ -134,8 +137,6 @@ class LiteLLMModel(RetryingModel):
         """litellm's price (its batch price with `batch`: None where litellm has none, never
         the direct price)."""
         if batch:
-            from experiments.llm.batch import batch_cost
-
             return batch_cost(model, prompt_tokens, completion_tokens)
         return estimate_cost(model, prompt_tokens, completion_tokens)
 

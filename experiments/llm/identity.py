@@ -69,6 +69,15 @@ def node_identity(model: str) -> dict[str, Any]:
     return {**local_identity(model), **env_identity(model, None)}
 
 
+def machine_identity(lm: Any) -> dict[str, Any]:
+    """What this machine decides about the answers of `lm` (a model already built): a local
+    model's weights, context and layout (`local_identity`), and under ``env`` the
+    environment that decides them (`env_identity`, the model's own server given). A Ray
+    worker's must equal the driver's."""
+    env = env_identity(lm.name, getattr(lm, "api_base", None)).get("env")
+    return {**local_identity(lm.name), "env": env}
+
+
 class Connected(Protocol):
     """The slice of a gateway model its identity is read from."""
 

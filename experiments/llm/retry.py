@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiments import bounds
+from experiments.llm.backends import DEFAULT_MODEL
 from experiments.llm.calls import CallInterrupted, _finite, _sleep, _stop_event
 from experiments.llm.types import ModelError
 
@@ -41,8 +42,6 @@ class RetryingModel:
         max_backoff: float = MAX_BACKOFF,
     ) -> None:
         if "/" not in name:
-            from experiments.llm.backends import DEFAULT_MODEL
-
             raise ModelError(
                 f"model {name!r} has no provider prefix; use e.g. openai/gpt-4o-mini, "
                 f"anthropic/claude-3-5-haiku-latest, ollama/llama3, or {DEFAULT_MODEL}"

@@ -187,30 +187,6 @@ class BackendClass(LM, Protocol):
         ...
 
 
-class LMDefaults:
-    """The `LM` members a model that is no backend of the table (a test's scripted model, a
-    simulation) has by default: chat mode, its calls in the prompts' order, its
-    log-likelihood identity as a local or hosted model's (no server in it), its sums cached
-    at once."""
-
-    name: str
-    mode: Mode = "chat"
-    caches_loglik_at_once: bool = True
-
-    def loglik_identity(
-        self, how: LoglikNorm | None = None, continuations: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        from experiments.llm.identity import plain_loglik_identity
-
-        return plain_loglik_identity(self.name, how, continuations)
-
-    def loglik_advice(self) -> str:
-        return LOCAL_LOGLIK_ADVICE
-
-    def call_order(self, prompts: Sequence[str]) -> list[int]:
-        return list(range(len(prompts)))
-
-
 LOCAL_LOGLIK_ADVICE = "check the local model (workbench doctor), or use --scoring generate"
 
 

@@ -39,12 +39,7 @@ from experiments import settings
 from experiments.llm.answer_env import all_answer_names
 from experiments.llm.backends import backend_class
 from experiments.llm.cache import ResponseCache
-from experiments.llm.identity import (
-    LOCAL_IDENTITY_KEYS,
-    env_identity,
-    local_identity,
-    node_identity,
-)
+from experiments.llm.identity import LOCAL_IDENTITY_KEYS, machine_identity, node_identity
 from experiments.trials.run import run_trial
 from promptlib.errors import WorkbenchError
 
@@ -182,13 +177,14 @@ class TrialWorker:
 
     def run(self, job: TrialJob) -> TrialResult:
 
-        mine = local_identity(job.lm.name)
+        mine = machine_identity(job.lm)
+        env = mine.pop("env", None)
         # every identity key either side has: the layout key is present only when off
         keys = set(mine) | (LOCAL_IDENTITY_KEYS & set(job.resolved.lm_identity))
         mine = {k: mine.get(k) for k in keys}
         theirs = {k: job.resolved.lm_identity.get(k) for k in keys}
         # the environment that decides the model's answers (a server named by OPENAI_BASE_URL)
-        mine["env"] = env_identity(job.lm.name, getattr(job.lm, "api_base", None)).get("env")
+        mine["env"] = env
         theirs["env"] = job.resolved.lm_identity.get("env")
         if mine != theirs:
             raise ExecutorError(identity_mismatch(job.lm.name, socket.gethostname(), mine, theirs))
