@@ -38,7 +38,7 @@ from experiments.grading.sheets import SheetResult, make_sheet
 from experiments.judge.rubrics import parse_rubrics
 from experiments.judge.run import judge_trial
 from experiments.llm.scripted import LMDefaults
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec
 from experiments.trials.store import save_trial
@@ -68,7 +68,7 @@ class SetCorrectLM(LMDefaults):
     """One variant's model: right on a prompt with probability `p` (hashed, reproducible)."""
 
     name = MODEL
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(self, variant: str, p: float, seed: int, styled: bool) -> None:
@@ -93,7 +93,7 @@ class SimJudgeLM(LMDefaults):
     which sets the flip probability that adds exactly `bias`."""
 
     name = "sim/judge"
-    mode = "chat"
+    mode: Mode = "chat"
     concurrency = 1
 
     def __init__(self, agree: float, bias: float, p_a: float, seed: int) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from experiments import ids
 from experiments.analysis.records import Comparison
 from experiments.llm.scripted import LMDefaults
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.sweeps.plan import PlannedTrial, plan_tasks, trial_plan
 from experiments.sweeps.report import compare
 from experiments.sweeps.spec import SweepSpec, load_spec
@@ -48,7 +48,7 @@ class KnownEffectLM(LMDefaults):
     """Correct with probability p[variant] per row; the variant is told by its prompt."""
 
     name = "sim/known-effect"
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(
@@ -220,7 +220,7 @@ class VariantLM(LMDefaults):
     gain), else "Unsure". `faults` (variant, row index) -> `Fault` fails chosen rows."""
 
     name = "sim/variants"
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(
