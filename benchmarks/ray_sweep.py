@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # As the Makefile does: llama.cpp's spinning OpenMP threads starve on a busy machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from experiments.llm.gateway import LiteLLMModel
+from experiments.llm.backends import get_model
 from experiments.sweeps.driver import run_sweep
 from experiments.sweeps.executors import Executor, LocalExecutor, RayExecutor
 from experiments.sweeps.result import SweepResult
@@ -57,7 +57,7 @@ def _tracker(root: Path, prefix: str) -> Tracker:
 def _sweep(
     root: Path, prefix: str, spec: Any, catalog: Catalog, executor: Executor, limit: int
 ) -> tuple[float, SweepResult, dict[str, list[str | None]]]:
-    lm = LiteLLMModel("local/smollm2")
+    lm = get_model("local/smollm2")
     tracker = _tracker(root, prefix)
     t0 = time.perf_counter()
     result = run_sweep(

@@ -42,18 +42,19 @@ import numpy as np
 
 from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.scripted import LMDefaults
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.trials.record import TrialRecord, parse_axes
 from promptlib import Catalog, LocalSource
 
 SPEC = Path(__file__).resolve().parent.parent / "ablations" / "sensitivity_grid.yaml"
 
 
-class KnownFactorsLM:
+class KnownFactorsLM(LMDefaults):
     """Correct with probability p[(task, variant, row)]; the prompt tells which it is."""
 
     name = "sim/known-factors"
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(self, prompts: dict[str, tuple[str, str, str, str]], labels: dict[str, Any]):

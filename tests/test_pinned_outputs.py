@@ -91,6 +91,22 @@ class PinnedLM:
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         return [-(1 + _h(self.name, prompt, c) % 90 / 10) for c in continuations]
 
+    # the rest of `LM`, as any model that is no backend of the table has it
+    caches_loglik_at_once = True
+
+    def loglik_identity(self, how: Any = None, continuations: Any = None) -> dict[str, Any]:
+        from experiments.llm.identity import plain_loglik_identity
+
+        return plain_loglik_identity(self.name, how, continuations)
+
+    def loglik_advice(self) -> str:
+        from experiments.llm.types import LOCAL_LOGLIK_ADVICE
+
+        return LOCAL_LOGLIK_ADVICE
+
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        return list(range(len(prompts)))
+
 
 # ---- a project folder and the CLI -------------------------------------------------------------
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import output
 from experiments.cli.options import CONCURRENCY, RETRIES, TIMEOUT, Setup
+from experiments.llm.backends import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from experiments.llm.types import LM, Scoring
@@ -29,7 +30,7 @@ class SingleRequest:
     """The options of `workbench run`, as plain values (the command's defaults)."""
 
     task: str
-    model: str = "local/smollm2"
+    model: str = DEFAULT_MODEL
     variant: str = "base"
     variant_file: str | None = None
     split: str = "test"

@@ -51,7 +51,7 @@ from experiments.judge.store import (
     scores_path,
     write_judge,
 )
-from experiments.llm.backends import is_local
+from experiments.llm.backends import backend_class
 from experiments.llm.cache import ResponseCache
 from experiments.llm.calls import CallInterrupted, calls_stop_on
 from experiments.llm.served import ServedCallError
@@ -71,7 +71,7 @@ JUDGE_MAX_TOKENS = 10
 def default_judge_scoring(model: str) -> JudgeScoring:
     """``loglik`` for a local model (tiny models ramble rather than write one digit), else
     ``generate`` (hosted APIs expose no prompt log-probabilities uniformly)."""
-    return "loglik" if is_local(model) else "generate"
+    return backend_class(model).default_judge_scoring(model)
 
 
 def judge_decoding(lm: LM) -> Decoding:

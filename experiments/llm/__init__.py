@@ -1,9 +1,10 @@
-"""Language models: which backend serves a model, the litellm gateway, local GGUF models,
-log-likelihood, model identity, the response cache."""
+"""Language models: which backend serves a model (one table, one class per backend: local
+llama.cpp, a served model, a hosted API through litellm), log-likelihood, model identity,
+the response cache."""
 
-from experiments.llm.backends import DEFAULT_MODEL, backend_for
+from experiments.llm.backends import DEFAULT_MODEL, backend_class, backend_for, get_model
 from experiments.llm.cache import CacheError, ResponseCache, cache_key
-from experiments.llm.gateway import LiteLLMModel, get_model
+from experiments.llm.gateway import LiteLLMModel
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, ModelError
 
@@ -17,6 +18,7 @@ __all__ = [
     "LiteLLMModel",
     "ModelError",
     "ResponseCache",
+    "backend_class",
     "backend_for",
     "cache_key",
     "default_scoring",

@@ -20,7 +20,7 @@ from typing import Any
 
 from experiments import bounds
 from experiments.llm.calls import _field
-from experiments.llm.gateway import reply_text
+from experiments.llm.replies import reply_text
 from experiments.llm.types import Completion, kept_reply
 from experiments.secrets import redact
 

@@ -69,6 +69,15 @@ def node_identity(model: str) -> dict[str, Any]:
     return {**local_identity(model), **env_identity(model, None)}
 
 
+def machine_identity(lm: Any) -> dict[str, Any]:
+    """What this machine decides about the answers of `lm` (a model already built): a local
+    model's weights, context and layout (`local_identity`), and under ``env`` the
+    environment that decides them (`env_identity`, the model's own server given). A Ray
+    worker's must equal the driver's."""
+    env = env_identity(lm.name, getattr(lm, "api_base", None)).get("env")
+    return {**local_identity(lm.name), "env": env}
+
+
 class Connected(Protocol):
     """The slice of a gateway model its identity is read from."""
 
@@ -94,39 +103,45 @@ def lm_identity(lm: Connected) -> dict[str, Any]:
     return identity
 
 
-def served_api_base(lm: object) -> str | None:
-    """The api_base of a served (non-local) model, else None."""
-    base = getattr(lm, "api_base", None)
-    if not isinstance(base, str) or not base or getattr(lm, "is_local", False):
-        return None
-    return base
-
-
-def loglik_identity(
-    model: str,
-    lm: object,
-    *,
-    how: LoglikNorm | None = None,
-    continuations: Sequence[str] | None = None,
+def loglik_base(
+    model: str, how: LoglikNorm | None, continuations: Sequence[str] | None
 ) -> dict[str, Any]:
-    """A log-likelihood trial's model identity, or with `how` and `continuations` its
-    response-cache identity (the trial id carries those two in its decoding instead).
-
-    A served model's server is part of it, with the alignment check its sums passed: trials
-    and sums made under the older one-token check are others (a sweep must not resume one as
-    done: it may have let a shifted server's rows through), and the environment that decides
-    its answers (`env_identity`). A local model adds its weights, context size and load
-    layout (`local_identity`)."""
+    """The keys every log-likelihood identity starts with: the model, ``loglik`` mode, and
+    with `how` and `continuations` the response cache's (the trial id carries those two in
+    its decoding instead)."""
     identity: dict[str, Any] = {"model": model, "mode": "loglik"}
     if how is not None:
         identity["loglik"] = how
         identity["continuations"] = list(continuations or ())
-    base = served_api_base(lm)
-    if base:  # a served model's sums come from its server (and its tokenizer)
-        identity["api_base"] = base
-        identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
-    identity.update(env_identity(model, base))
-    if base:
-        identity.update(served_identity(model, base))
+    return identity
+
+
+def plain_loglik_identity(
+    model: str, how: LoglikNorm | None = None, continuations: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The log-likelihood identity of a model whose sums are computed where it runs (no
+    server in it): the environment that decides its answers (`env_identity`) and, for a
+    local model, its weights, context size and load layout (`local_identity`)."""
+    identity = loglik_base(model, how, continuations)
+    identity.update(env_identity(model, None))
+    identity.update(local_identity(model))
+    return identity
+
+
+def served_loglik_identity(
+    model: str,
+    api_base: str,
+    how: LoglikNorm | None = None,
+    continuations: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A served model's log-likelihood identity: its server, with the alignment check its
+    sums passed (trials and sums made under the older one-token check are others: a sweep
+    must not resume one as done, it may have let a shifted server's rows through), the
+    environment that decides its answers and what its server says it serves."""
+    identity = loglik_base(model, how, continuations)
+    identity["api_base"] = api_base
+    identity["alignment_check"] = SERVED_ALIGNMENT_CHECK
+    identity.update(env_identity(model, api_base))
+    identity.update(served_identity(model, api_base))
     identity.update(local_identity(model))
     return identity

@@ -1,4 +1,4 @@
-"""The llama.cpp runtime: context sizes, threading, `load_local`, the custom litellm provider."""
+"""The llama.cpp runtime: context sizes, threading, `load_local`, the context check."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 from experiments import settings
 from experiments.llm import cpu
-from experiments.llm.backends import LOCAL_PROVIDER, local_name
-from experiments.llm.calls import _litellm
+from experiments.llm.backends import local_name
 from experiments.llm.cpu import LlamaLoad
 from experiments.llm.types import ContextTooLong, ModelError, log
 from experiments.llm.weights import local_model_path
@@ -142,9 +141,10 @@ def _extra_bufts(on: bool) -> Iterator[None]:
         raw.llama_model_default_params = default
 
 
-def build_local(name: str, **extra: Any) -> Any:
+def build_local(name: str, n_threads: int | None = None, **extra: Any) -> Any:
     """A new llama.cpp model for `name` with load_local's settings and load decision (extra
-    buffer types off where they crash, `cpu.llama_load`); `extra` adds Llama arguments, e.g.
+    buffer types off where they crash, `cpu.llama_load`), computing with `n_threads` threads
+    (default: every CPU, ``os.cpu_count()``); `extra` adds Llama arguments, e.g.
     ``kv_overrides``. The caller owns it and closes it; load_local keeps one per process."""
     _default_wait_policy()  # read by OpenMP when llama.cpp loads: the import below
     try:
@@ -158,7 +158,7 @@ def build_local(name: str, **extra: Any) -> Any:
         llm = Llama(
             model_path=local_model_path(name),
             n_ctx=local_n_ctx(),
-            n_threads=os.cpu_count() or 2,
+            n_threads=n_threads or os.cpu_count() or 2,
             seed=0,
             logits_all=False,
             chat_format=LOCAL_CHAT_FORMATS.get(name),
@@ -177,13 +177,14 @@ def build_local(name: str, **extra: Any) -> Any:
     return llm
 
 
-def load_local(name: str) -> Any:
-    """The llama.cpp model for `name`, loaded once per process."""
+def load_local(name: str, n_threads: int | None = None) -> Any:
+    """The llama.cpp model for `name`, loaded once per process: the first load decides its
+    threads (`n_threads`, default every CPU; a Ray actor gives its own share)."""
     with _LOADING:
         if name not in _LOADED:
             if not _LOADED:
                 atexit.register(_close_local_models)
-            _LOADED[name] = build_local(name)
+            _LOADED[name] = build_local(name, n_threads)
         return _LOADED[name]
 
 
@@ -191,58 +192,6 @@ def _llama_version() -> str:
     import llama_cpp
 
     return str(getattr(llama_cpp, "__version__", "?"))
-
-
-def _register_local_provider() -> None:
-    litellm = _litellm()
-    from litellm.llms.custom_llm import CustomLLM
-    from litellm.types.utils import Usage
-
-    if any(p.get("provider") == LOCAL_PROVIDER for p in litellm.custom_provider_map):
-        return
-
-    class LocalLlama(CustomLLM):
-        """llama.cpp in-process; raw prompt for text completion, chat template otherwise."""
-
-        def completion(self, *args: Any, **kwargs: Any) -> Any:
-            model: str = kwargs["model"]
-            messages: list[dict[str, str]] = kwargs["messages"]
-            params: dict[str, Any] = kwargs.get("optional_params") or {}
-            response = kwargs["model_response"]
-            # Raw text for litellm.text_completion, or when a caller (the DSPy adapter) asks
-            # for it with raw_prompt=True; the model's chat template otherwise.
-            text_completion = bool(
-                (kwargs.get("litellm_params") or {}).get("text_completion")
-                or params.get("raw_prompt")
-            )
-            llm = load_local(model)
-            gen = {
-                "max_tokens": params.get("max_tokens", 32),
-                "temperature": params.get("temperature", 0.0),
-                "stop": params.get("stop") or None,
-            }
-            if text_completion:
-                prompt = "".join(m["content"] for m in messages)
-                out = llm.create_completion(prompt, **gen)
-                text = out["choices"][0]["text"]
-                usage = out["usage"]
-            else:
-                out = llm.create_chat_completion(messages=messages, **gen)
-                text = out["choices"][0]["message"]["content"]
-                usage = out["usage"]
-            response.choices[0].message.content = text
-            response.model = f"{LOCAL_PROVIDER}/{model}"
-            response.usage = Usage(
-                prompt_tokens=usage["prompt_tokens"],
-                completion_tokens=usage["completion_tokens"],
-                total_tokens=usage["total_tokens"],
-            )
-            return response
-
-    litellm.custom_provider_map = [
-        *litellm.custom_provider_map,
-        {"provider": LOCAL_PROVIDER, "custom_handler": LocalLlama()},
-    ]
 
 
 def check_local_fits(model: str, prompt: str) -> None:
@@ -253,7 +202,7 @@ def check_local_fits(model: str, prompt: str) -> None:
     the model adds one, special tokens parsed). A chat prompt gets its template's tokens
     on top, so this is a lower bound there; a prompt that only overflows with them is still
     caught by llama-cpp-python's error (`_CONTEXT_WORDS`, made `ContextTooLong` by
-    `LiteLLMModel._attempt`: not retried)."""
+    `LocalModel._attempt`: not retried)."""
     name = local_name(model)
     llm = load_local(name)
     with _LOCK:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.llm.backends import DEFAULT_MODEL, is_local, local_name
+from experiments.llm.backends import backend_class, local_name
 from experiments.llm.llama import _LOCK, _local_limit, load_local
 from experiments.llm.types import (
     ContextTooLong,
@@ -14,21 +14,15 @@ from experiments.llm.types import (
     ModelError,
     Scoring,
 )
-from experiments.llm.weights import local_model_path
 
 
 def default_scoring(model: str, *, zero_shot: bool, has_label_set: bool) -> Scoring:
-    """How a trial is scored when its spec does not say (issue 10, point 3).
-
-    Tiny local models answer zero-shot prompts with an empty line or prose, so generation
-    would measure their formatting, not their choice: for a local model on a zero-shot
-    prompt of a task with a label set, the label with the highest log-likelihood is the
-    answer. Everything else generates (few-shot prompts show the answer format, and remote
-    APIs do not uniformly expose log-probabilities).
-    """
-    if is_local(model) and zero_shot and has_label_set:
-        return "loglik"
-    return "generate"
+    """How a trial is scored when its spec does not say (issue 10, point 3): its backend's
+    `default_scoring` (a local model on a zero-shot prompt of a task with a label set:
+    log-likelihood; everything else generates)."""
+    return backend_class(model).default_scoring(
+        model, zero_shot=zero_shot, has_label_set=has_label_set
+    )
 
 
 def require_loglik_model(model: str, api_base: str | None = None) -> None:
@@ -39,15 +33,7 @@ def require_loglik_model(model: str, api_base: str | None = None) -> None:
     vLLM and llama.cpp's server do; checked on the first call). Hosted APIs without an
     `api_base` do not expose the log-probabilities of a given continuation uniformly.
     """
-    if not is_local(model):
-        if api_base:
-            return
-        raise ModelError(
-            f"log-likelihood scoring (--scoring loglik or loglik-norm) needs a local model "
-            f"(e.g. {DEFAULT_MODEL}) or a served one with --api-base, not {model!r}: remote "
-            "APIs do not expose prompt log-probabilities uniformly; use --scoring generate"
-        )
-    local_model_path(local_name(model))  # unknown or missing local model: install hint
+    backend_class(model, api_base).require_loglik(model, api_base)
 
 
 def label_bytes(label: str) -> int:

@@ -275,21 +275,21 @@ class ServedCallError(ModelError):
         self.retryable = retryable  # False: the same prompt fails the same way every time
 
 
-class ServedModel(Protocol):
-    """The slice of `experiments.llm.gateway.LiteLLMModel` a served log-likelihood call
-    uses: its server, its timeout, and its retries and failure reasons."""
+class ServedCalls(Protocol):
+    """The slice of `experiments.llm.remote.ServedModel` a served log-likelihood call uses:
+    its server, its timeout, and its retries and failure reasons."""
 
     name: str
     api_base: str | None
     timeout: float
 
-    def _with_retries(self, call: Any) -> tuple[Any, BaseException | None, int]: ...
+    def with_retries(self, call: Any) -> tuple[Any, BaseException | None, int]: ...
 
-    def _failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion: ...
+    def failure(self, exc: BaseException | None, attempts: int, start: float) -> Completion: ...
 
 
 def served_label_logprobs(
-    lm: ServedModel, prompt: str, continuations: Sequence[str]
+    lm: ServedCalls, prompt: str, continuations: Sequence[str]
 ) -> list[float]:
     """Summed log-likelihood of each continuation after `prompt`, from a served model.
 
@@ -318,9 +318,9 @@ def served_label_logprobs(
             "num_retries": 0,
             "max_retries": 0,
         }
-        response, exc, attempts = lm._with_retries(lambda kw=kwargs: litellm.text_completion(**kw))
+        response, exc, attempts = lm.with_retries(lambda kw=kwargs: litellm.text_completion(**kw))
         if exc is not None:
-            failed = lm._failure(exc, attempts, time.perf_counter())
+            failed = lm.failure(exc, attempts, time.perf_counter())
             raise ServedCallError(
                 failed.error or "served log-likelihood call failed", retryable=failed.retryable
             )

@@ -108,14 +108,26 @@ def kept_reply(text: str) -> tuple[str, str | None, int]:
 
 class LM(Protocol):
     """What the runner needs from a model (as lm-evaluation-harness's ``LM``: generation and
-    log-likelihood)."""
+    log-likelihood), and what it asks a model instead of asking which backend it is."""
 
     name: str
     concurrency: int
+    mode: Mode
+    caches_loglik_at_once: bool
+    """Whether a row's log-likelihood sums may be cached as soon as they are decided (a local
+    model's, computed here), or only once the trial's checks passed (a served model's: a
+    server refused at row 5 may have let rows 1-4 through by chance)."""
 
     def complete(self, prompt: str, decoding: Decoding) -> Completion: ...
 
     def cache_identity(self) -> dict[str, Any]: ...
+
+    def loglik_identity(
+        self, how: LoglikNorm | None = None, continuations: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """A log-likelihood trial's model identity, or with `how` and `continuations` its
+        response-cache identity (part of trial ids and cache keys: byte for byte)."""
+        ...
 
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         """Summed log-probability of each continuation after `prompt`, not normalised.
@@ -124,6 +136,58 @@ class LM(Protocol):
         failed after its retries is `experiments.llm.served.ServedCallError`: both are the
         row's state. Any other `ModelError` ends the trial."""
         ...
+
+    def loglik_advice(self) -> str:
+        """What to check when the model's log-likelihoods carry no information."""
+        ...
+
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        """The order in which the runner makes the calls for `prompts` (a permutation of
+        their indices); results stay in the prompts' order."""
+        ...
+
+
+class BackendClass(LM, Protocol):
+    """A backend's class in `experiments.llm.backends._BACKENDS`: a model, and the answers
+    to the questions asked by model name before one is built."""
+
+    def __init__(self, name: str, **kwargs: Any) -> None: ...
+
+    @classmethod
+    def timed_here(cls) -> bool:
+        """Whether the model runs on this machine, so its measured speed times a study."""
+        ...
+
+    @classmethod
+    def price(
+        cls, model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
+    ) -> float | None:
+        """Price in USD of that many tokens (None: unknown)."""
+        ...
+
+    @classmethod
+    def default_scoring(cls, model: str, *, zero_shot: bool, has_label_set: bool) -> Scoring:
+        """How a trial is scored when its spec does not say."""
+        ...
+
+    @classmethod
+    def default_judge_scoring(cls, model: str) -> Literal["generate", "loglik"]:
+        """How a judge model grades when the user does not say."""
+        ...
+
+    @classmethod
+    def require_loglik(cls, model: str, api_base: str | None) -> None:
+        """Raise `ModelError` (one clear line) unless `model` can be scored by
+        log-likelihood."""
+        ...
+
+    @classmethod
+    def preload(cls, model: str, threads: int) -> None:
+        """Load the model in this process now, with `threads` threads where it runs here."""
+        ...
+
+
+LOCAL_LOGLIK_ADVICE = "check the local model (workbench doctor), or use --scoring generate"
 
 
 class ModelError(WorkbenchError):

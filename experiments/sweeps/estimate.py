@@ -29,7 +29,7 @@ from typing import Any
 from experiments import ids
 from experiments.analysis.clusters import for_rows
 from experiments.analysis.planned_power import Assumption, PlannedMDE, family_alpha, planned_mde
-from experiments.llm.backends import is_local
+from experiments.llm.backends import backend_class
 from experiments.llm.speed import Speed
 from experiments.metrics import task_metric
 from experiments.sweeps.plan import PlannedTask, dry_run_items, is_arm, plan_tasks, trial_plan
@@ -60,12 +60,18 @@ class ModelTime:
 
     @property
     def local(self) -> bool:
-        return is_local(self.model)
+        return timed_here(self.model)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "speed"}
         out["speed"] = self.speed.to_dict() if self.speed else None
         return out
+
+
+def timed_here(model: str) -> bool:
+    """Whether `model` runs on this machine, so its measured speed times it (its backend's
+    `timed_here`); an API or served model's time is its provider's."""
+    return backend_class(model).timed_here()
 
 
 def seconds_for(fresh_tokens: int, decode_tokens: int, speed: Speed) -> float:
@@ -85,7 +91,8 @@ def model_times(
         costs = [it["cost_est"] for it in mine]
         speed = speeds.get(model)
         why = ""
-        if not is_local(model):
+        here = timed_here(model)
+        if not here:
             why = "not estimated for an API or served model (the provider's rate decides it)"
         elif speed is None:
             why = "not measured on this machine"
@@ -96,9 +103,9 @@ def model_times(
                 prompt_tokens=sum(int(it["prompt_tokens_est"]) for it in mine),
                 fresh_tokens=fresh,
                 decode_tokens=decode,
-                seconds=seconds_for(fresh, decode, speed) if speed and is_local(model) else None,
+                seconds=seconds_for(fresh, decode, speed) if speed and here else None,
                 cost=None if any(c is None for c in costs) else float(sum(costs)),
-                speed=speed if is_local(model) else None,
+                speed=speed if here else None,
                 why=why,
                 upper=any(it.get("bound") == "upper" for it in mine),
             )
@@ -154,7 +161,7 @@ class TaskModelPlan:
 
     @property
     def local(self) -> bool:
-        return is_local(self.model)
+        return timed_here(self.model)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -235,7 +242,7 @@ def plan_study(
     items, skipped = dry_run_items(
         catalog, planned, trial_plan(spec, planned, models), lm_factory, spec
     )
-    times = model_times(items, {m: speed_of(m) for m in models if is_local(m)})
+    times = model_times(items, {m: speed_of(m) for m in models if timed_here(m)})
     by_model = {t.model: t for t in times}
     counts = {p.task: _comparisons(spec, p) for p in planned}
     family = sum(counts.values()) * len(models)

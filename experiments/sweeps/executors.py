@@ -13,7 +13,7 @@ reaches the driver.
 - `RayExecutor` runs whole trials on a pool of Ray actors. Each actor is one model replica:
   a local (llama.cpp) model is loaded once per actor, with `n_threads` threads, and a trial's
   rows go through it in order, so llama.cpp's prefix reuse works as in a local run. Remote
-  providers go through the same gateway (`experiments.llm.gateway.LiteLLMModel`) with its
+  providers go through the same backends (`experiments.llm.get_model`) with their
   concurrency and retries. An actor whose process dies is restarted and its trial retried
   (`max_restarts`, `max_task_retries`); when the retries are spent, the trial comes back
   as `TrialLost` and the sweep reports it incomplete, left for resume. A trial that raises
@@ -36,16 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from experiments import settings
-from experiments.llm import llama
 from experiments.llm.answer_env import all_answer_names
-from experiments.llm.backends import is_local, local_name
+from experiments.llm.backends import backend_class
 from experiments.llm.cache import ResponseCache
-from experiments.llm.identity import (
-    LOCAL_IDENTITY_KEYS,
-    env_identity,
-    local_identity,
-    node_identity,
-)
+from experiments.llm.identity import LOCAL_IDENTITY_KEYS, machine_identity, node_identity
 from experiments.trials.run import run_trial
 from promptlib.errors import WorkbenchError
 
@@ -135,16 +129,10 @@ class _OneTask:
 
 
 def _preload_local(name: str, n_threads: int) -> None:
-    """Load a bundled model in this actor with `n_threads` threads: the CPUs Ray gave the
-    actor, not every core of the node (llama.cpp would oversubscribe them)."""
-    from unittest import mock
-
-    if not is_local(name):
-        return
-    # `load_local` sizes its thread pool by os.cpu_count(); in this actor process that is
-    # the actor's share. Same loader, so every other setting is as in a local run.
-    with mock.patch.object(os, "cpu_count", return_value=n_threads):
-        llama.load_local(local_name(name))
+    """Load a model that runs here in this actor with `n_threads` threads: the CPUs Ray gave
+    the actor, not every core of the node (llama.cpp would oversubscribe them). Its backend
+    decides (`preload`): a served or API model has nothing to load."""
+    backend_class(name).preload(name, n_threads)
 
 
 def worker_cache_dir(cache: ResponseCache | None) -> tuple[bool, str | None]:
@@ -189,13 +177,14 @@ class TrialWorker:
 
     def run(self, job: TrialJob) -> TrialResult:
 
-        mine = local_identity(job.lm.name)
+        mine = machine_identity(job.lm)
+        env = mine.pop("env", None)
         # every identity key either side has: the layout key is present only when off
         keys = set(mine) | (LOCAL_IDENTITY_KEYS & set(job.resolved.lm_identity))
         mine = {k: mine.get(k) for k in keys}
         theirs = {k: job.resolved.lm_identity.get(k) for k in keys}
         # the environment that decides the model's answers (a server named by OPENAI_BASE_URL)
-        mine["env"] = env_identity(job.lm.name, getattr(job.lm, "api_base", None)).get("env")
+        mine["env"] = env
         theirs["env"] = job.resolved.lm_identity.get("env")
         if mine != theirs:
             raise ExecutorError(identity_mismatch(job.lm.name, socket.gethostname(), mine, theirs))

@@ -21,9 +21,7 @@ from typing import Any, cast
 from experiments import ids
 from experiments.analysis.clusters import task_clusters
 from experiments.analysis.sequential import row_order
-from experiments.llm.backends import is_local
-from experiments.llm.batch import batch_cost
-from experiments.llm.gateway import estimate_cost
+from experiments.llm.backends import backend_class
 from experiments.llm.loglik import default_scoring
 from experiments.llm.types import Scoring
 from experiments.sweeps.spec import NamedVariant, SpecError, SweepSpec
@@ -371,10 +369,7 @@ def is_arm(spec: Any, variant: str) -> bool:
 def cost_estimate(
     model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
 ) -> float | None:
-    """Price in USD of a trial's tokens: nothing for a local model, else litellm's price (its
-    batch price with `batch`: None where litellm has none, never the direct price)."""
-    if is_local(model):
-        return 0.0
-    if batch:
-        return batch_cost(model, prompt_tokens, completion_tokens)
-    return estimate_cost(model, prompt_tokens, completion_tokens)
+    """Price in USD of a trial's tokens, as its backend prices them (`price`: nothing for a
+    local model, else litellm's price; its batch price with `batch`: None where litellm has
+    none, never the direct price)."""
+    return backend_class(model).price(model, prompt_tokens, completion_tokens, batch=batch)

@@ -37,7 +37,8 @@ from experiments.grading.add import add_grades
 from experiments.grading.sheets import SheetResult, make_sheet
 from experiments.judge.rubrics import parse_rubrics
 from experiments.judge.run import judge_trial
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.scripted import LMDefaults
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec
 from experiments.trials.store import save_trial
@@ -63,11 +64,11 @@ criteria:
 """
 
 
-class SetCorrectLM:
+class SetCorrectLM(LMDefaults):
     """One variant's model: right on a prompt with probability `p` (hashed, reproducible)."""
 
     name = MODEL
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(self, variant: str, p: float, seed: int, styled: bool) -> None:
@@ -86,13 +87,13 @@ class SetCorrectLM:
         raise NotImplementedError("the simulated model only generates")
 
 
-class SimJudgeLM:
+class SimJudgeLM(LMDefaults):
     """A judge that reads the truth off the answer, agrees with it on `agree` of the rows and
     adds `bias` to A's mean score (A's style: `STYLE`). `p_a`: A's rate of right answers,
     which sets the flip probability that adds exactly `bias`."""
 
     name = "sim/judge"
-    mode = "chat"
+    mode: Mode = "chat"
     concurrency = 1
 
     def __init__(self, agree: float, bias: float, p_a: float, seed: int) -> None:

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from experiments import ids
 from experiments.analysis.records import Comparison
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.scripted import LMDefaults
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.sweeps.plan import PlannedTrial, plan_tasks, trial_plan
 from experiments.sweeps.report import compare
 from experiments.sweeps.spec import SweepSpec, load_spec
@@ -43,11 +44,11 @@ n_resamples: {n_resamples}
 """
 
 
-class KnownEffectLM:
+class KnownEffectLM(LMDefaults):
     """Correct with probability p[variant] per row; the variant is told by its prompt."""
 
     name = "sim/known-effect"
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(
@@ -208,7 +209,7 @@ class ShownRow:
     official: str  # the official answer, as LegalBench writes it
 
 
-class VariantLM:
+class VariantLM(LMDefaults):
     """Right with probability p[variant] in the label words its variant shows.
 
     Rows share a difficulty across variants (a Gaussian latent: variant j is right on row i
@@ -219,7 +220,7 @@ class VariantLM:
     gain), else "Unsure". `faults` (variant, row index) -> `Fault` fails chosen rows."""
 
     name = "sim/variants"
-    mode = "completion"
+    mode: Mode = "completion"
     concurrency = 1
 
     def __init__(

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from experiments.llm.cache import ResponseCache, cache_key
-from experiments.llm.identity import loglik_identity, served_api_base
 from experiments.llm.loglik import label_bytes, loglik_tie, per_byte_scores, pick_label
 from experiments.llm.served import NoPromptLogprobs, ServedCallError
 from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, LoglikNorm, ModelError
@@ -46,11 +45,10 @@ def _loglik(
     assert labels, "resolve_trial checks the label set"
     how = LOGLIK[spec.scoring]
     conts = [compiled.answer_join + label for label in labels]
-    served = lm if served_api_base(lm) else None  # its sums come from its server
-    identity = loglik_identity(spec.model, lm, how=how, continuations=conts)
-    # A served row's sums are cached when the trial ends, unless the server was refused: a
-    # server refused at row 5 may have let rows 1-4 through by chance, and their cached
-    # sums would be reused unchecked once the server is fixed.
+    identity = lm.loglik_identity(how, conts)
+    # A served row's sums are cached when the trial ends (`LM.caches_loglik_at_once`),
+    # unless the server was refused: a server refused at row 5 may have let rows 1-4
+    # through by chance, and their cached sums would be reused unchecked once it is fixed.
     pending: list[tuple[str, Completion]] = []
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
     out: list[Completion] = []
@@ -64,9 +62,9 @@ def _loglik(
                 out.append(cached)
                 hits.append(True)
             else:
-                comp, decided = _loglik_row(lm, prompt, conts, labels, how, served)
+                comp, decided = _loglik_row(lm, prompt, conts, labels, how)
                 if decided and cache is not None:
-                    if served is None:
+                    if lm.caches_loglik_at_once:
                         cache.put(key, comp)
                     else:
                         pending.append((key, comp))
@@ -74,7 +72,7 @@ def _loglik(
                 hits.append(False)
             if progress:
                 progress(n, len(prompts))
-        checked = _no_information(out, served, prompts)
+        checked = _no_information(out, lm, prompts)
         if checked is not out:
             refused = True  # rows that carry no information are not cached for a fixed server
         return checked, hits
@@ -93,7 +91,6 @@ def _loglik_row(
     conts: Sequence[str],
     labels: Sequence[str],
     how: LoglikNorm,
-    served: LM | None,
 ) -> tuple[Completion, bool]:
     """One row's answer by log-likelihood, and whether a label was decided (only then is it
     cached). A failed call, a prompt longer than the context, no usable score and a tie are
@@ -114,7 +111,7 @@ def _loglik_row(
         return Completion(
             None,
             latency=time.perf_counter() - t0,
-            error=f"no usable log-likelihood ({_check_logprobs(served)}): {e}",
+            error=f"no usable log-likelihood ({lm.loglik_advice()}): {e}",
             retryable=False,
         ), False
     tie = loglik_tie(sums, labels, how)
@@ -141,18 +138,7 @@ not a label, so the row is an invalid answer (wrong, and in the invalid rate), a
 of the text says what tied."""
 
 
-def _check_logprobs(served: LM | None) -> str:
-    """What to check when log-likelihoods carry no information."""
-    if served is None:
-        return "check the local model (workbench doctor), or use --scoring generate"
-    return (
-        "check that the server returns its real prompt log-probabilities, or use --scoring generate"
-    )
-
-
-def _no_information(
-    out: list[Completion], served: LM | None, prompts: Sequence[str] = ()
-) -> list[Completion]:
+def _no_information(out: list[Completion], lm: LM, prompts: Sequence[str] = ()) -> list[Completion]:
     """`out`, with its answered rows made row errors (not retried: the same model answers
     the same way) when its log-likelihoods carry no information, so a trial of invalid or
     constant answers is never complete:
@@ -173,7 +159,7 @@ def _no_information(
     if all("tie" in c.extra for c, _ in answered):
         why = (
             f"the model returned no information (its label log-likelihoods tie on every "
-            f"row): {_check_logprobs(served)}; first row: {answered[0][0].extra['tie']}"
+            f"row): {lm.loglik_advice()}; first row: {answered[0][0].extra['tie']}"
         )
     else:
         vectors = {
@@ -187,7 +173,7 @@ def _no_information(
         sums = ", ".join(f"{label!r}: {v:.6g}" for label, v in vectors.pop())
         why = (
             f"the model returned no information (its label log-likelihoods are the same on "
-            f"every row, whatever the prompt): {_check_logprobs(served)}; all "
+            f"every row, whatever the prompt): {lm.loglik_advice()}; all "
             f"{len(answered)} rows: {sums}"
         )
     return [

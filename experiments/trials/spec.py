@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments import ids
-from experiments.llm.identity import loglik_identity
 from experiments.llm.types import LM, Decoding, LoglikNorm, Mode, Scoring
 from experiments.metrics import Definition as Definition  # re-exported: its home is metrics
 from experiments.metrics import (
@@ -298,7 +297,7 @@ def resolve_trial(
             _refuse_extended_labels(task.name, shown)
         # a served model's server (and the alignment check its sums pass) and a local
         # model's weights are part of its identity
-        lm_identity = loglik_identity(spec.model, lm)
+        lm_identity = lm.loglik_identity()
         decoding: dict[str, Any] = {
             "loglik": LOGLIK[spec.scoring],
             "continuations": [compiled.answer_join + label for label in shown],

@@ -49,9 +49,12 @@ def test_the_call_options_default_to_the_gateways_constants() -> None:
 
 
 def test_the_gateway_itself_defaults_to_them() -> None:
-    init = LiteLLMModel.__init__.__kwdefaults__ or {}
-    assert init["max_retries"] == gateway.MAX_RETRIES
-    assert init["timeout"] == gateway.TIMEOUT
+    from experiments.llm.local_model import LocalModel
+
+    for backend in (LiteLLMModel, LocalModel):  # every backend's own defaults
+        init = backend.__init__.__kwdefaults__ or {}
+        assert init["max_retries"] == gateway.MAX_RETRIES, backend
+        assert init["timeout"] == gateway.TIMEOUT, backend
 
 
 def test_the_generator_options_default_to_the_generate_request() -> None:

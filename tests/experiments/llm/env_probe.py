@@ -63,11 +63,11 @@ def main(stub: str) -> None:
     _litellm()  # litellm's import, and its .env
     from experiments.llm import gateway
     from experiments.llm.advice import missing_keys
+    from experiments.llm.backends import backend_for, get_model
     from experiments.llm.batch import BatchClient, BatchRequest
     from experiments.llm.batch_ledger import BatchLedger
     from experiments.llm.cache import ResponseCache
-    from experiments.llm.gateway import LiteLLMModel
-    from experiments.llm.identity import loglik_identity, node_identity
+    from experiments.llm.identity import node_identity
     from experiments.llm.types import Decoding
 
     # With no key set, the gateway's check before a call (`advice.missing_keys`) would end
@@ -78,11 +78,11 @@ def main(stub: str) -> None:
     for model, base in _cases(stub):
         _current = calls.setdefault(f"{model} {base or ''}".strip(), set())
         missing_keys(model, base)
-        lm = LiteLLMModel(model, api_base=base, max_retries=0, timeout=5)
+        lm = get_model(model, api_base=base, max_retries=0, timeout=5)
         lm.cache_identity()
-        loglik_identity(model, lm)
+        lm.loglik_identity()
         node_identity(model)
-        if lm.is_local:
+        if backend_for(model, base) == "local":
             continue  # its calls read what its identity does (loading it takes long)
         for mode in ("chat", "completion"):
             lm.complete("Is this hearsay?", Decoding(max_tokens=2, stop=("\n",), mode=mode))  # type: ignore[arg-type]

@@ -71,7 +71,6 @@ def test_the_server_from_the_environment_is_in_the_identity(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from experiments.llm.gateway import LiteLLMModel
-    from experiments.llm.identity import loglik_identity
 
     _clean(monkeypatch)
     plain = LiteLLMModel("openai/gpt-4o-mini").cache_identity()
@@ -85,7 +84,7 @@ def test_the_server_from_the_environment_is_in_the_identity(
     # an api_base given to the call wins over the variable: it is not part of that identity
     served = LiteLLMModel("openai/x", api_base="http://h/v1")
     assert "env" not in served.cache_identity()
-    assert "env" not in loglik_identity("openai/x", served)
+    assert "env" not in served.loglik_identity()
     # another provider's server is not this model's
     assert "env" not in LiteLLMModel("anthropic/claude-x").cache_identity()
 
@@ -224,7 +223,6 @@ def test_what_the_server_serves_is_in_the_identity(monkeypatch: pytest.MonkeyPat
     say adds nothing."""
     from experiments.llm import served_model
     from experiments.llm.gateway import LiteLLMModel
-    from experiments.llm.identity import loglik_identity
     from experiments.testing.stub_server import StubOpenAI
 
     _clean(monkeypatch)
@@ -242,7 +240,7 @@ def test_what_the_server_serves_is_in_the_identity(monkeypatch: pytest.MonkeyPat
         assert a["served_model"] == {
             k: v for k, v in LLAMA_A.items() if k not in ("created", "object")
         }
-        assert loglik_identity("openai/m", lm)["served_model"] == a["served_model"]
+        assert lm.loglik_identity()["served_model"] == a["served_model"]
         stub.models = [LLAMA_B]
         served_model.forget()
         assert lm.cache_identity() != a

@@ -9,6 +9,7 @@ import pytest
 
 from experiments.llm.backends import DEFAULT_MODEL, backend_for, is_local, local_name
 from experiments.llm.gateway import LiteLLMModel
+from experiments.llm.types import ModelError
 
 
 def test_the_backend_table() -> None:
@@ -30,12 +31,10 @@ def test_loglikelihood_goes_to_the_backend_that_serves_the_model(
         calls.append(("served", lm.name, prompt))
         return [-1.0] * len(conts)
 
-    def local(model: str, prompt: str, conts: Any) -> list[float]:
-        calls.append(("local", model, prompt))
-        return [-2.0] * len(conts)
-
     monkeypatch.setattr("experiments.llm.served.served_label_logprobs", served)
-    monkeypatch.setattr("experiments.llm.loglik.label_logprobs", local)
     assert LiteLLMModel("openai/x", api_base="http://h/v1").loglikelihood("p", [" a"]) == [-1.0]
-    assert LiteLLMModel("openai/x").loglikelihood("q", [" a", " b"]) == [-2.0, -2.0]
-    assert calls == [("served", "openai/x", "p"), ("local", "openai/x", "q")]
+    assert calls == [("served", "openai/x", "p")]
+    # a hosted API has none: the one clear line, before any call
+    with pytest.raises(ModelError, match="use --scoring generate"):
+        LiteLLMModel("openai/x").loglikelihood("q", [" a", " b"])
+    assert len(calls) == 1

@@ -270,6 +270,7 @@ def test_prompt_independent_log_likelihoods_are_a_failed_trial(
 def test_identical_vectors_need_two_distinct_prompts() -> None:
     """One row, or the same prompt twice, says nothing about dependence on the prompt; a
     vector that differs anywhere keeps the trial."""
+    from experiments.llm.scripted import LMDefaults
     from experiments.llm.types import Completion
     from experiments.trials.loglik_rows import _no_information
 
@@ -281,5 +282,5 @@ def test_identical_vectors_need_two_distinct_prompts() -> None:
     assert _no_information(same[:1], None, ["a"]) == same[:1]
     varied = [row(-1.0, -2.0), row(-1.0, -2.5), row(-1.0, -2.0)]
     assert _no_information(varied, None, ["a", "b", "c"]) is varied
-    failed = _no_information(same, None, ["a", "b"])
+    failed = _no_information(same, LMDefaults(), ["a", "b"])
     assert all(c.error and "whatever the prompt" in c.error for c in failed)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.gateway import LiteLLMModel
+from experiments.llm.gateway import LiteLLMModel, get_model
 from experiments.llm.types import Completion, Decoding, ModelError
 from experiments.sweeps.driver import run_sweep
 from experiments.sweeps.result import SweepResult
@@ -376,7 +376,7 @@ def test_real_model_sweep_on_two_ray_replicas_matches_in_process(
 ) -> None:
     spec = tmp_path / "ray_model.yaml"  # one task, two variants: one trial per replica
     spec.write_text(SPEC.replace("tasks: [hearsay, personal_jurisdiction]", "tasks: [hearsay]"))
-    lm = LiteLLMModel("local/smollm2")
+    lm = get_model("local/smollm2")
     local = _sweep(spec, catalog, _tracker(store, "m-local"), lm, LocalExecutor(), limit=ROWS)
     tracker = _tracker(store, "m-ray")
     on_ray = _sweep(
@@ -563,7 +563,7 @@ def test_a_worker_with_another_local_model_identity_is_refused(
     spec.write_text(ONE_TRIAL_SPEC)
     monkeypatch.delenv("WORKBENCH_LOCAL_N_CTX", raising=False)  # this machine: the default
     tracker = _tracker(store, "n_ctx")
-    lm = LiteLLMModel("local/smollm2")
+    lm = get_model("local/smollm2")
     _connect(cluster, {"WORKBENCH_LOCAL_N_CTX": "2048"})
     try:
         with pytest.raises(ExecutorError) as refused:
@@ -581,7 +581,7 @@ def test_an_actor_that_fails_to_start_says_why_and_what_to_do(cluster: str) -> N
     try:
         executor = RayExecutor(cluster, replicas=1)
         with pytest.raises(ExecutorError) as failed:
-            executor.start([LiteLLMModel("local/smollm2")], None)
+            executor.start([get_model("local/smollm2")], None)
         assert executor._actors == []
     finally:
         ray.shutdown()

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.scripted import LMDefaults
+from experiments.llm.types import Completion, Decoding, Mode
 from experiments.trials.record import TrialStatus
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
@@ -22,11 +23,11 @@ from promptlib import Catalog, LocalSource, parse_spec
 pytestmark = pytest.mark.data
 
 
-class ScriptedLM:
+class ScriptedLM(LMDefaults):
     """Answers 'Yes' to prompts containing `yes_if`, else 'No'; fails prompts with `fail_if`."""
 
     name = "scripted/lm"
-    mode = "completion"
+    mode: Mode = "completion"
 
     def __init__(self, yes_if: str = "", fail_if: str | None = None, concurrency: int = 1):
         self.yes_if = yes_if
@@ -97,6 +98,7 @@ class _Identity(ScriptedLM):
     def __init__(self, **identity: Any) -> None:
         super().__init__()
         self._identity = identity
+        self.name = identity.get("model", self.name)
         self.mode = identity.get("mode", "completion")
 
     def cache_identity(self) -> dict[str, Any]:
