@@ -49,6 +49,7 @@ from experiments.llm.calls import (
     _without_traceback,
     call_with_deadline,
 )
+from experiments.llm.defaults import CONCURRENCY, MAX_RETRIES, TIMEOUT
 from experiments.llm.identity import lm_identity
 from experiments.llm.llama import _register_local_provider, check_local_fits
 from experiments.llm.types import (
@@ -62,13 +63,6 @@ from experiments.llm.types import (
 from experiments.llm.weights import local_model_path
 from experiments.secrets import redact as redact
 
-# The call defaults, here only: the CLI's --concurrency, --retries and --timeout default to them.
-CONCURRENCY = 8
-"""Parallel calls to a remote model (a local one runs one example after another)."""
-MAX_RETRIES = 4
-"""Retries per call after the first attempt (429, 5xx, timeouts, connection errors)."""
-TIMEOUT = 60.0
-"""Seconds for each attempt of a call, the whole reply included."""
 BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 """The first and the longest wait between attempts (seconds), unless Retry-After says more."""
