@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from promptlib.data import read_text
 from promptlib.errors import WorkbenchError
-from promptlib.yamlsafe import safe_yaml_load
 
 CONFIG_ENV = "WORKBENCH_MLFLOW_CONFIG"
 CONFIG_NAME = "mlflow.yaml"
@@ -113,6 +111,10 @@ def _nearest(start: Path) -> Path | None:
 
 
 def _read(p: Path) -> dict[str, Any]:
+    # start-up time: YAML and the data readers only once a project file is read (not for --help)
+    from promptlib.data import read_text
+    from promptlib.yamlsafe import safe_yaml_load
+
     text = read_text(p, "tracking config", WorkbenchError)
     try:
         loaded = safe_yaml_load(text, str(p)) or {}

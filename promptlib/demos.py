@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
-import numpy as np
-
 from promptlib import verbalizers
 from promptlib.errors import VariantError
 from promptlib.tasks import Task
@@ -91,6 +89,9 @@ def sample_demos(
             f"{what}: asked for k={k} demonstrations but the pool has only {len(candidates)} rows; "
             "lower k or use pool=train+test"
         )
+    # start-up time: numpy (~0.1 s) only once demonstrations are drawn
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     if not balanced:
         picks = rng.choice(len(candidates), size=k, replace=False)
@@ -174,6 +175,9 @@ def permuted(demos: tuple[Demo, ...], seed: int) -> tuple[Demo, ...]:
     version that keeps its stream guarantee; a seed may give the identity (with 2 demos, half
     of them do): it is a draw, not a promise that the order differs.
     """
+    # start-up time: numpy (~0.1 s) only once demonstrations are drawn
+    import numpy as np
+
     order = np.random.default_rng(seed).permutation(len(demos))
     return tuple(demos[int(i)] for i in order)
 

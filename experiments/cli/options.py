@@ -17,10 +17,10 @@ import typer
 from experiments import bounds, output, settings
 from experiments.bounds import Bounds, BoundsError
 
-# the calls' defaults are the gateway's (loaded anyway: the `experiments` package imports it)
-from experiments.llm.gateway import CONCURRENCY as CONCURRENCY
-from experiments.llm.gateway import MAX_RETRIES
-from experiments.llm.gateway import TIMEOUT as TIMEOUT
+# the calls' defaults are the gateway's (their own module: --help must not load the gateway)
+from experiments.llm.defaults import CONCURRENCY as CONCURRENCY
+from experiments.llm.defaults import MAX_RETRIES
+from experiments.llm.defaults import TIMEOUT as TIMEOUT
 from promptlib.errors import WorkbenchError
 
 RETRIES = MAX_RETRIES  # --retries, named as the option

@@ -14,13 +14,10 @@ from experiments.llm.backends import DEFAULT_MODEL
 from experiments.llm.calls import CallInterrupted, _finite, _sleep, _stop_event
 from experiments.llm.types import ModelError
 
-# The call defaults, here only: the CLI's --concurrency, --retries and --timeout default to them.
-CONCURRENCY = 8
-"""Parallel calls to a remote model (a local one runs one example after another)."""
-MAX_RETRIES = 4
-"""Retries per call after the first attempt (429, 5xx, timeouts, connection errors)."""
-TIMEOUT = 60.0
-"""Seconds for each attempt of a call, the whole reply included."""
+# The call defaults live in `experiments.llm.defaults` (the CLI's --help reads them there)
+from experiments.llm.defaults import CONCURRENCY as CONCURRENCY
+from experiments.llm.defaults import MAX_RETRIES, TIMEOUT
+
 BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 """The first and the longest wait between attempts (seconds), unless Retry-After says more."""

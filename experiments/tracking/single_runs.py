@@ -107,9 +107,9 @@ class SingleRuns(TrialRuns):
                         {"sample_seed": result.spec.seed, "variant_id": result.variant_id},
                         source=source,
                         experiment_id=exp,
+                        extra_tags={PREDICTIONS_SHA: want[PREDICTIONS_SHA]},  # in its one batch
                     )
                     reused = False
-                    self.client.set_tag(run_id, PREDICTIONS_SHA, want[PREDICTIONS_SHA])
                     if grades is not None:
                         self._put_grades(run_id, result.spec.task, grade_metrics(grades), grades)
                 for run in runs:

@@ -30,6 +30,7 @@ from experiments.names import (
     run_name,
 )
 from experiments.secrets import safe_url
+from experiments.tracking.batch import RunFiles
 from experiments.tracking.parents import Parents
 from experiments.tracking.registry import Registry
 from experiments.tracking.store import _retrying, _store_error, _store_op, _versions, store_errors
@@ -57,16 +58,17 @@ class TrialRuns(Parents, Registry):
         extra_params: dict[str, Any] | None = None,
         source: str | None = None,
         experiment_id: str | None = None,
+        extra_tags: dict[str, str] | None = None,
     ) -> str:
         """One run for a trial, ended FINISHED (complete) or FAILED (rows failed).
 
         Under a sweep's parent run it is a child run; with `parent_id` None it is a top-level
         run of `experiment_id` (a `workbench run`, see `log_run`). The run stays RUNNING until
         everything is logged, so a crash mid-log leaves a run that resume recognises as
-        unfinished. `source` is the split's TSV path.
+        unfinished. `source` is the split's TSV path; `extra_tags` join the params and
+        metrics in the run's one `log_batch`, and its files go up in one `log_artifacts`
+        (`batch`): a trial is a handful of store calls, not one per value or file.
         """
-        from mlflow.entities import Param, RunTag
-
         spec = result.spec
         summary = result.summary()
         status = result.status
@@ -78,19 +80,28 @@ class TrialRuns(Parents, Registry):
         )
         run_id = str(run.info.run_id)
         params = _trial_params(result, name, extra_params)
-        self.client.log_batch(
+        metrics = {
+            n: v
+            for n, v in (
+                _trial_metrics(summary, result.metric)
+                | task_metrics(spec.task, summary, result.metric)
+            ).items()
+            if v is not None
+        }
+        with RunFiles() as files:
+            keys = self._keys(run_id, list(metrics), files)  # explained before they are used
+            self._trial_files(files, result, compiled, rows, summary)
+            self.client.log_artifacts(run_id, str(files.folder))  # one upload, every file
+        late = dict(extra_tags or {})
+        if not status.ok:
+            late["mlflow.note.content"] = _param(result.failure_reason())
+        self._log_batches(
             run_id,
-            params=[Param(k, _param(x)) for k, x in params.items()],
-            tags=[RunTag("mlflow.note.content", _param(result.failure_reason()))]
-            if not status.ok
-            else [],
+            params={k: _param(x) for k, x in params.items()},
+            metrics={keys[n]: float(v) for n, v in metrics.items()},
+            tags=late,
         )
-        self._log_metrics(
-            run_id,
-            _trial_metrics(summary, result.metric)
-            | task_metrics(spec.task, summary, result.metric),
-        )
-        self._log_trial_artifacts(run_id, result, compiled, rows, summary, source)
+        self._log_dataset(run_id, spec.task, spec.split, rows, source)
         if self.config.prompt_registry:
             self._register_prompt(run_id, spec.task, name, compiled)
         self.finish(run_id, status.ok)
@@ -108,9 +119,12 @@ class TrialRuns(Parents, Registry):
             **_versions(),
         }
         if parent_id is not None:
-            parent = self.client.get_run(parent_id)
-            experiment_id = str(parent.info.experiment_id)
-            tags |= {PARENT: parent_id, KIND: "trial", SWEEP_ID: parent.data.tags.get(SWEEP_ID, "")}
+            if parent_id not in self._parents:  # neither changes while the sweep runs
+                parent = self.client.get_run(parent_id)
+                found = (str(parent.info.experiment_id), parent.data.tags.get(SWEEP_ID, ""))
+                self._parents[parent_id] = found
+            experiment_id, sweep_id = self._parents[parent_id]
+            tags |= {PARENT: parent_id, KIND: "trial", SWEEP_ID: sweep_id}
         else:
             assert experiment_id is not None, "a run without a parent needs its experiment"
             tags[KIND] = "run"
@@ -118,30 +132,28 @@ class TrialRuns(Parents, Registry):
             tags[GRADED] = "false"  # graded by hand: no score until 'workbench grade import'
         return tags, experiment_id
 
-    def _log_trial_artifacts(
+    def _trial_files(
         self,
-        run_id: str,
+        files: RunFiles,
         result: TrialResult,
         compiled: CompiledPrompt,
         rows: list[dict[str, str]],
         summary: dict[str, Any],
-        source: str | None,
     ) -> None:
-        """The rendered prompt, predictions, summary, confusion matrix and dataset input."""
+        """The rendered prompt, predictions, summary, decoding and confusion matrix."""
         spec = result.spec
-        self.client.log_text(run_id, compiled.render(rows[0]), "prompt.txt")
-        self.client.log_text(run_id, encode_predictions(result.predictions), PREDICTIONS_FILE)
-        self.client.log_dict(run_id, summary, "summary.json")
-        self.client.log_dict(run_id, result.decoding, DECODING_FILE)
+        files.text("prompt.txt", compiled.render(rows[0]))
+        files.text(PREDICTIONS_FILE, encode_predictions(result.predictions))
+        files.json_dict("summary.json", summary)
+        files.json_dict(DECODING_FILE, result.decoding)
         if compiled.labels:
             # start-up time: matplotlib, only when a trial with labels is logged
             from experiments.analysis.figures import close, confusion_figure
 
             title = f"{spec.task}: {spec.variant.label}"
             fig = confusion_figure(result.predictions, compiled.labels, title)
-            self.client.log_figure(run_id, fig, "confusion_matrix.png")
+            files.figure("confusion_matrix.png", fig)
             close(fig)
-        self._log_dataset(run_id, spec.task, spec.split, rows, source)
 
     def _log_dataset(
         self, run_id: str, task: str, split: str, rows: list[dict[str, str]], source: str | None

@@ -83,12 +83,12 @@ def test_sigterm_while_a_trial_is_logged_leaves_the_study_resumable(
     tracker = _tracker(tmp_path / "hit")
     storage = f"sqlite:///{tmp_path}/hit.db"
     cfg = OptimizeConfig(**SETTINGS, storage=storage)
-    real = tracker.client.log_text
+    real = tracker.client.log_artifacts
     calls: list[int] = []
 
-    def log_text(*args: Any, **kwargs: Any) -> Any:
+    def log_artifacts(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        if len(calls) == 3:  # the second logged trial's run: its score is logged by now
+        if len(calls) == 2:  # the second logged trial's run, half-logged (its files: one upload)
             # the handler optimize installed, called as the signal would call it: a real
             # SIGTERM to this process would kill a pytest-xdist worker outright wherever the
             # handler is not in place (test_workbench_optimize_sigterm_mid_study_then_rerun
@@ -99,10 +99,10 @@ def test_sigterm_while_a_trial_is_logged_leaves_the_study_resumable(
             time.sleep(5)  # not reached: the handler raises
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tracker.client, "log_text", log_text)
+    monkeypatch.setattr(tracker.client, "log_artifacts", log_artifacts)
     with pytest.raises(StudyInterrupted) as err:
         run_optimize(cfg, catalog, SpyLM(), tracker)
-    monkeypatch.setattr(tracker.client, "log_text", real)
+    monkeypatch.setattr(tracker.client, "log_artifacts", real)
     text = str(err.value)
     assert err.value.exit_code == 143 and "interrupted (SIGTERM)" in text and "\n" not in text
     assert "Rerun the same command" in text
