@@ -42,14 +42,14 @@ import numpy as np
 
 from experiments.analysis import sensitivity as S
 from experiments.analysis.sensitivity.groups import _group
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.trials.record import TrialRecord, parse_axes
 from promptlib import Catalog, LocalSource
 
 SPEC = Path(__file__).resolve().parent.parent / "ablations" / "sensitivity_grid.yaml"
 
 
-class KnownFactorsLM:
+class KnownFactorsLM(InGivenOrder):
     """Correct with probability p[(task, variant, row)]; the prompt tells which it is."""
 
     name = "sim/known-factors"

@@ -50,7 +50,13 @@ from experiments.llm.calls import (
     call_with_deadline,
 )
 from experiments.llm.identity import lm_identity
-from experiments.llm.llama import _register_local_provider, check_local_fits
+from experiments.llm.llama import (
+    _LOCK,
+    _register_local_provider,
+    check_local_fits,
+    load_local,
+)
+from experiments.llm.prefix import prefix_order
 from experiments.llm.types import (
     Completion,
     ContextTooLong,
@@ -123,6 +129,20 @@ class LiteLLMModel:
         """What makes an answer this model's: for a local model also its weights and context
         size, which its name alone does not pin down (`identity.lm_identity`)."""
         return lm_identity(self)
+
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        """`LM.call_order`: a local model's calls in the prefix order of the tokens llama.cpp
+        will evaluate (`prefix.prefix_order`), so its KV cache computes each shared prefix
+        once; any other model's in the given order."""
+        if not self.is_local:
+            return list(range(len(prompts)))
+        if self.mode == "chat":  # the chat template wraps every prompt alike: its text orders
+            return sorted(range(len(prompts)), key=lambda i: prompts[i])
+        llm = load_local(local_name(self.name))
+        # as llama-cpp-python's create_completion tokenizes a prompt
+        with _LOCK:
+            tokens = [llm.tokenize(p.encode("utf-8"), add_bos=True, special=True) for p in prompts]
+        return prefix_order(tokens)
 
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         """Summed log-likelihood of each continuation after `prompt` (`LM.loglikelihood`):

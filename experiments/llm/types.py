@@ -117,6 +117,13 @@ class LM(Protocol):
 
     def cache_identity(self) -> dict[str, Any]: ...
 
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        """The order in which to make the calls for `prompts` (a permutation of their
+        indices): a local model's prefix order, so its KV cache evaluates each shared prefix
+        once (`experiments.llm.prefix`); the prompts' own order for any other. Results stay
+        in the prompts' order whatever the calls' order."""
+        ...
+
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         """Summed log-probability of each continuation after `prompt`, not normalised.
 
@@ -142,3 +149,11 @@ divided by the label's length in UTF-8 bytes (lm-evaluation-harness ``acc_norm``
 
 
 Scoring = Literal["generate", "loglik", "loglik-norm"]
+
+
+class InGivenOrder:
+    """`LM.call_order` for a model that gains nothing from ordering its calls (a remote API,
+    a test's fake): the prompts' own order."""
+
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        return list(range(len(prompts)))

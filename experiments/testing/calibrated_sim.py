@@ -37,7 +37,7 @@ from experiments.grading.add import add_grades
 from experiments.grading.sheets import SheetResult, make_sheet
 from experiments.judge.rubrics import parse_rubrics
 from experiments.judge.run import judge_trial
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec
 from experiments.trials.store import save_trial
@@ -63,7 +63,7 @@ criteria:
 """
 
 
-class SetCorrectLM:
+class SetCorrectLM(InGivenOrder):
     """One variant's model: right on a prompt with probability `p` (hashed, reproducible)."""
 
     name = MODEL
@@ -86,7 +86,7 @@ class SetCorrectLM:
         raise NotImplementedError("the simulated model only generates")
 
 
-class SimJudgeLM:
+class SimJudgeLM(InGivenOrder):
     """A judge that reads the truth off the answer, agrees with it on `agree` of the rows and
     adds `bias` to A's mean score (A's style: `STYLE`). `p_a`: A's rate of right answers,
     which sets the flip probability that adds exactly `bias`."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import ids
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.sweeps.plan import PlannedTrial, plan_tasks, trial_plan
 from experiments.sweeps.sequential import order_trials, run_sequential
 from experiments.sweeps.spec import SweepSpec, load_spec
@@ -63,7 +63,7 @@ class SetAccuracy:
         return wrong[int(ids.seed_uniform(self.seed, "wrong", variant, index) * len(wrong))]
 
 
-class SetAccuracyLM:
+class SetAccuracyLM(InGivenOrder):
     """`SetAccuracy` as an in-process `LM` (no HTTP): the same answers, counted."""
 
     name = MODEL

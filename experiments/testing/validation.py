@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from experiments import ids
 from experiments.analysis.records import Comparison
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.sweeps.plan import PlannedTrial, plan_tasks, trial_plan
 from experiments.sweeps.report import compare
 from experiments.sweeps.spec import SweepSpec, load_spec
@@ -43,7 +43,7 @@ n_resamples: {n_resamples}
 """
 
 
-class KnownEffectLM:
+class KnownEffectLM(InGivenOrder):
     """Correct with probability p[variant] per row; the variant is told by its prompt."""
 
     name = "sim/known-effect"
@@ -208,7 +208,7 @@ class ShownRow:
     official: str  # the official answer, as LegalBench writes it
 
 
-class VariantLM:
+class VariantLM(InGivenOrder):
     """Right with probability p[variant] in the label words its variant shows.
 
     Rows share a difficulty across variants (a Gaussian latent: variant j is right on row i

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.trials.run import TrialResult, run_trial
 from experiments.trials.spec import TrialSpec
 from experiments.trials.store import save_trial
@@ -19,7 +19,7 @@ N_ROWS = 6
 
 
 @dataclass
-class ExplainLM:
+class ExplainLM(InGivenOrder):
     """Answers each prompt with an explanation that names its prompt's length (so two
     variants' answers to the same row differ)."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import dev_order, split_dev_heldout
 from experiments.optimize.errors import IncompleteEvaluation
@@ -25,7 +25,7 @@ from tests.conftest import workbench_env
 pytestmark = pytest.mark.data
 
 
-class SpyLM:
+class SpyLM(InGivenOrder):
     """Answers "Yes" when the query mentions "said", else "No"; remembers every prompt."""
 
     name = "scripted/lm"

@@ -12,7 +12,7 @@ import optuna
 import pytest
 
 from experiments import output
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.optimize import optimize
 from experiments.optimize.space import invalid, search_space, space_variants, variant_from_params
@@ -35,7 +35,7 @@ def _file(tmp_path: Path, name: str, text: str = MARKER, generated: bool = False
     return str(path)
 
 
-class MarkerLM:
+class MarkerLM(InGivenOrder):
     """Right on every row when the prompt shows the marker instruction, else always "No"."""
 
     mode = "completion"

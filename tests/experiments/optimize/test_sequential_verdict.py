@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import split_dev_heldout
 from experiments.optimize.optimize import optimize
@@ -20,7 +20,7 @@ from promptlib.variants import PromptVariant
 pytestmark = pytest.mark.data
 
 
-class BaseIsWrong:
+class BaseIsWrong(InGivenOrder):
     """Right on every row, except with the base prompt, which is always wrong."""
 
     name = "scripted/base-is-wrong"

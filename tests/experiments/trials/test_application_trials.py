@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.metrics import balanced_accuracy, base_metric, is_rule_conclusion
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.data
 APPLICATION = parse_spec("instruction=application")
 
 
-class ExplainingLM:
+class ExplainingLM(InGivenOrder):
     """Explains, then concludes: the row's truth for prompts of rows in `right`, the other
     label for rows in `wrong`, and no conclusion at all for the rest."""
 

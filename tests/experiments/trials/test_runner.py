@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
-from experiments.llm.types import Completion, Decoding
+from experiments.llm.types import Completion, Decoding, InGivenOrder
 from experiments.trials.record import TrialStatus
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
@@ -22,7 +22,7 @@ from promptlib import Catalog, LocalSource, parse_spec
 pytestmark = pytest.mark.data
 
 
-class ScriptedLM:
+class ScriptedLM(InGivenOrder):
     """Answers 'Yes' to prompts containing `yes_if`, else 'No'; fails prompts with `fail_if`."""
 
     name = "scripted/lm"
