@@ -14,7 +14,7 @@ def _prefixes(token_lists: list[list[int]]) -> int:
 
 def _evaluated(token_lists: list[list[int]], order: list[int]) -> int:
     """Tokens a one-sequence KV cache evaluates when the prompts come in `order`."""
-    total, previous = 0, []
+    total, previous = 0, list[int]()
     for i in order:
         total += len(token_lists[i]) - common_prefix(previous, token_lists[i])
         previous = token_lists[i]
@@ -29,7 +29,7 @@ def _prompts(seed: int, n: int = 40) -> list[list[int]]:
     ]
 
 
-def test_a_permutation_in_lexicographic_order():
+def test_a_permutation_in_lexicographic_order() -> None:
     lists = _prompts(1)
     order = prefix_order(lists)
     assert sorted(order) == list(range(len(lists)))
@@ -37,12 +37,12 @@ def test_a_permutation_in_lexicographic_order():
     assert keys == sorted(lists)
 
 
-def test_stable_for_equal_prompts():
+def test_stable_for_equal_prompts() -> None:
     lists = [[3, 1], [1, 2], [3, 1], [1, 2], [1], [3, 1]]
     assert prefix_order(lists) == [4, 1, 3, 0, 2, 5]
 
 
-def test_the_sorted_order_evaluates_the_trie_once():
+def test_the_sorted_order_evaluates_the_trie_once() -> None:
     for seed in range(20):
         lists = _prompts(seed)
         size = _prefixes(lists)
@@ -52,13 +52,13 @@ def test_the_sorted_order_evaluates_the_trie_once():
         assert _evaluated(lists, list(range(len(lists)))) >= size
 
 
-def test_file_order_can_cost_more():
+def test_file_order_can_cost_more() -> None:
     lists = [[1, 2, 3], [4, 5], [1, 2, 6], [4, 5, 7]]
     assert _evaluated(lists, list(range(4))) == 3 + 2 + 3 + 3
     assert _evaluated(lists, prefix_order(lists)) == trie_size(lists) == 3 + 1 + 3 == 7
 
 
-def test_shuffle_invariance():
+def test_shuffle_invariance() -> None:
     lists = _prompts(7)
     rng = random.Random(0)
     for _ in range(10):
@@ -71,7 +71,7 @@ def test_shuffle_invariance():
         assert trie_size(shuffled) == trie_size(lists)
 
 
-def test_empty():
+def test_empty() -> None:
     assert prefix_order([]) == []
     assert trie_size([]) == 0
     assert trie_size([[], []]) == 0
