@@ -46,6 +46,8 @@ from unittest import mock
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
+
 ROOT = Path(__file__).resolve().parent.parent
 PINS = Path(__file__).resolve().parent / "data" / "pinned_outputs"
 IMPORTS = Path(__file__).resolve().parent / "data" / "imports"
@@ -71,7 +73,7 @@ def _h(*parts: str) -> int:
 
 
 @dataclass
-class PinnedLM:
+class PinnedLM(LMDefaults):
     """Deterministic answers: a Yes/No and label log-likelihoods from a hash of the prompt
     (and the model's name, so two fake models differ)."""
 

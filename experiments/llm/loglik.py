@@ -8,6 +8,7 @@ from typing import Any
 
 from experiments.llm.backends import backend_class, local_name
 from experiments.llm.llama import _LOCK, _local_limit, load_local
+from experiments.llm.prefix import common_prefix, prefix_order
 from experiments.llm.types import (
     ContextTooLong,
     LoglikNorm,
@@ -131,10 +132,11 @@ def loglik_tie(sums: Sequence[float], labels: Sequence[str], how: LoglikNorm) ->
 def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> list[float]:
     """Summed log-likelihood of each continuation after `prompt`, for local models only.
 
-    The prompt is evaluated once; each continuation is evaluated on top of it by rolling the
-    KV cache back to the prompt's end, so scoring n labels costs one prompt plus n short
-    continuations. The sums are not length-normalised: `pick_label` compares them as they
-    are (``sum``) or per byte (``per_byte``), so one pass serves both.
+    The prompt is evaluated once (past the prefix it shares with the previous prompt, still
+    in the KV cache), and every label is scored from that one evaluation: the labels' tokens
+    are walked as a trie (`_label_walk`), so a token prefix labels share is evaluated once.
+    The sums are not length-normalised: `pick_label` compares them as they are (``sum``) or
+    per byte (``per_byte``), so one pass serves both.
     """
     require_loglik_model(model)
     if any(not c for c in continuations):
@@ -166,19 +168,43 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
         llm.n_tokens = shared
         llm.eval(tokens[shared:])
         n = len(tokens)
-        after_prompt = _logsoftmax(_last_logits(llm))
-        scores = []
-        for cont, cont_tokens in zip(continuations, conts, strict=True):
-            if not cont_tokens:
-                raise ModelError(f"continuation {cont!r} tokenizes to nothing")
-            total = float(after_prompt[cont_tokens[0]])
-            llm.n_tokens = n
-            for i in range(1, len(cont_tokens)):
-                llm.eval([cont_tokens[i - 1]])
-                logp = _logsoftmax(_last_logits(llm))
-                total += float(logp[cont_tokens[i]])
-            scores.append(total)
+        scores = _label_walk(llm, n, _logsoftmax(_last_logits(llm)), conts, continuations)
         llm.n_tokens = n
+    return scores
+
+
+def _label_walk(
+    llm: Any,
+    n: int,
+    after_prompt: Any,
+    conts: Sequence[Sequence[int]],
+    continuations: Sequence[str],
+) -> list[float]:
+    """Each label's summed log-likelihood after the prompt's `n` tokens (in the KV cache,
+    `after_prompt` the log-softmax after them), evaluating each distinct label-token prefix
+    once: the labels in lexicographic order of their tokens are a walk of their trie, and
+    moving to the next one rolls the KV cache back (``llm.n_tokens``) to the prefix the two
+    share. A label's last token is only read, never evaluated. Each token is evaluated
+    alone at the same position as scoring the labels one by one did, so the sums are the
+    same, bit for bit. The KV cache ends at the prompt's end, for the next prompt to reuse.
+    """
+    for cont, cont_tokens in zip(continuations, conts, strict=True):
+        if not cont_tokens:
+            raise ModelError(f"continuation {cont!r} tokenizes to nothing")
+    scores = [0.0] * len(conts)
+    path: list[int] = []  # label tokens in the KV cache after the prompt
+    dists = [after_prompt]  # dists[k]: log-softmax after the prompt and path[:k]
+    for j in prefix_order(conts):
+        cont_tokens = list(conts[j])
+        shared = common_prefix(path, cont_tokens[:-1])
+        del path[shared:], dists[shared + 1 :]
+        llm.n_tokens = n + shared
+        for token in cont_tokens[shared:-1]:
+            llm.eval([token])
+            path.append(token)
+            dists.append(_logsoftmax(_last_logits(llm)))
+        scores[j] = sum(float(dists[i][t]) for i, t in enumerate(cont_tokens))
+    llm.n_tokens = n
     return scores
 
 

@@ -12,11 +12,11 @@ from typing import Any
 from experiments import bounds
 from experiments.llm.backends import DEFAULT_MODEL
 from experiments.llm.calls import CallInterrupted, _finite, _sleep, _stop_event
-from experiments.llm.types import ModelError
 
 # The call defaults live in `experiments.llm.defaults` (the CLI's --help reads them there)
 from experiments.llm.defaults import CONCURRENCY as CONCURRENCY
 from experiments.llm.defaults import MAX_RETRIES, TIMEOUT
+from experiments.llm.types import ModelError
 
 BACKOFF = 0.5
 MAX_BACKOFF = 30.0

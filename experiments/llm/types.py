@@ -129,6 +129,13 @@ class LM(Protocol):
         response-cache identity (part of trial ids and cache keys: byte for byte)."""
         ...
 
+    def call_order(self, prompts: Sequence[str]) -> list[int]:
+        """The order in which to make the calls for `prompts` (a permutation of their
+        indices): a local model's prefix order, so its KV cache evaluates each shared prefix
+        once (`experiments.llm.prefix`); the prompts' own order for any other. Results stay
+        in the prompts' order whatever the calls' order."""
+        ...
+
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         """Summed log-probability of each continuation after `prompt`, not normalised.
 
@@ -139,11 +146,6 @@ class LM(Protocol):
 
     def loglik_advice(self) -> str:
         """What to check when the model's log-likelihoods carry no information."""
-        ...
-
-    def call_order(self, prompts: Sequence[str]) -> list[int]:
-        """The order in which the runner makes the calls for `prompts` (a permutation of
-        their indices); results stay in the prompts' order."""
         ...
 
 

@@ -15,6 +15,7 @@ from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.loglik import label_bytes, loglik_tie, per_byte_scores, pick_label
 from experiments.llm.served import NoPromptLogprobs, ServedCallError
 from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, LoglikNorm, ModelError
+from experiments.trials.order import in_call_order
 from experiments.trials.spec import LOGLIK, Progress, TrialSpec
 from promptlib.render import CompiledPrompt
 from promptlib.tasks import Task
@@ -51,27 +52,40 @@ def _loglik(
     # through by chance, and their cached sums would be reused unchecked once it is fixed.
     pending: list[tuple[str, Completion]] = []
     decoding = Decoding(temperature=0.0, max_tokens=0, stop=(), mode="completion")
-    out: list[Completion] = []
-    hits: list[bool] = []
+    keys = [cache_key(identity, prompt, decoding) for prompt in prompts]
+    results: list[Completion | None] = [None] * len(prompts)
+    hits = [False] * len(prompts)
+    done = 0
+    called: set[str] = set()
     refused = False
     try:
-        for n, prompt in enumerate(prompts, 1):
-            key = cache_key(identity, prompt, decoding)
+        for i, key in enumerate(keys):
             cached = cache.get(key) if cache is not None else None
             if cached is not None:
-                out.append(cached)
-                hits.append(True)
+                results[i], hits[i] = cached, True
+                done += 1
+                if progress:
+                    progress(done, len(prompts))
+        # the calls in the model's order (a local model's: prefix order, so each prompt token
+        # the rows share is evaluated once); the rows stay in row order
+        for i in in_call_order(lm, prompts, [i for i, r in enumerate(results) if r is None]):
+            # a prompt repeated in the trial: its first row's sums may be cached just now
+            cached = cache.get(keys[i]) if cache is not None and keys[i] in called else None
+            if cached is not None:
+                results[i], hits[i] = cached, True
             else:
-                comp, decided = _loglik_row(lm, prompt, conts, labels, how)
+                comp, decided = _loglik_row(lm, prompts[i], conts, labels, how)
                 if decided and cache is not None:
                     if lm.caches_loglik_at_once:
-                        cache.put(key, comp)
+                        cache.put(keys[i], comp)
                     else:
-                        pending.append((key, comp))
-                out.append(comp)
-                hits.append(False)
+                        pending.append((keys[i], comp))
+                results[i] = comp
+                called.add(keys[i])
+            done += 1
             if progress:
-                progress(n, len(prompts))
+                progress(done, len(prompts))
+        out = [r for r in results if r is not None]
         checked = _no_information(out, lm, prompts)
         if checked is not out:
             refused = True  # rows that carry no information are not cached for a fixed server

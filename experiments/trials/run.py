@@ -30,6 +30,7 @@ from experiments.metrics import (
 )
 from experiments.secrets import redact_reply, safe_url
 from experiments.trials.loglik_rows import _loglik
+from experiments.trials.order import in_call_order
 from experiments.trials.record import NOT_SHOWN, Prediction, TrialStatus
 from experiments.trials.spec import (
     LOGLIK,
@@ -312,7 +313,7 @@ def _generate(
                 done += 1
     if progress:
         progress(done, len(prompts))
-    todo = [i for i, r in enumerate(results) if r is None]
+    todo = in_call_order(lm, prompts, [i for i, r in enumerate(results) if r is None])
 
     stop = threading.Event()  # set when this thread is interrupted: the workers give up
 
@@ -324,7 +325,7 @@ def _generate(
         return i, comp
 
     if lm.concurrency <= 1:
-        for i in todo:  # in order: consecutive prompts share the KV-cache prefix
+        for i in todo:  # one after another: consecutive prompts share the KV-cache prefix
             _, results[i] = call(i)
             done += 1
             if progress:

@@ -16,12 +16,13 @@ import pytest
 
 from experiments import output
 from experiments.cli.single import SingleRequest, run_single
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from promptlib.errors import VariantFileError, WorkbenchError
 
 
 @dataclass
-class ScriptedLM:
+class ScriptedLM(LMDefaults):
     """Answers every hearsay prompt with `answer`; prompts containing `fail_on` get an error."""
 
     answer: str = " Yes"

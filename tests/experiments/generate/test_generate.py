@@ -15,6 +15,7 @@ from experiments.generate.prompt import KINDS, TaskBrief, generation_prompt
 from experiments.generate.provenance import clean_reply
 from experiments.generate.review import files_in_sweep, files_in_variant
 from experiments.llm.cache import ResponseCache
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from promptlib import Catalog, compile_prompt, parse_spec
 from promptlib.errors import UnknownTaskError, VariantError
@@ -27,7 +28,7 @@ DESCRIPTION = "Evidence is hearsay when a statement made out of court is offered
 PLAIN = "Story: {{text}}\nIs this hearsay, yes or no?\nA:"
 
 
-class Scripted:
+class Scripted(LMDefaults):
     """A generator model answering each prompt with `reply(prompt)`, counting its calls."""
 
     name = "openai/scripted"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.trials.run import TrialResult, run_trial
 from experiments.trials.spec import TrialSpec
@@ -19,7 +20,7 @@ N_ROWS = 6
 
 
 @dataclass
-class ExplainLM:
+class ExplainLM(LMDefaults):
     """Answers each prompt with an explanation that names its prompt's length (so two
     variants' answers to the same row differ)."""
 

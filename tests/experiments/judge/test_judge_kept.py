@@ -12,6 +12,7 @@ import pytest
 from experiments.judge.rubrics import load_rubrics
 from experiments.judge.run import judge_trial
 from experiments.judge.store import judge_ids, load_judge_scores
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.trials.run import run_trial
 from experiments.trials.spec import TrialSpec, resolve_trial
@@ -33,7 +34,7 @@ def test_a_rerun_of_the_trial_keeps_its_judge_scores(catalog: Catalog, tmp_path:
     assert load_judge_scores(trial_dir, run.judge_id) == before
 
 
-class ProseLM:
+class ProseLM(LMDefaults):
     name = "scripted/prose"
     mode = "completion"
     concurrency = 1

@@ -24,6 +24,7 @@ from experiments.judge.store import (
     scores_path,
 )
 from experiments.llm.cache import ResponseCache
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.trials.record import TrialStatus
 from experiments.trials.run import run_trial
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.data
 LIMIT = 4
 
 
-class AnswerLM:
+class AnswerLM(LMDefaults):
     """The model under test: an explanation naming its variant (which the judge must not see)."""
 
     name = "scripted/answer"
@@ -50,7 +51,7 @@ class AnswerLM:
         return Completion(" No, because the statement was made in court.", tokens_out=9)
 
 
-class JudgeLM:
+class JudgeLM(LMDefaults):
     """A judge replying from a script: `reply(prompt)`; counts its calls; may raise."""
 
     name = "scripted/judge"

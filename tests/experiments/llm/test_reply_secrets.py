@@ -17,6 +17,7 @@ from experiments.generate.provenance import refusal
 from experiments.llm.batch_results import parse_line
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.gateway import get_model
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import MAX_REPLY_BYTES, Completion, Decoding, kept_reply
 from experiments.testing.stub_server import StubOpenAI
 from experiments.trials.run import run_trial
@@ -117,7 +118,7 @@ def test_any_model_s_reply_is_hidden_even_past_the_gateway(
     """A model that is not the gateway (a test double, a future backend) and a cache entry
     written before replies were redacted: the trial's rows hide the key all the same."""
 
-    class Echo:
+    class Echo(LMDefaults):
         name, concurrency = "echo/m", 1
 
         def complete(self, prompt: str, decoding: Decoding) -> Completion:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import dev_order, split_dev_heldout
@@ -25,7 +26,7 @@ from tests.conftest import workbench_env
 pytestmark = pytest.mark.data
 
 
-class SpyLM:
+class SpyLM(LMDefaults):
     """Answers "Yes" when the query mentions "said", else "No"; remembers every prompt."""
 
     name = "scripted/lm"

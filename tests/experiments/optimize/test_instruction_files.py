@@ -12,6 +12,7 @@ import optuna
 import pytest
 
 from experiments import output
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.optimize import optimize
@@ -35,7 +36,7 @@ def _file(tmp_path: Path, name: str, text: str = MARKER, generated: bool = False
     return str(path)
 
 
-class MarkerLM:
+class MarkerLM(LMDefaults):
     """Right on every row when the prompt shows the marker instruction, else always "No"."""
 
     mode = "completion"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import dev_order, split_dev_heldout
@@ -72,7 +73,7 @@ def test_search_space_says_what_it_leaves_out(catalog: Catalog) -> None:
     assert cuad.register == ["default", "plain", "technical"] and cuad.instruction == ["base"]
 
 
-class SpyLM:
+class SpyLM(LMDefaults):
     """Scripted answers; remembers every prompt it is asked."""
 
     name = "scripted/lm"
@@ -270,7 +271,7 @@ def _chunks_of(order: list[str], n: int) -> list[list[str]]:
     return prefixes
 
 
-class AlwaysNo:
+class AlwaysNo(LMDefaults):
     name = "scripted/no"
     mode = "completion"
     concurrency = 1
@@ -316,7 +317,7 @@ def _u(*parts: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-class ScriptedByVariant:
+class ScriptedByVariant(LMDefaults):
     """Accuracy set by the variant: 0.5, +0.3 with the answer hint, +0.15 in Claude format.
 
     Half of each row's outcome is decided by the row alone (shared by every variant, as a

@@ -16,6 +16,7 @@ import pytest
 import experiments.optimize.optimize as opt
 import experiments.optimize.search as opt_search
 import experiments.optimize.study as opt_study
+from experiments.llm.scripted import LMDefaults
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.optimize import optimize
 from experiments.optimize.pruners import _EvaluatedStudy, _pruner
@@ -142,7 +143,7 @@ def _prompt(**levels: Any) -> dict[str, Any]:
     return base | levels
 
 
-class HintKnows:
+class HintKnows(LMDefaults):
     """Right on every row when the prompt carries the answer hint, else always "No"
     (balanced accuracy 0.5 on every class-balanced batch)."""
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import split_dev_heldout
@@ -20,7 +21,7 @@ from promptlib.variants import PromptVariant
 pytestmark = pytest.mark.data
 
 
-class BaseIsWrong:
+class BaseIsWrong(LMDefaults):
     """Right on every row, except with the base prompt, which is always wrong."""
 
     name = "scripted/base-is-wrong"

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.testing.stub_server import StubOpenAI
 from promptlib import (
@@ -194,7 +195,7 @@ def test_run_from_an_optimize_report_matches_render(
 
 
 # ---- optimize -> report -> rerun ------------------------------------------------------------
-class SpyLM:
+class SpyLM(LMDefaults):
     """Scripted answers; remembers every prompt it is asked."""
 
     name = "scripted/lm"

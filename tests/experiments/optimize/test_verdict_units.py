@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.optimize import optimize
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.data
 TASK = "cuad_price_restrictions"
 
 
-class ByPrompt:
+class ByPrompt(LMDefaults):
     """A deterministic model: the reply is a function of the prompt, so rows given the same
     prompt get the same reply, as at temperature 0 through the response cache."""
 

@@ -14,6 +14,7 @@ import pytest
 
 from experiments import output
 from experiments.analysis.decision import for_heldout
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.optimize.config import OptimizeConfig
 from experiments.optimize.dev import split_dev_heldout
@@ -115,7 +116,7 @@ def test_the_rerun_command_quotes_and_carries_the_options() -> None:
 
 
 # ---- a study, end to end ------------------------------------------------------------------------
-class Scripted:
+class Scripted(LMDefaults):
     """Knows every hearsay answer. `base_prompts` get `base`'s behaviour, others `other`'s:
     "right", "no" (always No) or "dev" (right on dev rows, wrong on held-out rows)."""
 

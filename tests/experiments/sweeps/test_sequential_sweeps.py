@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.sweeps.result import SweepResult
 from experiments.sweeps.sequential_result import SequentialComparison
 from experiments.sweeps.spec import SpecError, load_spec
@@ -71,7 +72,7 @@ def test_a_prefix_is_the_trial_of_those_rows(catalog: Catalog) -> None:
     from experiments.trials.spec import TrialSpec, resolve_trial
     from promptlib import parse_spec
 
-    class Probe:
+    class Probe(LMDefaults):
         name, mode, concurrency = "probe", "chat", 1
 
         def cache_identity(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from tests.conftest import workbench_env
 
@@ -49,7 +50,7 @@ ROWS = 8  # per trial; the first trial is logged before call ROWS + 1
 
 
 @dataclass
-class FaultyLM:
+class FaultyLM(LMDefaults):
     """Answers Yes/No from a hash of the prompt; its `at`-th call runs `fault` first."""
 
     fault: Callable[[], None] | None = None

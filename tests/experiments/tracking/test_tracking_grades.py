@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from tests.experiments.trials.test_grading import _data
 
 pytestmark = pytest.mark.data
 
 
-class ProseLM:
+class ProseLM(LMDefaults):
     """A model answering every rule_qa question with one sentence (no network)."""
 
     name = "scripted/prose"

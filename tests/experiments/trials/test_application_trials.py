@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.metrics import balanced_accuracy, base_metric, is_rule_conclusion
 from experiments.trials.run import run_trial
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.data
 APPLICATION = parse_spec("instruction=application")
 
 
-class ExplainingLM:
+class ExplainingLM(LMDefaults):
     """Explains, then concludes: the row's truth for prompts of rows in `right`, the other
     label for rows in `wrong`, and no conclusion at all for the rest."""
 
