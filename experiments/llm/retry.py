@@ -15,7 +15,8 @@ from experiments.llm.calls import CallInterrupted, _finite, _sleep, _stop_event
 
 # The call defaults live in `experiments.llm.defaults` (the CLI's --help reads them there)
 from experiments.llm.defaults import CONCURRENCY as CONCURRENCY
-from experiments.llm.defaults import MAX_RETRIES, TIMEOUT
+from experiments.llm.defaults import MAX_RETRIES as MAX_RETRIES
+from experiments.llm.defaults import TIMEOUT as TIMEOUT
 from experiments.llm.types import ModelError
 
 BACKOFF = 0.5
