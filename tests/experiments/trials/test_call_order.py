@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from experiments.llm.cache import ResponseCache
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.trials.loglik_rows import _loglik
 from experiments.trials.run import run_trial
@@ -20,7 +21,7 @@ from promptlib import Catalog, compile_prompt, parse_spec
 pytestmark = pytest.mark.data
 
 
-class Backwards:
+class Backwards(LMDefaults):
     """Asks for its calls last row first; answers and sums from the prompt's own text, and
     records the order the calls came in."""
 
