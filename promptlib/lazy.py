@@ -6,9 +6,27 @@ the model gateway (issue 35). `from package import X` and `package.X` work as be
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from importlib import import_module
+from types import ModuleType
 from typing import Any
+
+
+class _Exports(ModuleType):
+    """A package whose exported names win over its submodules of the same spelling.
+
+    The import system binds a loaded submodule on its package (`promptlib.render`, the
+    module), which hid the export of that name (`promptlib.render`, the function) once an
+    `__init__` no longer imported it last; the export stays what the package's name means,
+    as it was when `__init__` imported everything. The submodule is in `sys.modules` still.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        homes = self.__dict__.get("_HOMES", {})
+        if isinstance(value, ModuleType) and homes.get(name) == value.__name__:
+            return  # the submodule `name` whose export `name` the package means
+        super().__setattr__(name, value)
 
 
 def lazy_exports(
@@ -18,6 +36,7 @@ def lazy_exports(
     public names live in the modules `homes` maps them to. A name is imported from its home
     when first read, then kept as a global of the package, so the next read costs nothing."""
     package = namespace["__name__"]
+    sys.modules[package].__class__ = _Exports
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)

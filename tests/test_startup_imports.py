@@ -136,7 +136,8 @@ def test_tracked_run_on_an_embedded_model_imports_no_gateway_nor_optimisers(
     tracked: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     root, env = tracked
-    loaded = _imports(["run", "hearsay", "--limit", "2"], (*HEAVY, "mlflow"), env, root, tmp_path)
+    args = ["run", "hearsay", "--model", "local/smollm2", "--limit", "2"]
+    loaded = _imports(args, (*HEAVY, "mlflow"), env, root, tmp_path)
     assert "mlflow" in loaded  # tracked: the store was written, the probe sees imports
     del loaded["mlflow"]
     assert loaded == {}, json.dumps(loaded, indent=1)
