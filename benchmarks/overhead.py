@@ -3,7 +3,8 @@
 Every side runs the same N rendered cuad_audit_rights prompts through the same GGUF with the
 same decoding, whole process against whole process:
 
-- quiet: the bare loop (benchmarks/bare_llama.py) with libgomp's default wait policy and
+- quiet: the bare loop (benchmarks/bare_llama.py, its prompts in prefix order as the
+  workbench makes its calls) with libgomp's default wait policy and
   with OMP_WAIT_POLICY=PASSIVE, and `workbench run` (empty cache, tracked: each workbench
   side logs its trial into its own MLflow store, created beforehand and untimed, as a user's
   store exists) with its own defaults. Ratio: workbench / the faster bare loop.
