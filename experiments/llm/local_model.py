@@ -18,6 +18,7 @@ from typing import Any, Literal
 from experiments.llm import loglik
 from experiments.llm.backends import LOCAL_PROVIDER, local_name
 from experiments.llm.calls import _CONTEXT_WORDS, _litellm, _without_traceback
+from experiments.llm.env_file import load_env_file
 from experiments.llm.identity import local_identity, plain_loglik_identity
 from experiments.llm.llama import _LOCK, check_local_fits, load_local
 from experiments.llm.prefix import prefix_order
@@ -53,6 +54,9 @@ class LocalModel(RetryingModel):
         max_backoff: float = MAX_BACKOFF,
         mode: Mode | None = None,
     ) -> None:
+        # the project .env litellm's import loaded, loaded here without it: every setting
+        # read from here on (the identity's n_ctx, the load's) is the one it always was
+        load_env_file()
         super().__init__(
             name,
             concurrency=concurrency,
@@ -99,6 +103,7 @@ class LocalModel(RetryingModel):
     def preload(cls, model: str, threads: int) -> None:
         """Load the model now with `threads` threads (a Ray actor's share of the CPUs, not
         every core of the node, which llama.cpp would oversubscribe)."""
+        load_env_file()  # its context size and layout as the driver's (`__init__`)
         load_local(local_name(model), n_threads=threads)
 
     # ---- the model -------------------------------------------------------------------------
