@@ -45,3 +45,15 @@ def test_a_prompt_one_token_past_the_cache_is_decoded_as_afresh() -> None:
     llm.eval(tokens[:-1])  # exactly the shorter prompt in the cache, nothing after it
     after = lm.complete(PROMPT, Decoding(max_tokens=8, stop=()))
     assert after.text == fresh.text
+
+
+def test_log_likelihoods_of_a_repeated_prompt_are_its_fresh_ones() -> None:
+    """`label_logprobs` reused the cache up to the prompt's last token and decoded that one
+    alone: a repeated prompt (side by side in prefix order, with --no-cache) got other
+    sums than the first time."""
+    from experiments.llm.loglik import label_logprobs
+
+    labels = [" Yes", " No"]
+    load_local("smollm2").reset()
+    fresh = label_logprobs("local/smollm2", PROMPT, labels)
+    assert label_logprobs("local/smollm2", PROMPT, labels) == fresh
