@@ -37,6 +37,21 @@ ASKING = frozenset({"is_local", "backend_for", "local_name", "served_api_base", 
 CLASSES = frozenset({"LocalModel", "ServedModel", "ApiModel"})
 MODEL_OBJECTS = re.compile(r"^(lm|_lm|model|judge|inner|.*_lm)$")
 LOCAL_LITERAL = re.compile(r"^local/[\w.-]+$")
+PROVIDER_PREFIX = re.compile(r"^local/?$")
+"""``"local"`` or ``"local/"``: tested against a model name (``.startswith``, ``in``, a
+`split`'s first part) it is `is_local` in another spelling. Compared with ``==`` to a plain
+name it is the sweep executor's name, which is no backend."""
+
+
+def _split_part(node: ast.AST) -> bool:
+    """Whether `node` is a part of a `split` or `partition` (``m.split("/")[0]``)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("split", "rsplit", "partition")
+    )
 
 
 def _scanned() -> Iterator[Path]:
@@ -91,11 +106,28 @@ def violations(source: str, where: str = "<source>") -> list[str]:
             asked = args[1] if func == "getattr" and len(args) >= 2 else None
             if isinstance(asked, ast.Constant) and asked.value in ("is_local", "api_base"):
                 say(node, f"getattr(..., {asked.value!r})")
+            if (
+                func in ("startswith", "removeprefix")
+                and args
+                and isinstance(args[0], ast.Constant)
+                and PROVIDER_PREFIX.match(str(args[0].value))
+            ):
+                say(node, f"tests a model's prefix .{func}({args[0].value!r}) (is_local)")
             if func == "isinstance" and len(args) == 2:
                 kinds = args[1].elts if isinstance(args[1], ast.Tuple) else [args[1]]
                 for kind in kinds:
                     if _name(kind) in CLASSES:
                         say(node, f"isinstance(..., {_name(kind)})")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            local = [n for n in sides if isinstance(n, ast.Constant)]
+            if any(PROVIDER_PREFIX.match(str(n.value)) for n in local) and (
+                any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+                or any(_split_part(n) for n in sides)
+            ):
+                say(node, "compares a model name with 'local' (is_local)")
+            if any(isinstance(n, ast.Constant) and n.value in CLASSES for n in sides):
+                say(node, "compares a class name with a backend class's")
         elif isinstance(node, ast.Name) and (node.id in ASKING or node.id in CLASSES):
             say(node, f"uses {node.id}")
         elif isinstance(node, ast.Constant) and LOCAL_LITERAL.match(str(node.value)):
@@ -127,6 +159,12 @@ def test_nothing_outside_the_llm_package_asks_which_backend_it_has() -> None:
         "import unittest.mock\n",
         "def f(m, os):\n    with m.mock.patch.object(os, 'cpu_count'):\n        pass\n",
         "model: str = 'local/smollm2'\n",
+        "def f(model):\n    return model.startswith('local/')\n",
+        "def f(model):\n    return model.startswith('local')\n",
+        "def f(spec):\n    return 'local' in spec.model\n",
+        "def f(model):\n    return model.split('/')[0] == 'local'\n",
+        "def f(model):\n    return model.partition('/')[0] != 'local'\n",
+        "def f(lm):\n    return type(lm).__name__ == 'LocalModel'\n",
     ],
 )
 def test_the_checker_catches_a_planted_violation(planted: str) -> None:
@@ -137,10 +175,12 @@ def test_the_checker_lets_plain_code_through() -> None:
     clean = (
         "from experiments.llm import backend_class, get_model\n"
         "from experiments.llm.backends import DEFAULT_MODEL\n"
-        "def f(setup, model):\n"
+        "def f(setup, model, executor):\n"
         "    if setup.api_base:\n"  # a command's option, not a model's
         "        pass\n"
         "    print('run it with --model local/smollm2')\n"  # prose, not a model chosen
+        "    if executor == 'local' or setup.executor != 'local':\n"  # the sweep executor's name
+        "        pass\n"
         "    return backend_class(model).price(model, 1, 1), get_model(DEFAULT_MODEL)\n"
     )
     assert violations(clean) == []
