@@ -88,3 +88,22 @@ def test_a_generation_prompt_is_never_finished_by_one_token_alone(catalog: Catal
     finally:
         del llm.eval
     assert first and first[0] >= 2  # the prompt's last batch, before the generated tokens
+
+
+@pytest.mark.model
+@pytest.mark.data
+def test_a_generation_after_scoring_the_same_prompt_starts_at_the_prompts_end(
+    catalog: Catalog,
+) -> None:
+    """Scoring a multi-token label leaves llama.cpp's logits after a label token, with the
+    KV cache at the prompt's end; llama-cpp-python took the same prompt as cached whole and
+    sampled from those logits: the generation went on from the label (' No' became 'ay',
+    the rest of ' hearsay', on 4 of 4 hearsay prompts)."""
+    llm = load_local("smollm2")
+    lm = get_model("local/smollm2")
+    decoding = Decoding(temperature=0.0, max_tokens=6, stop=(), mode="completion")
+    for prompt in _prompts(catalog)[:2]:
+        llm.reset()
+        fresh = lm.complete(prompt, decoding).text
+        label_logprobs("local/smollm2", prompt, [" Yes, it is hearsay", " No"])
+        assert lm.complete(prompt, decoding).text == fresh
