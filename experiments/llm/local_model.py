@@ -21,7 +21,7 @@ from experiments.llm.calls import _CONTEXT_WORDS, _litellm, _without_traceback
 from experiments.llm.env_file import load_env_file
 from experiments.llm.identity import local_identity, plain_loglik_identity
 from experiments.llm.llama import _LOCK, check_local_fits, load_local
-from experiments.llm.prefix import common_prefix, prefix_order
+from experiments.llm.prefix import feed, prefix_order
 from experiments.llm.replies import answered
 from experiments.llm.retry import BACKOFF, MAX_BACKOFF, MAX_RETRIES, TIMEOUT, RetryingModel
 from experiments.llm.types import (
@@ -152,7 +152,11 @@ class LocalModel(RetryingModel):
         }
         with _LOCK:
             if self.mode == "completion":
-                _decode_two(llm, llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+                # the cached prefix kept so that llama-cpp-python evaluates the prompt's last
+                # two tokens, never its last one alone: the text does not depend on the
+                # previous prompt (`prefix.feed`)
+                tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+                feed(llm, tokens, max(len(tokens) - 2, 0))
                 return llm.create_completion(prompt, **gen)
             if getattr(llm, _LAST_CHAT, None) == prompt:  # its templated tokens all cached
                 llm.n_tokens = 0
@@ -196,20 +200,6 @@ class LocalModel(RetryingModel):
 
 _LAST_CHAT = "_workbench_last_chat_prompt"
 """The loaded model's attribute naming the chat prompt it last ran (`_call`)."""
-
-
-def _decode_two(llm: Any, tokens: Sequence[int]) -> None:
-    """Make llama-cpp-python evaluate at least the prompt's last two tokens.
-
-    With all but one of a prompt's tokens in the KV cache (the same prompt again, adjacent
-    in prefix order, or the previous prompt plus one token) llama-cpp-python decodes the
-    last one alone, and llama.cpp's one-token kernels give other logits than the batch that
-    evaluates a prompt afresh (SmolLM2: up to 0.44 apart, the answer " No." became ""):
-    a row's answer depended on the row before it. Two tokens or more decode as a fresh
-    prompt does, bit for bit; rolling the cache back one more token costs one token."""
-    n = len(tokens)
-    if llm.n_tokens > 0 and common_prefix(llm._input_ids.tolist(), tokens) >= n - 1:
-        llm.n_tokens = max(0, n - 2)
 
 
 def register_litellm_provider() -> None:

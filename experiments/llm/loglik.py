@@ -8,7 +8,7 @@ from typing import Any
 
 from experiments.llm.backends import backend_class, local_name
 from experiments.llm.llama import _LOCK, _local_limit, load_local
-from experiments.llm.prefix import common_prefix, prefix_order
+from experiments.llm.prefix import common_prefix, feed, prefix_order
 from experiments.llm.types import (
     ContextTooLong,
     LoglikNorm,
@@ -158,19 +158,11 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
                 f"model's context of {limit} tokens: shorten it (fewer demonstrations) "
                 "or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
             )
-        # Reuse the KV cache for the prefix shared with the previous prompt.
-        shared = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            shared += 1
-        # at least the last two prompt tokens decoded: one alone goes through llama.cpp's
-        # one-token kernels, whose logits differ from a fresh prompt's (a repeated prompt's
-        # sums moved by 2e-3); two or more decode as a fresh prompt does, bit for bit
-        shared = max(0, min(shared, len(tokens) - 2))
-        llm.n_tokens = shared
-        llm.eval(tokens[shared:])
+        # Reuse the KV cache for the prefix shared with the previous prompt, in batches of
+        # two tokens or more (`prefix.feed`): the sums do not depend on the previous prompt.
         n = len(tokens)
+        feed(llm, tokens, max(n - 2, 0))
+        llm.eval(tokens[max(n - 2, 0) :])
         scores = _label_walk(llm, n, _logsoftmax(_last_logits(llm)), conts, continuations)
         llm.n_tokens = n
     return scores

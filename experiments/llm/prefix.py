@@ -10,6 +10,7 @@ each prompt then shares with the one before the longest prefix it shares with an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 def prefix_order(token_lists: Sequence[Sequence[int]]) -> list[int]:
@@ -44,3 +45,30 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
+
+
+def feed(llm: Any, tokens: Sequence[int], end: int) -> None:
+    """Bring llama.cpp's KV cache to hold `tokens[:end]`: the prefix it holds already is kept,
+    the rest evaluated in batches of at least two tokens (never a batch of one).
+
+    Why: llama.cpp's CPU kernels compute a batch of one token another way than a batch of
+    several, and the results differ (local/smollm2, the last of a 250-token hearsay prompt
+    evaluated alone: logits off by up to 0.55, a label's sum by up to 0.035), while any
+    split into batches of two or more gives the same bits. Which prefix is still cached
+    depends on the previous prompt (in prefix order a repeated prompt follows itself, and
+    only its last token was left to evaluate), so a batch of one made a row's answer depend
+    on the other rows of its trial. With this, a prompt's logits are those of evaluating it
+    whole, whatever came before.
+    """
+    held = common_prefix(llm.input_ids[: llm.n_tokens], tokens[:end])
+    start = min(held, end)
+    if end - start == 1 and start > 0:
+        start -= 1  # re-evaluate one cached token rather than evaluate one alone
+    llm.n_tokens = start
+    step = max(int(llm.n_batch), 3)
+    while start < end:
+        stop = min(start + step, end)
+        if end - stop == 1:
+            stop -= 1  # the last batch takes two tokens, not one
+        llm.eval(list(tokens[start:stop]))
+        start = stop
