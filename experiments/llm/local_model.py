@@ -21,7 +21,7 @@ from experiments.llm.calls import _CONTEXT_WORDS, _litellm, _without_traceback
 from experiments.llm.env_file import load_env_file
 from experiments.llm.identity import local_identity, plain_loglik_identity
 from experiments.llm.llama import _LOCK, check_local_fits, load_local
-from experiments.llm.prefix import feed, prefix_order
+from experiments.llm.prefix import prefix_order, ready
 from experiments.llm.replies import answered
 from experiments.llm.retry import BACKOFF, MAX_BACKOFF, MAX_RETRIES, TIMEOUT, RetryingModel
 from experiments.llm.types import (
@@ -152,11 +152,10 @@ class LocalModel(RetryingModel):
         }
         with _LOCK:
             if self.mode == "completion":
-                # the cached prefix kept so that llama-cpp-python evaluates the prompt's last
-                # two tokens, never its last one alone: the text does not depend on the
-                # previous prompt (`prefix.feed`)
-                tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-                feed(llm, tokens, max(len(tokens) - 2, 0))
+                # the cached prefix kept so that llama-cpp-python evaluates at least the
+                # prompt's last two tokens together, never its last one alone: the text does
+                # not depend on the previous prompt (`prefix.ready`, `prefix.feed`)
+                ready(llm, llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
                 return llm.create_completion(prompt, **gen)
             if getattr(llm, _LAST_CHAT, None) == prompt:  # its templated tokens all cached
                 llm.n_tokens = 0

@@ -8,7 +8,7 @@ from typing import Any
 
 from experiments.llm.backends import backend_class, local_name
 from experiments.llm.llama import _LOCK, _local_limit, load_local
-from experiments.llm.prefix import common_prefix, feed, prefix_order
+from experiments.llm.prefix import common_prefix, prefix_order, ready
 from experiments.llm.types import (
     ContextTooLong,
     LoglikNorm,
@@ -158,11 +158,12 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
                 f"model's context of {limit} tokens: shorten it (fewer demonstrations) "
                 "or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
             )
-        # Reuse the KV cache for the prefix shared with the previous prompt, in batches of
-        # two tokens or more (`prefix.feed`): the sums do not depend on the previous prompt.
+        # Reuse the KV cache for the prefix shared with the previous prompt, the rest in
+        # batches of two tokens or more (`prefix.ready`): the sums do not depend on the
+        # previous prompt, and a prompt is one evaluation
         n = len(tokens)
-        feed(llm, tokens, max(n - 2, 0))
-        llm.eval(tokens[max(n - 2, 0) :])
+        ready(llm, tokens)
+        llm.eval(tokens[llm.n_tokens :])
         scores = _label_walk(llm, n, _logsoftmax(_last_logits(llm)), conts, continuations)
         llm.n_tokens = n
     return scores

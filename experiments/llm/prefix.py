@@ -72,3 +72,22 @@ def feed(llm: Any, tokens: Sequence[int], end: int) -> None:
             stop -= 1  # the last batch takes two tokens, not one
         llm.eval(list(tokens[start:stop]))
         start = stop
+
+
+def ready(llm: Any, tokens: Sequence[int]) -> None:
+    """Leave llama.cpp's KV cache so that evaluating the rest of `tokens` (llama-cpp-python's
+    `eval` of ``tokens[llm.n_tokens:]``, in batches of ``n_batch``) has no batch of one token
+    (`feed` says why), with as few evaluations as that allows: the cached prefix is kept
+    whenever two or more tokens are left (one `eval` for the rest, as before); with one or
+    none left it is cut back to all but the last two; only when the rest would end in a
+    batch of one after ``n_batch``-token batches are its first tokens fed here. Each extra
+    evaluation is a graph computation, which on a busy machine costs a thread wake-up."""
+    n = len(tokens)
+    held = min(common_prefix(llm.input_ids[: llm.n_tokens], tokens), n)
+    rest = n - held
+    if rest < 2:
+        llm.n_tokens = max(n - 2, 0)
+    elif rest % max(int(llm.n_batch), 2) == 1:
+        feed(llm, tokens, n - 2)
+    else:
+        llm.n_tokens = held

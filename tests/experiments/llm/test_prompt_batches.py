@@ -12,7 +12,7 @@ import pytest
 from experiments.llm.gateway import get_model
 from experiments.llm.llama import load_local
 from experiments.llm.loglik import label_logprobs
-from experiments.llm.prefix import feed
+from experiments.llm.prefix import feed, ready
 from experiments.llm.types import Decoding
 from promptlib import Catalog, compile_prompt, parse_spec
 
@@ -42,6 +42,31 @@ def test_feed_never_evaluates_one_token_alone(held: int, end: int) -> None:
     assert llm.input_ids[: llm.n_tokens] == tokens[:end]
     assert all(b >= 2 for b in llm.batches) and all(b <= 4 for b in llm.batches)
     assert sum(llm.batches) <= max(end - min(held, end), 0) + 1  # at most one token again
+
+
+def _llama_eval(llm: _Fake, tokens: Sequence[int]) -> None:
+    """llama-cpp-python's `Llama.eval`: the tokens in batches of `n_batch`."""
+    for i in range(0, len(tokens), llm.n_batch):
+        llm.eval(tokens[i : i + llm.n_batch])
+
+
+@pytest.mark.parametrize("held", [0, 1, 5, 8, 12, 20, 28, 29, 30])
+@pytest.mark.parametrize("n", [2, 3, 9, 13, 21, 30])
+def test_ready_leaves_no_one_token_batch_and_one_evaluation_when_it_can(held: int, n: int) -> None:
+    tokens = list(range(100, 100 + n))
+    cached = list(range(100, 130))[:held]
+    llm = _Fake(n_batch=4)
+    llm.input_ids, llm.n_tokens = [*cached, 7, 7], held + 2  # a different tail after them
+    ready(llm, tokens)
+    fed_here = len(llm.batches)
+    _llama_eval(llm, tokens[llm.n_tokens :])  # what generation or log-likelihood evaluates
+    assert llm.input_ids[: llm.n_tokens] == tokens
+    assert all(b >= 2 for b in llm.batches), llm.batches
+    rest = n - min(held, n)
+    if rest >= 2 and rest % 4 != 1:  # the rest in one `eval`, the cached prefix all kept
+        assert fed_here == 0 and sum(llm.batches) == rest
+    else:  # at most one cached token evaluated again
+        assert sum(llm.batches) <= max(rest, 1) + 1
 
 
 def _prompts(catalog: Catalog) -> list[str]:
