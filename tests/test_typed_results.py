@@ -54,6 +54,9 @@ _TYPING_ONLY = (
     "experiments.trials.run:TrialResult",
     "experiments.analysis.records:Comparison",
     "experiments.analysis.records:AcrossTaskTest",
+    "experiments.llm.types:LM",
+    "experiments.llm.types:BackendClass",
+    "experiments.trials.predictions:UndocumentedLabel",
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from experiments.llm.scripted import LMDefaults
 from experiments.llm.types import Completion, Decoding
 from experiments.tracking import Tracker, TrackingConfig
 from experiments.tracking.batch import MAX_METRICS, MAX_PARAMS_TAGS, batches
@@ -26,7 +27,7 @@ from tests.conftest import mlflow_store
 pytestmark = pytest.mark.data
 
 
-class _FixedLM:
+class _FixedLM(LMDefaults):
     """Answers every prompt 'Yes' after a fixed latency: a trial that never changes."""
 
     name = "fixed/yes"
