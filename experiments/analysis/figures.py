@@ -28,10 +28,11 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from experiments.analysis.confusion import confusion_figure as confusion_figure  # its home
 from experiments.analysis.contrast import MINUS, Contrast
 from experiments.analysis.records import Comparison
 from experiments.trials.labels import ShortNames, short_names
-from experiments.trials.record import Prediction, TrialRecord, parse_axes
+from experiments.trials.record import TrialRecord, parse_axes
 
 # names are drawn as written: two '$' in a model or variant name are not TeX (`$\foo$` failed
 # the save after every trial had run; `$x_1$` showed another name)
@@ -768,33 +769,7 @@ def sensitivity_figures(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def confusion_figure(predictions: Sequence[Prediction], labels: Sequence[str], title: str) -> Any:
-    """A trial's confusion matrix (rows: answers; columns: parsed outputs, plus 'invalid'),
-    logged on its MLflow run (`tracking.trial_runs`); close it with `close`."""
-    import numpy as np
-
-    labels = list(labels)
-    cols = [*labels, "invalid"]
-    m = np.zeros((len(labels), len(cols)), dtype=int)
-    for p in predictions:
-        if p.answer not in labels:
-            continue
-        j = cols.index(p.parsed) if p.parsed in labels else len(labels)
-        m[labels.index(p.answer), j] += 1
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(cols), 1.0 + 0.8 * len(labels)))
-    ax.imshow(m, cmap="Blues")
-    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("model output")
-    ax.set_ylabel("answer")
-    for i in range(m.shape[0]):
-        for j in range(m.shape[1]):
-            ax.text(j, i, str(m[i, j]), ha="center", va="center")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
 def close(fig: Any) -> None:
-    """Free a figure once logged: pyplot keeps every open figure alive."""
+    """Free a figure once logged: pyplot keeps every open figure alive (a figure it does not
+    hold, `confusion_figure`'s, is left to the garbage collector)."""
     plt.close(fig)

@@ -194,9 +194,17 @@ def _llama_version() -> str:
     return str(getattr(llama_cpp, "__version__", "?"))
 
 
-def check_local_fits(model: str, prompt: str) -> None:
+def prompt_tokens(llm: Any, prompt: str) -> list[int]:
+    """`prompt`'s tokens as llama-cpp-python builds a text completion's from its text (BOS
+    and EOS as the model's metadata asks, special tokens parsed), so that passing them
+    instead of the text gives the same completion. Call under `_LOCK`."""
+    return list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+
+
+def check_local_fits(model: str, prompt: str, n_tokens: int | None = None) -> None:
     """Raise `ContextTooLong` if `prompt` alone has as many tokens as the local model's
-    context (llama-cpp-python's own limit), before anything is called.
+    context (llama-cpp-python's own limit), before anything is called; `n_tokens`, its
+    count when the caller has its tokens already (`prompt_tokens`).
 
     The prompt's tokens are counted as llama-cpp-python counts a text completion's (BOS if
     the model adds one, special tokens parsed). A chat prompt gets its template's tokens
@@ -206,7 +214,7 @@ def check_local_fits(model: str, prompt: str) -> None:
     name = local_name(model)
     llm = load_local(name)
     with _LOCK:
-        n = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+        n = len(prompt_tokens(llm, prompt)) if n_tokens is None else n_tokens
         n_ctx = _local_limit(llm)
     if n >= n_ctx:
         raise ContextTooLong(

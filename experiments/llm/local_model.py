@@ -12,6 +12,7 @@ prompt shares with the one before: `call_order`).
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from experiments.llm.backends import LOCAL_PROVIDER, local_name
 from experiments.llm.calls import _CONTEXT_WORDS, _litellm, _without_traceback
 from experiments.llm.env_file import load_env_file
 from experiments.llm.identity import local_identity, plain_loglik_identity
-from experiments.llm.llama import _LOCK, check_local_fits, load_local
+from experiments.llm.llama import _LOCK, check_local_fits, load_local, prompt_tokens
 from experiments.llm.prefix import prefix_order, ready
 from experiments.llm.replies import answered
 from experiments.llm.retry import BACKOFF, MAX_BACKOFF, MAX_RETRIES, TIMEOUT, RetryingModel
@@ -70,6 +71,9 @@ class LocalModel(RetryingModel):
         # one example after another, so llama.cpp reuses the shared prefix
         self.concurrency = 1
         self.mode: Mode = mode or "completion"
+        # the tokens `call_order` computed, kept for the calls it ordered: a prompt is
+        # tokenized once (4-byte arrays: a long trial's prompts take MBs, not 100s of MB)
+        self._tokens: dict[str, array[int]] = {}
 
     # ---- what is asked by name, before a model is built ------------------------------------
     @classmethod
@@ -129,11 +133,23 @@ class LocalModel(RetryingModel):
 
     def call_order(self, prompts: Sequence[str]) -> list[int]:
         """Prompts sharing a prefix one after another (`prefix.prefix_order` over their
-        tokens, as llama-cpp-python tokenizes a text completion)."""
+        tokens, as llama-cpp-python tokenizes a text completion). The tokens are kept for
+        the calls that follow (`_tokens_of`): each prompt is tokenized once."""
         llm = load_local(local_name(self.name))
         with _LOCK:
-            tokens = [llm.tokenize(p.encode("utf-8"), add_bos=True, special=True) for p in prompts]
+            tokens = [prompt_tokens(llm, p) for p in prompts]
+        self._tokens = {p: array("i", t) for p, t in zip(prompts, tokens, strict=True)}
         return prefix_order(tokens)
+
+    def _tokens_of(self, llm: Any, prompt: str) -> list[int]:
+        """`prompt`'s tokens: those `call_order` computed (taken once), or tokenized now.
+        Either way the same list (a prompt's tokens depend on its text alone), so what is
+        kept only saves work, whichever thread or trial ordered it."""
+        kept = self._tokens.pop(prompt, None)
+        if kept is not None:
+            return kept.tolist()
+        with _LOCK:
+            return prompt_tokens(llm, prompt)
 
     def complete(self, prompt: str, decoding: Decoding) -> Completion:
         start = time.perf_counter()
@@ -143,8 +159,9 @@ class LocalModel(RetryingModel):
         return answered(response, attempts, start, None)  # no price: it runs here
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:
-        check_local_fits(self.name, prompt)
         llm = load_local(local_name(self.name))
+        tokens = self._tokens_of(llm, prompt)
+        check_local_fits(self.name, prompt, len(tokens))
         gen: dict[str, Any] = {
             "max_tokens": decoding.max_tokens,
             "temperature": decoding.temperature,
@@ -155,8 +172,10 @@ class LocalModel(RetryingModel):
                 # the cached prefix kept so that llama-cpp-python evaluates at least the
                 # prompt's last two tokens together, never its last one alone: the text does
                 # not depend on the previous prompt (`prefix.ready`, `prefix.feed`)
-                ready(llm, llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
-                return llm.create_completion(prompt, **gen)
+                ready(llm, tokens)
+                # its tokens, not its text: llama-cpp-python would tokenize it again, to
+                # the same tokens (BOS added as the model asks; `prompt_tokens`)
+                return llm.create_completion(tokens if prompt else prompt, **gen)
             if getattr(llm, _LAST_CHAT, None) == prompt:  # its templated tokens all cached
                 llm.n_tokens = 0
             setattr(llm, _LAST_CHAT, prompt)

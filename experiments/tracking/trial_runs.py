@@ -147,13 +147,13 @@ class TrialRuns(Parents, Registry):
         files.json_dict("summary.json", summary)
         files.json_dict(DECODING_FILE, result.decoding)
         if compiled.labels:
-            # start-up time: matplotlib, only when a trial with labels is logged
-            from experiments.analysis.figures import close, confusion_figure
+            # start-up time: matplotlib (not pyplot), only when a trial with labels is logged
+            from experiments.analysis.confusion import confusion_figure
 
             title = f"{spec.task}: {spec.variant.label}"
-            fig = confusion_figure(result.predictions, compiled.labels, title)
-            files.figure("confusion_matrix.png", fig)
-            close(fig)
+            files.figure(
+                "confusion_matrix.png", confusion_figure(result.predictions, compiled.labels, title)
+            )
 
     def _log_dataset(
         self, run_id: str, task: str, split: str, rows: list[dict[str, str]], source: str | None
