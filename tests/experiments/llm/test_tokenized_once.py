@@ -11,6 +11,9 @@ import pytest
 from experiments.llm import get_model
 from experiments.llm.llama import _LOCK, load_local, prompt_tokens
 from experiments.llm.types import Decoding
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
+from promptlib import Catalog, parse_spec
 
 pytestmark = [pytest.mark.model]
 
@@ -93,3 +96,17 @@ def test_call_order_tokens_are_used_once_and_match(name: str) -> None:
             direct["usage"]["prompt_tokens"],
             direct["usage"]["completion_tokens"],
         ), PROMPTS[i]
+
+
+@pytest.mark.data
+def test_a_loglik_trial_keeps_no_tokens(catalog: Catalog) -> None:
+    """A log-likelihood trial orders its calls with `call_order` too, but its scoring
+    tokenizes each prompt itself: the tokens `call_order` kept were never taken, and the
+    whole trial's stayed held on the model after it (until another trial's `call_order`)."""
+    lm = get_model("local/smollm2")
+    spec = TrialSpec(
+        task="hearsay", variant=parse_spec("base"), model="local/smollm2", limit=6, scoring="loglik"
+    )
+    result = run_trial(spec, catalog, lm)
+    assert len(result.predictions) == 6 and all(p.error is None for p in result.predictions)
+    assert lm._tokens == {}  # type: ignore[attr-defined]
