@@ -110,3 +110,25 @@ def test_a_loglik_trial_keeps_no_tokens(catalog: Catalog) -> None:
     result = run_trial(spec, catalog, lm)
     assert len(result.predictions) == 6 and all(p.error is None for p in result.predictions)
     assert lm._tokens == {}  # type: ignore[attr-defined]
+
+
+def test_an_empty_prompt_answers_as_its_text() -> None:
+    """An empty prompt goes as its text: given its tokens (Gemma's BOS alone),
+    llama-cpp-python starts the reply without the BOS it starts an empty text's with, and
+    the reply differs (another text, another token count). Covers `_call`'s one exception."""
+    if "gemma3-270m" not in _models():
+        pytest.skip("needs local/gemma3-270m, whose tokens of an empty prompt are its BOS")
+    lm = get_model("local/gemma3-270m", backoff=0.0, max_backoff=0.0)
+    llm = load_local("gemma3-270m")
+    with _LOCK:
+        assert prompt_tokens(llm, "") == [llm.token_bos()]
+        llm.n_tokens = 0
+        direct: Any = llm.create_completion("", **GEN)
+        llm.n_tokens = 0
+    got = lm.complete("", Decoding(max_tokens=10, stop=("\n",)))
+    assert got.error is None
+    assert (got.text, got.tokens_in, got.tokens_out) == (
+        direct["choices"][0]["text"],
+        direct["usage"]["prompt_tokens"],
+        direct["usage"]["completion_tokens"],
+    )
