@@ -125,7 +125,11 @@ class LocalModel(RetryingModel):
         return plain_loglik_identity(self.name, how, continuations)
 
     def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
-        """From llama.cpp in this process (`loglik.label_logprobs`)."""
+        """From llama.cpp in this process (`loglik.label_logprobs`). The tokens `call_order`
+        kept for `prompt` are dropped: scoring tokenizes the prompt its own way (special
+        tokens as text), so nothing would take them, and a log-likelihood trial's arrays
+        stayed held until the next `call_order`."""
+        self._tokens.pop(prompt, None)
         return loglik.label_logprobs(self.name, prompt, continuations)
 
     def loglik_advice(self) -> str:

@@ -11,6 +11,9 @@ import pytest
 from experiments.llm import get_model
 from experiments.llm.llama import _LOCK, load_local, prompt_tokens
 from experiments.llm.types import Decoding
+from experiments.trials.run import run_trial
+from experiments.trials.spec import TrialSpec
+from promptlib import Catalog, parse_spec
 
 pytestmark = [pytest.mark.model]
 
@@ -93,3 +96,39 @@ def test_call_order_tokens_are_used_once_and_match(name: str) -> None:
             direct["usage"]["prompt_tokens"],
             direct["usage"]["completion_tokens"],
         ), PROMPTS[i]
+
+
+@pytest.mark.data
+def test_a_loglik_trial_keeps_no_tokens(catalog: Catalog) -> None:
+    """A log-likelihood trial orders its calls with `call_order` too, but its scoring
+    tokenizes each prompt itself: the tokens `call_order` kept were never taken, and the
+    whole trial's stayed held on the model after it (until another trial's `call_order`)."""
+    lm = get_model("local/smollm2")
+    spec = TrialSpec(
+        task="hearsay", variant=parse_spec("base"), model="local/smollm2", limit=6, scoring="loglik"
+    )
+    result = run_trial(spec, catalog, lm)
+    assert len(result.predictions) == 6 and all(p.error is None for p in result.predictions)
+    assert lm._tokens == {}  # type: ignore[attr-defined]
+
+
+def test_an_empty_prompt_answers_as_its_text() -> None:
+    """An empty prompt goes as its text: given its tokens (Gemma's BOS alone),
+    llama-cpp-python starts the reply without the BOS it starts an empty text's with, and
+    the reply differs (another text, another token count). Covers `_call`'s one exception."""
+    if "gemma3-270m" not in _models():
+        pytest.skip("needs local/gemma3-270m, whose tokens of an empty prompt are its BOS")
+    lm = get_model("local/gemma3-270m", backoff=0.0, max_backoff=0.0)
+    llm = load_local("gemma3-270m")
+    with _LOCK:
+        assert prompt_tokens(llm, "") == [llm.token_bos()]
+        llm.n_tokens = 0
+        direct: Any = llm.create_completion("", **GEN)
+        llm.n_tokens = 0
+    got = lm.complete("", Decoding(max_tokens=10, stop=("\n",)))
+    assert got.error is None
+    assert (got.text, got.tokens_in, got.tokens_out) == (
+        direct["choices"][0]["text"],
+        direct["usage"]["prompt_tokens"],
+        direct["usage"]["completion_tokens"],
+    )
