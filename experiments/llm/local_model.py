@@ -22,7 +22,7 @@ from experiments.llm.calls import _CONTEXT_WORDS, _litellm, _without_traceback
 from experiments.llm.env_file import load_env_file
 from experiments.llm.identity import local_identity, plain_loglik_identity
 from experiments.llm.llama import _LOCK, check_local_fits, load_local, prompt_tokens
-from experiments.llm.prefix import prefix_order, ready
+from experiments.llm.prefix import forget, prefix_order, ready
 from experiments.llm.replies import answered
 from experiments.llm.retry import BACKOFF, MAX_BACKOFF, MAX_RETRIES, TIMEOUT, RetryingModel
 from experiments.llm.types import (
@@ -173,16 +173,17 @@ class LocalModel(RetryingModel):
         }
         with _LOCK:
             if self.mode == "completion":
-                # the cached prefix kept so that llama-cpp-python evaluates at least the
-                # prompt's last two tokens together, never its last one alone: the text does
-                # not depend on the previous prompt (`prefix.ready`, `prefix.feed`)
+                # the cached prefix kept only where the rest is one evaluation of at least
+                # `prefix.MIN_BATCH` tokens: the text does not depend on the previous prompt
                 ready(llm, tokens)
                 # its tokens, not its text: llama-cpp-python would tokenize it again, to
                 # the same tokens (BOS added as the model asks; `prompt_tokens`)
                 return llm.create_completion(tokens if prompt else prompt, **gen)
-            if getattr(llm, _LAST_CHAT, None) == prompt:  # its templated tokens all cached
-                llm.n_tokens = 0
-            setattr(llm, _LAST_CHAT, prompt)
+            # a chat prompt is evaluated whole: its template's tokens are added inside
+            # llama-cpp-python, which would evaluate the rest after a shared prefix in
+            # batches this process does not choose (a few tokens: other logits)
+            llm.n_tokens = 0
+            forget(llm)
             return llm.create_chat_completion(messages=[{"role": "user", "content": prompt}], **gen)
 
     def _attempt(self, call: Any) -> Any:
@@ -220,10 +221,6 @@ class LocalModel(RetryingModel):
         )
 
 
-_LAST_CHAT = "_workbench_last_chat_prompt"
-"""The loaded model's attribute naming the chat prompt it last ran (`_call`)."""
-
-
 def register_litellm_provider() -> None:
     """Register the local models with litellm as its custom provider ``local``, for a caller
     that reaches them through litellm; the workbench itself calls `LocalModel`."""
@@ -254,6 +251,8 @@ def register_litellm_provider() -> None:
                 "temperature": params.get("temperature", 0.0),
                 "stop": params.get("stop") or None,
             }
+            llm.n_tokens = 0  # evaluated whole, its KV cache not for reuse (`prefix.forget`)
+            forget(llm)
             if text_completion:
                 prompt = "".join(m["content"] for m in messages)
                 out = llm.create_completion(prompt, **gen)

@@ -47,47 +47,68 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def feed(llm: Any, tokens: Sequence[int], end: int) -> None:
-    """Bring llama.cpp's KV cache to hold `tokens[:end]`: the prefix it holds already is kept,
-    the rest evaluated in batches of at least two tokens (never a batch of one).
+MIN_BATCH = 32
+"""The fewest tokens of a prompt llama.cpp is given in one evaluation (unless the prompt is
+shorter, then evaluated whole from its start). Its CPU kernels compute a small batch another
+way than a large one, and the KV cells they write differ with them: on this machine
+SmolLM2's last-token logits differ for a batch of 1 (by up to 0.55), Gemma 3's for batches of
+up to 4 (by up to 0.82), and the same for every batch of 8 tokens or more. A prompt whose
+rest after a cached prefix was a few tokens (a repeated row, next to itself in prefix order)
+got other logits than the same prompt evaluated whole, so a row's answer and sums depended
+on the row before it. 32 leaves a margin for other CPUs' kernels; the cost is at most 32
+tokens evaluated again per prompt."""
 
-    Why: llama.cpp's CPU kernels compute a batch of one token another way than a batch of
-    several, and the results differ (local/smollm2, the last of a 250-token hearsay prompt
-    evaluated alone: logits off by up to 0.55, a label's sum by up to 0.035), while any
-    split into batches of two or more gives the same bits. Which prefix is still cached
-    depends on the previous prompt (in prefix order a repeated prompt follows itself, and
-    only its last token was left to evaluate), so a batch of one made a row's answer depend
-    on the other rows of its trial. With this, a prompt's logits are those of evaluating it
-    whole, whatever came before.
-    """
-    held = common_prefix(llm.input_ids[: llm.n_tokens], tokens[:end])
-    start = min(held, end)
-    if end - start == 1 and start > 0:
-        start -= 1  # re-evaluate one cached token rather than evaluate one alone
-    llm.n_tokens = start
-    step = max(int(llm.n_batch), 3)
-    while start < end:
-        stop = min(start + step, end)
-        if end - stop == 1:
-            stop -= 1  # the last batch takes two tokens, not one
-        llm.eval(list(tokens[start:stop]))
-        start = stop
+_EXACT = "_workbench_exact_prefix"
+"""Attribute of a loaded model: how many of its leading KV cells `ready` wrote in batches of
+`MIN_BATCH` tokens or more (a prompt shorter than that: none). Only those are reused; cells
+written by a generation's one-token steps, a label walk, or anything that evaluated on the
+model without `ready` (`forget`) are evaluated again."""
 
 
-def ready(llm: Any, tokens: Sequence[int]) -> None:
-    """Leave llama.cpp's KV cache so that evaluating the rest of `tokens` (llama-cpp-python's
-    `eval` of ``tokens[llm.n_tokens:]``, in batches of ``n_batch``) has no batch of one token
-    (`feed` says why), with as few evaluations as that allows: the cached prefix is kept
-    whenever two or more tokens are left (one `eval` for the rest, as before); with one or
-    none left it is cut back to all but the last two; only when the rest would end in a
-    batch of one after ``n_batch``-token batches are its first tokens fed here. Each extra
-    evaluation is a graph computation, which on a busy machine costs a thread wake-up."""
+def forget(llm: Any) -> None:
+    """Trust none of `llm`'s KV cache for reuse: something evaluated on it without `ready`
+    (a chat completion, litellm's provider, a diagnostic)."""
+    setattr(llm, _EXACT, 0)
+
+
+def _exact(llm: Any) -> int:
+    return min(int(getattr(llm, _EXACT, 0)), int(llm.n_tokens))
+
+
+def _min_batch(llm: Any, min_batch: int) -> int:
+    return max(1, min(min_batch, int(llm.n_batch) // 2))
+
+
+def batches(start: int, end: int, n_batch: int, min_batch: int) -> list[tuple[int, int]]:
+    """``[start, end)`` in consecutive batches of at most `n_batch` tokens, none smaller than
+    `min_batch` (``end - start >= min_batch``; ``n_batch >= 2 * min_batch``)."""
+    out: list[tuple[int, int]] = []
+    while end - start > n_batch:
+        step = n_batch if end - start - n_batch >= min_batch else end - start - min_batch
+        out.append((start, start + step))
+        start += step
+    out.append((start, end))
+    return out
+
+
+def ready(llm: Any, tokens: Sequence[int], min_batch: int = MIN_BATCH) -> None:
+    """Leave llama.cpp's KV cache so that the caller's evaluation of the rest of `tokens`
+    (llama-cpp-python's `eval` of ``tokens[llm.n_tokens:]``, in batches of ``n_batch``)
+    is one batch of at least `min_batch` tokens (`MIN_BATCH` says why), every earlier one
+    fed here no smaller, and the cached prefix kept where it was written so: the prompt's
+    logits are those of its evaluation from an empty cache, whatever came before.
+
+    A prompt of `min_batch` tokens or fewer is evaluated whole, from its start."""
     n = len(tokens)
-    held = min(common_prefix(llm.input_ids[: llm.n_tokens], tokens), n)
-    rest = n - held
-    if rest < 2:
-        llm.n_tokens = max(n - 2, 0)
-    elif rest % max(int(llm.n_batch), 2) == 1:
-        feed(llm, tokens, n - 2)
-    else:
-        llm.n_tokens = held
+    m = _min_batch(llm, min_batch)
+    if n <= m:
+        llm.n_tokens = 0
+        setattr(llm, _EXACT, 0)  # written by a small batch: not for reuse
+        return
+    held = min(common_prefix(llm.input_ids[: _exact(llm)], tokens), n - m)
+    parts = batches(held, n, int(llm.n_batch), m)
+    llm.n_tokens = held
+    for start, stop in parts[:-1]:
+        llm.eval(list(tokens[start:stop]))
+    llm.n_tokens = parts[-1][0]
+    setattr(llm, _EXACT, n)  # once the caller evaluates the last batch (capped by n_tokens)

