@@ -159,8 +159,8 @@ def label_logprobs(model: str, prompt: str, continuations: Sequence[str]) -> lis
                 "or raise WORKBENCH_LOCAL_N_CTX; it fails the same way every time"
             )
         # Reuse the KV cache for the prefix shared with the previous prompt, the rest in
-        # batches of two tokens or more (`prefix.ready`): the sums do not depend on the
-        # previous prompt, and a prompt is one evaluation
+        # batches of `prefix.MIN_BATCH` tokens or more (`prefix.ready`): the sums do not
+        # depend on the previous prompt
         n = len(tokens)
         ready(llm, tokens)
         llm.eval(tokens[llm.n_tokens :])
