@@ -7,6 +7,7 @@ commands whose work a rerun picks up say so. How help and flags show: `help_form
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Annotated
 
@@ -83,9 +84,19 @@ def _said(exc: BaseException) -> bool:
     return not any(isinstance(e, KeyboardInterrupt) for e in seen)
 
 
+GC_THRESHOLD = (100_000, 10, 10)
+"""The collector's thresholds while a command runs. A command's imports (MLflow, SQLAlchemy,
+matplotlib) allocate objects that live as long as the process; at CPython's default (700
+young objects) the collector ran ~900 times over them and found nothing: 0.3 s of a fresh
+`workbench run` (`benchmarks/overhead.py`). A young generation of 100,000 still collects
+every cycle, a few MB later."""
+
+
 def main() -> None:
     code: object = 0
     silent = False  # an interrupt nothing has said a line about
+    default_threshold = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)
     try:
         app()
     except SystemExit as e:
@@ -100,9 +111,8 @@ def main() -> None:
         # Exiting (also on Ctrl-C): the collector's last pass over litellm's and MLflow's
         # objects frees nothing the OS does not, and took 5.6 s of a busy machine (0.2 s
         # frozen), which Ctrl-C must not wait for.
-        import gc
-
         gc.freeze()
+        gc.set_threshold(*default_threshold)
         if code in INTERRUPTED:
             if silent:
                 print(interrupted_line(sys.argv[1:]), file=sys.stderr)

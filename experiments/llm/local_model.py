@@ -11,6 +11,7 @@ prompt shares with the one before: `call_order`).
 
 from __future__ import annotations
 
+import copy
 import time
 from array import array
 from collections.abc import Sequence
@@ -74,6 +75,9 @@ class LocalModel(RetryingModel):
         # the tokens `call_order` computed, kept for the calls it ordered: a prompt is
         # tokenized once (4-byte arrays: a long trial's prompts take MBs, not 100s of MB)
         self._tokens: dict[str, array[int]] = {}
+        # the last greedy call and its reply: a repeated prompt (next to itself in
+        # `call_order`) is answered from it, not evaluated again (`_call`)
+        self._last: tuple[tuple[Any, ...], Any] | None = None
 
     # ---- what is asked by name, before a model is built ------------------------------------
     @classmethod
@@ -171,20 +175,34 @@ class LocalModel(RetryingModel):
             "temperature": decoding.temperature,
             "stop": list(decoding.stop) or None,
         }
+        # A greedy reply depends on the prompt and the decoding alone (never on the call
+        # before: `prefix.ready`), so the same prompt asked again with the same decoding, as
+        # LegalBench's repeated texts are (32 of cuad_audit_rights' first 300 rows), gets the
+        # reply computed for it, not a second evaluation: the same text and token counts.
+        greedy = decoding.temperature == 0
+        key = (self.mode, prompt, *gen.values())  # its text gives its tokens
         with _LOCK:
-            if self.mode == "completion":
-                # the cached prefix kept only where the rest is one evaluation of at least
-                # `prefix.MIN_BATCH` tokens: the text does not depend on the previous prompt
-                ready(llm, tokens)
-                # its tokens, not its text: llama-cpp-python would tokenize it again, to
-                # the same tokens (BOS added as the model asks; `prompt_tokens`)
-                return llm.create_completion(tokens if prompt else prompt, **gen)
-            # a chat prompt is evaluated whole: its template's tokens are added inside
-            # llama-cpp-python, which would evaluate the rest after a shared prefix in
-            # batches this process does not choose (a few tokens: other logits)
-            llm.n_tokens = 0
-            forget(llm)
-            return llm.create_chat_completion(messages=[{"role": "user", "content": prompt}], **gen)
+            if greedy and self._last is not None and self._last[0] == key:
+                return copy.deepcopy(self._last[1])
+            response = self._evaluate(llm, prompt, tokens, gen)
+            self._last = (key, copy.deepcopy(response)) if greedy else None
+            return response
+
+    def _evaluate(self, llm: Any, prompt: str, tokens: list[int], gen: dict[str, Any]) -> Any:
+        """llama-cpp-python's reply to `prompt` (its `tokens`). Call under `_LOCK`."""
+        if self.mode == "completion":
+            # the cached prefix kept only where the rest is one evaluation of at least
+            # `prefix.MIN_BATCH` tokens: the text does not depend on the previous prompt
+            ready(llm, tokens)
+            # its tokens, not its text: llama-cpp-python would tokenize it again, to
+            # the same tokens (BOS added as the model asks; `prompt_tokens`)
+            return llm.create_completion(tokens if prompt else prompt, **gen)
+        # a chat prompt is evaluated whole: its template's tokens are added inside
+        # llama-cpp-python, which would evaluate the rest after a shared prefix in
+        # batches this process does not choose (a few tokens: other logits)
+        llm.n_tokens = 0
+        forget(llm)
+        return llm.create_chat_completion(messages=[{"role": "user", "content": prompt}], **gen)
 
     def _attempt(self, call: Any) -> Any:
         """One attempt, in this thread. A chat prompt that only overflows with its template's

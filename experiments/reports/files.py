@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.analysis.decision import KEY as RECOMMENDATION
+from experiments.analysis.records import RECOMMENDATION  # decision.KEY, without the statistics
 from experiments.files import csv_cell
 
 COMPARISONS_JSON = "comparisons.json"

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from experiments.analysis.records import Comparison
-from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 from experiments.names import (
     COST_FIELDS,
     GRADED,
@@ -218,6 +217,9 @@ class Reports(Parents, SweepRuns):
         artifacts ``variance_shares.json`` ({model: {shares: {factor: share}, ci: ...}}) and
         ``sensitivity.json`` (the whole report), and the figures.
         """
+
+        # on use: a `workbench run` logging one trial does not read the sensitivity statistics
+        from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 
         metrics = sensitivity_metrics(report)
         with store_errors(self.config, "logging the sweep's prompt sensitivity"):

@@ -93,6 +93,9 @@ _FAST_FAIL_ENV = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
     "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE": "600",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    # MLflow's usage telemetry: its threads poll (0.12 s of CPU in a 100-prompt trial, taken
+    # from the model's cores) and send to MLflow's servers. Set it to "false" to send.
+    "MLFLOW_DISABLE_TELEMETRY": "true",
 }
 
 

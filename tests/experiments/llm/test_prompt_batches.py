@@ -14,7 +14,7 @@ import pytest
 from experiments.llm.gateway import get_model
 from experiments.llm.llama import load_local
 from experiments.llm.loglik import label_logprobs
-from experiments.llm.prefix import batches, ready
+from experiments.llm.prefix import MIN_BATCH, batches, ready
 from experiments.llm.types import Decoding
 from promptlib import Catalog, compile_prompt, parse_spec
 
@@ -171,10 +171,61 @@ def test_a_generation_prompt_is_never_finished_by_one_token_alone(catalog: Catal
     lm.complete(prompt, decoding)
     llm.eval = recorded
     try:
-        lm.complete(prompt, decoding)  # the same prompt again: all but its end is cached
+        # the same prompt and one token more: all but its last token is cached (the same
+        # prompt again is answered from the reply before: `test_a_repeated_prompt_...`)
+        lm.complete(prompt + " Yes", decoding)
     finally:
         del llm.eval
-    assert first and first[0] >= 2  # the prompt's last batch, before the generated tokens
+    assert first and first[0] >= MIN_BATCH  # the prompt's last batch, before the generated
+
+
+@pytest.mark.model
+@pytest.mark.data
+def test_a_repeated_greedy_prompt_is_answered_from_its_reply_not_evaluated_again(
+    catalog: Catalog,
+) -> None:
+    """LegalBench repeats texts (32 of cuad_audit_rights' first 300 rows); prefix order puts a
+    repeat next to itself. Greedy, its reply is the one computed for it (the same text and
+    counts as evaluating it whole); another decoding, or sampling, is evaluated."""
+    llm = load_local("smollm2")
+    lm = get_model("local/smollm2")
+    evals: list[int] = []
+    real_eval = llm.eval
+
+    def recorded(tokens: Sequence[int]) -> Any:
+        evals.append(len(tokens))
+        return real_eval(tokens)
+
+    greedy = Decoding(temperature=0.0, max_tokens=4, stop=(), mode="completion")
+    prompt = _prompts(catalog)[1]
+    llm.reset()
+    first = lm.complete(prompt, greedy)
+    llm.eval = recorded
+    try:
+        again = lm.complete(prompt, greedy)
+        assert evals == []  # nothing evaluated
+        assert (again.text, again.tokens_in, again.tokens_out) == (
+            first.text,
+            first.tokens_in,
+            first.tokens_out,
+        )
+        longer = lm.complete(
+            prompt, Decoding(temperature=0.0, max_tokens=6, stop=(), mode="completion")
+        )
+        assert evals  # another decoding: evaluated
+        assert longer.text.startswith(first.text)
+        evals.clear()
+        lm.complete(prompt, Decoding(temperature=0.7, max_tokens=4, stop=(), mode="completion"))
+        assert evals  # sampled: evaluated
+        evals.clear()
+        lm.complete(prompt, Decoding(temperature=0.7, max_tokens=4, stop=(), mode="completion"))
+        assert evals  # sampled again: evaluated again, nothing kept of a sampled reply
+    finally:
+        del llm.eval
+    llm.reset()
+    alone = lm.complete(prompt + " ", greedy)  # another prompt between: the memo is replaced
+    assert lm.complete(prompt, greedy).text == first.text
+    assert alone.error is None
 
 
 @pytest.mark.model
