@@ -55,8 +55,11 @@ SmolLM2's last-token logits differ for a batch of 1 (by up to 0.55), Gemma 3's f
 up to 4 (by up to 0.82), and the same for every batch of 8 tokens or more. A prompt whose
 rest after a cached prefix was a few tokens (a repeated row, next to itself in prefix order)
 got other logits than the same prompt evaluated whole, so a row's answer and sums depended
-on the row before it. 32 leaves a margin for other CPUs' kernels; the cost is at most 32
-tokens evaluated again per prompt."""
+on the row before it. 32 leaves a margin for other CPUs' kernels, and is where ggml's BLAS
+backend (Accelerate, OpenBLAS builds) takes a matrix product over (`min_batch = 32` in its
+`supports_op`): a batch of 32 or more is computed one way there too. The cost is at most 32
+tokens evaluated again per prompt (a repeated greedy prompt is not evaluated again at all:
+`LocalModel._call`)."""
 
 _EXACT = "_workbench_exact_prefix"
 """Attribute of a loaded model: how many of its leading KV cells `ready` wrote in batches of
