@@ -220,6 +220,7 @@ def test_a_repeated_greedy_prompt_is_answered_from_its_reply_not_evaluated_again
             prompt, Decoding(temperature=0.0, max_tokens=6, stop=(), mode="completion")
         )
         assert evals  # another decoding: evaluated
+        assert first.text is not None and longer.text is not None
         assert longer.text.startswith(first.text)
         evals.clear()
         lm.complete(prompt, Decoding(temperature=0.7, max_tokens=4, stop=(), mode="completion"))
