@@ -110,7 +110,10 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", create], env=env, cwd=tmp, check=True)
         t, out = timed(run, env, tmp)
         summary = json.loads(out)
-        assert summary["model_calls"] == args.n and summary["mlflow_reused"] is False, summary
+        # every distinct prompt a model call; each repeat answered from the reply before it
+        calls = (summary["model_calls"], summary["cache_hits"])
+        assert calls == (args.n - repeats, repeats), summary
+        assert summary["mlflow_reused"] is False, summary
         # the process outside its trial's own wall time: start-up, imports, MLflow, logging
         outside["loaded" if tag.startswith("l") else "quiet"].append(t - summary["wall_time"])
         return t, env

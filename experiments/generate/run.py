@@ -164,7 +164,7 @@ def _complete(
     completion = lm.complete(prompt, decoding)
     if cache is not None:
         cache.put(k, completion)
-    return completion, False
+    return completion, completion.reused  # given again without a call: a hit
 
 
 def _checked(

@@ -290,6 +290,8 @@ def _call_all(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
+    # a reply given again without a call (`Completion.reused`) is a hit, not a model call
+    hits = [h or (r is not None and r.reused) for h, r in zip(hits, results, strict=True)]
     return [r for r in results if r is not None], hits
 
 

@@ -12,7 +12,9 @@ prompt shares with the one before: `call_order`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
+import weakref
 from array import array
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -37,6 +39,12 @@ from experiments.llm.types import (
 )
 from experiments.llm.weights import local_model_path
 from experiments.secrets import redact
+
+
+class _Repeat(dict[str, Any]):
+    """llama-cpp-python's reply given again by `LocalModel._call` without a model call: the
+    greedy call just before was the same. `complete` marks its `Completion` ``reused``, so
+    the runner counts the row as a hit, not as a model call that took no time."""
 
 
 class LocalModel(RetryingModel):
@@ -164,7 +172,10 @@ class LocalModel(RetryingModel):
         response, exc, attempts = self.with_retries(lambda: self._call(prompt, decoding))
         if exc is not None or response is None:
             return self.failure(exc, attempts, start)
-        return answered(response, attempts, start, None)  # no price: it runs here
+        done = answered(response, attempts, start, None)  # no price: it runs here
+        if isinstance(response, _Repeat):  # no model call: counted as a hit, not a call
+            done = dataclasses.replace(done, reused=True)
+        return done
 
     def _call(self, prompt: str, decoding: Decoding) -> Any:
         llm = load_local(local_name(self.name))
@@ -178,12 +189,16 @@ class LocalModel(RetryingModel):
         # A greedy reply depends on the prompt and the decoding alone (never on the call
         # before: `prefix.ready`), so the same prompt asked again with the same decoding, as
         # LegalBench's repeated texts are (32 of cuad_audit_rights' first 300 rows), gets the
-        # reply computed for it, not a second evaluation: the same text and token counts.
+        # reply computed for it, not a second evaluation: the same text and token counts,
+        # marked (`_Repeat`, then `Completion.reused`) so no count calls it a model call.
         greedy = decoding.temperature == 0
-        key = (self.mode, prompt, *gen.values())  # its text gives its tokens
+        # its text gives its tokens; and the model object itself (a weak reference: equal
+        # while it lives, compared by identity), so a model loaded anew under the same name
+        # (another GGUF or n_ctx) is evaluated, and the old one is not kept alive here
+        key = (weakref.ref(llm), self.mode, prompt, *gen.values())
         with _LOCK:
             if greedy and self._last is not None and self._last[0] == key:
-                return copy.deepcopy(self._last[1])
+                return _Repeat(copy.deepcopy(self._last[1]))
             response = self._evaluate(llm, prompt, tokens, gen)
             self._last = (key, copy.deepcopy(response)) if greedy else None
             return response

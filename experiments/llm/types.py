@@ -53,6 +53,11 @@ class Completion:
     redacted: int = 0
     """How many secrets (a key the server echoed, a bearer token) `text` had, each now
     ``***`` (`kept_reply`): a reply is recorded only without them."""
+    reused: bool = False
+    """Given again without a model call: the same greedy call just before got this reply
+    (`LocalModel`, a repeated prompt next to itself in call order). Wherever calls are
+    counted (a trial's ``model_calls``, a row's ``cache_hit``, the tokens a sweep sent) it
+    is a hit, as a reply from the response cache is, not a call that took no time."""
 
 
 MAX_REPLY_BYTES = 64 * 1024

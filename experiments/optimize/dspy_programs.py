@@ -138,7 +138,8 @@ def _gateway_class() -> type:
                     self.rails.count(hits=1)
                     return cached.text
             comp: Completion = self.gateway.complete(prompt, dec)
-            self.rails.count(calls=1)
+            # given again without a call (`Completion.reused`): a hit, not a model call
+            self.rails.count(calls=int(not comp.reused), hits=int(comp.reused))
             if comp.error is not None or comp.text is None:
                 error = ProviderFailure(f"a model call failed: {comp.error or 'no text'}")
                 self.rails.stop(error)

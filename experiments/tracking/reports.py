@@ -218,7 +218,7 @@ class Reports(Parents, SweepRuns):
         ``sensitivity.json`` (the whole report), and the figures.
         """
 
-        # on use: a `workbench run` logging one trial does not read the sensitivity statistics
+        # start-up time: a `workbench run` logging one trial never reads the sensitivity statistics
         from experiments.analysis.sensitivity import sensitivity_metrics, variance_shares_artifact
 
         metrics = sensitivity_metrics(report)

@@ -17,12 +17,20 @@ PROMPT = "Q: Is the sky blue? Answer yes or no.\nA:"
 def test_the_same_prompt_twice_gives_the_same_answer(mode: str) -> None:
     """Prefix order puts a trial's repeated prompts side by side. llama-cpp-python then
     decodes only the last prompt token again, alone, whose logits differ from a fresh
-    evaluation's: the second answer was "" (0 tokens) where the first was " No."."""
+    evaluation's: the second answer was "" (0 tokens) where the first was " No.".
+
+    Evaluated again, each time by another `LocalModel` over the same loaded model: one
+    `LocalModel` gives a repeated greedy prompt the reply before it (`reused`), which would
+    leave the KV cache's answer untested."""
     lm = get_model("local/smollm2", mode=mode)
     load_local("smollm2").reset()
     first = lm.complete(PROMPT, Decoding(max_tokens=8))
-    again = [lm.complete(PROMPT, Decoding(max_tokens=8)) for _ in range(2)]
+    again = [
+        get_model("local/smollm2", mode=mode).complete(PROMPT, Decoding(max_tokens=8))
+        for _ in range(2)
+    ]
     assert first.error is None and first.tokens_out > 0
+    assert not any(out.reused for out in again)  # evaluated, after the same prompt
     for out in again:
         assert (out.text, out.tokens_in, out.tokens_out) == (
             first.text,
@@ -43,8 +51,9 @@ def test_a_prompt_one_token_past_the_cache_is_decoded_as_afresh() -> None:
     fresh = lm.complete(PROMPT, Decoding(max_tokens=8, stop=()))
     llm.reset()
     llm.eval(tokens[:-1])  # exactly the shorter prompt in the cache, nothing after it
-    after = lm.complete(PROMPT, Decoding(max_tokens=8, stop=()))
-    assert after.text == fresh.text
+    # another LocalModel: `lm` would give its reply before again (`reused`), not decode
+    after = get_model("local/smollm2").complete(PROMPT, Decoding(max_tokens=8, stop=()))
+    assert not after.reused and after.text == fresh.text
 
 
 def test_log_likelihoods_of_a_repeated_prompt_are_its_fresh_ones() -> None:

@@ -146,11 +146,17 @@ def test_a_trials_rows_answer_as_each_alone_in_any_order(catalog: Catalog, name:
         llm.reset()
         alone_sums.append(lm.loglikelihood(p, conts))
         llm.reset()
-        alone_texts.append(lm.complete(p, decoding).text)
+        alone = get_model(f"local/{name}").complete(p, decoding)  # evaluated, never reused
+        assert not alone.reused
+        alone_texts.append(alone.text)
     llm.reset()
     for i in lm.call_order(prompts):
         assert lm.loglikelihood(prompts[i], conts) == alone_sums[i], i
         assert lm.complete(prompts[i], decoding).text == alone_texts[i], i
+        # evaluated right after the same prompt (`lm` gives a repeat its reply before:
+        # `reused`), so the KV cache it left is what is tested
+        again = get_model(f"local/{name}").complete(prompts[i], decoding)
+        assert not again.reused and again.text == alone_texts[i], i
 
 
 @pytest.mark.model
@@ -204,6 +210,7 @@ def test_a_repeated_greedy_prompt_is_answered_from_its_reply_not_evaluated_again
     try:
         again = lm.complete(prompt, greedy)
         assert evals == []  # nothing evaluated
+        assert again.reused and not first.reused  # and it says so: a hit, not a call
         assert (again.text, again.tokens_in, again.tokens_out) == (
             first.text,
             first.tokens_in,
@@ -213,6 +220,7 @@ def test_a_repeated_greedy_prompt_is_answered_from_its_reply_not_evaluated_again
             prompt, Decoding(temperature=0.0, max_tokens=6, stop=(), mode="completion")
         )
         assert evals  # another decoding: evaluated
+        assert first.text is not None and longer.text is not None
         assert longer.text.startswith(first.text)
         evals.clear()
         lm.complete(prompt, Decoding(temperature=0.7, max_tokens=4, stop=(), mode="completion"))
@@ -245,3 +253,6 @@ def test_a_generation_after_scoring_the_same_prompt_starts_at_the_prompts_end(
         fresh = lm.complete(prompt, decoding).text
         label_logprobs("local/smollm2", prompt, [" Yes, it is hearsay", " No"])
         assert lm.complete(prompt, decoding).text == fresh
+        # evaluated after the label walk: `lm` gave its reply before again (`reused`)
+        after = get_model("local/smollm2").complete(prompt, decoding)
+        assert not after.reused and after.text == fresh
