@@ -88,8 +88,11 @@ GC_THRESHOLD = (100_000, 10, 10)
 """The collector's thresholds while a command runs. A command's imports (MLflow, SQLAlchemy,
 matplotlib) allocate objects that live as long as the process; at CPython's default (700
 young objects) the collector ran ~900 times over them and found nothing: 0.3 s of a fresh
-`workbench run` (`benchmarks/overhead.py`). A young generation of 100,000 still collects
-every cycle, a few MB later."""
+`workbench run` (`benchmarks/overhead.py`). A cycle is still collected: one that dies young
+after 100,000 allocations; one that outlived a young pass when the middle generation is
+collected (every 1M allocations, against 7,000 by default) or the oldest (every 10M, and only
+once a quarter of it is new, as by default): a long sweep holds such garbage longer, not
+for ever."""
 
 
 def main() -> None:
