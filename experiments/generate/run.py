@@ -20,7 +20,7 @@ from experiments.generate.prompt import (
     generation_prompt,
 )
 from experiments.llm.cache import ResponseCache, cache_key
-from experiments.llm.types import LM, Completion, Decoding
+from experiments.llm.types import LM, Completion, Decoding, is_hit
 from experiments.settings import generated_dir
 from experiments.tracking.generations import finish_generation, start_generation
 from promptlib.tasks import Catalog
@@ -164,7 +164,7 @@ def _complete(
     completion = lm.complete(prompt, decoding)
     if cache is not None:
         cache.put(k, completion)
-    return completion, completion.reused  # given again without a call: a hit
+    return completion, is_hit(False, completion)
 
 
 def _checked(

@@ -55,7 +55,7 @@ from experiments.llm.backends import backend_class
 from experiments.llm.cache import ResponseCache
 from experiments.llm.calls import CallInterrupted, calls_stop_on
 from experiments.llm.served import ServedCallError
-from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, ModelError, clip
+from experiments.llm.types import LM, Completion, ContextTooLong, Decoding, ModelError, clip, is_hit
 from experiments.secrets import redact, safe_url
 from experiments.trials.predictions import PREDICTIONS_FILE, decode_predictions
 from experiments.trials.record import Prediction, TrialStatus
@@ -290,8 +290,7 @@ def _call_all(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-    # a reply given again without a call (`Completion.reused`) is a hit, not a model call
-    hits = [h or (r is not None and r.reused) for h, r in zip(hits, results, strict=True)]
+    hits = [is_hit(h, r) for h, r in zip(hits, results, strict=True)]
     return [r for r in results if r is not None], hits
 
 

@@ -14,6 +14,7 @@ from experiments import settings
 from experiments.llm import cpu
 from experiments.llm.backends import local_name
 from experiments.llm.cpu import LlamaLoad
+from experiments.llm.prefix import REPACKED
 from experiments.llm.types import ContextTooLong, ModelError, log
 from experiments.llm.weights import local_model_path
 
@@ -57,6 +58,8 @@ def _close_local_models() -> None:
 # the sliding-window KV cache, not a failure; every other message still reaches stderr.
 _HARMLESS_LLAMA_LOG = b"llama_kv_cache_iswa: using full-size SWA cache"
 _LOG_FILTER: list[Any] = []  # keeps the ctypes callback alive while llama.cpp holds it
+_BUFFER_LOG = b"model buffer size"  # llama.cpp's load_tensors line, one per weight buffer
+_LOAD_LOG: list[bytes] = []  # those lines of the model being loaded (loads hold _LOCK)
 
 
 def _quiet_harmless_llama_log() -> None:
@@ -66,6 +69,8 @@ def _quiet_harmless_llama_log() -> None:
     from llama_cpp import _logger
 
     def forward(level: int, text: bytes, user_data: Any) -> None:
+        if _BUFFER_LOG in text:
+            _LOAD_LOG.append(bytes(text))
         if not text.startswith(_HARMLESS_LLAMA_LOG):
             _logger.llama_log_callback(level, text, user_data)
 
@@ -155,6 +160,7 @@ def build_local(name: str, n_threads: int | None = None, **extra: Any) -> Any:
         _quiet_harmless_llama_log()
     load = llama_load()
     with _LOCK, _extra_bufts(load.extra_bufts):
+        _LOAD_LOG.clear()
         llm = Llama(
             model_path=local_model_path(name),
             n_ctx=local_n_ctx(),
@@ -174,7 +180,17 @@ def build_local(name: str, n_threads: int | None = None, **extra: Any) -> Any:
             "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
             "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
         )
+    setattr(llm, REPACKED, _repacked(load.extra_bufts, _LOAD_LOG))
     return llm
+
+
+def _repacked(extra_bufts: bool, buffers: list[bytes]) -> bool:
+    """Whether llama.cpp repacked some of the weights (a ``CPU_REPACK`` buffer: `prefix.ALIGN`
+    says why it matters). Where its log showed no buffer at all (other wording), assumed so
+    whenever extra buffer types are on: aligned batches are exact either way."""
+    if not extra_bufts:
+        return False
+    return not buffers or any(b"CPU_REPACK" in line for line in buffers)
 
 
 def load_local(name: str, n_threads: int | None = None) -> Any:

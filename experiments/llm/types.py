@@ -60,6 +60,14 @@ class Completion:
     is a hit, as a reply from the response cache is, not a call that took no time."""
 
 
+def is_hit(cached: bool, completion: Completion | None) -> bool:
+    """Whether a call counts as a hit, not a model call: answered from the response cache
+    (`cached`), or given again without a call (`Completion.reused`). The one home of the rule,
+    so every count (a trial's ``model_calls``, a row's ``cache_hit``, a judge's or a DSPy
+    program's rails, a generator's calls) agrees."""
+    return cached or (completion is not None and completion.reused)
+
+
 MAX_REPLY_BYTES = 64 * 1024
 """The most of one reply that is kept (UTF-8 bytes): LegalBench answers are a label or a few
 sentences (rule_qa: 150 tokens), so a longer reply is a server ignoring ``max_tokens``; two

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from experiments.llm.cache import cache_key
-from experiments.llm.types import LM, Completion, Decoding
+from experiments.llm.types import LM, Completion, Decoding, is_hit
 from experiments.metrics import parse_label, same_label
 from experiments.optimize.errors import IncompleteEvaluation
 from experiments.trials.spec import decoding_for
@@ -138,8 +138,8 @@ def _gateway_class() -> type:
                     self.rails.count(hits=1)
                     return cached.text
             comp: Completion = self.gateway.complete(prompt, dec)
-            # given again without a call (`Completion.reused`): a hit, not a model call
-            self.rails.count(calls=int(not comp.reused), hits=int(comp.reused))
+            hit = is_hit(False, comp)  # given again without a call: a hit, not a model call
+            self.rails.count(calls=int(not hit), hits=int(hit))
             if comp.error is not None or comp.text is None:
                 error = ProviderFailure(f"a model call failed: {comp.error or 'no text'}")
                 self.rails.stop(error)

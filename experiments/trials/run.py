@@ -19,7 +19,7 @@ from typing import Any
 
 from experiments.llm.cache import ResponseCache, cache_key
 from experiments.llm.calls import calls_stop_on
-from experiments.llm.types import LM, Completion, Decoding, clip
+from experiments.llm.types import LM, Completion, Decoding, clip, is_hit
 from experiments.metrics import (
     ClassReport,
     class_report,
@@ -346,6 +346,5 @@ def _generate(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-    # a reply given again without a call (`Completion.reused`) is a hit, not a model call
-    hits = [h or (r is not None and r.reused) for h, r in zip(hits, results, strict=True)]
+    hits = [is_hit(h, r) for h, r in zip(hits, results, strict=True)]
     return [r for r in results if r is not None], hits

