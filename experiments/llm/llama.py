@@ -171,6 +171,7 @@ def build_local(name: str, n_threads: int | None = None, **extra: Any) -> Any:
             verbose=False,
             **extra,
         )
+        buffers = list(_LOAD_LOG)  # read under _LOCK: another load clears and refills it
     if bool(llm.model_params.use_extra_bufts) != load.extra_bufts:
         llm.close()  # a llama-cpp-python that no longer takes the amended defaults
         raise ModelError(
@@ -180,17 +181,29 @@ def build_local(name: str, n_threads: int | None = None, **extra: Any) -> Any:
             "install llama-cpp-python 0.3.x (pip install 'llama-cpp-python>=0.3.2,<0.4') "
             "or set WORKBENCH_LLAMA_EXTRA_BUFTS to match"
         )
-    setattr(llm, REPACKED, _repacked(load.extra_bufts, _LOAD_LOG))
+    setattr(llm, REPACKED, _repacked(load.extra_bufts, buffers))
     return llm
 
 
+_PLAIN_BUFFERS = frozenset({b"CPU", b"CPU_Mapped"})
+"""llama.cpp's buffers that hold the weights as the GGUF stores them (read or mapped)."""
+
+
+def _buffer_name(line: bytes) -> bytes:
+    """The buffer a load line names (``load_tensors:   CPU_REPACK model buffer size = ...``)."""
+    words = line.split(_BUFFER_LOG, 1)[0].split()
+    return words[-1] if words else b""
+
+
 def _repacked(extra_bufts: bool, buffers: list[bytes]) -> bool:
-    """Whether llama.cpp repacked some of the weights (a ``CPU_REPACK`` buffer: `prefix.ALIGN`
-    says why it matters). Where its log showed no buffer at all (other wording), assumed so
+    """Whether llama.cpp repacked some of the weights (`prefix.ALIGN` says why it matters):
+    a buffer other than the plain CPU ones (``CPU_REPACK``; ``CPU_AARCH64``, its name on x86
+    too in the llama.cpp of early 2025 that older llama-cpp-python 0.3.x ships; ``AMX``;
+    ``CPU_KLEIDIAI``). Where its log showed no buffer at all (other wording), assumed so
     whenever extra buffer types are on: aligned batches are exact either way."""
     if not extra_bufts:
         return False
-    return not buffers or any(b"CPU_REPACK" in line for line in buffers)
+    return not buffers or any(_buffer_name(line) not in _PLAIN_BUFFERS for line in buffers)
 
 
 def load_local(name: str, n_threads: int | None = None) -> Any:

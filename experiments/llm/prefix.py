@@ -66,7 +66,7 @@ ALIGN = 4
 repacked for the CPU's kernels, `cpu.llama_load`): at a multiple of 4 tokens. A repacked
 matrix product computes a batch's rows four at a time and its last ``rows % 4`` rows another
 way (ggml's repack ``gemm``, then ``gemv``), so a token's KV cells and logits depend on its
-row in the batch modulo 4. Measured 2026-12-06 on an AVX CPU without AVX2, Gemma 3 (Q4_K_M),
+row in the batch modulo 4. Measured 2026-12-06 on an AVX-512 CPU (AMD EPYC), Gemma 3 (Q4_K_M),
 a hearsay prompt split into two batches of 32 tokens or more: the last-token logits differed
 from the prompt evaluated whole at 72 of 175 split points (by up to 0.86), at none of 44
 split points on a multiple of 4 (nor of 22 on a multiple of 8); with extra buffer types off,

@@ -145,6 +145,20 @@ def test_ready_starts_batches_on_multiples_of_4_where_weights_are_repacked(
         (False, [b"load_tensors:   CPU_REPACK model buffer size =    12.66 MiB\n"], False),
         (True, [b"load_tensors:   CPU_REPACK model buffer size =    12.66 MiB\n"], True),
         (True, [b"load_tensors:   CPU_Mapped model buffer size =    98.00 MiB\n"], False),
+        (True, [b"load_tensors:          CPU model buffer size =    98.00 MiB\n"], False),
+        # the repacking buffer under its other names: llama.cpp before mid-2025 (allowed by
+        # llama-cpp-python>=0.3.2), AMX (extra buffer types forced on), KleidiAI (ARM)
+        (True, [b"llm_load_tensors: CPU_AARCH64 model buffer size =    12.66 MiB\n"], True),
+        (True, [b"load_tensors:          AMX model buffer size =    12.66 MiB\n"], True),
+        (True, [b"load_tensors: CPU_KLEIDIAI model buffer size =    12.66 MiB\n"], True),
+        (
+            True,
+            [
+                b"load_tensors:   CPU_Mapped model buffer size =    98.00 MiB\n",
+                b"load_tensors:  CPU_AARCH64 model buffer size =    12.66 MiB\n",
+            ],
+            True,
+        ),
         (True, [], True),  # a log without the line (other wording): assumed repacked
     ],
 )
