@@ -171,6 +171,7 @@ def main() -> None:
         finally:
             for h in hogs:
                 h.kill()
+                h.wait()  # reaped: no zombie left behind
         print(
             f"round {i + 1}: quiet "
             + "  ".join(f"{k} {v[-1]:.2f}s" for k, v in quiet.items())
@@ -193,6 +194,11 @@ def main() -> None:
     b = sum(loaded["workbench"]) / b_bare
     worst = max(reruns)
 
+    def rounds(side: dict[str, list[float]], name: str) -> str:
+        """Each round's ratio against the side the summary uses: the spread they show is
+        the machine's, which the summed ratio averages over."""
+        return " ".join(f"{w / b:.3f}" for w, b in zip(side["workbench"], side[name], strict=True))
+
     def each(side: dict[str, list[float]]) -> str:
         wb = sum(side["workbench"])
         return ", ".join(
@@ -210,6 +216,8 @@ def main() -> None:
         "(goal <= 1.05) "
         f"{'OK' if b <= 1.05 else 'MISSED'}\n"
         f"  workbench / each bare loop: quiet {each(quiet)}; loaded {each(loaded)}\n"
+        f"  round by round against it: quiet {rounds(quiet, q_name)}; "
+        f"loaded {rounds(loaded, b_name)}\n"
         f"  quiet, against a bare loop that also skips the {repeats} repeated prompts "
         f"(spin 200): {sum(quiet['workbench']) / sum(distinct):.3f}\n"
         f"  workbench outside the trial (start-up, imports, MLflow open, logging): "
