@@ -23,14 +23,20 @@ same decoding, whole process against whole process:
 Sides run in reverse order every other round (use an even number of rounds), so the
 machine's drift within a round hits them alike.
 
-    python benchmarks/overhead.py [--rounds 2] [--n 300] [--busy 2]
+    python benchmarks/overhead.py [--rounds 2] [--n 300] [--busy 2] [--save runs.json]
+    python benchmarks/overhead.py --pool a.json b.json   # the report over both runs' rounds
 Goals: both ratios <= 1.05 (GOAL); cached rerun <= 0.5 s. Each round's ratio is printed too, with a
 95% t-interval of their geometric mean: four rounds of a noisy machine may not decide the goal.
+The reference bare setting is the one fastest summed over the same rounds, so the ratio leans
+up (a minimum of noisy sums), never down. `--save` rewrites its file after every round (a
+killed run keeps its finished rounds); `--pool` reports runs saved by `--save` as one, when
+they were made with the same task, prompts and busy processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -39,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from experiments.trials.spec import TrialSpec, decoding_for, select_rows
@@ -64,9 +71,11 @@ def busy(n: int) -> list[subprocess.Popen[bytes]]:
 
 def round_ratios(workbench: list[float], bare: list[float]) -> str:
     """Each round's ratio of the workbench to a bare side, and a 95% Student-t interval of
-    their geometric mean (over the rounds' log ratios, rounds - 1 degrees of freedom, rounds
-    taken as independent): the spread is the machine's, and a goal is decided by these
-    rounds only where the interval lies on one side of it."""
+    their geometric mean (a one-sample t-test's interval over the rounds' log ratios, rounds
+    - 1 degrees of freedom, rounds taken as independent): the spread is the machine's, and a
+    goal is decided by these rounds only where the interval lies on one side of it."""
+    if any(t <= 0 for t in (*workbench, *bare)):
+        return "no ratio: a round has a time <= 0 s (not a timing)"
     ratios = [w / b for w, b in zip(workbench, bare, strict=True)]
     each = " ".join(f"{r:.3f}" for r in ratios)
     if len(ratios) < 2:
@@ -76,14 +85,148 @@ def round_ratios(workbench: list[float], bare: list[float]) -> str:
 
     logs = [math.log(r) for r in ratios]
     mean = sum(logs) / len(logs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
-    half = float(stats.t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
-    low, high = math.exp(mean - half), math.exp(mean + half)
+    if max(logs) == min(logs):  # no spread: the interval is the point
+        low = high = math.exp(mean)
+    else:
+        ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+        low, high = math.exp(float(ci.low)), math.exp(float(ci.high))
     side_of = "above" if low > GOAL else "within" if high <= GOAL else "undecided by"
     return (
-        f"{each} (geometric mean {math.exp(mean):.3f}, 95% t-interval over rounds "
-        f"[{low:.3f}, {high:.3f}]: {side_of} the goal {GOAL})"
+        f"{each} (geometric mean {math.exp(mean):.4f}, 95% t-interval over {len(ratios)} rounds "
+        f"[{low:.4f}, {high:.4f}]: {side_of} the goal {GOAL})"
     )
+
+
+@dataclass
+class Rounds:
+    """Every finished round's timings, as `--save` writes them and `--pool` reads them."""
+
+    task: str
+    n: int
+    busy: int
+    repeats: int
+    prompts_sha256: str
+    commits: list[str] = field(default_factory=list)
+    quiet: dict[str, list[float]] = field(
+        default_factory=lambda: {
+            "bare default": [],
+            "bare PASSIVE": [],
+            "bare spin 200": [],
+            "workbench": [],
+        }
+    )
+    loaded: dict[str, list[float]] = field(
+        default_factory=lambda: {"bare PASSIVE": [], "bare spin 200": [], "workbench": []}
+    )
+    distinct: list[float] = field(default_factory=list)
+    reruns: list[float] = field(default_factory=list)
+    # per round, aligned with the workbench's times; None where a run did not record it
+    outside_quiet: list[float | None] = field(default_factory=list)
+    outside_loaded: list[float | None] = field(default_factory=list)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.quiet["workbench"])
+
+    def save(self, path: Path) -> None:
+        """Whole or not at all: a kill mid-write leaves the last finished round's file."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Rounds:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError) as e:
+            sys.exit(f"{path}: not a file `--save` wrote ({e}); pass the files overhead.py saved")
+
+    def pooled(self, other: Rounds, name: str) -> Rounds:
+        same = ("task", "n", "busy", "repeats", "prompts_sha256")
+        differ = [k for k in same if getattr(self, k) != getattr(other, k)]
+        if differ:
+            sys.exit(
+                f"{name}: its {', '.join(differ)} differ from the first file's: "
+                "pool only runs of the same prompts and load"
+            )
+
+        def join(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
+            return {k: a[k] + b[k] for k in a}
+
+        return Rounds(
+            self.task,
+            self.n,
+            self.busy,
+            self.repeats,
+            self.prompts_sha256,
+            self.commits + other.commits,
+            join(self.quiet, other.quiet),
+            join(self.loaded, other.loaded),
+            self.distinct + other.distinct,
+            self.reruns + other.reruns,
+            self.outside_quiet + other.outside_quiet,
+            self.outside_loaded + other.outside_loaded,
+        )
+
+
+def report(r: Rounds) -> str:
+    """The verdicts (summed ratios against the fastest bare setting), then the rounds."""
+
+    def fastest(side: dict[str, list[float]]) -> tuple[str, float]:
+        return min(
+            ((k, sum(v)) for k, v in side.items() if k.startswith("bare")), key=lambda x: x[1]
+        )
+
+    def each(side: dict[str, list[float]]) -> str:
+        wb = sum(side["workbench"])
+        return ", ".join(
+            f"{k.removeprefix('bare ')} {wb / sum(v):.3f}"
+            for k, v in side.items()
+            if k != "workbench"
+        )
+
+    def outside(times: list[float | None], side: dict[str, list[float]]) -> str:
+        pairs = [(o, w) for o, w in zip(times, side["workbench"], strict=True) if o is not None]
+        if not pairs:
+            return "not recorded"
+        spent, wall = sum(o for o, _ in pairs), sum(w for _, w in pairs)
+        part = f" over {len(pairs)} of {r.rounds} rounds" if len(pairs) < r.rounds else ""
+        return f"{spent / len(pairs):.2f} s ({spent / wall:.1%} of its wall{part})"
+
+    q_name, q_bare = fastest(r.quiet)
+    b_name, b_bare = fastest(r.loaded)
+    q = sum(r.quiet["workbench"]) / q_bare
+    b = sum(r.loaded["workbench"]) / b_bare
+    reruns = sorted(r.reruns)
+    commits = ", ".join(dict.fromkeys(r.commits)) or "unrecorded"
+    return (
+        f"overhead, {r.n} {r.task} prompts ({r.repeats} of them repeats), {r.rounds} round(s) "
+        f"(commit {commits}), side by side:\n"
+        f"  quiet:  workbench / fastest bare loop ({q_name}) = {q:.3f}   (goal <= {GOAL}) "
+        f"{'OK' if q <= GOAL else 'MISSED'}\n"
+        f"  {r.busy} busy processes: workbench / fastest bare loop ({b_name}) = {b:.3f}   "
+        f"(goal <= {GOAL}) "
+        f"{'OK' if b <= GOAL else 'MISSED'}\n"
+        f"  workbench / each bare loop: quiet {each(r.quiet)}; loaded {each(r.loaded)}\n"
+        "  round by round, each against the setting fastest summed (not that round's fastest):\n"
+        f"    quiet, {q_name}: {round_ratios(r.quiet['workbench'], r.quiet[q_name])}\n"
+        f"    loaded, {b_name}: {round_ratios(r.loaded['workbench'], r.loaded[b_name])}\n"
+        f"  quiet, against a bare loop that also skips the {r.repeats} repeated prompts "
+        f"(spin 200): {sum(r.quiet['workbench']) / sum(r.distinct):.3f}\n"
+        f"  workbench outside the trial (start-up, imports, MLflow open, logging): "
+        f"quiet {outside(r.outside_quiet, r.quiet)}, "
+        f"loaded {outside(r.outside_loaded, r.loaded)}\n"
+        f"  cached rerun, tracking included: median {reruns[len(reruns) // 2]:.2f} s, "
+        f"worst {reruns[-1]:.2f} s   (goal <= 0.5 s) {'OK' if reruns[-1] <= 0.5 else 'MISSED'}"
+    )
+
+
+def _commit() -> str:
+    r = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True
+    )
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True)
+    return r.stdout.strip() + ("+changes" if dirty.stdout.strip() else "") or "unknown"
 
 
 def main() -> None:
@@ -92,7 +235,21 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--task", default="cuad_audit_rights")
+    ap.add_argument("--save", type=Path, help="JSON of every finished round, rewritten per round")
+    ap.add_argument("--pool", type=Path, nargs="+", help="report these saved runs as one; no run")
     args = ap.parse_args()
+    if args.pool:
+        if len({p.resolve() for p in args.pool}) < len(args.pool):
+            ap.error("--pool: a file named twice would count its rounds twice")
+        pooled = Rounds.load(args.pool[0])
+        for path in args.pool[1:]:
+            pooled = pooled.pooled(Rounds.load(path), str(path))
+        print(report(pooled))
+        return
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1 (an even number: 2, 4, ...)")
+    if args.save is not None and args.save.exists():
+        ap.error(f"--save {args.save}: exists; a finished run is never overwritten, name another")
 
     catalog = Catalog(default_source())
     task = catalog.task(args.task)
@@ -115,10 +272,10 @@ def main() -> None:
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     spin200 = {"GOMP_SPINCOUNT": "200"}
 
-    outside: dict[str, list[float]] = {"quiet": [], "loaded": []}
     repeats = len(prompts) - len(set(prompts))
+    sha = hashlib.sha256(json.dumps(prompts).encode()).hexdigest()
+    r = Rounds(args.task, args.n, args.busy, repeats, sha)
     distinct_cmd = [*bare, "--distinct"]
-    distinct: list[float] = []
 
     def workbench(tag: str) -> tuple[float, dict[str, str]]:
         """A fresh trial: empty cache, and a store of its own that has never seen the trial
@@ -142,24 +299,16 @@ def main() -> None:
         assert calls == (args.n - repeats, repeats), summary
         assert summary["mlflow_reused"] is False, summary
         # the process outside its trial's own wall time: start-up, imports, MLflow, logging
-        outside["loaded" if tag.startswith("l") else "quiet"].append(t - summary["wall_time"])
+        side = r.outside_loaded if tag.startswith("l") else r.outside_quiet
+        side.append(t - summary["wall_time"])
         return t, env
-
-    quiet: dict[str, list[float]] = {
-        "bare default": [],
-        "bare PASSIVE": [],
-        "bare spin 200": [],
-        "workbench": [],
-    }
-    loaded: dict[str, list[float]] = {"bare PASSIVE": [], "bare spin 200": [], "workbench": []}
-    reruns: list[float] = []
 
     def cached_reruns(env: dict[str, str]) -> None:
         for _ in range(3):
             t, out = timed(run, env, tmp)
             again = json.loads(out)
             assert again["model_calls"] == 0 and again["mlflow_reused"] is True, again
-            reruns.append(t)
+            r.reruns.append(t)
 
     def quiet_sides(i: int) -> list[tuple[str, Callable[[], float]]]:
         def fresh() -> float:
@@ -182,75 +331,43 @@ def main() -> None:
             ("workbench", lambda: workbench(f"l{i}")[0]),
         ]
 
-    def record(side: dict[str, list[float]], name: str, t: float) -> None:
-        (distinct if name == "bare distinct" else side[name]).append(t)
-
+    commit = _commit()
     for i in range(args.rounds):
         # The machine slows the longer it is kept busy (2026-12-06: the first side of a
         # round ran up to 10% faster than the fourth): odd rounds run the sides in reverse,
         # so over an even number of rounds every side has the same mean position.
+        quiet: dict[str, float] = {}
         for name, side in quiet_sides(i)[:: -1 if i % 2 else 1]:
-            record(quiet, name, side())
+            quiet[name] = side()
+        loaded: dict[str, float] = {}
         hogs = busy(args.busy)
         try:
             for name, side in loaded_sides(i)[:: -1 if i % 2 else 1]:
-                record(loaded, name, side())
+                loaded[name] = side()
         finally:
             for h in hogs:
                 h.kill()
                 h.wait()  # reaped: no zombie left behind
+        # a round is kept whole or not at all
+        r.distinct.append(quiet.pop("bare distinct"))
+        for k in r.quiet:
+            r.quiet[k].append(quiet[k])
+        for k in r.loaded:
+            r.loaded[k].append(loaded[k])
+        r.commits.append(commit)
+        if args.save is not None:
+            r.save(args.save)
         print(
             f"round {i + 1}: quiet "
-            + "  ".join(f"{k} {v[-1]:.2f}s" for k, v in quiet.items())
+            + "  ".join(f"{k} {v[-1]:.2f}s" for k, v in r.quiet.items())
             + f" | {args.busy} busy: "
-            + "  ".join(f"{k} {v[-1]:.2f}s" for k, v in loaded.items())
-            + f" | bare distinct {distinct[-1]:.2f}s"
+            + "  ".join(f"{k} {v[-1]:.2f}s" for k, v in r.loaded.items())
+            + f" | bare distinct {r.distinct[-1]:.2f}s"
             + " | cached reruns "
-            + " ".join(f"{t:.2f}s" for t in reruns[-3:]),
+            + " ".join(f"{t:.2f}s" for t in r.reruns[-3:]),
             flush=True,
         )
-
-    def fastest(side: dict[str, list[float]]) -> tuple[str, float]:
-        return min(
-            ((k, sum(v)) for k, v in side.items() if k.startswith("bare")), key=lambda x: x[1]
-        )
-
-    q_name, q_bare = fastest(quiet)
-    b_name, b_bare = fastest(loaded)
-    q = sum(quiet["workbench"]) / q_bare
-    b = sum(loaded["workbench"]) / b_bare
-    worst = max(reruns)
-
-    def each(side: dict[str, list[float]]) -> str:
-        wb = sum(side["workbench"])
-        return ", ".join(
-            f"{k.removeprefix('bare ')} {wb / sum(v):.3f}"
-            for k, v in side.items()
-            if k != "workbench"
-        )
-
-    print(
-        f"overhead, {args.n} prompts ({repeats} of them repeats), {args.rounds} round(s), "
-        "side by side:\n"
-        f"  quiet:  workbench / fastest bare loop ({q_name}) = {q:.3f}   (goal <= {GOAL}) "
-        f"{'OK' if q <= GOAL else 'MISSED'}\n"
-        f"  {args.busy} busy processes: workbench / fastest bare loop ({b_name}) = {b:.3f}   "
-        f"(goal <= {GOAL}) "
-        f"{'OK' if b <= GOAL else 'MISSED'}\n"
-        f"  workbench / each bare loop: quiet {each(quiet)}; loaded {each(loaded)}\n"
-        "  round by round, each against the setting fastest summed (not that round's fastest):\n"
-        f"    quiet, {q_name}: {round_ratios(quiet['workbench'], quiet[q_name])}\n"
-        f"    loaded, {b_name}: {round_ratios(loaded['workbench'], loaded[b_name])}\n"
-        f"  quiet, against a bare loop that also skips the {repeats} repeated prompts "
-        f"(spin 200): {sum(quiet['workbench']) / sum(distinct):.3f}\n"
-        f"  workbench outside the trial (start-up, imports, MLflow open, logging): "
-        f"quiet {sum(outside['quiet']) / len(outside['quiet']):.2f} s "
-        f"({sum(outside['quiet']) / sum(quiet['workbench']):.1%} of its wall), "
-        f"loaded {sum(outside['loaded']) / len(outside['loaded']):.2f} s "
-        f"({sum(outside['loaded']) / sum(loaded['workbench']):.1%})\n"
-        f"  cached rerun, tracking included: median {sorted(reruns)[len(reruns) // 2]:.2f} s, "
-        f"worst {worst:.2f} s   (goal <= 0.5 s) {'OK' if worst <= 0.5 else 'MISSED'}"
-    )
+    print(report(r))
 
 
 if __name__ == "__main__":
