@@ -40,11 +40,12 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -80,49 +81,73 @@ def round_ratios(workbench: list[float], bare: list[float]) -> str:
     each = " ".join(f"{r:.3f}" for r in ratios)
     if len(ratios) < 2:
         return f"{each} (one round: no interval)"
+    if max(ratios) == min(ratios):
+        return f"{each} (no spread between rounds: no interval)"
     # start-up time: scipy only where an interval is printed
     from scipy import stats
 
     logs = [math.log(r) for r in ratios]
-    mean = sum(logs) / len(logs)
-    if max(logs) == min(logs):  # no spread: the interval is the point
-        low = high = math.exp(mean)
-    else:
-        ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
-        low, high = math.exp(float(ci.low)), math.exp(float(ci.high))
+    ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    low, high = math.exp(float(ci.low)), math.exp(float(ci.high))
     side_of = "above" if low > GOAL else "within" if high <= GOAL else "undecided by"
     return (
-        f"{each} (geometric mean {math.exp(mean):.4f}, 95% t-interval over {len(ratios)} rounds "
-        f"[{low:.4f}, {high:.4f}]: {side_of} the goal {GOAL})"
+        f"{each} (geometric mean {math.exp(sum(logs) / len(logs)):.4f}, 95% t-interval over "
+        f"{len(ratios)} rounds [{low:.4f}, {high:.4f}]: {side_of} the goal {GOAL})"
     )
+
+
+QUIET = ("bare default", "bare PASSIVE", "bare spin 200", "workbench")
+LOADED = ("bare PASSIVE", "bare spin 200", "workbench")
+RERUNS = 3  # cached reruns a round
+# what the sides run: a round is of this code, and only rounds of the same code pool
+MEASURED = ("experiments", "promptlib", "benchmarks/bare_llama.py", "pyproject.toml")
+SAME = ("task", "n", "busy", "repeats", "prompts_sha256", "max_tokens", "machine")
 
 
 @dataclass
 class Rounds:
-    """Every finished round's timings, as `--save` writes them and `--pool` reads them."""
+    """Every finished round's timings, as `--save` writes them and `--pool` reads them.
+    Every per-round list is aligned with the rounds (`reruns`: `RERUNS` a round)."""
 
     task: str
     n: int
     busy: int
     repeats: int
     prompts_sha256: str
+    max_tokens: int
+    machine: str
+    code: list[str] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
-    quiet: dict[str, list[float]] = field(
-        default_factory=lambda: {
-            "bare default": [],
-            "bare PASSIVE": [],
-            "bare spin 200": [],
-            "workbench": [],
-        }
-    )
-    loaded: dict[str, list[float]] = field(
-        default_factory=lambda: {"bare PASSIVE": [], "bare spin 200": [], "workbench": []}
-    )
+    order: list[str] = field(default_factory=list)  # "forward" or "reversed"
+    quiet: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in QUIET})
+    loaded: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in LOADED})
     distinct: list[float] = field(default_factory=list)
     reruns: list[float] = field(default_factory=list)
-    # per round, aligned with the workbench's times; None where a run did not record it
+    # None where a run did not record it
     outside_quiet: list[float | None] = field(default_factory=list)
     outside_loaded: list[float | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if set(self.quiet) != set(QUIET) or set(self.loaded) != set(LOADED):
+            raise ValueError(
+                f"sides {sorted(self.quiet)} / {sorted(self.loaded)}, not {QUIET} / {LOADED}"
+            )
+        k = self.rounds
+        lists: dict[str, Sized] = {
+            **{f"quiet {s}": v for s, v in self.quiet.items()},
+            **{f"loaded {s}": v for s, v in self.loaded.items()},
+            "distinct": self.distinct,
+            "outside_quiet": self.outside_quiet,
+            "outside_loaded": self.outside_loaded,
+            "code": self.code,
+            "commits": self.commits,
+            "order": self.order,
+        }
+        wrong = [name for name, v in lists.items() if len(v) != k]
+        if len(self.reruns) != RERUNS * k:
+            wrong.append(f"reruns ({len(self.reruns)}, not {RERUNS} x {k})")
+        if wrong:
+            raise ValueError(f"{k} rounds, but these lists are of another length: {wrong}")
 
     @property
     def rounds(self) -> int:
@@ -141,31 +166,37 @@ class Rounds:
         except (OSError, ValueError, TypeError) as e:
             sys.exit(f"{path}: not a file `--save` wrote ({e}); pass the files overhead.py saved")
 
+    def round_key(self, i: int) -> tuple[float, ...]:
+        return (*(v[i] for v in self.quiet.values()), *(v[i] for v in self.loaded.values()))
+
     def pooled(self, other: Rounds, name: str) -> Rounds:
-        same = ("task", "n", "busy", "repeats", "prompts_sha256")
-        differ = [k for k in same if getattr(self, k) != getattr(other, k)]
+        """Both runs' rounds as one run: refused unless the same prompts, decoding, load,
+        machine and measured code, and no round in both (a copied file)."""
+        differ = [k for k in SAME if getattr(self, k) != getattr(other, k)]
+        codes = set(self.code + other.code)
+        if len(codes) > 1 or any(c.endswith("+changes") or c.startswith("unknown") for c in codes):
+            differ.append(f"code ({', '.join(sorted(codes))}: not one committed code)")
         if differ:
             sys.exit(
                 f"{name}: its {', '.join(differ)} differ from the first file's: "
-                "pool only runs of the same prompts and load"
+                "pool only runs of the same prompts, load, machine and code"
             )
-
-        def join(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
-            return {k: a[k] + b[k] for k in a}
-
+        mine = {self.round_key(i) for i in range(self.rounds)}
+        if any(other.round_key(i) in mine for i in range(other.rounds)):
+            sys.exit(f"{name}: a round already in an earlier file (a copy?): pooled once only")
         return Rounds(
-            self.task,
-            self.n,
-            self.busy,
-            self.repeats,
-            self.prompts_sha256,
-            self.commits + other.commits,
-            join(self.quiet, other.quiet),
-            join(self.loaded, other.loaded),
-            self.distinct + other.distinct,
-            self.reruns + other.reruns,
-            self.outside_quiet + other.outside_quiet,
-            self.outside_loaded + other.outside_loaded,
+            **{k: getattr(self, k) for k in ("task", "n", "busy", "repeats", "prompts_sha256")},
+            max_tokens=self.max_tokens,
+            machine=self.machine,
+            code=self.code + other.code,
+            commits=self.commits + other.commits,
+            order=self.order + other.order,
+            quiet={k: self.quiet[k] + other.quiet[k] for k in QUIET},
+            loaded={k: self.loaded[k] + other.loaded[k] for k in LOADED},
+            distinct=self.distinct + other.distinct,
+            reruns=self.reruns + other.reruns,
+            outside_quiet=self.outside_quiet + other.outside_quiet,
+            outside_loaded=self.outside_loaded + other.outside_loaded,
         )
 
 
@@ -180,7 +211,7 @@ def report(r: Rounds) -> str:
     def each(side: dict[str, list[float]]) -> str:
         wb = sum(side["workbench"])
         return ", ".join(
-            f"{k.removeprefix('bare ')} {wb / sum(v):.3f}"
+            f"{k.removeprefix('bare ')} {wb / sum(v):.4f}"
             for k, v in side.items()
             if k != "workbench"
         )
@@ -197,14 +228,17 @@ def report(r: Rounds) -> str:
     b_name, b_bare = fastest(r.loaded)
     q = sum(r.quiet["workbench"]) / q_bare
     b = sum(r.loaded["workbench"]) / b_bare
-    reruns = sorted(r.reruns)
-    commits = ", ".join(dict.fromkeys(r.commits)) or "unrecorded"
+    worst = max(r.reruns)
+    forward = r.order.count("forward")
+    balance = "" if 2 * forward == r.rounds else " (unequal: the sides' mean positions differ)"
     return (
-        f"overhead, {r.n} {r.task} prompts ({r.repeats} of them repeats), {r.rounds} round(s) "
-        f"(commit {commits}), side by side:\n"
-        f"  quiet:  workbench / fastest bare loop ({q_name}) = {q:.3f}   (goal <= {GOAL}) "
+        f"overhead, {r.n} {r.task} prompts ({r.repeats} of them repeats), {r.rounds} round(s), "
+        f"{r.machine}, code {', '.join(dict.fromkeys(r.code))} (commits "
+        f"{', '.join(dict.fromkeys(r.commits))}); sides forward in {forward} round(s), reversed "
+        f"in {r.rounds - forward}{balance}; side by side:\n"
+        f"  quiet:  workbench / fastest bare loop ({q_name}) = {q:.4f}   (goal <= {GOAL}) "
         f"{'OK' if q <= GOAL else 'MISSED'}\n"
-        f"  {r.busy} busy processes: workbench / fastest bare loop ({b_name}) = {b:.3f}   "
+        f"  {r.busy} busy processes: workbench / fastest bare loop ({b_name}) = {b:.4f}   "
         f"(goal <= {GOAL}) "
         f"{'OK' if b <= GOAL else 'MISSED'}\n"
         f"  workbench / each bare loop: quiet {each(r.quiet)}; loaded {each(r.loaded)}\n"
@@ -212,26 +246,58 @@ def report(r: Rounds) -> str:
         f"    quiet, {q_name}: {round_ratios(r.quiet['workbench'], r.quiet[q_name])}\n"
         f"    loaded, {b_name}: {round_ratios(r.loaded['workbench'], r.loaded[b_name])}\n"
         f"  quiet, against a bare loop that also skips the {r.repeats} repeated prompts "
-        f"(spin 200): {sum(r.quiet['workbench']) / sum(r.distinct):.3f}\n"
+        f"(spin 200): {sum(r.quiet['workbench']) / sum(r.distinct):.4f}\n"
         f"  workbench outside the trial (start-up, imports, MLflow open, logging): "
         f"quiet {outside(r.outside_quiet, r.quiet)}, "
         f"loaded {outside(r.outside_loaded, r.loaded)}\n"
-        f"  cached rerun, tracking included: median {reruns[len(reruns) // 2]:.2f} s, "
-        f"worst {reruns[-1]:.2f} s   (goal <= 0.5 s) {'OK' if reruns[-1] <= 0.5 else 'MISSED'}"
+        f"  cached rerun, tracking included ({len(r.reruns)}): median "
+        f"{statistics.median(r.reruns):.3f} s, worst {worst:.3f} s   (goal <= 0.5 s) "
+        f"{'OK' if worst <= 0.5 else 'MISSED'}"
     )
 
 
-def _commit() -> str:
-    r = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True
-    )
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True)
-    return r.stdout.strip() + ("+changes" if dirty.stdout.strip() else "") or "unknown"
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def code_id(rev: str = "HEAD") -> str:
+    """The measured code (`MEASURED`) as git holds it at `rev`, with "+changes" where the
+    working tree differs from it: benchmark and docs commits leave it alone."""
+    ids = [_git("rev-parse", f"{rev}:{path}") for path in MEASURED]
+    if not all(ids):
+        return "unknown (not a git checkout)"
+    digest = hashlib.sha256(" ".join(ids).encode()).hexdigest()[:12]
+    dirty = rev == "HEAD" and _git("status", "--porcelain", "--untracked-files=no", "--", *MEASURED)
+    return digest + ("+changes" if dirty else "")
+
+
+def machine() -> str:
+    """The CPU's model name and count: rounds of other hardware do not pool."""
+    name = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name} x{os.cpu_count()}"
+
+
+def trial_prompts(task_name: str, n: int) -> tuple[list[str], int]:
+    """The prompts `workbench run TASK --limit N` sends (variant base, test split, seed 0),
+    and its completion's max_tokens."""
+    task = Catalog(default_source()).task(task_name)
+    spec = TrialSpec(task=task_name, variant=parse_spec("base"), model="local/smollm2", limit=n)
+    compiled = compile_prompt(spec.variant, task, "test")
+    rows = select_rows(evaluation_rows(compiled.variant, task, "test")[0], n, spec.seed)
+    return [compiled.render(r) for r in rows], decoding_for(task.spec, "completion").max_tokens
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=2, help="even: each side's mean position equal")
+    ap.add_argument("--rounds", type=int, help="even: each side's mean position equal (2)")
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--task", default="cuad_audit_rights")
@@ -239,27 +305,24 @@ def main() -> None:
     ap.add_argument("--pool", type=Path, nargs="+", help="report these saved runs as one; no run")
     args = ap.parse_args()
     if args.pool:
+        if args.save is not None or args.rounds is not None:
+            ap.error("--pool reports saved runs and runs nothing: no --save or --rounds with it")
         if len({p.resolve() for p in args.pool}) < len(args.pool):
             ap.error("--pool: a file named twice would count its rounds twice")
-        pooled = Rounds.load(args.pool[0])
-        for path in args.pool[1:]:
-            pooled = pooled.pooled(Rounds.load(path), str(path))
+        runs = [Rounds.load(path) for path in args.pool]
+        for path, saved in zip(args.pool, runs, strict=True):
+            if saved.rounds == 0:
+                ap.error(f"--pool {path}: no finished round in it (a run killed in its first)")
+        pooled = runs[0]
+        for path, saved in zip(args.pool[1:], runs[1:], strict=True):
+            pooled = pooled.pooled(saved, str(path))
         print(report(pooled))
         return
+    args.rounds = 2 if args.rounds is None else args.rounds
     if args.rounds < 1:
         ap.error("--rounds must be at least 1 (an even number: 2, 4, ...)")
-    if args.save is not None and args.save.exists():
-        ap.error(f"--save {args.save}: exists; a finished run is never overwritten, name another")
 
-    catalog = Catalog(default_source())
-    task = catalog.task(args.task)
-    spec = TrialSpec(
-        task=args.task, variant=parse_spec("base"), model="local/smollm2", limit=args.n
-    )
-    compiled = compile_prompt(spec.variant, task, "test")
-    rows = select_rows(evaluation_rows(compiled.variant, task, "test")[0], args.n, spec.seed)
-    prompts = [compiled.render(r) for r in rows]
-    max_tokens = decoding_for(task.spec, "completion").max_tokens
+    prompts, max_tokens = trial_prompts(args.task, args.n)
     tmp = Path(tempfile.mkdtemp(prefix="wb-bench-"))
     (tmp / "prompts.json").write_text(json.dumps(prompts))
     # the user's own store and tracking switches must not reach the benchmark's runs
@@ -274,7 +337,15 @@ def main() -> None:
 
     repeats = len(prompts) - len(set(prompts))
     sha = hashlib.sha256(json.dumps(prompts).encode()).hexdigest()
-    r = Rounds(args.task, args.n, args.busy, repeats, sha)
+    r = Rounds(args.task, args.n, args.busy, repeats, sha, max_tokens, machine())
+    if args.save is not None:
+        # claimed now, exclusively: a bad path fails before an hour of rounds, and two runs
+        # never write one file; a finished run is never overwritten
+        try:
+            with args.save.open("x") as f:
+                f.write(json.dumps(asdict(r), indent=1) + "\n")
+        except OSError as e:
+            ap.error(f"--save {args.save}: {e}; name a new file in a writable folder")
     distinct_cmd = [*bare, "--distinct"]
 
     def workbench(tag: str) -> tuple[float, dict[str, str]]:
@@ -299,16 +370,15 @@ def main() -> None:
         assert calls == (args.n - repeats, repeats), summary
         assert summary["mlflow_reused"] is False, summary
         # the process outside its trial's own wall time: start-up, imports, MLflow, logging
-        side = r.outside_loaded if tag.startswith("l") else r.outside_quiet
-        side.append(t - summary["wall_time"])
+        outside[tag[0]] = t - summary["wall_time"]
         return t, env
 
     def cached_reruns(env: dict[str, str]) -> None:
-        for _ in range(3):
+        for _ in range(RERUNS):
             t, out = timed(run, env, tmp)
             again = json.loads(out)
             assert again["model_calls"] == 0 and again["mlflow_reused"] is True, again
-            r.reruns.append(t)
+            reruns.append(t)
 
     def quiet_sides(i: int) -> list[tuple[str, Callable[[], float]]]:
         def fresh() -> float:
@@ -331,8 +401,12 @@ def main() -> None:
             ("workbench", lambda: workbench(f"l{i}")[0]),
         ]
 
-    commit = _commit()
+    outside: dict[str, float] = {}  # this round's, by side: "q" quiet, "l" loaded
+    reruns: list[float] = []  # this round's
     for i in range(args.rounds):
+        code, commit = code_id(), _git("rev-parse", "--short", "HEAD")
+        outside.clear()
+        reruns.clear()
         # The machine slows the longer it is kept busy (2026-12-06: the first side of a
         # round ran up to 10% faster than the fourth): odd rounds run the sides in reverse,
         # so over an even number of rounds every side has the same mean position.
@@ -348,13 +422,23 @@ def main() -> None:
             for h in hogs:
                 h.kill()
                 h.wait()  # reaped: no zombie left behind
-        # a round is kept whole or not at all
+        if code_id() != code:
+            sys.exit(
+                f"round {i + 1}: the measured code ({', '.join(MEASURED)}) changed while it "
+                f"ran; the rounds before it are in {args.save or 'no file (no --save)'}"
+            )
+        # a round is recorded whole, once every side of it has run
         r.distinct.append(quiet.pop("bare distinct"))
         for k in r.quiet:
             r.quiet[k].append(quiet[k])
         for k in r.loaded:
             r.loaded[k].append(loaded[k])
+        r.reruns += reruns
+        r.outside_quiet.append(outside["q"])
+        r.outside_loaded.append(outside["l"])
+        r.code.append(code)
         r.commits.append(commit)
+        r.order.append("reversed" if i % 2 else "forward")
         if args.save is not None:
             r.save(args.save)
         print(
